@@ -1,0 +1,128 @@
+"""TPU chip facts, in one place. Everything else (VMEM report, codegen limits, model, libtpu) reads them.
+
+Per-TensorCore figures (the unit a Pallas kernel runs on) come from jax's own table
+(`jax._src.pallas.mosaic.tpu_info.get_tpu_info_for_chip`, jax 0.10.2) when jax has the chip; figures jax
+does not carry are listed in `_EXTRA` with their source named beside them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cache
+
+MiB = 1024 * 1024
+
+# name -> (jax ChipVersion value, TensorCores per JAX device, device_kind for the abstract mesh)
+_JAX_CHIPS = {
+    "v4": ("v4", 2, "TPU v4"),
+    "v5e": ("v5e", 1, "TPU v5 lite"),
+    "v5p": ("v5p", 2, "TPU v5"),
+    "v6e": ("v6e", 1, "TPU v6 lite"),
+    "v7x": ("7x", 1, "TPU7x"),
+}
+
+ALIASES = {
+    "tpu7x": "v7x",
+    "ironwood": "v7x",
+    "7x": "v7x",
+    "trillium": "v6e",
+    "v6": "v6e",
+    "v5litepod": "v5e",
+    "v5lite": "v5e",
+}
+
+# Figures jax's table does not have. Sources:
+#  default scoped VMEM: measured with the libtpu 0.0.42.1 deviceless compile (shared/notes/pallas-tpu-on-cpu.md;
+#    16 MiB v4/v5e/v5p, 32 MiB v6e; v7x measured ~44 MiB, documented 32 MiB — we plan against the documented 32);
+#  max vmem_limit_bytes: v7x accepts at most 65472 KiB (same notes); other chips: their capacity;
+#  topology names/kwargs: jax.experimental.topologies.get_topology_desc names that work with libtpu 0.0.42.1.
+_EXTRA = {
+    "v4": dict(default_scoped_vmem=16 * MiB, max_vmem_limit=16 * MiB, topology=("v4:2x2x1", {})),
+    "v5e": dict(
+        default_scoped_vmem=16 * MiB,
+        max_vmem_limit=128 * MiB,
+        topology=("v5e:1x1", {"chips_per_host_bounds": (1, 1, 1)}),
+    ),
+    "v5p": dict(default_scoped_vmem=16 * MiB, max_vmem_limit=64 * MiB, topology=("v5p:2x2x1", {})),
+    "v6e": dict(
+        default_scoped_vmem=32 * MiB,
+        max_vmem_limit=128 * MiB,
+        topology=("v6e:1x1", {"chips_per_host_bounds": (1, 1, 1)}),
+    ),
+    "v7x": dict(default_scoped_vmem=32 * MiB, max_vmem_limit=65472 * 1024, topology=("tpu7x:2x2x1", {})),
+}
+
+
+@dataclass(frozen=True)
+class Chip:
+    name: str
+    device_kind: str  # what jax.devices()[0].device_kind says on this chip
+    generation: int
+    vmem_capacity_bytes: int
+    default_scoped_vmem_bytes: int
+    max_vmem_limit_bytes: int
+    hbm_bandwidth: float  # bytes / second, per TensorCore
+    bf16_flops: float  # FLOP / second, per TensorCore
+    num_lanes: int
+    num_sublanes: int
+    mxu_column_size: int
+    num_mxus: int
+    topology_name: str
+    topology_kwargs: dict = field(default_factory=dict, hash=False, compare=False)
+    sources: dict = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def ridge(self) -> float:
+        """FLOP per byte where the roofline turns from bandwidth- to compute-bound."""
+        return self.bf16_flops / self.hbm_bandwidth
+
+    def sublane_tiling(self, itemsize: int) -> int:
+        """Rows per (sublanes x 128) tile: 8 for 32-bit, 16 for 16-bit, 32 for 8-bit dtypes."""
+        return self.num_sublanes * max(1, 4 // max(1, itemsize))
+
+
+CHIP_NAMES = tuple(_JAX_CHIPS)
+
+
+def canonical_name(name: str) -> str:
+    key = name.strip().lower()
+    key = ALIASES.get(key, key)
+    if key not in _JAX_CHIPS:
+        raise ValueError(f"unknown chip {name!r}; known: {', '.join(CHIP_NAMES)} (aliases: {', '.join(ALIASES)})")
+    return key
+
+
+@cache
+def get_chip(name: str) -> Chip:
+    """The chip called `name` (or an alias such as 'ironwood')."""
+    from jax._src.pallas.mosaic import tpu_info
+
+    key = canonical_name(name)
+    version, cores, device_kind = _JAX_CHIPS[key]
+    info = tpu_info.get_tpu_info_for_chip(tpu_info.ChipVersion(version), cores)
+    extra = _EXTRA[key]
+    topo_name, topo_kwargs = extra["topology"]
+    return Chip(
+        name=key,
+        device_kind=device_kind,
+        generation=info.generation,
+        vmem_capacity_bytes=info.vmem_capacity_bytes,
+        default_scoped_vmem_bytes=extra["default_scoped_vmem"],
+        max_vmem_limit_bytes=min(extra["max_vmem_limit"], info.vmem_capacity_bytes),
+        hbm_bandwidth=float(info.mem_bw_bytes_per_second),
+        bf16_flops=float(info.bf16_ops_per_second),
+        num_lanes=info.num_lanes,
+        num_sublanes=info.num_sublanes,
+        mxu_column_size=info.mxu_column_size,
+        num_mxus=info.num_mxus,
+        topology_name=topo_name,
+        topology_kwargs=topo_kwargs,
+        sources={
+            "vmem_capacity_bytes": "jax 0.10.2 tpu_info",
+            "hbm_bandwidth": "jax 0.10.2 tpu_info",
+            "bf16_flops": "jax 0.10.2 tpu_info",
+            "default_scoped_vmem_bytes": "libtpu 0.0.42.1 deviceless compile, shared notes",
+            "max_vmem_limit_bytes": "libtpu 0.0.42.1 deviceless compile, shared notes",
+            "topology_name": "jax.experimental.topologies names accepted by libtpu 0.0.42.1",
+        },
+    )

@@ -1,0 +1,160 @@
+"""The Pallas plan: what the generated code does, as plain data.
+
+Code generation lowers the tile IR to a `KernelPlan` first (grid, BlockSpecs, memory placement, buffer
+counts, scratch, inner loops and the work each step does) and then prints it. The VMEM report, the
+performance model and the editor's hovers all read this plan, so they describe exactly the code the
+user gets — never a second guess at it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .diagnostics import Range
+
+Memory = Literal["vmem_block", "resident", "hbm"]
+"""Where an operand lives.
+vmem_block: a block of it is DMA'd into VMEM for each outer grid step (top-level BlockSpec pipeline).
+resident:   the block spans the whole extent of an inner loop (unroll / fori_loop strategies); the inner loop
+            slices it in VMEM.
+hbm:        left in HBM (`memory_space=pl.ANY`); a nested `pltpu.emit_pipeline` streams `block_shape` blocks.
+"""
+
+
+@dataclass(frozen=True)
+class Operand:
+    name: str  # name of the ref in the generated kernel, e.g. "k_view_ref"
+    tensor: str  # the tensor as named in the kernel source, e.g. "k_view"
+    kind: Literal["input", "output", "inout"]
+    array_shape: tuple[int, ...]
+    dtype: str  # numpy/jax dtype name: "bfloat16", "float32", ...
+    itemsize: int
+    memory: Memory
+    block_shape: tuple[int | None, ...]  # None = squeezed dimension (size 1, dropped in the kernel)
+    buffer_count: int  # VMEM copies of the block (1 single-buffered, 2 double-buffered, ...)
+    grid_axes: tuple[int, ...]  # outer grid axes the block index depends on (a change triggers a DMA)
+    inner_loop: int | None  # index into CallPlan.inner_loops of the loop that streams or slices it
+    inner_axes: tuple[int, ...]  # array dims the inner loop walks
+    index_map: str  # printed index map, e.g. "lambda b, m: (b, 0, 0)"
+    ranges: tuple[Range, ...]  # source ranges of every access this operand serves
+    load_index: int | None = None  # position among the kernel's loads (pallas_load_buffer_count order)
+
+    @property
+    def block_elems(self) -> int:
+        n = 1
+        for d in self.block_shape:
+            n *= 1 if d is None else d
+        return n
+
+    @property
+    def block_dims(self) -> tuple[int, ...]:
+        """Block shape as the kernel sees it (squeezed dims dropped)."""
+        return tuple(d for d in self.block_shape if d is not None)
+
+
+@dataclass(frozen=True)
+class Scratch:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    itemsize: int
+    role: Literal["carried", "accumulator", "semaphore"]
+    range: Range
+
+
+@dataclass(frozen=True)
+class Work:
+    """Work of one straight-line region (one outer grid step, or one inner iteration).
+
+    mxu_flops:  2*m*n*k summed over dots, with the dims as written (unpadded).
+    mxu_padded: the same with m padded to the sublane tile and n, k to 128 (what the MXU really does).
+    vpu_elems:  elementwise vector work in elements, each operand counted on padded (8|16, 128) tiles.
+    eup_elems:  transcendental elements (exp, exp2, log, rsqrt, tanh, sigmoid, reciprocal), padded.
+    """
+
+    mxu_flops: float = 0.0
+    mxu_padded: float = 0.0
+    vpu_elems: float = 0.0
+    eup_elems: float = 0.0
+
+    def __add__(self, other: Work) -> Work:
+        return Work(
+            self.mxu_flops + other.mxu_flops,
+            self.mxu_padded + other.mxu_padded,
+            self.vpu_elems + other.vpu_elems,
+            self.eup_elems + other.eup_elems,
+        )
+
+    def scaled(self, k: float) -> Work:
+        return Work(self.mxu_flops * k, self.mxu_padded * k, self.vpu_elems * k, self.eup_elems * k)
+
+
+@dataclass(frozen=True)
+class InnerLoop:
+    index: int
+    strategy: Literal["emit_pipeline", "unroll", "fori_loop"]
+    extent: int  # elements along the loop's dimension
+    block_size: int
+    trips: int  # iterations per outer grid step
+    range: Range  # the `for tile_n in hl.tile(...)` line
+    operands: tuple[str, ...]  # Operand.name streamed or sliced by this loop
+    work: Work  # per iteration
+
+
+@dataclass(frozen=True)
+class LoopInfo:
+    """For hovers on `hl.tile` / `hl.grid`: what the loop became."""
+
+    range: Range
+    kind: Literal["grid", "inner"]
+    api: Literal["tile", "grid"]
+    extents: tuple[int, ...]
+    block_sizes: tuple[int, ...]
+    block_size_indices: tuple[int | None, ...]  # position in config block_sizes (None = fixed/hl.grid)
+    steps: tuple[int, ...]  # cdiv(extent, block) per dim
+    strategy: str  # "grid" for the launch grid, else the inner-loop strategy
+
+
+@dataclass(frozen=True)
+class AccessInfo:
+    """For hovers on a tensor access such as `k_view[tile_b, tile_n, :]`."""
+
+    range: Range
+    tensor: str
+    operand: str  # Operand.name
+    is_store: bool
+
+
+@dataclass(frozen=True)
+class CallPlan:
+    """One `pl.pallas_call` (one outermost hl.tile / hl.grid loop)."""
+
+    name: str  # kernel function name in the generated module
+    range: Range  # the outermost loop statement
+    grid: tuple[int, ...]
+    dimension_semantics: tuple[str, ...]
+    operands: tuple[Operand, ...]
+    scratch: tuple[Scratch, ...]
+    inner_loops: tuple[InnerLoop, ...]
+    outer_work: Work  # per outer grid step, excluding inner loops
+    temporaries_bytes: int  # estimated live compiler temporaries of the largest fused region
+    vmem_limit_bytes: int  # what the generated code requests
+
+    @property
+    def grid_steps(self) -> int:
+        n = 1
+        for g in self.grid:
+            n *= g
+        return n
+
+
+@dataclass(frozen=True)
+class KernelPlan:
+    kernel: str
+    chip: str
+    calls: tuple[CallPlan, ...]
+    flops: float  # algorithmic FLOPs of the whole kernel (2*m*n*k per dot, unpadded)
+    hbm_bytes: float  # compulsory HBM traffic: every input read once, every output written once
+    loops: tuple[LoopInfo, ...] = field(default=())
+    accesses: tuple[AccessInfo, ...] = field(default=())

@@ -1,0 +1,173 @@
+"""Argument specs: `bf16[8, 32, 8192, 256]` for tensors, numbers for scalars.
+
+The same text appears in `# helion: args(...)` lines above a kernel, in `--args` on the command line and
+in `compile(args=...)`. Parsing is static (ast), never `eval`.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+import torch
+
+DTYPES: dict[str, torch.dtype] = {
+    "f32": torch.float32,
+    "float32": torch.float32,
+    "bf16": torch.bfloat16,
+    "bfloat16": torch.bfloat16,
+    "f16": torch.float16,
+    "float16": torch.float16,
+    "i32": torch.int32,
+    "int32": torch.int32,
+    "i16": torch.int16,
+    "int16": torch.int16,
+    "i8": torch.int8,
+    "int8": torch.int8,
+    "u8": torch.uint8,
+    "uint8": torch.uint8,
+    "bool": torch.bool,
+    "f8e4m3": torch.float8_e4m3fn,
+    "f8e5m2": torch.float8_e5m2,
+}
+
+SHORT_NAMES: dict[torch.dtype, str] = {
+    torch.float32: "f32",
+    torch.bfloat16: "bf16",
+    torch.float16: "f16",
+    torch.int32: "i32",
+    torch.int16: "i16",
+    torch.int8: "i8",
+    torch.uint8: "u8",
+    torch.bool: "bool",
+    torch.float8_e4m3fn: "f8e4m3",
+    torch.float8_e5m2: "f8e5m2",
+}
+
+MAX_ELEMENTS = 2**40  # beyond this a shape is a typo, not a kernel input
+
+
+class SpecError(ValueError):
+    """A malformed spec; `col` is the character offset inside the parsed text when known."""
+
+    def __init__(self, message: str, col: int | None = None, end_col: int | None = None):
+        super().__init__(message)
+        self.col = col
+        self.end_col = end_col
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    dtype: torch.dtype
+    shape: tuple[int, ...]
+
+    def __str__(self) -> str:
+        return f"{SHORT_NAMES.get(self.dtype, str(self.dtype))}[{', '.join(map(str, self.shape))}]"
+
+    def meta(self) -> torch.Tensor:
+        return torch.empty(self.shape, dtype=self.dtype, device="meta")
+
+
+ArgSpec = TensorSpec | int | float | bool
+
+
+def format_spec(spec: ArgSpec) -> str:
+    return str(spec) if isinstance(spec, TensorSpec) else repr(spec)
+
+
+def format_args(args: dict[str, ArgSpec]) -> str:
+    return ", ".join(f"{k}={format_spec(v)}" for k, v in args.items())
+
+
+def parse_spec(node: ast.expr | str) -> ArgSpec:
+    """One spec, from text or from an ast expression (`bf16[1, 2]`, `1e-5`, `-3`)."""
+    if isinstance(node, str):
+        try:
+            node = ast.parse(node.strip(), mode="eval").body
+        except SyntaxError as exc:
+            raise SpecError(f"cannot parse spec {node!r}: {exc.msg}") from None
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+        dtype = DTYPES.get(node.value.id)
+        if dtype is None:
+            raise SpecError(
+                f"unknown dtype {node.value.id!r}; use one of {', '.join(sorted(set(SHORT_NAMES.values())))}",
+                node.value.col_offset,
+                node.value.end_col_offset,
+            )
+        dims_node = node.slice
+        elts = dims_node.elts if isinstance(dims_node, ast.Tuple) else [dims_node]
+        dims = []
+        for elt in elts:
+            try:
+                dim = ast.literal_eval(elt)
+            except ValueError:
+                raise SpecError("shape dimensions must be integer literals", elt.col_offset, elt.end_col_offset) from None
+            if not isinstance(dim, int) or isinstance(dim, bool):
+                raise SpecError(f"dimension {dim!r} is not an integer", elt.col_offset, elt.end_col_offset)
+            if dim <= 0:
+                raise SpecError(f"dimension {dim} must be positive", elt.col_offset, elt.end_col_offset)
+            dims.append(dim)
+        numel = 1
+        for d in dims:
+            numel *= d
+        if numel > MAX_ELEMENTS:
+            raise SpecError(f"shape {dims} has {numel:.3g} elements; the limit is 2**40", node.col_offset, node.end_col_offset)
+        return TensorSpec(dtype, tuple(dims))
+    try:
+        value = ast.literal_eval(node)
+    except ValueError:
+        raise SpecError(
+            "expected a tensor spec like bf16[8, 128] or a number",
+            getattr(node, "col_offset", None),
+            getattr(node, "end_col_offset", None),
+        ) from None
+    if isinstance(value, bool | int | float):
+        return value
+    raise SpecError(f"unsupported argument value {value!r}", getattr(node, "col_offset", None))
+
+
+def parse_args_text(text: str) -> dict[str, ArgSpec]:
+    """`q=bf16[1, 2], eps=1e-5` (the inside of `args(...)`) to an ordered dict."""
+    try:
+        call = ast.parse(f"args({text})", mode="eval").body
+    except SyntaxError as exc:
+        col = max(0, (exc.offset or 1) - 6)
+        raise SpecError(f"cannot parse args: {exc.msg}", col) from None
+    return _call_to_specs(call, col_shift=-5)
+
+
+def _call_to_specs(call: ast.expr, col_shift: int) -> dict[str, ArgSpec]:
+    assert isinstance(call, ast.Call)
+    if call.args:
+        first = call.args[0]
+        raise SpecError("arguments must be named: name=dtype[shape]", first.col_offset + col_shift)
+    out: dict[str, ArgSpec] = {}
+    for kw in call.keywords:
+        if kw.arg is None:
+            raise SpecError("** is not allowed in args", kw.value.col_offset + col_shift)
+        try:
+            out[kw.arg] = parse_spec(kw.value)
+        except SpecError as exc:
+            col = None if exc.col is None else exc.col + col_shift
+            end = None if exc.end_col is None else exc.end_col + col_shift
+            raise SpecError(f"{kw.arg}: {exc}", col, end) from None
+    return out
+
+
+def coerce_args(args: object) -> dict[str, ArgSpec]:
+    """Accept the forms `compile(args=...)` allows: text, a dict of text/specs/numbers."""
+    if isinstance(args, str):
+        return parse_args_text(args)
+    if isinstance(args, dict):
+        out = {}
+        for k, v in args.items():
+            if isinstance(v, TensorSpec | bool | int | float):
+                out[k] = v
+            elif isinstance(v, str):
+                out[k] = parse_spec(v)
+            elif isinstance(v, torch.Tensor):
+                out[k] = TensorSpec(v.dtype, tuple(v.shape))
+            else:
+                raise SpecError(f"{k}: unsupported argument spec {v!r}")
+        return out
+    raise SpecError("args must be a dict or a string like 'x=f32[8, 128]'")
