@@ -1,0 +1,37 @@
+"""Random kernel inputs from argument specs, shared by tests and correctness checks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+
+from compiler.specs import ArgSpec, TensorSpec
+
+POSITIVE_BY_NAME = frozenset({"rstd"})  # inverse standard deviations: the kernels divide by / scale with them
+
+
+def _tensor(spec: TensorSpec, gen: torch.Generator, positive: bool) -> torch.Tensor:
+    dtype = spec.dtype
+    if dtype == torch.bool:
+        return torch.randint(0, 2, spec.shape, generator=gen).bool()
+    if dtype.is_floating_point:
+        values = torch.randn(spec.shape, generator=gen, dtype=torch.float32)
+        if positive:
+            values = values.abs() + 0.5
+        return values.to(dtype)
+    low = 1 if positive or not dtype.is_signed else -8
+    return torch.randint(low, 9, spec.shape, generator=gen, dtype=torch.int64).to(dtype)
+
+
+def make_inputs(specs: dict[str, ArgSpec], seed: int = 0, positive: Iterable[str] = ()) -> list[Any]:
+    """One value per spec in order: random normal floats, small random ints, scalars as given.
+
+    Tensors named `rstd` or listed in `positive` are drawn positive (floats `abs() + 0.5`, ints >= 1)."""
+    gen = torch.Generator().manual_seed(seed)
+    wanted = POSITIVE_BY_NAME | set(positive)
+    return [
+        _tensor(spec, gen, name in wanted) if isinstance(spec, TensorSpec) else spec
+        for name, spec in specs.items()
+    ]

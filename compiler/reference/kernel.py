@@ -1,0 +1,81 @@
+"""Eager kernel calls: `EagerKernel` (what `@helion.kernel` returns) and `Runtime` (the active launch).
+
+One `Runtime` belongs to one exec'd module; `helion.language` functions ask it for the current `Launch`.
+Exceptions raised while a kernel runs come back as `ReferenceRunError` with the kernel source line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from compiler.config import Config, as_config
+from compiler.reference.errors import ReferenceRunError, deepest_line, describe
+from compiler.reference.tiles import Launch
+
+
+class Runtime:
+    """The user's module (for error lines) and the stack of running kernel launches."""
+
+    def __init__(self, filename: str, source_lines: list[str]):
+        self.filename = filename
+        self.source_lines = source_lines
+        self._launches: list[Launch] = []
+
+    def current(self, what: str) -> Launch:
+        if not self._launches:
+            raise RuntimeError(f"{what} may only be used inside a @helion.kernel function")
+        return self._launches[-1]
+
+    @contextmanager
+    def launch(self, fn: Callable[..., Any], block_sizes: Sequence[int] | None) -> Iterator[Launch]:
+        launch = Launch(fn.__code__, block_sizes)
+        self._launches.append(launch)
+        try:
+            yield launch
+        finally:
+            self._launches.pop()
+
+
+class EagerKernel:
+    """A kernel function run eagerly; block sizes come from the call, else the decorator's config."""
+
+    def __init__(self, fn: Callable[..., Any], runtime: Runtime, settings: dict[str, Any]):
+        self.fn = fn
+        self.name: str = fn.__name__
+        self.settings = settings
+        configs = settings.get("configs") or ()
+        self.config: Config = as_config(settings.get("config") or (configs[0] if configs else None))
+        self.resolved_block_sizes: list[int] = []  # of the last call, one per tiled dim
+        self._runtime = runtime
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.run(args, kwargs)
+
+    def run(
+        self,
+        args: Sequence[Any],
+        kwargs: dict[str, Any] | None = None,
+        block_sizes: Sequence[int] | None = None,
+    ) -> Any:
+        if block_sizes is None:
+            block_sizes = self.config.get("block_sizes")
+        runtime = self._runtime
+        try:
+            with runtime.launch(self.fn, block_sizes) as launch:
+                result = self.fn(*args, **(kwargs or {}))
+        except ReferenceRunError:
+            raise
+        except Exception as exc:
+            line = deepest_line(exc.__traceback__, runtime.filename)
+            raise ReferenceRunError(
+                describe(exc, runtime.source_lines, line, self.name), line, self.name
+            ) from exc
+        self.resolved_block_sizes = list(launch.resolved)
+        return result
+
+    def __repr__(self) -> str:
+        return f"<eager helion kernel {self.name}>"

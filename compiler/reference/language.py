@@ -1,0 +1,159 @@
+"""The eager `helion.language` (hl): loops over index ranges and tensor creation on top of torch.
+
+Everything here is plain torch; block sizes come from the running kernel's `Launch`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+import sys
+from collections.abc import Iterator
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from compiler.reference.kernel import Runtime
+from compiler.reference.tiles import Tile, default_block_size, iter_tiles
+
+INDEX_DTYPE = torch.int32
+
+_PUBLIC = ("tile", "grid", "register_block_size", "specialize", "zeros", "full", "arange", "dot")
+
+
+def _dims(value: Any) -> tuple[list[Any], bool]:
+    """(entries, several) for an extent argument: an int-like or a list/tuple/torch.Size of them."""
+    if isinstance(value, list | tuple):
+        return list(value), True
+    return [value], False
+
+
+def _bounds(begin_or_end: Any, end_or_none: Any, what: str) -> tuple[list[int], list[int], bool]:
+    if end_or_none is None:
+        ends, several = _dims(begin_or_end)
+        begins = [0] * len(ends)
+    else:
+        begins, several = _dims(begin_or_end)
+        ends, several_end = _dims(end_or_none)
+        if several != several_end or len(begins) != len(ends):
+            raise ValueError(f"{what}: begin and end must have the same number of dimensions")
+    return [operator.index(b) for b in begins], [operator.index(e) for e in ends], several
+
+
+def _size(entry: Any) -> int:
+    return entry.end - entry.begin if isinstance(entry, Tile) else operator.index(entry)
+
+
+def _shape(shape: Any) -> list[int]:
+    entries, _ = _dims(shape)
+    return [_size(e) for e in entries]
+
+
+def _combine(per_dim: list[list[Any]], several: bool) -> Iterator[Any]:
+    for combo in itertools.product(*per_dim):
+        yield combo if several else combo[0]
+
+
+def _dot_result_dtype(a: torch.Tensor, b: torch.Tensor) -> torch.dtype:
+    promoted = torch.promote_types(a.dtype, b.dtype)
+    return promoted if promoted.is_floating_point else torch.int32
+
+
+class Language:
+    """hl functions bound to one module's `Runtime`."""
+
+    def __init__(self, runtime: Runtime):
+        self._runtime = runtime
+
+    def tile(self, begin_or_end: Any, end_or_none: Any = None, block_size: Any = None) -> Iterator[Any]:
+        """Blocks of each dim in row-major order; a list of extents yields tuples of Tiles."""
+        begins, ends, several = _bounds(begin_or_end, end_or_none, "hl.tile")
+        if isinstance(block_size, list | tuple):
+            given = list(block_size)
+            if len(given) != len(ends):
+                raise ValueError(f"hl.tile: {len(given)} block sizes for {len(ends)} dimensions")
+        else:
+            given = [block_size] * len(ends)
+        missing = [i for i, size in enumerate(given) if size is None]
+        if missing:
+            launch = self._runtime.current("hl.tile")
+            defaults = [default_block_size(ends[i] - begins[i]) for i in missing]
+            for i, size in zip(
+                missing, launch.block_sizes(launch.site(sys._getframe(1)), defaults), strict=True
+            ):
+                given[i] = size
+        sizes = [operator.index(s) for s in given]
+        if any(s <= 0 for s in sizes):
+            raise ValueError(f"hl.tile: block sizes must be positive, got {sizes}")
+        return _combine(
+            [list(iter_tiles(b, e, s)) for b, e, s in zip(begins, ends, sizes, strict=True)], several
+        )
+
+    def grid(self, begin_or_end: Any, end_or_none: Any = None, step: Any = None) -> Iterator[Any]:
+        """Scalar indices (ints, or tuples of ints for a list of extents)."""
+        begins, ends, several = _bounds(begin_or_end, end_or_none, "hl.grid")
+        steps = list(step) if isinstance(step, list | tuple) else [1 if step is None else step] * len(ends)
+        ranges = [list(range(b, e, operator.index(s))) for b, e, s in zip(begins, ends, steps, strict=True)]
+        return _combine(ranges, several)
+
+    def register_block_size(self, min_or_max: Any, max_or_none: Any = None) -> int:
+        """A block size for a dim, taken from the launch's list like a tiled dim."""
+        low, high = (1, min_or_max) if max_or_none is None else (min_or_max, max_or_none)
+        low, high = operator.index(low), operator.index(high)
+        default = max(low, default_block_size(high))
+        launch = self._runtime.current("hl.register_block_size")
+        return launch.block_sizes(launch.site(sys._getframe(1)), [default])[0]
+
+    def specialize(self, value: Any) -> Any:
+        return value
+
+    def zeros(self, shape: Any, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        return torch.zeros(_shape(shape), dtype=dtype)
+
+    def full(self, shape: Any, value: Any, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        return torch.full(_shape(shape), value, dtype=dtype)
+
+    def arange(self, *args: Any, dtype: torch.dtype | None = None, **kwargs: Any) -> torch.Tensor:
+        return torch.arange(*args, dtype=dtype or INDEX_DTYPE, **kwargs)
+
+    def dot(
+        self,
+        mat1: torch.Tensor,
+        mat2: torch.Tensor,
+        acc: torch.Tensor | None = None,
+        out_dtype: torch.dtype | None = None,
+    ) -> torch.Tensor:
+        """Matmul of 2-D or batched 3-D blocks, computed in f32 (ints in int64), plus `acc`."""
+        if mat1.dim() != mat2.dim() or mat1.dim() not in (2, 3):
+            raise ValueError(
+                f"hl.dot takes two 2-D or two 3-D tensors, got shapes {list(mat1.shape)} and {list(mat2.shape)}"
+            )
+        floating = mat1.is_floating_point() or mat2.is_floating_point()
+        compute = (
+            torch.promote_types(torch.promote_types(mat1.dtype, mat2.dtype), torch.float32)
+            if floating
+            else torch.int64
+        )
+        result = torch.matmul(mat1.to(compute), mat2.to(compute))
+        if acc is not None:
+            result = acc.to(torch.promote_types(compute, acc.dtype)) + result
+        dtype = out_dtype or (acc.dtype if acc is not None else _dot_result_dtype(mat1, mat2))
+        return result.to(dtype)
+
+
+def _missing(name: str) -> Any:
+    raise AttributeError(
+        f"helion.language.{name} is not available in the eager reference (supported: {', '.join(_PUBLIC)})"
+    )
+
+
+def language_module(runtime: Runtime) -> ModuleType:
+    """A fresh `helion.language` module object for one exec'd kernel module."""
+    module = ModuleType("helion.language", "Eager helion.language over torch (compiler.reference).")
+    lang = Language(runtime)
+    for name in _PUBLIC:
+        setattr(module, name, getattr(lang, name))
+    module.Tile = Tile
+    module.__getattr__ = _missing  # type: ignore[method-assign]
+    return module

@@ -1,0 +1,76 @@
+"""Exec a kernel module's source with the eager helion and run its kernels.
+
+The source is parsed, its subscript keys wrapped (see `rewrite`), and exec'd in a fresh namespace whose
+builtins serve the eager helion. Module-level code runs normally (torch, math, helpers, `reference`).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from compiler.reference.errors import ReferenceRunError, deepest_line, describe
+from compiler.reference.helion_module import builtins_with_helion, helion_modules
+from compiler.reference.kernel import EagerKernel, Runtime
+from compiler.reference.rewrite import KEY_NAME, SLICE_NAME, rewrite_module
+from compiler.reference.tiles import index_key
+
+DEFAULT_FILENAME = "<helion kernel source>"
+
+
+class ReferenceModule:
+    """The namespace of an exec'd kernel module, with its `@helion.kernel` functions."""
+
+    def __init__(self, namespace: dict[str, Any]):
+        self.namespace = namespace
+
+    @property
+    def kernels(self) -> dict[str, EagerKernel]:
+        return {name: value for name, value in self.namespace.items() if isinstance(value, EagerKernel)}
+
+    def run(self, kernel: str, args: Sequence[Any], block_sizes: Sequence[int] | None = None) -> Any:
+        found = self.kernels.get(kernel)
+        if found is None:
+            known = ", ".join(self.kernels) or "none"
+            raise ReferenceRunError(
+                f"no @helion.kernel function named {kernel!r} (kernels: {known})", kernel=kernel
+            )
+        return found.run(args, block_sizes=block_sizes)
+
+
+def load_module(source: str, filename: str = DEFAULT_FILENAME) -> ReferenceModule:
+    """Exec `source` with the eager helion; errors become `ReferenceRunError` with the line."""
+    lines = source.splitlines()
+    try:
+        tree = ast.parse(source, filename)
+    except SyntaxError as exc:
+        raise ReferenceRunError(describe(exc, lines, exc.lineno, None), exc.lineno) from exc
+    code = compile(rewrite_module(tree), filename, "exec")
+    runtime = Runtime(filename, lines)
+    namespace: dict[str, Any] = {
+        "__name__": "helion_reference_module",
+        "__file__": filename,
+        "__builtins__": builtins_with_helion(helion_modules(runtime)),
+        KEY_NAME: index_key,
+        SLICE_NAME: slice,
+    }
+    try:
+        exec(code, namespace)
+    except Exception as exc:
+        line = deepest_line(exc.__traceback__, filename)
+        raise ReferenceRunError(describe(exc, lines, line, None), line) from exc
+    return ReferenceModule(namespace)
+
+
+def run_reference(
+    source: str,
+    kernel: str,
+    args: Sequence[torch.Tensor | int | float],
+    block_sizes: Sequence[int] | None = None,
+) -> torch.Tensor | tuple[Any, ...] | None:
+    """Run `kernel` from `source` eagerly on `args` (tensors are passed as is, so in-place kernels
+    write into them). `block_sizes` follow Helion's order of tiled dims; missing ones get defaults."""
+    return load_module(source).run(kernel, args, block_sizes)

@@ -1,0 +1,108 @@
+"""Tiles as index ranges, and the per-launch assignment of block sizes to tiled dimensions.
+
+A `Tile` is one block of an `hl.tile` loop: the half-open range [begin, end) of one dimension, clamped at
+the loop's end for a partial last block. `Launch` hands out block sizes: each tiled dimension takes the next
+entry of the requested `block_sizes` the first time its call site runs (later runs of the same site, e.g. an
+inner loop re-entered by every outer iteration, reuse it), falling back to a default when the list is short.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from types import CodeType, FrameType
+
+import torch
+
+DEFAULT_MAX_BLOCK = 128
+
+
+def next_power_of_2(n: int) -> int:
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def default_block_size(extent: int) -> int:
+    """A power of two covering small extents, capped so big loops still run several blocks."""
+    return min(DEFAULT_MAX_BLOCK, next_power_of_2(extent))
+
+
+class Tile:
+    """One block [begin, end) of a tiled loop of `count` blocks, each `block_size` long (the last may be short)."""
+
+    __slots__ = ("begin", "end", "block_size", "count")
+
+    def __init__(self, begin: int, end: int, block_size: int, count: int):
+        self.begin = begin
+        self.end = end
+        self.block_size = block_size
+        self.count = count
+
+    @property
+    def id(self) -> int:
+        """Helion's definition: `begin // block_size`."""
+        return self.begin // self.block_size
+
+    @property
+    def index(self) -> torch.Tensor:
+        return torch.arange(self.begin, self.end, dtype=torch.int32)
+
+    def as_slice(self) -> slice:
+        return slice(self.begin, self.end)
+
+    def __repr__(self) -> str:
+        return f"Tile({self.begin}:{self.end}, block_size={self.block_size})"
+
+
+def index_key(key: object) -> object:
+    """Turn Tiles inside a subscript key into slices; every other key is returned unchanged."""
+    if isinstance(key, Tile):
+        return key.as_slice()
+    if type(key) is tuple:
+        return tuple(k.as_slice() if isinstance(k, Tile) else k for k in key)
+    return key
+
+
+def iter_tiles(begin: int, end: int, block_size: int) -> Iterator[Tile]:
+    count = max(0, cdiv(end - begin, block_size))
+    for start in range(begin, end, block_size):
+        yield Tile(start, min(start + block_size, end), block_size, count)
+
+
+class Launch:
+    """Block-size bookkeeping for one kernel call."""
+
+    def __init__(self, code: CodeType, block_sizes: Sequence[int] | None):
+        for size in block_sizes or ():
+            if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+                raise ValueError(f"block sizes must be positive integers, got {list(block_sizes or ())}")
+        self._code = code
+        self._requested = list(block_sizes or ())
+        self._sites: dict[tuple[tuple[CodeType, int], ...], list[int]] = {}
+        self.resolved: list[int] = []  # block size per slot, in order of first appearance
+
+    def site(self, frame: FrameType | None) -> tuple[tuple[CodeType, int], ...]:
+        """The call chain from the kernel body down to the hl call: inlined helpers get their own sites."""
+        chain = []
+        while frame is not None:
+            chain.append((frame.f_code, frame.f_lasti))
+            if frame.f_code is self._code:
+                break
+            frame = frame.f_back
+        return tuple(chain)
+
+    def block_sizes(self, site: tuple[tuple[CodeType, int], ...], defaults: Sequence[int]) -> list[int]:
+        """Block sizes for the dims of one call site; `defaults` apply to slots not requested."""
+        slots = self._sites.get(site)
+        if slots is None:
+            slots = []
+            for default in defaults:
+                slot = len(self.resolved)
+                self.resolved.append(self._requested[slot] if slot < len(self._requested) else default)
+                slots.append(slot)
+            self._sites[site] = slots
+        if len(slots) != len(defaults):
+            raise ValueError("this hl.tile call site changed its number of dimensions between runs")
+        return [self.resolved[slot] for slot in slots]
