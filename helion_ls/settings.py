@@ -1,0 +1,142 @@
+"""The "helion" settings section: typed options, defaults and validation.
+
+The same object arrives as `initializationOptions` and, per workspace folder, from `workspace/configuration`.
+A bad value is reported (once per distinct problem, by the server) and replaced by its default, so a typo
+in settings.json never stops the server.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from compiler.chips import canonical_name
+
+EVALUATORS = ("model", "compile", "tpu")
+CLIENT_ONLY = ("interpreter",)  # read by the VS Code client; accepted and ignored here
+
+
+@dataclass(frozen=True)
+class Settings:
+    chip: str = "v7x"
+    evaluator: str = "model"
+    executor: str = "local"
+    store_path: str | None = None  # None: the tuner's default store in the user cache dir
+    max_concurrent_tunings: int = 2
+    compile_on_change: bool = False
+    debounce_ms: int = 500
+    libtpu: bool = True
+    tune_budget_seconds: float = 60.0
+    tune_max_evals: int | None = None
+
+
+_JSON_NAMES = {
+    "chip": "chip",
+    "evaluator": "evaluator",
+    "executor": "executor",
+    "storePath": "store_path",
+    "maxConcurrentTunings": "max_concurrent_tunings",
+    "compileOnChange": "compile_on_change",
+    "debounceMs": "debounce_ms",
+    "libtpu": "libtpu",
+    "tuneBudgetSeconds": "tune_budget_seconds",
+    "tuneMaxEvals": "tune_max_evals",
+}
+
+
+def _chip(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError("must be a chip name such as 'v7x'")
+    return canonical_name(value)
+
+
+def _evaluator(value: Any) -> str:
+    if value not in EVALUATORS:
+        raise ValueError(f"must be one of {', '.join(EVALUATORS)}")
+    return value
+
+
+def _executor(value: Any) -> str:
+    if not isinstance(value, str) or not (value == "local" or value == "ray" or value.startswith("ray:")):
+        raise ValueError("must be 'local', 'ray' or 'ray:ADDRESS'")
+    return value
+
+
+def _path(value: Any, base: str | None) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ValueError("must be a path or null")
+    path = os.path.expanduser(os.path.expandvars(value))
+    if not os.path.isabs(path) and base:
+        path = os.path.join(base, path)
+    return os.path.normpath(path)
+
+
+def _int(lo: int, hi: int):
+    def check(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+            raise ValueError("must be an integer")
+        if not lo <= value <= hi:
+            raise ValueError(f"must be between {lo} and {hi}")
+        return int(value)
+
+    return check
+
+
+def _optional_int(lo: int, hi: int):
+    inner = _int(lo, hi)
+    return lambda value: None if value is None else inner(value)
+
+
+def _bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError("must be true or false")
+    return value
+
+
+def _seconds(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 24 * 3600:
+        raise ValueError("must be a number of seconds between 0 and 86400")
+    return float(value)
+
+
+_CHECKS = {
+    "chip": _chip,
+    "evaluator": _evaluator,
+    "executor": _executor,
+    "max_concurrent_tunings": _int(1, 64),
+    "compile_on_change": _bool,
+    "debounce_ms": _int(0, 60_000),
+    "libtpu": _bool,
+    "tune_budget_seconds": _seconds,
+    "tune_max_evals": _optional_int(1, 10_000_000),
+}
+
+
+def parse_settings(raw: Any, base_dir: str | None = None) -> tuple[Settings, list[str]]:
+    """Settings from a client's JSON object, plus one message per problem (the value was replaced by its default).
+
+    Relative `storePath`s are resolved against `base_dir` (the workspace folder).
+    """
+    if raw is None:
+        return Settings(), []
+    if not isinstance(raw, dict):
+        return Settings(), [f"helion settings must be an object, not {type(raw).__name__}; using defaults"]
+    values: dict[str, Any] = {}
+    problems: list[str] = []
+    defaults = Settings()
+    for key, value in raw.items():
+        field = _JSON_NAMES.get(key)
+        if field is None:
+            if key not in CLIENT_ONLY:
+                problems.append(f"unknown setting helion.{key} ignored")
+            continue
+        try:
+            values[field] = _path(value, base_dir) if field == "store_path" else _CHECKS[field](value)
+        except ValueError as exc:
+            default = getattr(defaults, field)
+            problems.append(f"helion.{key} = {value!r} {exc}; using the default {default!r}")
+    return dataclasses.replace(defaults, **values), problems
