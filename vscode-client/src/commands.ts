@@ -1,0 +1,159 @@
+/**
+ * The extension's commands (helion-ls.*). Server work goes through the server's own commands and requests;
+ * the ids differ from the server's helion.* ones, which vscode-languageclient registers for code lenses.
+ */
+import * as vscode from "vscode";
+import type { GeneratedCodeProvider } from "./generatedView";
+import { GENERATED_SCHEME, type GeneratedTarget } from "./generatedUri";
+import type { TuningPlots } from "./plot";
+import type { TuningResults } from "./plotData";
+import { pythonExtensionInstalled } from "./pythonEnv";
+import type { HelionServer } from "./server";
+import { selectChip, updateSetting } from "./statusBar";
+import type { TuningProgress } from "./tuning";
+
+export interface CommandContext {
+  server: HelionServer;
+  generated: GeneratedCodeProvider;
+  tuning: TuningProgress;
+  plots: TuningPlots;
+  chips: readonly string[];
+}
+
+/** A failure the user can act on; shown as a plain message rather than as an error. */
+class UserError extends Error {}
+
+function pythonEditor(): vscode.TextEditor {
+  const editor = vscode.window.activeTextEditor;
+  if (editor === undefined || editor.document.languageId !== "python" || editor.document.uri.scheme === GENERATED_SCHEME) {
+    throw new UserError("Open a Python file with a Helion kernel first.");
+  }
+  return editor;
+}
+
+/** The kernel under the cursor (helion/kernelAt). */
+async function kernelAtCursor(server: HelionServer, editor: vscode.TextEditor): Promise<GeneratedTarget> {
+  const uri = editor.document.uri.toString();
+  const { line, character } = editor.selection.active;
+  const at = await server.request<{ kernel: string; shapeSet: number } | null>("helion/kernelAt", {
+    uri,
+    position: { line, character },
+  });
+  if (at === null || at === undefined) {
+    throw new UserError("The cursor is not in a Helion kernel (a function decorated with @helion.kernel).");
+  }
+  return { uri, kernel: at.kernel, shapeSet: at.shapeSet ?? 0 };
+}
+
+async function applyBestConfig(context: CommandContext): Promise<void> {
+  const target = await kernelAtCursor(context.server, pythonEditor());
+  const results = await context.server.request<TuningResults>("helion/tuningResults", target);
+  if (!results?.best?.config) {
+    const tune = "Tune Kernel";
+    const choice = await vscode.window.showInformationMessage(
+      `No tuning results for ${target.kernel} (shape set ${target.shapeSet}) yet.`,
+      tune,
+    );
+    if (choice === tune) await vscode.commands.executeCommand("helion-ls.tuneKernel");
+    return;
+  }
+  await context.server.executeCommand("helion.applyConfig", { ...target, config: results.best.config });
+}
+
+async function cancelTuning(context: CommandContext): Promise<void> {
+  const runs = context.tuning.tracker.active();
+  if (runs.length === 0) {
+    void vscode.window.showInformationMessage("No Helion tuning is running.");
+    return;
+  }
+  if (runs.length === 1) {
+    await context.tuning.cancel(runs[0].uri, runs[0].kernel);
+    return;
+  }
+  const all = { label: "All tuning runs", uri: null as string | null, kernel: null as string | null };
+  const picked = await vscode.window.showQuickPick(
+    [all, ...runs.map((r) => ({ label: r.kernel, description: vscode.Uri.parse(r.uri).fsPath, uri: r.uri, kernel: r.kernel }))],
+    { title: "Cancel which tuning run?" },
+  );
+  if (picked !== undefined) await context.tuning.cancel(picked.uri, picked.kernel);
+}
+
+/** Lets the user pick the server's interpreter; a change of helion.interpreter restarts the server. */
+async function selectInterpreter(): Promise<void> {
+  const resource = vscode.window.activeTextEditor?.document.uri;
+  type Item = vscode.QuickPickItem & { action: "python" | "clear" | "enter" | "browse" };
+  const items: Item[] = [];
+  if (pythonExtensionInstalled()) {
+    items.push({ label: "$(python) Use the Python extension's interpreter", action: "clear" });
+    items.push({ label: "$(list-selection) Select it in the Python extension…", action: "python" });
+  } else {
+    items.push({ label: "$(terminal) Use python3 from PATH", action: "clear" });
+  }
+  items.push({ label: "$(edit) Enter interpreter path…", action: "enter" });
+  items.push({ label: "$(folder-opened) Browse…", action: "browse" });
+  const picked = await vscode.window.showQuickPick(items, { title: "Helion: Python interpreter for the language server" });
+  if (picked === undefined) return;
+  switch (picked.action) {
+    case "clear":
+      await updateSetting("interpreter", undefined, resource);
+      return;
+    case "python":
+      await updateSetting("interpreter", undefined, resource);
+      await vscode.commands.executeCommand("python.setInterpreter");
+      return;
+    case "enter": {
+      const current = vscode.workspace.getConfiguration("helion", resource).get<string | null>("interpreter") ?? "";
+      const value = await vscode.window.showInputBox({
+        title: "Python interpreter (with helion_ls installed)",
+        value: current,
+        placeHolder: "/path/to/venv/bin/python",
+      });
+      if (value !== undefined) await updateSetting("interpreter", value.trim() || undefined, resource);
+      return;
+    }
+    case "browse": {
+      const files = await vscode.window.showOpenDialog({ canSelectMany: false, title: "Python interpreter" });
+      if (files?.[0] !== undefined) await updateSetting("interpreter", files[0].fsPath, resource);
+      return;
+    }
+  }
+}
+
+/** Runs a command body and turns its failure into a message (with the server's fixes when it is down). */
+function guarded(context: CommandContext, body: () => Promise<void>): () => Promise<void> {
+  return async () => {
+    try {
+      await body();
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      if (error instanceof UserError) void vscode.window.showInformationMessage(message);
+      else if (context.server.currentStatus.state !== "running") void context.server.showFailure(message);
+      else void vscode.window.showErrorMessage(`Helion: ${message}`);
+    }
+  };
+}
+
+export function registerCommands(context: CommandContext): vscode.Disposable[] {
+  const { server, generated, plots } = context;
+  const commands: Record<string, () => Promise<void>> = {
+    "helion-ls.showGeneratedCode": async () => {
+      const editor = pythonEditor();
+      await generated.open(await kernelAtCursor(server, editor), editor.selection.active.line);
+    },
+    "helion-ls.tuneKernel": async () => {
+      const { uri, kernel } = await kernelAtCursor(server, pythonEditor());
+      await server.executeCommand("helion.tune", { uri, kernel, shapeSet: null });
+    },
+    "helion-ls.tuneFile": async () => {
+      await server.executeCommand("helion.tuneFile", { uri: pythonEditor().document.uri.toString() });
+    },
+    "helion-ls.applyBestConfig": () => applyBestConfig(context),
+    "helion-ls.cancelTuning": () => cancelTuning(context),
+    "helion-ls.showTuningPlot": async () => plots.show(await kernelAtCursor(server, pythonEditor())),
+    "helion-ls.selectChip": () => selectChip(context.chips),
+    "helion-ls.selectInterpreter": selectInterpreter,
+    "helion-ls.restartServer": () => server.restart(),
+    "helion-ls.showOutput": async () => server.output.show(true),
+  };
+  return Object.entries(commands).map(([id, body]) => vscode.commands.registerCommand(id, guarded(context, body)));
+}

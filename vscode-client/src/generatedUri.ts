@@ -1,0 +1,62 @@
+/**
+ * The contract's `helion-pallas:` URIs for generated modules:
+ * `helion-pallas:/<file path>.<kernel>.<shapeSet>.pallas.py?uri=<encoded document uri>&kernel=K&shapeSet=N`.
+ * Pure (string in, string out); generatedView.ts turns the parts into a `vscode.Uri`.
+ */
+
+export const GENERATED_SCHEME = "helion-pallas";
+
+/** The generated module a view shows: which kernel of which document, for which shape set. */
+export interface GeneratedTarget {
+  uri: string;
+  kernel: string;
+  shapeSet: number;
+}
+
+/** Components of the URI, to be passed to `Uri.from` (the query is already encoded, the path is not). */
+export interface GeneratedUriParts {
+  scheme: string;
+  path: string;
+  query: string;
+}
+
+/** Builds the URI parts for `target`; `documentPath` is the source document's path (its tab title comes from it). */
+export function generatedUriParts(target: GeneratedTarget, documentPath: string): GeneratedUriParts {
+  const query = new URLSearchParams({ uri: target.uri, kernel: target.kernel, shapeSet: String(target.shapeSet) });
+  const path = documentPath.startsWith("/") ? documentPath : `/${documentPath}`;
+  return {
+    scheme: GENERATED_SCHEME,
+    path: `${path}.${target.kernel}.${target.shapeSet}.pallas.py`,
+    query: query.toString(),
+  };
+}
+
+/** Reads the target back from a URI's query; null when the query is not one this extension wrote. */
+export function parseGeneratedQuery(query: string): GeneratedTarget | null {
+  const params = new URLSearchParams(query);
+  const uri = params.get("uri");
+  const kernel = params.get("kernel");
+  const shapeSetText = params.get("shapeSet");
+  if (!uri || !kernel || shapeSetText === null || !/^\d+$/.test(shapeSetText)) return null;
+  return { uri, kernel, shapeSet: Number(shapeSetText) };
+}
+
+/** A source-map entry of helion/generatedCode: a generated line and the kernel source range it came from. */
+export interface SourceMapEntry {
+  line: number;
+  range: { start: { line: number; character: number }; end: { line: number; character: number } };
+}
+
+/**
+ * The first generated line whose source range holds `sourceLine`, or, when none does, the one whose range
+ * starts closest above it; null for an empty map. Lets the view open scrolled to the code under the cursor.
+ */
+export function generatedLineFor(sourceMap: readonly SourceMapEntry[], sourceLine: number): number | null {
+  let best: SourceMapEntry | null = null;
+  for (const entry of sourceMap) {
+    const { start, end } = entry.range;
+    if (start.line <= sourceLine && sourceLine <= end.line) return entry.line;
+    if (start.line <= sourceLine && (best === null || start.line > best.range.start.line)) best = entry;
+  }
+  return best?.line ?? null;
+}

@@ -1,0 +1,118 @@
+/**
+ * The "helion" settings as the language server expects them (the team contract's section), read from raw
+ * VS Code values. Pure: no `vscode` import, so the mapping is unit-tested without an editor.
+ */
+
+export type Evaluator = "model" | "compile" | "tpu";
+
+/** Everything in the "helion" section; `interpreter` is read by the client only (it starts the server). */
+export interface HelionSettings {
+  chip: string;
+  evaluator: Evaluator;
+  executor: string;
+  storePath: string | null;
+  maxConcurrentTunings: number;
+  compileOnChange: boolean;
+  debounceMs: number;
+  libtpu: boolean;
+  tuneBudgetSeconds: number;
+  tuneMaxEvals: number | null;
+  interpreter: string | null;
+}
+
+export const DEFAULT_SETTINGS: Readonly<HelionSettings> = Object.freeze({
+  chip: "v7x",
+  evaluator: "model",
+  executor: "local",
+  storePath: null,
+  maxConcurrentTunings: 2,
+  compileOnChange: false,
+  debounceMs: 500,
+  libtpu: true,
+  tuneBudgetSeconds: 60,
+  tuneMaxEvals: null,
+  interpreter: null,
+});
+
+export const SETTING_KEYS = Object.keys(DEFAULT_SETTINGS) as (keyof HelionSettings)[];
+
+/** Where paths in settings are resolved: `~` is the home directory, `${workspaceFolder}` the resource's folder. */
+export interface PathContext {
+  home?: string;
+  workspaceFolder?: string;
+}
+
+const EVALUATORS: readonly Evaluator[] = ["model", "compile", "tpu"];
+
+function text(value: unknown): string | null {
+  if (typeof value !== "string") return null;
+  const trimmed = value.trim();
+  return trimmed === "" ? null : trimmed;
+}
+
+function integer(value: unknown, min: number): number | null {
+  if (typeof value !== "number" || !Number.isFinite(value)) return null;
+  return Math.max(min, Math.round(value));
+}
+
+/** Expands `~` and `${workspaceFolder}`; a path needing a folder that is not known is left as written. */
+export function expandPath(value: string, context: PathContext): string {
+  let out = value;
+  if (context.workspaceFolder !== undefined) {
+    out = out.split("${workspaceFolder}").join(context.workspaceFolder);
+  }
+  if (context.home !== undefined && (out === "~" || out.startsWith("~/"))) {
+    out = context.home + out.slice(1);
+  }
+  return out;
+}
+
+/**
+ * Maps raw values (whatever a user typed in settings.json) to the server's settings: wrong types and empty
+ * strings fall back to the defaults, numbers are clamped to their valid range, paths are expanded. The server
+ * then never sees a value it has to second-guess.
+ */
+export function readSettings(raw: Readonly<Record<string, unknown>> | undefined, context: PathContext = {}): HelionSettings {
+  const get = (key: keyof HelionSettings): unknown => raw?.[key];
+  const path = (key: "storePath" | "interpreter"): string | null => {
+    const value = text(get(key));
+    return value === null ? null : expandPath(value, context);
+  };
+  const evaluator = text(get("evaluator"));
+  const executor = text(get("executor"));
+  const budget = get("tuneBudgetSeconds");
+  return {
+    chip: text(get("chip"))?.toLowerCase() ?? DEFAULT_SETTINGS.chip,
+    evaluator: EVALUATORS.includes(evaluator as Evaluator) ? (evaluator as Evaluator) : DEFAULT_SETTINGS.evaluator,
+    executor: executor !== null && /^(local|ray(:.+)?)$/.test(executor) ? executor : DEFAULT_SETTINGS.executor,
+    storePath: path("storePath"),
+    maxConcurrentTunings: integer(get("maxConcurrentTunings"), 1) ?? DEFAULT_SETTINGS.maxConcurrentTunings,
+    compileOnChange: typeof get("compileOnChange") === "boolean" ? (get("compileOnChange") as boolean) : DEFAULT_SETTINGS.compileOnChange,
+    debounceMs: integer(get("debounceMs"), 0) ?? DEFAULT_SETTINGS.debounceMs,
+    libtpu: typeof get("libtpu") === "boolean" ? (get("libtpu") as boolean) : DEFAULT_SETTINGS.libtpu,
+    tuneBudgetSeconds:
+      typeof budget === "number" && Number.isFinite(budget) && budget >= 0 ? budget : DEFAULT_SETTINGS.tuneBudgetSeconds,
+    tuneMaxEvals: integer(get("tuneMaxEvals"), 1),
+    interpreter: path("interpreter"),
+  };
+}
+
+/** The levels a setting can be written at, narrowest first. */
+export type SettingTarget = "workspaceFolder" | "workspace" | "global";
+
+/** What `WorkspaceConfiguration.inspect` reports about one key (only the parts the choice needs). */
+export interface SettingInspection {
+  workspaceFolderValue?: unknown;
+  workspaceValue?: unknown;
+}
+
+/**
+ * Where a changed setting should be written so that it takes effect for the resource: the narrowest level
+ * that already sets it (else a folder value would keep overriding the write), otherwise the workspace when
+ * one is open, otherwise the user settings.
+ */
+export function settingTarget(inspection: SettingInspection | undefined, hasWorkspace: boolean): SettingTarget {
+  if (inspection?.workspaceFolderValue !== undefined) return "workspaceFolder";
+  if (inspection?.workspaceValue !== undefined) return "workspace";
+  return hasWorkspace ? "workspace" : "global";
+}

@@ -1,0 +1,43 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { GENERATED_SCHEME, generatedLineFor, generatedUriParts, parseGeneratedQuery } from "../generatedUri";
+
+test("the URI follows the contract: <path>.<kernel>.<shapeSet>.pallas.py with uri, kernel, shapeSet", () => {
+  const parts = generatedUriParts({ uri: "file:///work/examples/attention.py", kernel: "attention", shapeSet: 1 }, "/work/examples/attention.py");
+  assert.equal(parts.scheme, GENERATED_SCHEME);
+  assert.equal(GENERATED_SCHEME, "helion-pallas");
+  assert.equal(parts.path, "/work/examples/attention.py.attention.1.pallas.py");
+  assert.equal(parts.query, "uri=file%3A%2F%2F%2Fwork%2Fexamples%2Fattention.py&kernel=attention&shapeSet=1");
+});
+
+test("the query round-trips, including characters that need escaping", () => {
+  const target = { uri: "file:///tmp/a%20b/x&y=z.py", kernel: "k_1", shapeSet: 12 };
+  assert.deepEqual(parseGeneratedQuery(generatedUriParts(target, "/tmp/a b/x&y=z.py").query), target);
+});
+
+test("a relative path gets a leading slash", () => {
+  assert.equal(generatedUriParts({ uri: "untitled:Untitled-1", kernel: "k", shapeSet: 0 }, "Untitled-1").path, "/Untitled-1.k.0.pallas.py");
+});
+
+test("queries not written by the extension are rejected", () => {
+  assert.equal(parseGeneratedQuery(""), null);
+  assert.equal(parseGeneratedQuery("uri=file%3A%2F%2F%2Fa.py&kernel=k"), null);
+  assert.equal(parseGeneratedQuery("uri=file%3A%2F%2F%2Fa.py&kernel=k&shapeSet=-1"), null);
+  assert.equal(parseGeneratedQuery("uri=&kernel=k&shapeSet=0"), null);
+});
+
+const range = (start: number, end: number) => ({ start: { line: start, character: 0 }, end: { line: end, character: 80 } });
+
+test("the generated line for a source line: the covering entry, else the nearest one above", () => {
+  const map = [
+    { line: 10, range: range(12, 12) },
+    { line: 14, range: range(15, 18) },
+    { line: 30, range: range(20, 20) },
+  ];
+  assert.equal(generatedLineFor(map, 16), 14);
+  assert.equal(generatedLineFor(map, 12), 10);
+  assert.equal(generatedLineFor(map, 19), 14);
+  assert.equal(generatedLineFor(map, 40), 30);
+  assert.equal(generatedLineFor(map, 3), null);
+  assert.equal(generatedLineFor([], 3), null);
+});
