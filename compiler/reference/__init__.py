@@ -6,7 +6,7 @@ therefore runs only in test and worker processes, never inside the language serv
 
 Modules: `runner` (exec a source, run a kernel), `helion_module` (the eager `helion` and its import hook),
 `language` (eager `helion.language`), `tiles` (Tile and block-size assignment), `kernel` (the eager kernel
-object), `rewrite` (subscript keys that accept Tiles), `errors`, `inputs` (random inputs from specs).
+object), `matmul_mode` (mixed-precision addmm/baddbmm), `rewrite` (subscript keys that accept Tiles), `errors`, `inputs` (random inputs from specs).
 """
 
 from compiler.reference.errors import ReferenceRunError

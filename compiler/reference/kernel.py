@@ -2,6 +2,7 @@
 
 One `Runtime` belongs to one exec'd module; `helion.language` functions ask it for the current `Launch`.
 Exceptions raised while a kernel runs come back as `ReferenceRunError` with the kernel source line.
+While a kernel runs, `MixedPrecisionMatmul` gives `addmm`/`baddbmm` Helion's f32-accumulator semantics.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 from compiler.config import Config, as_config
 from compiler.reference.errors import ReferenceRunError, deepest_line, describe
+from compiler.reference.matmul_mode import MixedPrecisionMatmul
 from compiler.reference.tiles import Launch
 
 
@@ -33,7 +35,8 @@ class Runtime:
         launch = Launch(fn.__code__, block_sizes)
         self._launches.append(launch)
         try:
-            yield launch
+            with MixedPrecisionMatmul():
+                yield launch
         finally:
             self._launches.pop()
 

@@ -1,0 +1,533 @@
+"""The eager reference (compiler.reference) against plain torch: kernel files and the language surface."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+from compiler.reference import ReferenceRunError, load_module, make_inputs, run_reference
+from compiler.specs import parse_spec
+
+EXAMPLES = Path(__file__).parents[1] / "examples"
+SEED_KERNELS = Path(__file__).parents[2] / "shared" / "kernels"
+KERNEL_FILES = sorted(EXAMPLES.glob("*.py")) + (
+    sorted(SEED_KERNELS.glob("*.py")) if SEED_KERNELS.is_dir() else []
+)
+
+# None = the reference's defaults; the others give partial last blocks and tiny tiles.
+BLOCK_SETTINGS = [None, [1, 24, 40, 56], [2, 64, 32, 128]]
+TOLERANCES = {torch.float32: {"rtol": 1e-4, "atol": 1e-4}, torch.bfloat16: {"rtol": 2e-2, "atol": 2e-2}}
+
+
+def _cast(value: object, dtype: torch.dtype) -> object:
+    if isinstance(value, tuple):
+        return tuple(_cast(v, dtype) for v in value)
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value.to(dtype)
+    return value
+
+
+def _source(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n")
+
+
+def _line_of(source: str, marker: str) -> int:
+    return next(i for i, line in enumerate(source.splitlines(), 1) if marker in line)
+
+
+def test_kernel_files_found() -> None:
+    assert {p.stem for p in EXAMPLES.glob("*.py")} >= {
+        "add",
+        "softmax",
+        "batch_softmax",
+        "bmm",
+        "rms_norm_bwd",
+        "attention",
+    }
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
+@pytest.mark.parametrize("path", KERNEL_FILES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_kernel_file_matches_its_reference(path: Path, dtype: torch.dtype) -> None:
+    module = load_module(path.read_text(), str(path))
+    (name, kernel), *others = module.kernels.items()
+    assert not others, "one kernel per file"
+    specs = {arg: parse_spec(text) for arg, text in module.namespace["SMALL"].items()}
+    args = [_cast(a, dtype) for a in make_inputs(specs, seed=1)]
+    # the reference sees the same (rounded) values, in f32
+    expected = _cast(module.namespace["reference"](*[_cast(a, torch.float32) for a in args]), dtype)
+    used = set()
+    for block_sizes in BLOCK_SETTINGS:
+        torch.testing.assert_close(module.run(name, args, block_sizes), expected, **TOLERANCES[dtype])
+        used.add(tuple(kernel.resolved_block_sizes))
+    assert len(used) == len(BLOCK_SETTINGS), f"block sizes had no effect: {used}"
+
+
+ATTRS = _source(
+    """
+    import torch
+    import helion
+    import helion.language as hl
+
+    @helion.kernel
+    def attrs(x: torch.Tensor) -> torch.Tensor:
+        n = x.size(0)
+        info = torch.zeros([n, 6], dtype=torch.int64)
+        for tile in hl.tile(n):
+            info[tile, 0] = tile.begin
+            info[tile, 1] = tile.end
+            info[tile, 2] = tile.id
+            info[tile, 3] = tile.block_size
+            info[tile, 4] = tile.count
+            info[tile, 5] = tile.index
+        return info
+    """
+)
+
+
+@pytest.mark.parametrize("n,block", [(10, 4), (12, 4), (5, 8), (7, 1)])
+def test_tile_attributes(n: int, block: int) -> None:
+    info = run_reference(ATTRS, "attrs", [torch.zeros(n)], [block])
+    for i in range(n):
+        begin = i // block * block
+        end = min(begin + block, n)
+        assert info[i].tolist() == [begin, end, i // block, block, -(-n // block), i]
+
+
+def test_tile_index_is_int32_range() -> None:
+    src = _source(
+        """
+        import torch, helion, helion.language as hl
+
+        @helion.kernel()
+        def idx(x):
+            out = torch.zeros_like(x)
+            for t in hl.tile(x.size(0)):
+                assert t.index.dtype == torch.int32
+                out[t] = x[t.index] + hl.arange(t.begin, t.end).to(x.dtype)
+            return out
+        """
+    )
+    x = torch.randn(9)
+    torch.testing.assert_close(run_reference(src, "idx", [x], [4]), x + torch.arange(9.0))
+
+
+def test_multi_dim_tiles_and_size_tuple() -> None:
+    src = _source(
+        """
+        import torch, helion, helion.language as hl
+
+        @helion.kernel
+        def twice(x):
+            out = torch.empty_like(x)
+            seen = []
+            for tiles in hl.tile(x.size()):
+                assert isinstance(tiles, tuple) and len(tiles) == 3
+                out[tiles] = 2 * x[tiles]
+            for tile_a, tile_b in hl.tile([x.size(0), x.size(1)]):
+                seen.append((tile_a.begin, tile_b.begin))
+            return out, seen
+        """
+    )
+    module = load_module(src)
+    x = torch.randn(5, 6, 7)
+    out, seen = module.run("twice", [x], [2, 4, 3, 3, 5])
+    torch.testing.assert_close(out, 2 * x)
+    assert module.kernels["twice"].resolved_block_sizes == [2, 4, 3, 3, 5]
+    assert seen == [(a, b) for a in (0, 3) for b in (0, 5)]  # row-major, partial last blocks
+
+
+def test_grid_yields_ints_and_takes_no_block_size() -> None:
+    src = _source(
+        """
+        import torch, helion, helion.language as hl
+
+        @helion.kernel
+        def g(x):
+            m, n = x.size()
+            out = torch.empty_like(x)
+            for i, j in hl.grid([m, n]):
+                assert isinstance(i, int) and isinstance(j, int)
+                out[i, j] = x[i, j] * (i + j)
+            rows = torch.empty_like(x)
+            for i in hl.grid(m):
+                row = x[i, :]
+                assert row.dim() == 1
+                for t in hl.tile(n):
+                    rows[i, t] = row[t] + i
+            for i in hl.grid(1, m, 2):
+                rows[i, :] = 0
+            return out, rows
+        """
+    )
+    module = load_module(src)
+    x = torch.randn(4, 6)
+    out, rows = module.run("g", [x], [4])
+    i, j = torch.meshgrid(torch.arange(4.0), torch.arange(6.0), indexing="ij")
+    torch.testing.assert_close(out, x * (i + j))
+    expected = x + i
+    expected[1::2] = 0
+    torch.testing.assert_close(rows, expected)
+    assert module.kernels["g"].resolved_block_sizes == [4]
+
+
+def test_tile_range_and_literal_block_size_consume_no_slot() -> None:
+    src = _source(
+        """
+        import torch, helion, helion.language as hl
+
+        @helion.kernel
+        def ranges(x):
+            spans = []
+            for t in hl.tile(2, 10, block_size=3):
+                spans.append((t.begin, t.end, t.id))
+            step = 5
+            for t in hl.tile(x.size(0), block_size=step):
+                spans.append((t.begin, t.end))
+            for t in hl.tile(x.size(0)):
+                spans.append(t.block_size)
+            return spans
+        """
+    )
+    module = load_module(src)
+    spans = module.run("ranges", [torch.zeros(8)], [4])
+    assert spans == [(2, 5, 0), (5, 8, 1), (8, 10, 2), (0, 5), (5, 8), 4, 4]
+    assert module.kernels["ranges"].resolved_block_sizes == [4]
+
+
+def test_register_block_size_and_inner_loops_keep_their_slots() -> None:
+    src = _source(
+        """
+        import torch, helion, helion.language as hl
+
+        def row_sums(x, tile_m, out):
+            for tile_n in hl.tile(x.size(1)):
+                out[tile_m] += x[tile_m, tile_n].sum(-1)
+
+        @helion.kernel
+        def sums(x):
+            m, n = x.size()
+            bm = hl.register_block_size(m)
+            out = torch.zeros(m)
+            twice = torch.zeros(m)
+            inner = set()
+            for tile_m in hl.tile(m, block_size=bm):
+                for tile_n in hl.tile(n):
+                    inner.add(tile_n.block_size)
+                row_sums(x, tile_m, out)
+                row_sums(x, tile_m, twice)
+            return out, twice, bm, inner
+        """
+    )
+    module = load_module(src)
+    x = torch.randn(7, 10)
+    out, twice, bm, inner = module.run("sums", [x], [3, 4, 6, 2])
+    assert (bm, inner) == (3, {4})
+    # slot order: register_block_size, the inner loop, then each inlined helper call gets its own
+    assert module.kernels["sums"].resolved_block_sizes == [3, 4, 6, 2]
+    torch.testing.assert_close(out, x.sum(1))
+    torch.testing.assert_close(twice, x.sum(1))
+
+
+def test_default_block_sizes_cover_the_extent() -> None:
+    module = load_module(ATTRS)
+    module.run("attrs", [torch.zeros(300)])
+    assert module.kernels["attrs"].resolved_block_sizes == [128]
+    module.run("attrs", [torch.zeros(5)])
+    assert module.kernels["attrs"].resolved_block_sizes == [8]
+
+
+def test_partial_blocks_none_ellipsis_and_slices() -> None:
+    src = _source(
+        """
+        import torch, helion, helion.language as hl
+
+        @helion.kernel
+        def shapes(x):
+            m, n = x.size()
+            out = torch.zeros(m, n, 2)
+            sizes = []
+            for tm in hl.tile(m):
+                blk = x[tm, :]
+                sizes.append(tuple(blk.shape))
+                out[tm, :, 0] = x[tm, None][:, 0] + x[..., tm].T
+                out[tm, 1:3, 1] = blk[:, 1:3]
+            return out, sizes
+        """
+    )
+    x = torch.randn(10, 10)
+    out, sizes = run_reference(src, "shapes", [x], [4])
+    assert sizes == [(4, 10), (4, 10), (2, 10)]
+    torch.testing.assert_close(out[:, :, 0], x + x.T)
+    torch.testing.assert_close(out[:, 1:3, 1], x[:, 1:3])
+    assert not out[:, 3:, 1].any()
+
+
+def test_inplace_add_store_returns_none() -> None:
+    src = _source(
+        """
+        import torch, helion, helion.language as hl
+
+        @helion.kernel(static_shapes=True)
+        def accumulate(y: torch.Tensor, x: torch.Tensor, alpha: float) -> None:
+            for tile in hl.tile(y.size(0)):
+                y[tile] += alpha * x[tile]
+                y[tile, 0] -= 1
+        """
+    )
+    y0 = torch.randn(11, 3)
+    x = torch.randn(11, 3)
+    y = y0.clone()
+    assert run_reference(src, "accumulate", [y, x, 0.5], [4]) is None
+    expected = y0 + 0.5 * x
+    expected[:, 0] -= 1
+    torch.testing.assert_close(y, expected)
+
+
+def test_several_outputs_and_zeros_full_shapes() -> None:
+    src = _source(
+        """
+        import torch, helion, helion.language as hl
+
+        @helion.kernel
+        def stats(x: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+            m, n = x.size()
+            mean = torch.empty(m)
+            top = torch.empty(m, dtype=torch.bfloat16)
+            for tm in hl.tile(m):
+                acc = hl.zeros([tm], dtype=torch.float32)
+                best = hl.full([tm, 1], float("-inf"))
+                assert best.dtype == torch.float32 and best.shape[0] == tm.end - tm.begin
+                for tn in hl.tile(n):
+                    acc = acc + x[tm, tn].sum(-1)
+                    best = torch.maximum(best, x[tm, tn].amax(-1, keepdim=True))
+                mean[tm] = acc / n + eps
+                top[tm] = hl.full([tm], 2, dtype=torch.bfloat16) * best[:, 0].to(torch.bfloat16)
+            return mean, top
+        """
+    )
+    x = torch.randn(9, 13)
+    mean, top = run_reference(src, "stats", [x, 0.25], [4, 5])
+    torch.testing.assert_close(mean, x.mean(1) + 0.25)
+    torch.testing.assert_close(top, (2 * x.amax(1)).to(torch.bfloat16))
+
+
+def test_aliased_imports() -> None:
+    src = _source(
+        """
+        import torch
+        from helion import kernel, cdiv
+        import helion.language as language
+        from helion.language import tile as blocks, zeros
+        from helion import language as lang2
+
+        @kernel(config=None)
+        def scaled(x, factor: int):
+            out = torch.empty_like(x)
+            for t in blocks(x.size(0)):
+                out[t] = x[t] * factor + zeros([t]) + language.zeros([t]) + lang2.full([t], 0.0)
+            return out, cdiv(x.size(0), 4)
+        """
+    )
+    x = torch.randn(10)
+    before = sys.modules.get("helion")
+    out, blocks = run_reference(src, "scaled", [x, 3], [4])
+    assert sys.modules.get("helion") is before  # nothing registered, the real helion never imported
+    torch.testing.assert_close(out, 3 * x)
+    assert blocks == 3
+
+
+def test_decorator_config_supplies_default_block_sizes() -> None:
+    src = _source(
+        """
+        import torch, helion, helion.language as hl
+
+        @helion.kernel(config=helion.Config(block_sizes=[3], pallas_loop_type="unroll"))
+        def one(x):
+            return [t.block_size for t in hl.tile(x.size(0))]
+
+        @helion.kernel(configs=[helion.Config(block_sizes=[5]), helion.Config(block_sizes=[2])])
+        def two(x):
+            return [t.block_size for t in hl.tile(x.size(0))]
+        """
+    )
+    module = load_module(src)
+    x = torch.zeros(10)
+    assert module.run("one", [x]) == [3] * 4
+    assert module.run("one", [x], [4]) == [4] * 3
+    assert module.run("two", [x]) == [5] * 2
+    assert module.namespace["one"](x) == [3] * 4  # calling the kernel directly works too
+
+
+def test_dot_dtypes_and_batched() -> None:
+    src = _source(
+        """
+        import torch, helion, helion.language as hl
+
+        @helion.kernel
+        def dots(a, b, a3, b3):
+            return (
+                hl.dot(a, b),
+                hl.dot(a, b, out_dtype=torch.float32),
+                hl.dot(a, b, acc=hl.zeros([a.size(0), b.size(1)]) + 1),
+                hl.dot(a3, b3),
+                hl.dot(a.to(torch.int8), b.to(torch.int8)),
+            )
+        """
+    )
+    a = torch.randn(6, 8).to(torch.bfloat16)
+    b = torch.randn(8, 5).to(torch.bfloat16)
+    a3, b3 = torch.randn(2, 6, 8), torch.randn(2, 8, 5)
+    plain, f32, acc, batched, ints = run_reference(src, "dots", [a, b, a3, b3])
+    exact = a.float() @ b.float()
+    assert (plain.dtype, f32.dtype, acc.dtype, ints.dtype) == (
+        torch.bfloat16,
+        torch.float32,
+        torch.float32,
+        torch.int32,
+    )
+    torch.testing.assert_close(plain, exact.to(torch.bfloat16))
+    torch.testing.assert_close(f32, exact)
+    torch.testing.assert_close(acc, exact + 1)
+    torch.testing.assert_close(batched, torch.bmm(a3, b3))
+    assert torch.equal(ints, (a.to(torch.int8).long() @ b.to(torch.int8).long()).int())
+
+
+def test_mixed_precision_addmm_and_baddbmm() -> None:
+    src = _source(
+        """
+        import torch, helion, helion.language as hl
+
+        @helion.kernel
+        def mm(acc, a, b, acc3, a3, b3):
+            return (
+                torch.addmm(acc, a, b),
+                acc.addmm(a, b, beta=0.5, alpha=2.0),
+                torch.baddbmm(acc3, a3, b3),
+                torch.addmm(acc.to(torch.bfloat16), a, b),
+            )
+        """
+    )
+    acc, acc3 = torch.randn(4, 5), torch.randn(2, 4, 5)
+    a, b = torch.randn(4, 8).to(torch.bfloat16), torch.randn(8, 5).to(torch.bfloat16)
+    a3, b3 = torch.randn(2, 4, 8).to(torch.bfloat16), torch.randn(2, 8, 5).to(torch.bfloat16)
+    plain, scaled, batched, low = run_reference(src, "mm", [acc, a, b, acc3, a3, b3])
+    exact = a.float() @ b.float()
+    torch.testing.assert_close(plain, acc + exact)
+    torch.testing.assert_close(scaled, 0.5 * acc + 2.0 * exact)
+    torch.testing.assert_close(batched, acc3 + a3.float() @ b3.float())
+    assert low.dtype == torch.bfloat16
+    with pytest.raises(RuntimeError):  # outside a kernel, eager torch keeps its own rules
+        torch.addmm(acc, a, b)
+
+
+def test_helpers_and_reference_function_run_normally() -> None:
+    src = _source(
+        """
+        import math
+        import torch, helion, helion.language as hl
+
+        def load_scaled(x, tile):
+            return x[tile] * math.pi
+
+        @helion.kernel
+        def k(x):
+            out = torch.empty_like(x)
+            for tile in hl.tile(x.size(0)):
+                out[tile] = load_scaled(x, tile)
+            return out.view(-1, 2).sum(1)
+
+        def reference(x):
+            return (x * math.pi).view(-1, 2).sum(1)
+
+        SMALL = {"x": "f32[12]"}
+        """
+    )
+    module = load_module(src)
+    x = torch.randn(12)
+    torch.testing.assert_close(module.run("k", [x], [5]), module.namespace["reference"](x))
+
+
+def test_kernel_error_reports_kernel_line() -> None:
+    src = _source(
+        """
+        import torch, helion, helion.language as hl
+
+        @helion.kernel
+        def broken(x, y):
+            out = torch.empty_like(x)
+            for t in hl.tile(x.size(0)):
+                out[t] = x[t] + y[t, :3]  # boom
+            return out
+        """
+    )
+    with pytest.raises(ReferenceRunError) as info:
+        run_reference(src, "broken", [torch.randn(8, 4), torch.randn(8, 4)])
+    err = info.value
+    assert (err.line, err.kernel) == (_line_of(src, "# boom"), "broken")
+    assert "y[t, :3]" in str(err) and isinstance(err.__cause__, RuntimeError)
+
+
+def test_helper_error_reports_innermost_line() -> None:
+    src = _source(
+        """
+        import torch, helion, helion.language as hl
+
+        def helper(v):
+            return v.reshape(3, -1)  # bad reshape
+
+        @helion.kernel
+        def k(x):
+            for t in hl.tile(x.size(0)):
+                helper(x[t])
+        """
+    )
+    with pytest.raises(ReferenceRunError) as info:
+        run_reference(src, "k", [torch.randn(8)], [4])
+    assert info.value.line == _line_of(src, "# bad reshape")
+
+
+@pytest.mark.parametrize(
+    "src,marker",
+    [
+        ("import torch\n\ndef f(:\n    pass\n", "def f(:"),
+        ("import torch\nx = 1\ny = x / 0  # here\n", "# here"),
+        ("import helion.nope  # here\n", "# here"),
+        ("import helion\nhelion.autotune  # here\n", "# here"),
+    ],
+    ids=["syntax", "module-level", "unknown-submodule", "unknown-attribute"],
+)
+def test_module_errors_report_line(src: str, marker: str) -> None:
+    with pytest.raises(ReferenceRunError) as info:
+        load_module(src)
+    assert info.value.line == _line_of(src, marker)
+
+
+def test_misuse_is_reported() -> None:
+    src = _source(
+        """
+        import torch, helion, helion.language as hl
+
+        @helion.kernel
+        def k(x):
+            for t in hl.tile(x.size(0)):
+                x[t] = hl.reduce(x[t])  # unsupported
+
+        def outside(x):
+            return list(hl.tile(x.size(0)))
+        """
+    )
+    module = load_module(src)
+    with pytest.raises(ReferenceRunError, match="hl.reduce|reduce") as info:
+        module.run("k", [torch.zeros(4)])
+    assert info.value.line == _line_of(src, "# unsupported")
+    with pytest.raises(RuntimeError, match="inside a @helion.kernel"):
+        module.namespace["outside"](torch.zeros(4))
+    with pytest.raises(ReferenceRunError, match="no @helion.kernel function named 'outside'"):
+        module.run("outside", [torch.zeros(4)])
+    with pytest.raises(ReferenceRunError, match="positive"):
+        module.run("k", [torch.zeros(4)], [0])

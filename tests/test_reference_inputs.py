@@ -1,0 +1,34 @@
+"""compiler.reference.make_inputs: random kernel inputs from argument specs."""
+
+from __future__ import annotations
+
+import torch
+
+from compiler.reference import make_inputs
+from compiler.specs import TensorSpec, parse_args_text
+
+
+def test_shapes_dtypes_and_scalars() -> None:
+    specs = parse_args_text("x=bf16[4, 8], idx=i32[16], flags=bool[3], n=7, eps=1e-5")
+    x, idx, flags, n, eps = make_inputs(specs)
+    assert (x.dtype, tuple(x.shape)) == (torch.bfloat16, (4, 8))
+    assert idx.dtype == torch.int32 and idx.min() >= -8 and idx.max() <= 8
+    assert flags.dtype == torch.bool and tuple(flags.shape) == (3,)
+    assert (n, eps) == (7, 1e-5)
+
+
+def test_floats_are_normal_and_seeded() -> None:
+    specs = {"a": TensorSpec(torch.float32, (64, 64))}
+    (a,) = make_inputs(specs, seed=3)
+    (again,) = make_inputs(specs, seed=3)
+    (other,) = make_inputs(specs, seed=4)
+    assert torch.equal(a, again) and not torch.equal(a, other)
+    assert abs(a.mean().item()) < 0.1 and 0.9 < a.std().item() < 1.1
+    assert (a < 0).any()
+
+
+def test_rstd_and_named_parameters_are_positive() -> None:
+    specs = parse_args_text("x=f32[32, 32], rstd=f32[32, 1], scale=f32[32], count=i32[64]")
+    x, rstd, scale, count = make_inputs(specs, positive=["scale", "count"])
+    assert (x < 0).any()
+    assert rstd.min() >= 0.5 and scale.min() >= 0.5 and count.min() >= 1
