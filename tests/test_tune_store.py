@@ -1,0 +1,313 @@
+"""The tuning results store: keys, best() ordering, several writer processes, recovery from damaged files."""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import multiprocessing
+import multiprocessing.synchronize
+import os
+import pickle
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from compiler.specs import TensorSpec, parse_args_text
+from compiler.tune.keys import COMPILER_VERSION, TrialKey, normalized_source_hash, shape_key
+from compiler.tune.store import TuningStore, default_store_path
+
+KEY = TrialKey("abc123", "x=f32[1024, 1024]", "v7x", "model")
+
+
+def corrupt_files(path: Path) -> list[str]:
+    return sorted(p.name for p in path.parent.iterdir() if ".corrupt-" in p.name)
+
+
+# ---- keys -------------------------------------------------------------------------------------------------
+
+KERNEL = '''
+@helion.kernel(config=helion.Config(block_sizes=[64]), static_shapes=True)
+def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Adds."""
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size()):
+        out[tile] = x[tile] + y[tile]
+    return out
+'''
+
+HELPER = """
+def helper(a):
+    return a * 2
+"""
+
+
+def test_source_hash_ignores_layout_comments_docstrings_and_decorator_config():
+    base = normalized_source_hash([KERNEL, HELPER])
+    reformatted = (
+        KERNEL.replace('    """Adds."""\n', "")
+        .replace("x[tile] + y[tile]", "x[tile]  +  y[tile]   # sum")
+        .replace("config=helion.Config(block_sizes=[64]), ", "config=helion.Config(block_sizes=[128]), ")
+    )
+    indented = "\n".join("    " + line for line in HELPER.splitlines())
+    assert normalized_source_hash([indented, "\n\n" + reformatted]) == base
+
+
+def test_source_hash_changes_with_semantics():
+    base = normalized_source_hash([KERNEL, HELPER])
+    assert normalized_source_hash([KERNEL.replace("x[tile] + y[tile]", "x[tile] - y[tile]"), HELPER]) != base
+    assert normalized_source_hash([KERNEL, HELPER.replace("2", "3")]) != base
+    assert (
+        normalized_source_hash([KERNEL.replace("static_shapes=True", "static_shapes=False"), HELPER]) != base
+    )
+    assert normalized_source_hash([KERNEL]) != base
+
+
+def test_shape_key_is_canonical_text():
+    args = parse_args_text("q=bf16[8, 32, 8192,256],  eps=1e-5")
+    assert shape_key(args) == "q=bf16[8, 32, 8192, 256], eps=1e-05"
+    assert shape_key({"x": TensorSpec(args["q"].dtype, (8, 32))}) == "x=bf16[8, 32]"
+
+
+# ---- basic use and best() -----------------------------------------------------------------------------
+
+
+def test_default_path_is_in_the_user_cache_dir():
+    path = default_store_path()
+    assert path.name == "tuning.sqlite" and path.parent.name == "helion-ls"
+
+
+def test_best_prefers_trusted_evaluators_then_speed(tmp_path):
+    store = TuningStore(tmp_path / "t.sqlite")
+    anykey = KEY.with_evaluator(None)
+    assert store.best(anykey) is None
+    store.record_trial(KEY, {"block_sizes": [64]}, 2e-3, "ok", {"tflops": 1.0})
+    store.record_trial(KEY, {"block_sizes": [128]}, 1e-3, "ok", {"tflops": 2.0})
+    store.record_trial(KEY, {"block_sizes": [256]}, 1e-4, "wrong")  # fast but wrong never wins
+    store.record_trial(KEY, {"block_sizes": [512]}, None, "failed", {"error": "boom"})
+    store.record_trial(KEY, {"block_sizes": [1024]}, None, "pruned", {"reason": "out of VMEM"})
+    best = store.best(anykey)
+    assert best is not None and best.config == {"block_sizes": [128]} and best.evaluator == "model"
+    assert best.metrics == {"tflops": 2.0}
+
+    # a slower compile-evaluator figure outranks any model estimate; a tpu measurement outranks both
+    store.record_trial(KEY.with_evaluator("compile"), {"block_sizes": [64]}, 5e-3, "ok")
+    assert store.best(anykey).evaluator == "compile"
+    store.record_trial(KEY.with_evaluator("tpu"), {"block_sizes": [64]}, 9e-3, "ok")
+    store.record_trial(KEY.with_evaluator("tpu"), {"block_sizes": [256]}, 7e-3, "ok")
+    assert store.best(anykey).config == {"block_sizes": [256]}
+    assert store.best(anykey, evaluator="model").config == {"block_sizes": [128]}
+    assert store.best(KEY).evaluator == "model"  # the key's own evaluator
+    # other shapes / chips / compiler versions are other problems
+    assert store.best(TrialKey("abc123", "x=f32[8, 8]", "v7x")) is None
+    assert store.best(TrialKey("abc123", KEY.shape_key, "v5e")) is None
+    assert store.best(TrialKey("abc123", KEY.shape_key, "v7x", compiler_version="old")) is None
+
+
+def test_top_lists_each_config_once(tmp_path):
+    store = TuningStore(tmp_path / "t.sqlite")
+    for seconds in (3.0, 1.0, 2.0):
+        store.record_trial(KEY, {"b": 1}, seconds, "ok")
+    store.record_trial(KEY, {"b": 2}, 1.5, "ok")
+    top = store.top(KEY, 5)
+    assert [(t.config, t.seconds) for t in top] == [({"b": 1}, 1.0), ({"b": 2}, 1.5)]
+
+
+def test_trials_and_runs_in_time_order(tmp_path):
+    store = TuningStore(tmp_path / "t.sqlite")
+    run = store.start_run(KEY, {"budget": 10})
+    other = store.start_run(KEY.with_evaluator("tpu"), {})
+    for i in range(5):
+        store.record_trial(KEY, {"i": i}, float(5 - i), "ok", run_id=run)
+    store.record_trial(KEY.with_evaluator("tpu"), {"i": 9}, 1.0, "ok", run_id=other)
+    store.finish_run(run, "done")
+    assert [t.config["i"] for t in store.trials(KEY)] == [0, 1, 2, 3, 4]
+    assert [t.config["i"] for t in store.trials(KEY, limit=2)] == [3, 4]
+    assert [t.config["i"] for t in store.trials(KEY.with_evaluator(None))] == [0, 1, 2, 3, 4, 9]
+    assert [t.config["i"] for t in store.trials(KEY.with_evaluator(None), run_id=other)] == [9]
+    runs = store.runs(KEY.with_evaluator(None))
+    assert [(r.run_id, r.status, r.meta) for r in runs] == [
+        (run, "done", {"budget": 10}),
+        (other, "running", {}),
+    ]
+    assert runs[0].finished is not None and runs[1].finished is None
+    assert runs[0].key == KEY and runs[0].key.compiler_version == COMPILER_VERSION
+    assert [r.run_id for r in store.runs(limit=1)] == [other]
+
+
+def test_bad_arguments_are_rejected(tmp_path):
+    store = TuningStore(tmp_path / "t.sqlite")
+    with pytest.raises(ValueError, match="verdict"):
+        store.record_trial(KEY, {}, 1.0, "great")
+    with pytest.raises(ValueError, match="evaluator"):
+        store.record_trial(KEY.with_evaluator(None), {}, 1.0, "ok")
+
+
+def test_data_version_changes_on_own_and_other_writes(tmp_path):
+    path = tmp_path / "t.sqlite"
+    watcher, writer = TuningStore(path), TuningStore(path)
+    v0 = watcher.data_version()
+    assert watcher.data_version() == v0
+    writer.record_trial(KEY, {}, 1.0, "ok")
+    v1 = watcher.data_version()
+    assert v1 != v0
+    watcher.record_trial(KEY, {}, 2.0, "ok")
+    assert watcher.data_version() != v1
+
+
+def test_store_pickles_as_its_path(tmp_path):
+    store = TuningStore(tmp_path / "t.sqlite", busy_timeout=3.0)
+    store.record_trial(KEY, {"b": 1}, 1.0, "ok")
+    copy = pickle.loads(pickle.dumps(store))
+    assert copy.path == store.path and copy.busy_timeout == 3.0
+    assert copy.best(KEY).config == {"b": 1}
+
+
+# ---- several processes at once ------------------------------------------------------------------------
+
+
+def _writer(path: str, worker: int, count: int, start: multiprocessing.synchronize.Barrier) -> None:
+    start.wait(60)  # all processes import first, then open the file and write at the same moment
+    store = TuningStore(path)
+    run = store.start_run(KEY, {"worker": worker})
+    for i in range(count):
+        store.record_trial(KEY, {"worker": worker, "i": i}, 1.0 + i, "ok", {"tflops": i}, run)
+        store.best(KEY)  # interleave reads with the other writers
+    store.finish_run(run, "done")
+
+
+def test_concurrent_processes_recover_once_and_lose_nothing(tmp_path):
+    # The processes race to notice the damaged file, to replace it and to create the schema, then write.
+    path = tmp_path / "shared.sqlite"
+    path.write_bytes(os.urandom(8192))
+    ctx = multiprocessing.get_context("spawn")
+    workers, count = 4, 100
+    start = ctx.Barrier(workers)
+    procs = [ctx.Process(target=_writer, args=(str(path), w, count, start)) for w in range(workers)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0] * workers
+    assert len(corrupt_files(path)) == 1
+    store = TuningStore(path)
+    rows = store.trials(KEY)
+    assert sorted((t.config["worker"], t.config["i"]) for t in rows) == [
+        (w, i) for w in range(workers) for i in range(count)
+    ]
+    assert sorted(r.meta["worker"] for r in store.runs()) == list(range(workers))
+    assert all(r.status == "done" for r in store.runs())
+
+
+# ---- damaged files ------------------------------------------------------------------------------------
+
+
+def _foreign_db(path: Path) -> None:
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE notes (text TEXT)")
+    conn.execute("INSERT INTO notes VALUES ('keep me')")
+    conn.commit()
+    conn.close()
+
+
+def _other_schema_version(path: Path) -> None:
+    TuningStore(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA user_version = 99")
+    conn.close()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param(lambda p: p.write_bytes(os.urandom(4096)), id="random-bytes"),
+        pytest.param(lambda p: p.write_bytes(b"SQLite"), id="short-garbage"),
+        pytest.param(_foreign_db, id="foreign-sqlite"),
+        pytest.param(_other_schema_version, id="other-schema-version"),
+    ],
+)
+def test_unusable_file_is_moved_aside(tmp_path, caplog, damage):
+    path = tmp_path / "t.sqlite"
+    damage(path)
+    original = path.read_bytes()
+    with caplog.at_level(logging.WARNING, logger="compiler.tune.store"):
+        store = TuningStore(path)
+    assert "moved it to" in caplog.text
+    assert store.best(KEY) is None
+    store.record_trial(KEY, {"b": 1}, 1.0, "ok")
+    assert store.best(KEY).config == {"b": 1}
+    (aside,) = corrupt_files(path)
+    assert (tmp_path / aside).read_bytes() == original  # kept for inspection, untouched
+
+
+def test_zero_length_file_becomes_a_store(tmp_path):
+    # SQLite creates databases as empty files, so an empty file is a new store, not damage: moving it aside
+    # could rename a store another process is creating at this moment.
+    path = tmp_path / "t.sqlite"
+    path.touch()
+    store = TuningStore(path)
+    store.record_trial(KEY, {"b": 1}, 1.0, "ok")
+    assert store.best(KEY).seconds == 1.0
+    assert corrupt_files(path) == []
+
+
+def test_file_corrupted_while_open_is_replaced(tmp_path, caplog):
+    path = tmp_path / "t.sqlite"
+    store = TuningStore(path)
+    for i in range(300):  # several pages of rows and index
+        store.record_trial(KEY, {"i": i, "pad": "x" * 200}, float(i), "ok")
+    store.close()  # checkpoints the WAL into the main file
+    size = path.stat().st_size
+    with open(path, "r+b") as f:  # keep the header, smash every page after the first
+        f.seek(4096)
+        f.write(os.urandom(size - 4096))
+    with caplog.at_level(logging.WARNING, logger="compiler.tune.store"):
+        store = TuningStore(path)
+        assert store.trials(KEY) == []
+        store.record_trial(KEY, {"i": 0}, 1.0, "ok")
+    assert "moved it to" in caplog.text
+    assert len(store.trials(KEY)) == 1
+    assert len(corrupt_files(path)) == 1
+
+
+def test_file_deleted_while_open_is_recreated(tmp_path, caplog):
+    path = tmp_path / "t.sqlite"
+    store = TuningStore(path)
+    store.record_trial(KEY, {"b": 1}, 1.0, "ok")
+    version = store.data_version()
+    path.unlink()
+    with caplog.at_level(logging.WARNING, logger="compiler.tune.store"):
+        store.record_trial(KEY, {"b": 2}, 2.0, "ok")
+    assert "deleted or replaced" in caplog.text
+    assert path.exists()
+    assert [t.config for t in TuningStore(path).trials(KEY)] == [{"b": 2}]
+    assert store.data_version() != version
+
+
+def test_file_replaced_while_open_is_followed(tmp_path):
+    path = tmp_path / "t.sqlite"
+    store = TuningStore(path)
+    store.record_trial(KEY, {"b": 1}, 1.0, "ok")
+    other = tmp_path / "other.sqlite"
+    TuningStore(other).record_trial(KEY, {"b": 7}, 7.0, "ok")
+    for suffix in ("", "-wal", "-shm"):
+        if Path(f"{other}{suffix}").exists():
+            os.replace(f"{other}{suffix}", f"{path}{suffix}")
+    assert store.best(KEY).config == {"b": 7}
+
+
+def test_recovery_waits_for_the_interprocess_lock(tmp_path):
+    # Another process opening or recovering the store holds <name>.lock; nothing is renamed meanwhile.
+    path = tmp_path / "t.sqlite"
+    path.write_bytes(os.urandom(4096))
+    fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    opened = []
+    thread = threading.Thread(target=lambda: opened.append(TuningStore(path)))
+    thread.start()
+    thread.join(0.5)
+    assert thread.is_alive() and corrupt_files(path) == []
+    os.close(fd)
+    thread.join(10)
+    assert len(opened) == 1 and len(corrupt_files(path)) == 1
