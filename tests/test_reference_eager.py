@@ -190,13 +190,15 @@ def test_tile_range_and_literal_block_size_consume_no_slot() -> None:
                 spans.append((t.begin, t.end))
             for t in hl.tile(x.size(0)):
                 spans.append(t.block_size)
+            for a, b in hl.tile([3, x.size(0)], block_size=[None, 6]):
+                spans.append((a.block_size, b.block_size))
             return spans
         """
     )
     module = load_module(src)
-    spans = module.run("ranges", [torch.zeros(8)], [4])
-    assert spans == [(2, 5, 0), (5, 8, 1), (8, 10, 2), (0, 5), (5, 8), 4, 4]
-    assert module.kernels["ranges"].resolved_block_sizes == [4]
+    spans = module.run("ranges", [torch.zeros(8)], [4, 2])
+    assert spans == [(2, 5, 0), (5, 8, 1), (8, 10, 2), (0, 5), (5, 8), 4, 4, (2, 6), (2, 6), (2, 6), (2, 6)]
+    assert module.kernels["ranges"].resolved_block_sizes == [4, 2]
 
 
 def test_register_block_size_and_inner_loops_keep_their_slots() -> None:

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from compiler.reference.kernel import Runtime
+from compiler.reference.matmul_mode import accumulate_dtype
 from compiler.reference.tiles import Tile, default_block_size, iter_tiles
 
 INDEX_DTYPE = torch.int32
@@ -129,12 +130,7 @@ class Language:
             raise ValueError(
                 f"hl.dot takes two 2-D or two 3-D tensors, got shapes {list(mat1.shape)} and {list(mat2.shape)}"
             )
-        floating = mat1.is_floating_point() or mat2.is_floating_point()
-        compute = (
-            torch.promote_types(torch.promote_types(mat1.dtype, mat2.dtype), torch.float32)
-            if floating
-            else torch.int64
-        )
+        compute = accumulate_dtype(mat1, mat2)
         result = torch.matmul(mat1.to(compute), mat2.to(compute))
         if acc is not None:
             result = acc.to(torch.promote_types(compute, acc.dtype)) + result

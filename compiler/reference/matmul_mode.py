@@ -21,7 +21,8 @@ _ADD_MATMULS: dict[Callable[..., Any], tuple[str, str, str]] = {
 }
 
 
-def _compute_dtype(*tensors: torch.Tensor) -> torch.dtype:
+def accumulate_dtype(*tensors: torch.Tensor) -> torch.dtype:
+    """Helion accumulates float products in (at least) f32 and integer products exactly."""
     dtype = tensors[0].dtype
     for t in tensors[1:]:
         dtype = torch.promote_types(dtype, t.dtype)
@@ -32,7 +33,7 @@ def _add_matmul(names: tuple[str, str, str], args: tuple[Any, ...], kwargs: dict
     values = list(args) + [kwargs[name] for name in names[len(args) :]]
     bias, mat1, mat2 = values[:3]
     beta, alpha = kwargs.get("beta", 1), kwargs.get("alpha", 1)
-    compute = _compute_dtype(bias, mat1, mat2)
+    compute = accumulate_dtype(bias, mat1, mat2)
     result = torch.matmul(mat1.to(compute), mat2.to(compute))
     if alpha != 1:
         result = result * alpha
