@@ -10,35 +10,36 @@ What lives here:
   mlir_text.py       small text helpers shared by the above (error trimming, MLIR locations).
   _libtpu_worker.py  the worker process body (never imported by the parent).
 
+Submodules load lazily: `from compiler.checks import libtpu_available` does not import jax.
 May import: jax, jaxlib (and libtpu only inside the worker process), the standard library,
 `compiler.chips`. Never imports the rest of `compiler` nor `helion_ls`.
 """
 
-from .libtpu_compile import (
-    LibtpuUnavailable,
-    TpuCompiler,
-    TpuCompileResult,
-    VmemAllocation,
-    libtpu_available,
-    tpu_compile,
-)
-from .lowering import LoweringHints, LoweringResult, lower_check, mosaic_text
-from .mesh import tpu_abstract_mesh
-from .mlir_text import SourceLoc
-from .mosaic_dump import KernelDump
+from __future__ import annotations
 
-__all__ = [
-    "KernelDump",
-    "LibtpuUnavailable",
-    "LoweringHints",
-    "LoweringResult",
-    "SourceLoc",
-    "TpuCompileResult",
-    "TpuCompiler",
-    "VmemAllocation",
-    "libtpu_available",
-    "lower_check",
-    "mosaic_text",
-    "tpu_abstract_mesh",
-    "tpu_compile",
-]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "KernelDump": "mosaic_dump",
+    "LibtpuUnavailable": "libtpu_compile",
+    "LoweringHints": "lowering",
+    "LoweringResult": "lowering",
+    "SourceLoc": "mlir_text",
+    "TpuCompileResult": "libtpu_compile",
+    "TpuCompiler": "libtpu_compile",
+    "VmemAllocation": "libtpu_compile",
+    "libtpu_available": "libtpu_compile",
+    "lower_check": "lowering",
+    "mosaic_text": "lowering",
+    "tpu_abstract_mesh": "mesh",
+    "tpu_compile": "libtpu_compile",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(name)
+    return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)

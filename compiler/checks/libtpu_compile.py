@@ -41,15 +41,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import jax
+import numpy as np
 
-from compiler.chips import Chip
-
-from .lowering import Arg
 from .mlir_text import SourceLoc
 from .mosaic_dump import CATEGORIES, KernelDump
+
+if TYPE_CHECKING:
+    from compiler.chips import Chip
+
+    from .lowering import Arg
 
 CompileKind = Literal[
     "vmem_oom", "vector_layout", "alignment", "unsupported_dtype", "other", "timeout", "crash"
@@ -290,7 +292,7 @@ def kernel_vmem(hlo_text: str) -> dict[str, int | None]:
 def _arg_json(arg: Arg) -> dict:
     if isinstance(arg, int | float):
         return {"static": arg}
-    return {"shape": [int(d) for d in arg.shape], "dtype": jax.numpy.dtype(arg.dtype).name}
+    return {"shape": [int(d) for d in arg.shape], "dtype": np.dtype(arg.dtype).name}
 
 
 class TpuCompiler:
