@@ -10,7 +10,7 @@ Why a worker subprocess (and why the API takes module source text + entry name, 
   initialises in a process; it is not a per-compile option (`compile({"xla_mosaic_dump_to": ...})` is rejected
   as "No such compile option"). The worker owns one dump directory, empties it before each compile and reads
   the files that compile wrote, so repeated compiles in one process each get their own dump.
-- libtpu can abort the whole process, and a capacity-OOM compile can take ~10 s; a child process isolates
+- A fatal libtpu error would take its process down, and a capacity-OOM compile can take ~10 s; a child isolates
   crashes and lets a timeout kill it. The next compile starts a fresh worker.
 - The language server must not run user-derived code in its own process, nor load libtpu there.
 - libtpu takes a machine-wide lock file (/tmp/libtpu_lockfile) unless `ALLOW_MULTIPLE_LIBTPU_LOAD=1`; the
@@ -365,8 +365,11 @@ class TpuCompiler:
             start = time.perf_counter()
             proc = self._ensure_started()
             (self._tmp / "worker.log").write_bytes(b"")
-            proc.stdin.write((json.dumps(request) + "\n").encode())
-            proc.stdin.flush()
+            try:
+                proc.stdin.write((json.dumps(request) + "\n").encode())
+                proc.stdin.flush()
+            except BrokenPipeError:  # the worker died since the last compile
+                return self._failed(chip, time.perf_counter() - start, timed_out=False)
             ready, _, _ = select.select([proc.stdout], [], [], self.timeout)
             line = proc.stdout.readline() if ready else b""
             wall = time.perf_counter() - start
