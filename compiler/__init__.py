@@ -1,0 +1,35 @@
+"""helion-ls compiler: Helion kernel source -> typed tile IR -> standalone Pallas TPU module.
+
+Data flows one way: frontend (parse, host evaluation, device loops) -> ir -> codegen (plan, emit) ->
+checks (VMEM, lowering, libtpu) -> runtime / reference -> tune. `api` and `cli` are the public face.
+This package never imports `helion_ls`. Heavy modules (jax) load lazily so `compiler.reference`
+workers stay light.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .config import Config
+from .diagnostics import CompileError, Diagnostic, Position, Range, Severity
+
+if TYPE_CHECKING:
+    from .api import CompiledKernel, Kernel, Module
+
+__all__ = ["CompileError", "CompiledKernel", "Config", "Diagnostic", "Kernel", "Module", "Position", "Range",
+           "Severity", "load"]
+
+
+def load(path_or_source: Any) -> Module:
+    """Parse a file or source text statically; see `compiler.api.load`."""
+    from .api import load as _load
+
+    return _load(path_or_source)
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("CompiledKernel", "Kernel", "Module"):
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(name)

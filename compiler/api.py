@@ -1,0 +1,392 @@
+"""The compiler's public face: `load` a file statically, `Kernel.compile` it for shapes + config + chip,
+call the result. Nothing below this module knows about files, editors or processes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import traceback
+from collections.abc import Mapping
+from functools import cached_property
+from typing import Any
+
+from .chips import Chip, get_chip
+from .codegen.emit import emit_module
+from .codegen.plan_builder import CallLayout, build_call
+from .config import Config, ConfigError, as_config
+from .diagnostics import CompileError, Diagnostic, Range, UserError, error, hint, warning
+from .frontend.module import KernelDef, ModuleInfo, parse_module, source_hash, used_helpers
+from .frontend.tracer import BlockSizeTable, Tracer
+from .ir import GridLoop, KernelIR, Load, Store, walk
+from .plan import AccessInfo, KernelPlan, LoopInfo
+from .space import BlockUse, ConfigSpace, block_uses, build_space, check_blocks, default_block
+from .specs import ArgSpec, SpecError, TensorSpec, coerce_args, format_args
+from .vmem import VmemReport, call_total, fmt_bytes, requested_limit, vmem_report
+
+log = logging.getLogger(__name__)
+MAX_SOURCE_BYTES = 5_000_000
+
+
+def load(path_or_source: str | os.PathLike) -> Module:
+    """Parse a file (or source text) statically. Never raises for bad code: problems become diagnostics."""
+    path = None
+    text = str(path_or_source)
+    if isinstance(path_or_source, os.PathLike) or ("\n" not in text and text.endswith(".py") and os.path.exists(text)):
+        path = os.fspath(path_or_source)
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError as exc:
+            return Module(path, "", ModuleInfo("", None, diagnostics=[error("HPL100", f"cannot read {path}: {exc}", Range.lines(0))]))
+    if len(text) > MAX_SOURCE_BYTES:
+        return Module(path, text, ModuleInfo(text, None, diagnostics=[
+            error("HPL100", f"file is too large to analyse ({len(text)} bytes)", Range.lines(0))]))
+    try:
+        info = parse_module(text)
+    except Exception:  # noqa: BLE001 - the one place internal errors become a diagnostic
+        log.exception("internal error while parsing")
+        info = ModuleInfo(text, None, diagnostics=[_internal(Range.lines(0))])
+    return Module(path, text, info)
+
+
+class Module:
+    def __init__(self, path: str | None, source: str, info: ModuleInfo):
+        self.path = path
+        self.source = source
+        self.info = info
+        self.kernels: dict[str, Kernel] = {k.name: Kernel(self, k) for k in info.kernels}
+        self.diagnostics: list[Diagnostic] = list(info.diagnostics)
+        for k in self.kernels.values():
+            self.diagnostics.extend(k.definition.diagnostics)
+
+    def __repr__(self) -> str:
+        return f"<compiler.Module {self.path or '<source>'} kernels={list(self.kernels)}>"
+
+
+class Kernel:
+    """One `@helion.kernel` function as written."""
+
+    def __init__(self, module: Module, definition: KernelDef):
+        self.module = module
+        self.definition = definition
+        self.name = definition.name
+        self.range = Range.of(definition.node)
+        self.name_range = _name_range(definition.node)
+        self.decorator_range = Range.of(definition.decorator)
+        self.decorator_config = definition.decorator_config
+        self.decorator_configs = definition.decorator_configs
+        self.shape_sets: list[dict[str, ArgSpec]] = definition.shape_sets
+        self.shape_set_ranges: list[Range] = definition.shape_set_ranges
+        self.params = [a.arg for a in definition.node.args.args]
+
+    def __repr__(self) -> str:
+        return f"<compiler.Kernel {self.name}>"
+
+    @cached_property
+    def source_hash(self) -> str:
+        info = self.module.info
+        return source_hash(self.definition.node, used_helpers(self.definition.node, info.functions), info.constants)
+
+    # -- public entry points --------------------------------------------------------------------------
+
+    def resolve_args(self, args: Any = None, shape_set: int | None = None) -> dict[str, ArgSpec]:
+        if args is None:
+            if not self.shape_sets:
+                raise CompileError([error("HPL107", f"`{self.name}` has no '# helion: args(...)' line above it; add one "
+                                          "or pass args", self.decorator_range)])
+            index = shape_set or 0
+            if not 0 <= index < len(self.shape_sets):
+                raise CompileError([error("HPL107", f"`{self.name}` has {len(self.shape_sets)} shape sets; "
+                                          f"{index} is out of range", self.decorator_range)])
+            return self.shape_sets[index]
+        try:
+            return coerce_args(args)
+        except SpecError as exc:
+            raise CompileError([error("HPL104", f"bad args: {exc}", self.decorator_range)]) from None
+
+    def compile(self, args: Any = None, config: Config | Mapping | str | None = None, chip: str | Chip = "v7x",
+                shape_set: int | None = None) -> CompiledKernel:
+        """Compile for one shape set + config + chip. Raises CompileError (never another exception)."""
+        try:
+            return self._compile(args, config, chip, shape_set)
+        except CompileError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - internal errors must not escape to the user
+            log.error("internal compiler error in %s:\n%s", self.name, traceback.format_exc())
+            raise CompileError([_internal(self.range, exc)]) from None
+
+    def default_config(self, args: Any = None, chip: str | Chip = "v7x") -> Config:
+        specs = self.resolve_args(args)
+        ir, uses, _ = self._trace(specs, Config(), _chip(chip))
+        return self._fill_defaults(Config(), uses, ir)
+
+    def config_space(self, args: Any = None, chip: str | Chip = "v7x") -> ConfigSpace:
+        specs = self.resolve_args(args)
+        ir, uses, _ = self._trace(specs, Config(), _chip(chip))
+        space = build_space(ir, uses)
+        unknown = {k: v for k, v in (self.decorator_config or {}).items() if k not in _TUNED}
+        space.base = Config(unknown)
+        return space
+
+    # -- internals ------------------------------------------------------------------------------------
+
+    def _trace(self, specs: dict[str, ArgSpec], config: Config, chip: Chip) -> tuple[KernelIR, list[BlockUse], BlockSizeTable]:
+        given = config.get("block_sizes")
+        if given is not None and not (isinstance(given, list) and all(isinstance(b, int) for b in given)):
+            raise CompileError([error("HPL109", "block_sizes must be a list of integers", self.decorator_range)])
+        provisional = BlockSizeTable(given, lambda i, extent: min(extent, 128))
+        try:
+            ir = Tracer(self.module.info, self.definition.node, specs, provisional).run()
+        except UserError as exc:
+            raise CompileError([exc.diagnostic(self.range)]) from None
+        except RecursionError:
+            raise CompileError([error("HPL101", "kernel nests too deeply to analyse", self.range)]) from None
+        uses = block_uses(ir, provisional.ranges, provisional.extents)
+        return ir, uses, provisional
+
+    def _fill_defaults(self, config: Config, uses: list[BlockUse], ir: KernelIR) -> Config:
+        values = dict(config)
+        given = list(values.get("block_sizes", []))
+        blocks = given[: len(uses)] + [default_block(u) for u in uses[len(given):]]
+        values["block_sizes"] = blocks
+        if ir.inner_loops and "pallas_loop_type" not in values:
+            values["pallas_loop_type"] = "unroll"
+        return Config(values)
+
+    def _compile(self, args: Any, config: Any, chip: str | Chip, shape_set: int | None) -> CompiledKernel:
+        chip = _chip(chip)
+        specs = self.resolve_args(args, shape_set)
+        try:
+            cfg = as_config(config if config is not None else self.decorator_config)
+        except ConfigError as exc:
+            raise CompileError([error("HPL109", str(exc), self.decorator_range)]) from None
+        _check_config_kinds(cfg, self.decorator_range)
+        ir, uses, _ = self._trace(specs, cfg, chip)
+        cfg = self._fill_defaults(cfg, uses, ir)
+        if list(cfg["block_sizes"]) != ir.block_sizes:
+            ir, uses, _ = self._trace(specs, cfg, chip)
+        if len(cfg["block_sizes"]) > len(uses):
+            cfg = cfg.replace(block_sizes=list(cfg["block_sizes"])[: len(uses)])
+        diags = check_blocks(uses, list(cfg["block_sizes"]), config is not None)
+        if any(d.is_error for d in diags):
+            raise CompileError(diags)
+        layouts: list[CallLayout] = []
+        grids = [n for n in ir.host if isinstance(n, GridLoop)]
+        if not grids:
+            raise CompileError([error("HPL101", f"`{self.name}` has no hl.tile / hl.grid loop: nothing runs on the TPU",
+                                      self.name_range)])
+        try:
+            for i, g in enumerate(grids):
+                layout = build_call(ir, g, i, cfg, chip)
+                total = call_total(layout.plan)
+                layout.plan = dataclasses.replace(layout.plan, vmem_limit_bytes=requested_limit(total, chip))
+                layouts.append(layout)
+        except UserError as exc:
+            raise CompileError([exc.diagnostic(self.range)]) from None
+        report = vmem_report([lay.plan for lay in layouts], chip)
+        diags.extend(_vmem_diagnostics(report, layouts, chip, cfg))
+        mutated = sorted({o.tensor.name for lay in layouts for o in lay.operands
+                          if o.kind == "inout" and o.tensor.origin == "arg"}, key=ir.params.index)
+        header = _header(self, specs, cfg, chip, report)
+        try:
+            source, source_map = emit_module(ir, layouts, dict(cfg), header, self.module.path, mutated)
+        except UserError as exc:
+            raise CompileError([exc.diagnostic(self.range)]) from None
+        plan = _kernel_plan(ir, layouts, chip)
+        return CompiledKernel(self, specs, cfg, chip, source, source_map, plan, report, diags, mutated)
+
+
+_TUNED = {"block_sizes", "pallas_loop_type", "pallas_load_buffer_count"}
+
+
+class CompiledKernel:
+    """A kernel compiled for one shape set, config and chip: generated source, plan, VMEM report, runner."""
+
+    def __init__(self, kernel: Kernel, args: dict[str, ArgSpec], config: Config, chip: Chip, source: str,
+                 source_map: list[tuple[int, Range]], plan: KernelPlan, vmem: VmemReport,
+                 diagnostics: list[Diagnostic], mutated: list[str]):
+        self.kernel = kernel
+        self.args = args
+        self.config = config
+        self.chip = chip
+        self.source = source
+        self.source_map = source_map
+        self.plan = plan
+        self.vmem = vmem
+        self.diagnostics = diagnostics
+        self.mutated = mutated
+        self.entry = kernel.name
+        self._fn = None
+
+    def __repr__(self) -> str:
+        return f"<CompiledKernel {self.kernel.name} {format_args(self.args)} {self.config} on {self.chip.name}>"
+
+    def __call__(self, *args: Any) -> Any:
+        from .runtime import load_entry, run
+
+        if self._fn is None:
+            self._fn = load_entry(self.source, self.entry, f"<pallas {self.kernel.name}>")
+        return run(self._fn, self.kernel.params, self.args, self.chip, args, self.mutated)
+
+    def arg_structs(self) -> list[Any]:
+        """jax.ShapeDtypeStructs of the tensor arguments (for lowering / compiling without data)."""
+        import jax
+        import jax.numpy as jnp
+
+        names = {"float32": jnp.float32}
+        out = []
+        for name in self.kernel.params:
+            spec = self.args[name]
+            if isinstance(spec, TensorSpec):
+                dtype = names.get(str(spec.dtype), None) or jnp.dtype(str(spec.dtype).replace("torch.", ""))
+                out.append(jax.ShapeDtypeStruct(spec.shape, dtype))
+        return out
+
+    def scalar_args(self) -> dict[str, Any]:
+        return {n: v for n, v in self.args.items() if not isinstance(v, TensorSpec)}
+
+    def to_json(self) -> dict:
+        return {
+            "kernel": self.kernel.name,
+            "args": format_args(self.args),
+            "chip": self.chip.name,
+            "config": dict(self.config),
+            "config_text": repr(self.config),
+            "source": self.source,
+            "source_map": [{"line": line, "range": rng.to_json()} for line, rng in self.source_map],
+            "vmem": self.vmem.to_json(),
+            "diagnostics": [d.to_json() for d in self.diagnostics],
+        }
+
+
+def _chip(chip: str | Chip) -> Chip:
+    if isinstance(chip, Chip):
+        return chip
+    try:
+        return get_chip(chip)
+    except ValueError as exc:
+        raise CompileError([error("HPL109", str(exc), Range.lines(0))]) from None
+
+
+def _check_config_kinds(cfg: Config, rng: Range) -> None:
+    from .config import LOOP_TYPES
+
+    loop = cfg.get("pallas_loop_type")
+    loops = loop if isinstance(loop, list) else [loop] if loop is not None else []
+    for lt in loops:
+        if lt not in LOOP_TYPES:
+            raise CompileError([error("HPL109", f"pallas_loop_type {lt!r} is not one of {', '.join(LOOP_TYPES)}", rng)])
+    bufs = cfg.get("pallas_load_buffer_count")
+    items = bufs if isinstance(bufs, list) else [bufs] if bufs is not None else []
+    for b in items:
+        if b is not None and (not isinstance(b, int) or isinstance(b, bool) or not 1 <= b <= 8):
+            raise CompileError([error("HPL109", f"pallas_load_buffer_count {b!r} must be an integer from 1 to 8", rng)])
+
+
+def _vmem_diagnostics(report: VmemReport, layouts: list[CallLayout], chip: Chip, cfg: Config) -> list[Diagnostic]:
+    diags = []
+    for lay in layouts:
+        total = call_total(lay.plan)
+        rng = lay.plan.range
+        biggest = sorted(lay.operands, key=lambda o: -_op_bytes(lay, o))[:1]
+        related = ()
+        if biggest:
+            from .diagnostics import Related
+
+            related = tuple(Related(r, f"`{biggest[0].tensor.name}` block") for r in biggest[0].ranges[:1])
+        if total > chip.max_vmem_limit_bytes:
+            resident = [o for o in lay.operands if o.memory == "resident"]
+            advice = ("keep inner-loop operands in HBM with pallas_loop_type='emit_pipeline', single-buffer them "
+                      "(pallas_load_buffer_count=1) or use smaller blocks") if resident else "use smaller blocks"
+            fix = None
+            if resident and cfg.get("pallas_loop_type") in ("unroll", "fori_loop", None):
+                fix = None
+            diags.append(error(
+                "HPL300",
+                f"out of VMEM on {chip.name}: buffers need {fmt_bytes(total)} but at most "
+                f"{fmt_bytes(chip.max_vmem_limit_bytes)} can be requested ({fmt_bytes(chip.vmem_capacity_bytes)} "
+                f"capacity); {advice}",
+                rng, related=related, fix=fix,
+                data={"total_bytes": total, "suggest_loop_type": "emit_pipeline" if resident else None},
+            ))
+        elif total > chip.default_scoped_vmem_bytes:
+            resident = [o for o in lay.operands if o.memory == "resident"]
+            diags.append(warning(
+                "HPL301",
+                f"needs {fmt_bytes(total)} of VMEM, over the default scoped limit "
+                f"{fmt_bytes(chip.default_scoped_vmem_bytes)} on {chip.name}; the generated code sets "
+                f"vmem_limit_bytes={lay.plan.vmem_limit_bytes}",
+                rng, related=related, data={"total_bytes": total},
+            ))
+            if resident:
+                diags.append(hint("HPL501", "resident inner-loop operands (" + ", ".join(o.tensor.name for o in resident)
+                                  + ") push this kernel over the default VMEM limit", resident[0].ranges[0]))
+    return diags
+
+
+def _op_bytes(lay: CallLayout, o: Any) -> int:
+    for p in lay.plan.operands:
+        if p.name == o.ref_name:
+            from .vmem import operand_row
+
+            return operand_row(p, lay.name).bytes
+    return 0
+
+
+def _kernel_plan(ir: KernelIR, layouts: list[CallLayout], chip: Chip) -> KernelPlan:
+    flops = 0.0
+    for lay in layouts:
+        steps = lay.plan.grid_steps
+        flops += lay.plan.outer_work.mxu_flops * steps
+        for lp in lay.plan.inner_loops:
+            flops += lp.work.mxu_flops * lp.trips * steps
+    hbm = 0.0
+    for t in ir.tensors:
+        if any(n.tensor is t for n in walk(ir.host) if isinstance(n, Load | Store)):
+            hbm += t.value.meta.numel() * t.value.dtype.itemsize
+    loops, accesses = [], []
+    for lay in layouts:
+        g = lay.grid
+        loops.append(LoopInfo(g.header_range or g.range, "grid", g.dims[0].api, tuple(d.extent for d in g.dims),
+                              tuple(d.block_size for d in g.dims), tuple(d.block_index for d in g.dims),
+                              tuple(d.steps for d in g.dims), "grid"))
+        for lp in lay.plan.inner_loops:
+            node = ir.inner_loops[lp.index]
+            loops.append(LoopInfo(node.range, "inner", node.dims[0].api, tuple(d.extent for d in node.dims),
+                                  tuple(d.block_size for d in node.dims), tuple(d.block_index for d in node.dims),
+                                  tuple(d.steps for d in node.dims), lp.strategy))
+        for node_id, op in lay.by_node.items():
+            pass
+        for n in walk(g.body):
+            if isinstance(n, Load | Store):
+                op = lay.by_node[id(n)]
+                accesses.append(AccessInfo(n.range, n.tensor.name, op.ref_name, isinstance(n, Store)))
+    return KernelPlan(ir.name, chip.name, tuple(lay.plan for lay in layouts), flops, hbm, tuple(loops), tuple(accesses))
+
+
+def _header(kernel: Kernel, specs: dict[str, ArgSpec], cfg: Config, chip: Chip, report: VmemReport) -> str:
+    where = os.path.basename(kernel.module.path) if kernel.module.path else "<source>"
+    return (
+        f'"""Pallas TPU kernel generated by helion-ls from `{kernel.name}` ({where}:{kernel.range.start.line + 1}).\n\n'
+        f"Shapes: {format_args(specs)}\n"
+        f"Chip: {chip.name}   Config: {cfg!r}\n"
+        f"VMEM: {fmt_bytes(report.total_bytes)} of {fmt_bytes(report.limit_bytes)} requested "
+        f"({report.verdict.replace('_', ' ')})\n\n"
+        f"Standalone: needs only jax. Call {kernel.name}(...) with jax arrays; on a machine without a TPU pass\n"
+        f"interpret=pltpu.InterpretParams() inside a TPU abstract mesh.\n"
+        f'"""'
+    )
+
+
+def _name_range(node: Any) -> Range:
+    start = Range.of(node).start
+    line = start.line + len(node.decorator_list) if False else node.lineno - 1
+    col = node.col_offset + 4
+    return Range(type(start)(line, col), type(start)(line, col + len(node.name)))
+
+
+def _internal(rng: Range, exc: BaseException | None = None) -> Diagnostic:
+    detail = f" ({type(exc).__name__}: {str(exc)[:200]})" if exc else ""
+    return error("HPL900", f"internal compiler error{detail}; the traceback is in the log", rng)

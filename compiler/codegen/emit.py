@@ -1,0 +1,617 @@
+"""Print the plan and IR as a standalone Pallas module, with a source map back to the kernel.
+
+The module imports only jax, jax.numpy, jax.lax (via jax), functools and Pallas; it has one device kernel
+function per grid loop and one jitted host function named like the kernel. Every statement ends with a
+comment naming the kernel source line it came from.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from ..diagnostics import Range, UserError
+from ..ir import GridLoop, InnerLoop, KernelIR, Load, Node, Op, Return, Store, TileDim, Value, walk
+from ..frontend.values import NamedConst
+from .exprs import HELPERS, ExprWriter, dtype_text, literal
+from .plan_builder import CallLayout, OperandLayout, loop_strategy, py_name
+
+RESERVED = {"jax", "jnp", "pl", "pltpu", "functools", "interpret", "lambda", "def", "return", "for", "in",
+            "range", "carry", "None", "True", "False", "min", "max"}
+
+
+@dataclass
+class Output:
+    lines: list[str] = field(default_factory=list)
+    source_map: list[tuple[int, Range]] = field(default_factory=list)
+    label: str = "kernel.py"
+
+    def add(self, indent: int, text: str, rng: Range | None = None) -> None:
+        for i, part in enumerate(text.split("\n")):
+            line = "    " * indent + part
+            if rng is not None and i == 0:
+                line += f"  # {self.label}:{rng.start.line + 1}"
+                self.source_map.append((len(self.lines), rng))
+            self.lines.append(line)
+
+
+class Names:
+    """Readable, unique Python names for values (the user's variable names where possible)."""
+
+    def __init__(self, reserved: set[str]):
+        self.used = set(reserved)
+        self.of: dict[int, str] = {}
+
+    def fresh(self, hint: str) -> str:
+        base = py_name(hint)
+        if base in RESERVED:
+            base += "_"
+        name, i = base, 1
+        while name in self.used:
+            name = f"{base}_{i}"
+            i += 1
+        self.used.add(name)
+        return name
+
+    def bind(self, v: Value, name: str) -> None:
+        self.of[v.id] = name
+
+
+def emit_module(ir: KernelIR, layouts: list[CallLayout], config: dict, header: str, path: str | None,
+                mutated: list[str]) -> tuple[str, list[tuple[int, Range]]]:
+    out = Output(label=os.path.basename(path) if path else "<kernel>")
+    body = Output(label=out.label)
+    helpers: set[str] = set()
+    kernel_kwargs: list[dict[str, str]] = []
+    for layout in layouts:
+        kw = _KernelWriter(ir, layout, config, body).write()
+        helpers |= kw.helpers
+        kernel_kwargs.append(kw.kwargs)
+        body.add(0, "")
+        body.add(0, "")
+    _HostWriter(ir, layouts, body, kernel_kwargs, mutated).write()
+    out.add(0, header)
+    out.add(0, "import functools\n\nimport jax\nimport jax.numpy as jnp\nfrom jax.experimental import pallas as pl\n"
+               "from jax.experimental.pallas import tpu as pltpu\n\n")
+    for h in sorted(helpers):
+        out.add(0, HELPERS[h])
+        out.add(0, "")
+    shift = len(out.lines)
+    out.lines.extend(body.lines)
+    out.source_map.extend((line + shift, rng) for line, rng in body.source_map)
+    text = "\n".join(out.lines).rstrip() + "\n"
+    return text, out.source_map
+
+
+def _uses(nodes: list[Node]) -> dict[int, list[tuple[list[Node], int]]]:
+    """value id -> [(region, position)] of every use."""
+    uses: dict[int, list] = {}
+
+    def visit(region: list[Node]) -> None:
+        for i, n in enumerate(region):
+            vals = []
+            if isinstance(n, Op):
+                vals = [a for a in _flat(n.args) if isinstance(a, Value)]
+            elif isinstance(n, Store):
+                vals = [n.value]
+            elif isinstance(n, InnerLoop):
+                for c in n.carried:
+                    uses.setdefault(c.init.id, []).append((None, -1))
+                    if c.next is not None:
+                        uses.setdefault(c.next.id, []).append((None, -1))
+                visit(n.body)
+            elif isinstance(n, Return):
+                vals = [v for v in n.values if isinstance(v, Value)]
+            for v in vals:
+                uses.setdefault(v.id, []).append((region, i))
+
+    visit(nodes)
+    return uses
+
+
+def _flat(items):
+    for a in items:
+        if isinstance(a, tuple | list):
+            yield from _flat(a)
+        else:
+            yield a
+
+
+class _RegionWriter:
+    """Shared logic: decide which values get names and which are inlined into their single use."""
+
+    def __init__(self, nodes: list[Node], names: Names, out: Output):
+        self.names = names
+        self.out = out
+        self.uses = _uses(nodes)
+        self.inline: dict[int, Node] = {}
+        self.writer = ExprWriter(self.ref, self.tile_begin)
+        self._plan_inlining(nodes)
+
+    def _plan_inlining(self, nodes: list[Node]) -> None:
+        def visit(region: list[Node]) -> None:
+            stores_at = [i for i, n in enumerate(region) if isinstance(n, Store)]
+            for i, n in enumerate(region):
+                if isinstance(n, InnerLoop):
+                    visit(n.body)
+                    continue
+                if isinstance(n, Op) and len(n.outputs()) == 1 or isinstance(n, Load):
+                    v = n.out if isinstance(n, Load) else n.outputs()[0]
+                    u = self.uses.get(v.id, [])
+                    if v.hint is None and len(u) == 1 and u[0][0] is region:
+                        j = u[0][1]
+                        if isinstance(n, Load) and any(i < s < j for s in stores_at):
+                            continue
+                        self.inline[v.id] = n
+
+        visit(nodes)
+
+    def name_of(self, v: Value) -> str:
+        name = self.names.of.get(v.id)
+        if name is None:
+            name = self.names.fresh(v.hint or "t")
+            self.names.bind(v, name)
+        return name
+
+    def ref(self, v: Value) -> tuple[str, bool]:
+        node = self.inline.get(v.id)
+        if node is not None:
+            return self.expr(node)
+        return self.name_of(v), True
+
+    def expr(self, node: Node) -> tuple[str, bool]:
+        if isinstance(node, Op):
+            return self.writer.op(node)
+        if isinstance(node, Load):
+            return self.load_expr(node), True
+        raise AssertionError(node)
+
+    def define(self, indent: int, node: Op | Load) -> None:
+        outs = node.outputs() if isinstance(node, Op) else (node.out,)
+        if len(outs) == 1 and outs[0].id in self.inline:
+            return
+        if not any(v.id in self.uses for v in outs) and isinstance(node, Op) and node.kind != "alloc":
+            # an unused result (e.g. the indices of torch.max): skip it
+            return
+        text, _ = self.expr(node) if len(outs) == 1 else (self.writer.op(node)[0], True)
+        targets = ", ".join(self.name_of(v) for v in outs)
+        self.out.add(indent, f"{targets} = {text}", node.range)
+
+    def load_expr(self, node: Load) -> str:
+        raise NotImplementedError
+
+    def tile_begin(self, dim: TileDim, as_id: bool = False) -> str:
+        raise NotImplementedError
+
+
+class _KernelWriter(_RegionWriter):
+    def __init__(self, ir: KernelIR, layout: CallLayout, config: dict, out: Output):
+        self.ir = ir
+        self.layout = layout
+        self.config = config
+        self.kwargs: dict[str, str] = {}
+        self.grid_names = {(d.loop_id, d.axis): py_name(d.name) for d in layout.grid.dims}
+        self.loop_vars: dict[tuple[int, int], str] = {}
+        self.strategy: dict[int, str] = {}
+        self.block_refs: dict[tuple[int, str], str] = {}  # (id(operand), "in"/"out") -> ref in a pipeline body
+        names = Names(RESERVED | {o.ref_name for o in layout.operands} | set(layout.scratch.values())
+                      | set(self.grid_names.values()) | {layout.name})
+        super().__init__(layout.grid.body, names, out)
+        self.helpers = self.writer.helpers
+
+    # -- refs and indexing -----------------------------------------------------------------------------
+
+    def in_ref(self, op: OperandLayout) -> str:
+        if op.memory == "hbm":
+            return self.block_refs[(id(op), "in" if op.kind != "output" else "out")]
+        return op.ref_name if op.kind == "input" else self.out_ref(op)
+
+    def out_ref(self, op: OperandLayout) -> str:
+        if op.memory == "hbm":
+            return self.block_refs[(id(op), "out")]
+        return op.ref_name if op.kind == "output" else f"{op.ref_name[:-4]}_out_ref"
+
+    def index_text(self, op: OperandLayout, items: tuple) -> str:
+        parts = []
+        if op.memory == "hbm":
+            return "..."
+        d = 0
+        for it in items:
+            if it[0] == "newaxis":
+                continue
+            if op.block_shape[d] is None:
+                d += 1
+                continue
+            if it[0] == "tile" and d in op.inner_axes:
+                td: TileDim = it[1]
+                var = self.loop_vars[(td.loop_id, td.axis)]
+                start = f"{var} * {td.block_size}" + (f" + {td.begin}" if td.begin else "")
+                if self.strategy.get(td.loop_id) == "fori_loop":
+                    start = f"pl.multiple_of({start}, {td.block_size})" if not td.begin else start
+                parts.append(f"pl.ds({start}, {td.block_size})")
+            else:
+                parts.append(":")
+            d += 1
+        if all(p == ":" for p in parts):
+            return "..."
+        return ", ".join(parts)
+
+    def load_expr(self, node: Load) -> str:
+        op = self.layout.by_node[id(node)]
+        text = f"{self.in_ref(op)}[{self.index_text(op, node.index)}]"
+        if any(it[0] == "newaxis" for it in node.index):
+            idx = []
+            for it in node.index:
+                if it[0] == "newaxis":
+                    idx.append("None")
+                elif it[0] in ("tile", "full"):
+                    idx.append(":")
+            text += f"[{', '.join(idx)}]"
+        return text
+
+    def tile_begin(self, dim: TileDim, as_id: bool = False) -> str:
+        key = (dim.loop_id, dim.axis)
+        var = self.grid_names.get(key) or self.loop_vars.get(key)
+        if var is None:
+            raise UserError("HPL101", f"tile `{dim.name}`'s position is not available inside an emit_pipeline loop; "
+                                      "use pallas_loop_type 'unroll' or 'fori_loop'", None)
+        if as_id or dim.api == "grid":
+            return var if not dim.begin or as_id else f"{var} + {dim.begin}"
+        text = f"{var} * {dim.block_size}"
+        return text + (f" + {dim.begin}" if dim.begin else "")
+
+    # -- the kernel function ---------------------------------------------------------------------------
+
+    def write(self) -> _KernelWriter:
+        lay = self.layout
+        params = [o.ref_name for o in lay.inputs]
+        params += [self._sig_out(o) for o in lay.outputs]
+        params += [s.name for s in lay.scratch_plan]
+        consts = self._named_consts()
+        sig = ", ".join(params)
+        if consts:
+            sig += ", *, " + ", ".join(consts)
+        grid = lay.grid
+        self.out.add(0, f"def {lay.name}({sig}):", grid.header_range)
+        self.out.add(1, f'"""Device kernel for the `{self.ir.name}` grid loop (one grid step = one block of each tile)."""')
+        for axis, d in enumerate(grid.dims):
+            self.out.add(1, f"{self.grid_names[(d.loop_id, d.axis)]} = pl.program_id({axis})", grid.header_range)
+        for o in lay.outputs:
+            if o.kind == "inout" and o.memory != "hbm" and self._needs_copy_in(o):
+                self.out.add(1, f"{self.out_ref(o)}[...] = {o.ref_name}[...]", o.ranges[0])
+        self.region(1, grid.body)
+        return self
+
+    def _sig_out(self, o: OperandLayout) -> str:
+        if o.memory == "hbm":
+            return o.ref_name if o.kind == "output" else f"{o.ref_name[:-4]}_out_hbm"
+        return self.out_ref(o)
+
+    def _needs_copy_in(self, o: OperandLayout) -> bool:
+        return any(
+            isinstance(n, Load) and self.layout.by_node.get(id(n)) is o
+            or isinstance(n, Store) and self.layout.by_node.get(id(n)) is o and n.accumulate
+            for n in walk(self.layout.grid.body)
+        )
+
+    def _named_consts(self) -> list[str]:
+        found: dict[str, NamedConst] = {}
+        for n in walk(self.layout.grid.body):
+            if isinstance(n, Op):
+                for a in _flat(list(n.args) + list(n.kwargs.values())):
+                    if isinstance(a, NamedConst):
+                        found[a.name] = a
+        for name, c in found.items():
+            self.kwargs[name] = name if c.is_arg else literal(c.value)
+        return list(found)
+
+    def region(self, indent: int, nodes: list[Node]) -> None:
+        for n in nodes:
+            if isinstance(n, Op | Load):
+                self.define(indent, n)
+            elif isinstance(n, Store):
+                self.store(indent, n)
+            elif isinstance(n, InnerLoop):
+                self.inner_loop(indent, n)
+
+    def store(self, indent: int, n: Store) -> None:
+        op = self.layout.by_node[id(n)]
+        ref = self.out_ref(op)
+        idx = self.index_text(op, n.index)
+        block = []
+        d = 0
+        for it in n.index:
+            if op.block_shape[d] is not None:
+                block.append(it[1].block_size if it[0] == "tile" else op.tensor.value.shape[d])
+            d += 1
+        value, _ = self.ref(n.value)
+        dtype = op.tensor.value.dtype
+        if n.accumulate:
+            sym = {"add": "+", "sub": "-", "mul": "*", "div": "/"}.get(n.accumulate)
+            if sym is None:
+                raise UserError("HPL101", f"in-place `{n.accumulate}` stores are not supported", n.range)
+            current = f"{self.in_ref(op)}[{idx}]" if op.memory == "hbm" else f"{ref}[{idx}]"
+            value = f"{current} {sym} {value if self.ref(n.value)[1] else '(' + value + ')'}"
+            atomic = False
+        else:
+            atomic = self.ref(n.value)[1]
+        if tuple(n.value.shape) != tuple(block):
+            value = f"jnp.broadcast_to({value}, {literal(tuple(block))})"
+            atomic = True
+        if n.value.dtype != dtype:
+            value = f"{value if atomic else '(' + value + ')'}.astype({dtype_text(dtype)})"
+        self.out.add(indent, f"{ref}[{idx}] = {value}", n.range)
+
+    # -- inner loops -----------------------------------------------------------------------------------
+
+    def inner_loop(self, indent: int, loop: InnerLoop) -> None:
+        strategy = loop_strategy(self.config.get("pallas_loop_type"), loop)
+        if strategy not in ("unroll", "fori_loop", "emit_pipeline"):
+            raise UserError("HPL109", f"unknown pallas_loop_type {strategy!r}", loop.range)
+        lid = loop.dims[0].loop_id
+        self.strategy[lid] = strategy
+        for c in loop.carried:
+            init_name = self.names.of.get(c.init.id)
+            only_carried = all(r is None for r, _ in self.uses.get(c.init.id, []))
+            name = init_name if init_name and only_carried and c.init.id not in self.inline else self.names.fresh(c.name)
+            self.names.bind(c.phi, name)
+            self.names.bind(c.result, name)
+            if c.next is not None and c.next.id not in self.names.of and self._next_can_reuse(loop, c):
+                self.names.bind(c.next, name)
+        if strategy == "emit_pipeline":
+            self._emit_pipeline(indent, loop)
+            return
+        for c in loop.carried:
+            init, _ = self.ref(c.init)
+            if init != self.names.of[c.phi.id]:
+                self.out.add(indent, f"{self.names.of[c.phi.id]} = {init}", loop.range)
+        vars_ = [self.names.fresh(d.name) for d in loop.dims]
+        for d, var in zip(loop.dims, vars_, strict=True):
+            self.loop_vars[(d.loop_id, d.axis)] = var
+        if strategy == "unroll":
+            for k, (d, var) in enumerate(zip(loop.dims, vars_, strict=True)):
+                self.out.add(indent + k, f"for {var} in range({d.steps}):  # unrolled: static slices", None)
+                if k == 0:
+                    self.out.source_map.append((len(self.out.lines) - 1, loop.range))
+            inner = indent + len(loop.dims)
+            self.region(inner, loop.body)
+            self._carry_update(inner, loop)
+            return
+        # fori_loop
+        body_name = self.names.fresh(f"{vars_[0]}_body")
+        carried = [self.names.of[c.phi.id] for c in loop.carried]
+        if len(loop.dims) == 1:
+            self.out.add(indent, f"def {body_name}({vars_[0]}, carry):", loop.range)
+        else:
+            flat = self.names.fresh("step")
+            self.out.add(indent, f"def {body_name}({flat}, carry):", loop.range)
+            rest = 1
+            for d, var in reversed(list(zip(loop.dims, vars_, strict=True))):
+                self.out.add(indent + 1, f"{var} = ({flat} // {rest}) % {d.steps}")
+                rest *= d.steps
+        if carried:
+            self.out.add(indent + 1, f"{', '.join(carried)}{',' if len(carried) == 1 else ''} = carry")
+        self.region(indent + 1, loop.body)
+        nxt = [self.ref(c.next)[0] for c in loop.carried]
+        self.out.add(indent + 1, f"return ({', '.join(nxt)}{',' if len(nxt) == 1 else ''})" if nxt else "return carry")
+        trips = 1
+        for d in loop.dims:
+            trips *= d.steps
+        init = f"({', '.join(carried)}{',' if len(carried) == 1 else ''})" if carried else "None"
+        target = f"{', '.join(carried)}{',' if len(carried) == 1 else ''} = " if carried else ""
+        self.out.add(indent, f"{target}jax.lax.fori_loop(0, {trips}, {body_name}, {init})", loop.range)
+
+    def _next_can_reuse(self, loop: InnerLoop, c) -> bool:
+        """The body's last value of a carried variable may reuse its name once the old value is dead."""
+        producer = c.next.producer
+        if producer is None or c.next.id in self.inline or c.next.hint != c.name:
+            return False
+        try:
+            at = next(i for i, n in enumerate(loop.body) if n is producer)
+        except StopIteration:
+            return False
+        others = [u for u in self.uses.get(c.next.id, []) if u[0] is not None]
+        if others:
+            return False
+        return all(r is loop.body and i <= at for r, i in self.uses.get(c.phi.id, []))
+
+    def _carry_update(self, indent: int, loop: InnerLoop) -> None:
+        pairs = [(self.names.of[c.phi.id], self.ref(c.next)[0]) for c in loop.carried]
+        pairs = [(a, b) for a, b in pairs if a != b]
+        if pairs:
+            self.out.add(indent, f"{', '.join(a for a, _ in pairs)} = {', '.join(b for _, b in pairs)}", loop.range)
+
+    def _emit_pipeline(self, indent: int, loop: InnerLoop) -> None:
+        lay = self.layout
+        streamed = [o for o in lay.operands if o.loop is loop and o.memory == "hbm"]
+        for c in loop.carried:
+            scratch = lay.scratch[(loop.index, c.name)]
+            init, _ = self.ref(c.init)
+            if not c.init.shape:
+                init = f"jnp.full((1,), {init}, {dtype_text(c.phi.dtype)})"
+            self.out.add(indent, f"{scratch}[...] = {init}", loop.range)
+        params, ins, outs, in_args, out_args = [], [], [], [], []
+        for o in streamed:
+            base = o.ref_name[:-4]
+            spec = self._inner_spec(o)
+            if o.kind in ("input", "inout"):
+                name = self.names.fresh(f"{base}_blk" if o.kind == "input" else f"{base}_in_blk")
+                self.block_refs[(id(o), "in")] = name
+                params.append(name)
+                ins.append(spec)
+                in_args.append(o.ref_name)
+        for o in streamed:
+            base = o.ref_name[:-4]
+            if o.kind in ("output", "inout"):
+                name = self.names.fresh(f"{base}_blk" if o.kind == "output" else f"{base}_out_blk")
+                self.block_refs[(id(o), "out")] = name
+                params.append(name)
+                outs.append(self._inner_spec(o))
+                out_args.append(o.ref_name if o.kind == "output" else f"{o.ref_name[:-4]}_out_hbm")
+        body_name = self.names.fresh(f"{py_name(loop.dims[0].name)}_step")
+        self.out.add(indent, f"def {body_name}({', '.join(params)}):", loop.range)
+        for c in loop.carried:
+            scratch = lay.scratch[(loop.index, c.name)]
+            read = f"{scratch}[...]" if c.phi.shape else f"{scratch}[0]"
+            self.out.add(indent + 1, f"{self.names.of[c.phi.id]} = {read}")
+        self.region(indent + 1, loop.body)
+        for c in loop.carried:
+            scratch = lay.scratch[(loop.index, c.name)]
+            nxt, _ = self.ref(c.next)
+            if not c.phi.shape:
+                nxt = f"jnp.full((1,), {nxt}, {dtype_text(c.phi.dtype)})"
+            self.out.add(indent + 1, f"{scratch}[...] = {nxt}")
+        if not loop.body and not loop.carried:
+            self.out.add(indent + 1, "pass")
+        grid = tuple(d.steps for d in loop.dims)
+        self.out.add(indent, f"pltpu.emit_pipeline(\n    {body_name},\n    grid={literal(grid)},", loop.range)
+        self.out.add(indent + 1, "in_specs=[" + ", ".join(ins) + "],")
+        self.out.add(indent + 1, "out_specs=[" + ", ".join(outs) + "],")
+        self.out.add(indent, f")({', '.join(in_args + out_args)})")
+        for c in loop.carried:
+            scratch = lay.scratch[(loop.index, c.name)]
+            read = f"{scratch}[...]" if c.phi.shape else f"{scratch}[0]"
+            self.out.add(indent, f"{self.names.of[c.result.id]} = {read}")
+
+    def _inner_spec(self, o: OperandLayout) -> str:
+        block = literal(tuple(o.block_shape))
+        block = block.replace("None", "pl.Squeezed()") if "None" in block else block
+        mode = f", pipeline_mode=pl.Buffered({o.buffer_count})" if o.buffer_count != 2 and o.kind != "output" else ""
+        return f"pl.BlockSpec({block}, {o.inner_index_map}{mode})"
+
+
+class _HostWriter(_RegionWriter):
+    def __init__(self, ir: KernelIR, layouts: list[CallLayout], out: Output, kernel_kwargs: list[dict[str, str]],
+                 mutated: list[str]):
+        self.ir = ir
+        self.layouts = {id(lay.grid): lay for lay in layouts}
+        self.kernel_kwargs = kernel_kwargs
+        self.call_index = {id(lay.grid): i for i, lay in enumerate(layouts)}
+        self.mutated = mutated
+        reserved = RESERVED | {lay.name for lay in layouts} | {py_name(ir.name)} | set(ir.params)
+        super().__init__(ir.host, Names(reserved), out)
+        for lay in layouts:  # tensors a pallas_call reads or writes are used by it: they need names
+            for o in lay.operands:
+                self.uses.setdefault(o.tensor.value.id, []).append((None, -1))
+                self.inline.pop(o.tensor.value.id, None)
+        for name, v in ir.args.items():
+            if isinstance(v, Value):
+                self.names.bind(v, name)
+        self.inline = {k: n for k, n in self.inline.items() if isinstance(n, Op) and n.kind != "alloc"}
+
+    def write(self) -> None:
+        ir = self.ir
+        tensors = [p for p in ir.params if isinstance(ir.args.get(p), Value)]
+        scalars = [p for p in ir.params if not isinstance(ir.args.get(p), Value)]
+        static = ", ".join(f'"{s}"' for s in scalars + ["interpret"]) + ","
+        self.out.add(0, f"@functools.partial(jax.jit, static_argnames=({static}))")
+        params = ", ".join(tensors + scalars) + (", " if tensors or scalars else "") + "*, interpret=False"
+        self.out.add(0, f"def {py_name(ir.name)}({params}):", ir.range)
+        returns = "its outputs" + (f", then the updated {', '.join(self.mutated)}" if self.mutated else "")
+        self.out.add(1, f'"""Runs `{ir.name}`; returns {returns}. '
+                        'On CPU pass interpret=pltpu.InterpretParams()."""')
+        initialized = self._initialized_allocs()
+        for n in ir.host:
+            if isinstance(n, Op):
+                if n.kind == "alloc" and n.out.id not in initialized:
+                    continue
+                self.define(1, n)
+            elif isinstance(n, GridLoop):
+                self.pallas_call(n)
+            elif isinstance(n, Return):
+                self.ret(n)
+
+    def _initialized_allocs(self) -> set[int]:
+        """Allocations the device code reads (or the caller sees without a full overwrite) need real contents."""
+        ids = set()
+        for lay in self.layouts.values():
+            for o in lay.operands:
+                if o.kind == "inout" and o.tensor.origin == "alloc":
+                    ids.add(o.tensor.value.id)
+        return ids
+
+    def pallas_call(self, grid: GridLoop) -> None:
+        lay = self.layouts[id(grid)]
+        plan = lay.plan
+        kwargs = self.kernel_kwargs[self.call_index[id(grid)]]
+        fn = lay.name
+        if kwargs:
+            fn = f"functools.partial({lay.name}, {', '.join(f'{k}={v}' for k, v in kwargs.items())})"
+        rng = grid.header_range
+        self.out.add(1, f"# grid loop `{_loop_text(grid)}` -> pallas_call {lay.name}", rng)
+        ins, outs, aliases = lay.inputs, lay.outputs, {}
+        for j, o in enumerate(outs):
+            if o.kind == "inout":
+                aliases[ins.index(o)] = j
+        targets = [self._host_name(o.tensor.value) for o in outs]
+        lhs = ", ".join(targets) + ("," if len(targets) == 1 else "")
+        if len(targets) == 1:
+            lhs = targets[0]
+        self.out.add(1, f"{lhs} = pl.pallas_call(", rng)
+        self.out.add(2, f"{fn},")
+        self.out.add(2, f"grid={literal(plan.grid)},")
+        self.out.add(2, "in_specs=[")
+        for o in ins:
+            self.out.add(3, self._spec(o), o.ranges[0])
+        self.out.add(2, "],")
+        out_specs = [self._spec(o) for o in outs]
+        if len(outs) == 1:
+            self.out.add(2, f"out_specs={out_specs[0]}", outs[0].ranges[0])
+        else:
+            self.out.add(2, "out_specs=[")
+            for o, s in zip(outs, out_specs, strict=True):
+                self.out.add(3, s, o.ranges[0])
+            self.out.add(2, "],")
+        shapes = [f"jax.ShapeDtypeStruct({literal(tuple(o.tensor.value.shape))}, {dtype_text(o.tensor.value.dtype)})"
+                  for o in outs]
+        self.out.add(2, f"out_shape={shapes[0] if len(shapes) == 1 else '[' + ', '.join(shapes) + ']'},")
+        if lay.scratch_plan:
+            self.out.add(2, "scratch_shapes=[")
+            for s in lay.scratch_plan:
+                self.out.add(3, f"pltpu.VMEM({literal(tuple(s.shape))}, jnp.{s.dtype}),  # {s.name}", s.range)
+            self.out.add(2, "],")
+        if aliases:
+            self.out.add(2, f"input_output_aliases={aliases!r},")
+        self.out.add(2, "compiler_params=pltpu.CompilerParams(")
+        self.out.add(3, f"dimension_semantics={literal(plan.dimension_semantics)},")
+        self.out.add(3, f"vmem_limit_bytes={plan.vmem_limit_bytes},  # from the VMEM report ({plan.vmem_limit_bytes / 2**20:.1f} MiB)")
+        self.out.add(2, "),")
+        self.out.add(2, "interpret=interpret,")
+        self.out.add(1, f")({', '.join(self._host_name(o.tensor.value) for o in ins)})")
+
+    def _spec(self, o: OperandLayout) -> str:
+        if o.memory == "hbm":
+            return "pl.BlockSpec(memory_space=pl.ANY),  # " + f"{o.tensor.name}: stays in HBM, streamed by emit_pipeline"
+        block = literal(tuple(o.block_shape))
+        block = block.replace("None", "pl.Squeezed()")
+        mode = f", pipeline_mode=pl.Buffered({o.buffer_count})" if o.kind != "output" and o.buffer_count == 1 and not all(
+            b == s for b, s in zip(o.block_shape, o.tensor.value.shape, strict=True)) else ""
+        note = {"vmem_block": "", "resident": f"  # {o.tensor.name}: whole inner-loop extent resident in VMEM"}[o.memory]
+        return f"pl.BlockSpec({block}, {o.index_map}{mode}),{note}"
+
+    def _host_name(self, v: Value) -> str:
+        return self.name_of(v)
+
+    def ret(self, n: Return) -> None:
+        vals = [self.ref(v)[0] if isinstance(v, Value) else literal(v) for v in n.values]
+        extra = [m for m in self.mutated]
+        if n.is_tuple or extra:
+            items = vals + extra if n.values != (None,) else extra
+            if n.values == (None,) and len(extra) == 1:
+                self.out.add(1, f"return {extra[0]}", n.range)
+                return
+            self.out.add(1, f"return ({', '.join(items)}{',' if len(items) == 1 else ''})", n.range)
+        else:
+            self.out.add(1, f"return {vals[0]}", n.range)
+
+    def load_expr(self, node: Load) -> str:
+        raise AssertionError("host code has no loads")
+
+    def tile_begin(self, dim: TileDim, as_id: bool = False) -> str:
+        raise UserError("HPL202", "tile attributes exist only inside device loops", None)
+
+
+def _loop_text(grid: GridLoop) -> str:
+    names = ", ".join(d.name for d in grid.dims)
+    api = grid.dims[0].api
+    return f"for {names} in hl.{api}(...)"

@@ -1,0 +1,199 @@
+"""How each IR op is spelled in jax.numpy. Returns (text, atomic): non-atomic text is parenthesised
+when it is nested inside another expression."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from ..ir import Op, TileDim, Value
+from ..frontend.values import NamedConst
+from .plan_builder import JNP_DTYPES
+
+INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "mod": "%", "pow": "**",
+         "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "and": "&", "or": "|",
+         "xor": "^", "lshift": "<<", "rshift": ">>"}
+UNARY_FN = {
+    "exp": "jnp.exp", "exp2": "jnp.exp2", "log": "jnp.log", "log2": "jnp.log2", "log1p": "jnp.log1p",
+    "expm1": "jnp.expm1", "sqrt": "jnp.sqrt", "rsqrt": "jax.lax.rsqrt", "tanh": "jnp.tanh",
+    "sigmoid": "jax.nn.sigmoid", "abs": "jnp.abs", "sin": "jnp.sin", "cos": "jnp.cos", "floor": "jnp.floor",
+    "ceil": "jnp.ceil", "erf": "jax.lax.erf", "logical_not": "jnp.logical_not", "square": "jnp.square",
+    "silu": "jax.nn.silu", "sign": "jnp.sign", "isnan": "jnp.isnan", "isinf": "jnp.isinf", "round": "jnp.round",
+    "trunc": "jnp.trunc", "tan": "jnp.tan", "atan": "jnp.arctan", "bitwise_not": "jnp.bitwise_not",
+}
+BINARY_FN = {"maximum": "jnp.maximum", "minimum": "jnp.minimum", "logical_and": "jnp.logical_and",
+             "logical_or": "jnp.logical_or", "atan2": "jnp.arctan2", "fmod": "jnp.fmod"}
+REDUCE_FN = {"sum": "jnp.sum", "mean": "jnp.mean", "amax": "jnp.max", "amin": "jnp.min", "prod": "jnp.prod",
+             "argmax": "jnp.argmax", "argmin": "jnp.argmin", "logsumexp": "jax.nn.logsumexp", "any": "jnp.any",
+             "all": "jnp.all"}
+
+# Helpers the generated module defines when it uses them (softmax is spelled out so it lowers anywhere).
+HELPERS = {
+    "softmax": (
+        "def _softmax(x, axis):\n"
+        "    e = jnp.exp(x - jnp.max(x, axis=axis, keepdims=True))\n"
+        "    return e / jnp.sum(e, axis=axis, keepdims=True)\n"
+    ),
+    "log_softmax": (
+        "def _log_softmax(x, axis):\n"
+        "    shifted = x - jnp.max(x, axis=axis, keepdims=True)\n"
+        "    return shifted - jnp.log(jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True))\n"
+    ),
+}
+
+
+def dtype_text(dtype: torch.dtype) -> str:
+    return f"jnp.{JNP_DTYPES[dtype]}"
+
+
+def literal(v: Any) -> str:
+    if isinstance(v, bool):
+        return repr(v)
+    if isinstance(v, float):
+        if math.isinf(v):
+            return "jnp.inf" if v > 0 else "-jnp.inf"
+        if math.isnan(v):
+            return "jnp.nan"
+        return repr(v)
+    if isinstance(v, NamedConst):
+        return v.name
+    if isinstance(v, torch.dtype):
+        return dtype_text(v)
+    if isinstance(v, tuple):
+        return "(" + ", ".join(literal(x) for x in v) + ("," if len(v) == 1 else "") + ")"
+    return repr(v)
+
+
+def _index_text(items: tuple) -> str:
+    parts = []
+    for it in items:
+        if it is None:
+            parts.append("None")
+        elif it is Ellipsis:
+            parts.append("...")
+        elif isinstance(it, slice):
+            parts.append(":")
+        else:
+            parts.append(str(it))
+    return ", ".join(parts) or "..."
+
+
+class ExprWriter:
+    """Spells ops; `ref(value)` gives the text of an operand (a name or an inlined expression)."""
+
+    def __init__(self, ref, tile_begin):
+        self.ref = ref
+        self.tile_begin = tile_begin
+        self.helpers: set[str] = set()
+
+    def arg(self, a: Any, nested: bool = True) -> str:
+        if isinstance(a, Value):
+            text, atomic = self.ref(a)
+            return text if atomic or not nested else f"({text})"
+        return literal(a)
+
+    def op(self, op: Op) -> tuple[str, bool]:
+        k, a, kw = op.kind, op.args, op.kwargs
+        out = op.outputs()[0]
+        if k in INFIX:
+            return f"{self.arg(a[0])} {INFIX[k]} {self.arg(a[1])}", False
+        if k == "neg":
+            return f"-{self.arg(a[0])}", False
+        if k == "relu":
+            return f"jnp.maximum({self.arg(a[0], False)}, 0)", True
+        if k == "reciprocal":
+            return f"1.0 / {self.arg(a[0])}", False
+        if k == "gelu":
+            return f"jax.nn.gelu({self.arg(a[0], False)}, approximate=False)", True
+        if k in UNARY_FN:
+            return f"{UNARY_FN[k]}({self.arg(a[0], False)})", True
+        if k in BINARY_FN:
+            return f"{BINARY_FN[k]}({self.arg(a[0], False)}, {self.arg(a[1], False)})", True
+        if k == "where":
+            return f"jnp.where({', '.join(self.arg(x, False) for x in a)})", True
+        if k == "clamp":
+            return f"jnp.clip({self.arg(a[0], False)}, {literal(kw['min'])}, {literal(kw['max'])})", True
+        if k in REDUCE_FN:
+            dim = kw.get("dim")
+            extra = "" if dim is None else f", axis={literal(dim)}"
+            if kw.get("keepdim") and dim is not None:
+                extra += ", keepdims=True"
+            text = f"{REDUCE_FN[k]}({self.arg(a[0], False)}{extra})"
+            if k in ("argmax", "argmin") or out.dtype != a[0].dtype and k not in ("any", "all"):
+                text += f".astype({dtype_text(out.dtype)})"
+            return text, True
+        if k in ("softmax", "log_softmax"):
+            self.helpers.add(k)
+            x = self.arg(a[0])
+            compute = a[0].dtype if a[0].dtype == torch.float32 else torch.float32
+            if a[0].dtype != compute:
+                x = f"{x}.astype({dtype_text(compute)})"
+            text = f"_{k}({x}, axis={kw['dim']})"
+            if out.dtype != compute:
+                text += f".astype({dtype_text(out.dtype)})"
+            return text, True
+        if k == "dot":
+            return self.dot(op)
+        if k == "to":
+            return f"{self.arg(a[0])}.astype({dtype_text(kw['dtype'])})", True
+        if k == "reshape":
+            return f"{self.arg(a[0])}.reshape{literal(tuple(out.shape))}", True
+        if k == "permute":
+            dims = kw["dims"]
+            swapped = [i for i, d in enumerate(dims) if d != i]
+            if len(swapped) == 2:
+                return f"jnp.swapaxes({self.arg(a[0], False)}, {swapped[0]}, {swapped[1]})", True
+            return f"jnp.transpose({self.arg(a[0], False)}, {literal(tuple(dims))})", True
+        if k == "broadcast_to":
+            return f"jnp.broadcast_to({self.arg(a[0], False)}, {literal(tuple(out.shape))})", True
+        if k == "index":
+            return f"{self.arg(a[0])}[{_index_text(kw['items'])}]", True
+        if k == "full":
+            shape, value, dtype = literal(tuple(kw["shape"])), kw["value"], dtype_text(kw["dtype"])
+            if value == 0:
+                return f"jnp.zeros({shape}, {dtype})", True
+            return f"jnp.full({shape}, {literal(value)}, {dtype})", True
+        if k == "alloc":
+            shape, dtype = literal(tuple(kw["shape"])), dtype_text(kw["dtype"])
+            if kw["init"] in ("empty", "zeros") or kw["value"] == 0:
+                return f"jnp.zeros({shape}, {dtype})", True
+            return f"jnp.full({shape}, {literal(kw['value'])}, {dtype})", True
+        if k == "iota":
+            n = kw["n"]
+            text = f"jax.lax.broadcasted_iota({dtype_text(kw['dtype'])}, ({n},), 0)"
+            if a:
+                _, dim = a[0]
+                return f"{self.tile_begin(dim)} + {text}", False
+            return text, True
+        if k in ("tile_begin", "tile_end", "tile_id"):
+            dim: TileDim = a[0]
+            begin = self.tile_begin(dim) if k != "tile_id" else self.tile_begin(dim, as_id=True)
+            if k == "tile_end":
+                end = f"{begin} + {dim.block_size}"
+                if (dim.extent - dim.begin) % dim.block_size:
+                    return f"jnp.minimum({end}, {dim.extent})", True
+                return end, False
+            return begin, " " not in begin
+        raise NotImplementedError(f"no jnp spelling for op {k!r}")
+
+    def dot(self, op: Op) -> tuple[str, bool]:
+        a, b = op.args[0], op.args[1]
+        acc = op.args[2] if len(op.args) > 2 else None
+        out = op.outputs()[0]
+        nd = len(a.shape)
+        compute = torch.float32 if out.dtype.is_floating_point else torch.int32
+        if nd == 2:
+            text = f"jnp.dot({self.arg(a, False)}, {self.arg(b, False)}, preferred_element_type={dtype_text(compute)})"
+        else:
+            text = (f"jnp.einsum(\"bmk,bkn->bmn\", {self.arg(a, False)}, {self.arg(b, False)}, "
+                    f"preferred_element_type={dtype_text(compute)})")
+        if acc is not None:
+            text = f"{self.arg(acc)} + {text}"
+            if out.dtype != compute:
+                return f"({text}).astype({dtype_text(out.dtype)})", True
+            return text, False
+        if out.dtype != compute:
+            return f"{text}.astype({dtype_text(out.dtype)})", True
+        return text, True

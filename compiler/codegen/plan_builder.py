@@ -1,0 +1,329 @@
+"""Lower one grid loop of the IR to a Pallas call plan: operands, BlockSpecs, memory, buffering, scratch.
+
+Decisions made here (and nowhere else):
+- each distinct (tensor, index pattern, streaming loop) becomes one pallas_call operand;
+- accesses at grid level get a top-level BlockSpec block; accesses inside an inner loop are either
+  `resident` (block spans the loop's whole extent, sliced in VMEM: unroll / fori_loop) or left in HBM
+  and streamed by a nested `pltpu.emit_pipeline` (emit_pipeline);
+- stores into a kernel argument or into a tensor that is also read are aliased in place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from ..chips import Chip
+from ..diagnostics import Range, UserError
+from ..ir import GridLoop, HostTensor, InnerLoop, KernelIR, Load, Node, Store, TileDim
+from ..plan import CallPlan, InnerLoop as PlanInnerLoop, Operand, Scratch
+from .work import live_peak_bytes, padded_bytes, region_work
+
+JNP_DTYPES = {
+    torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16", torch.int32: "int32",
+    torch.int16: "int16", torch.int8: "int8", torch.uint8: "uint8", torch.bool: "bool",
+    torch.float8_e4m3fn: "float8_e4m3fn", torch.float8_e5m2: "float8_e5m2", torch.int64: "int32",
+    torch.float64: "float32",
+}
+
+
+def py_name(name: str) -> str:
+    out = "".join(c if c.isalnum() or c == "_" else "_" for c in name).strip("_") or "v"
+    return out if not out[0].isdigit() else "v" + out
+
+
+@dataclass
+class OperandLayout:
+    """An operand plus what the emitter needs to index it."""
+
+    tensor: HostTensor
+    items: tuple[tuple, ...]
+    loop: InnerLoop | None  # the inner loop that slices (resident) or streams (hbm) it
+    kind: str  # input | output | inout
+    memory: str
+    block_shape: tuple[int | None, ...]
+    buffer_count: int
+    ref_name: str
+    index_map: str
+    grid_axes: tuple[int, ...]
+    inner_axes: tuple[int, ...]
+    ranges: list[Range] = field(default_factory=list)
+    load_index: int | None = None
+    inner_index_map: str | None = None
+
+
+@dataclass
+class CallLayout:
+    grid: GridLoop
+    name: str
+    operands: list[OperandLayout]
+    by_node: dict[int, OperandLayout]
+    scratch: dict[tuple[int, str], str]  # (inner loop index, carried name) -> scratch ref name
+    scratch_plan: list[Scratch]
+    plan: CallPlan | None = None
+
+    @property
+    def inputs(self) -> list[OperandLayout]:
+        return [o for o in self.operands if o.kind in ("input", "inout")]
+
+    @property
+    def outputs(self) -> list[OperandLayout]:
+        return [o for o in self.operands if o.kind in ("output", "inout")]
+
+
+def loop_strategy(config_loop_type: object, loop: InnerLoop) -> str:
+    if isinstance(config_loop_type, list | tuple):
+        value = config_loop_type[loop.index] if loop.index < len(config_loop_type) else "unroll"
+    else:
+        value = config_loop_type or "unroll"
+    return str(value)
+
+
+def build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chip: Chip) -> CallLayout:
+    loop_type = config.get("pallas_loop_type")
+    bufs = config.get("pallas_load_buffer_count")
+    grid_dims = {(d.loop_id, d.axis): i for i, d in enumerate(grid.dims)}
+    grid_names = [py_name(d.name) for d in grid.dims]
+    operands: dict[tuple, OperandLayout] = {}
+    by_node: dict[int, OperandLayout] = {}
+    load_order = {id(n): i for i, n in enumerate(ir.loads)}
+
+    def visit(nodes: list[Node], loops: list[InnerLoop]) -> None:
+        for n in nodes:
+            if isinstance(n, InnerLoop):
+                strategy = loop_strategy(loop_type, n)
+                if strategy == "emit_pipeline" and n.depth > 1:
+                    raise UserError("HPL101", "emit_pipeline supports one level of inner loop; use unroll or fori_loop for nested loops", n.range)
+                visit(n.body, loops + [n])
+            elif isinstance(n, Load | Store):
+                access(n, loops)
+
+    def access(n: Load | Store, loops: list[InnerLoop]) -> None:
+        inner_ids = {lp.dims[0].loop_id: lp for lp in loops}
+        streaming = None
+        for it in n.index:
+            if it[0] in ("tile", "grid", "id") and it[1].loop_id in inner_ids:
+                if it[0] != "tile":
+                    raise UserError("HPL202", "inside an inner loop, index with its tile (hl.grid / tile.id indices of inner loops are not supported)", n.range)
+                lp = inner_ids[it[1].loop_id]
+                if streaming is None or lp.depth < streaming.depth:
+                    streaming = lp
+        strategy = loop_strategy(loop_type, streaming) if streaming else None
+        memory = "vmem_block" if streaming is None else ("hbm" if strategy == "emit_pipeline" else "resident")
+        if memory == "hbm" and not any(
+            it[0] == "tile" and it[1].loop_id == loops[-1].dims[0].loop_id for it in n.index
+        ) and loops[-1] is not streaming:
+            raise UserError("HPL101", "with emit_pipeline, accesses in nested loops must be indexed by the pipelined loop", n.range)
+        key = (n.tensor.value.id, _pattern(n.index), id(streaming), memory)
+        is_store = isinstance(n, Store)
+        op = operands.get(key)
+        if op is None:
+            op = _new_operand(n, streaming, memory, grid_dims, grid_names, chip)
+            op.kind = "output" if is_store else "input"
+            operands[key] = op
+        elif (is_store and op.kind == "input") or (not is_store and op.kind == "output"):
+            op.kind = "inout"
+        if not is_store and op.load_index is None:
+            op.load_index = load_order.get(id(n))
+        op.ranges.append(n.range)
+        by_node[id(n)] = op
+
+    visit(grid.body, [])
+    ops = list(operands.values())
+    # tensors written by the call: arguments and already-initialised buffers keep their contents (aliasing)
+    stored = {o.tensor.value.id for o in ops if o.kind in ("output", "inout")}
+    for o in ops:
+        if o.kind == "output" and (o.tensor.origin == "arg" or o.tensor.init not in (None, "empty")):
+            o.kind = "inout"
+    out_patterns: dict[int, OperandLayout] = {}
+    for o in ops:
+        if o.kind in ("output", "inout"):
+            prev = out_patterns.get(o.tensor.value.id)
+            if prev is not None and prev is not o:
+                raise UserError("HPL202", f"`{o.tensor.name}` is stored with two different index patterns in one loop; Pallas needs one output block per tensor", o.ranges[0])
+            out_patterns[o.tensor.value.id] = o
+    del stored
+    for o in ops:
+        if o.load_index is not None and o.kind != "output":
+            o.buffer_count = _buffer_count(bufs, o.load_index, o.buffer_count)
+        if o.memory != "hbm" and all(b is not None and b == s for b, s in zip(o.block_shape, o.tensor.value.shape, strict=True)):
+            o.buffer_count = 1  # a block equal to the whole array is fetched once
+    _name_refs(ops)
+    scratch_names, scratch_plan = _scratch(grid, loop_type)
+    layout = CallLayout(grid, f"{py_name(ir.name)}_kernel" + (f"_{call_index}" if call_index else ""), ops, by_node,
+                        scratch_names, scratch_plan)
+    layout.plan = _call_plan(layout, loop_type, chip)
+    return layout
+
+
+def _pattern(items: tuple) -> tuple:
+    out = []
+    for it in items:
+        if it[0] in ("tile", "grid", "id"):
+            d: TileDim = it[1]
+            out.append((it[0], d.loop_id, d.axis))
+        else:
+            out.append(it)
+    return tuple(out)
+
+
+def _buffer_count(spec: object, load_index: int, default: int) -> int:
+    if spec is None:
+        return default
+    if isinstance(spec, int):
+        return spec
+    if isinstance(spec, list | tuple) and load_index < len(spec) and spec[load_index] is not None:
+        return int(spec[load_index])
+    return default
+
+
+def _new_operand(n: Load | Store, streaming: InnerLoop | None, memory: str, grid_dims: dict, grid_names: list[str],
+                 chip: Chip) -> OperandLayout:
+    shape = n.tensor.value.shape
+    block: list[int | None] = []
+    outer_idx: list[str] = []
+    inner_idx: list[str] = []
+    grid_axes: set[int] = set()
+    inner_axes: list[int] = []
+    d = 0
+    for it in n.index:
+        kind = it[0]
+        if kind == "newaxis":
+            continue
+        if kind == "full":
+            block.append(shape[d])
+            outer_idx.append("0")
+            inner_idx.append("0")
+        elif kind == "int":
+            block.append(None)
+            outer_idx.append(str(it[1]))
+            inner_idx.append(str(it[1]))
+        elif kind in ("tile", "grid", "id"):
+            td: TileDim = it[1]
+            g = grid_dims.get((td.loop_id, td.axis))
+            if g is not None:
+                grid_axes.add(g)
+                name = grid_names[g]
+                if kind == "tile":
+                    if td.begin % td.block_size:
+                        raise UserError("HPL202", f"tile `{td.name}` starts at {td.begin}, not a multiple of its block size {td.block_size}", n.range)
+                    off = td.begin // td.block_size
+                    block.append(td.block_size)
+                    expr = name if not off else f"{name} + {off}"
+                else:
+                    block.append(None)
+                    expr = name if kind == "id" or not td.begin else f"{name} + {td.begin}"
+                outer_idx.append(expr)
+                inner_idx.append(expr)
+            else:  # a tile of an inner loop
+                inner_axes.append(d)
+                if memory == "hbm":
+                    block.append(td.block_size)
+                    if td.begin % td.block_size:
+                        raise UserError("HPL202", f"tile `{td.name}` starts at {td.begin}, not a multiple of its block size {td.block_size}", n.range)
+                    off = td.begin // td.block_size
+                    inner_name = py_name(td.name)
+                    inner_idx.append(inner_name if not off else f"{inner_name} + {off}")
+                else:
+                    block.append(shape[d])
+                    inner_idx.append("0")
+                outer_idx.append("0")
+        d += 1
+    params = ", ".join(grid_names) or "_"
+    index_map = f"lambda {params}: ({', '.join(outer_idx)}{',' if len(outer_idx) == 1 else ''})"
+    inner_map = None
+    if memory == "hbm" and streaming is not None:
+        inner_params = ", ".join(py_name(td.name) for td in streaming.dims)
+        inner_map = f"lambda {inner_params}: ({', '.join(inner_idx)}{',' if len(inner_idx) == 1 else ''})"
+    return OperandLayout(
+        tensor=n.tensor, items=n.index, loop=streaming, kind="input", memory=memory, block_shape=tuple(block),
+        buffer_count=2, ref_name="", index_map=index_map, grid_axes=tuple(sorted(grid_axes)),
+        inner_axes=tuple(inner_axes), inner_index_map=inner_map,
+    )
+
+
+def _name_refs(ops: list[OperandLayout]) -> None:
+    used: dict[str, int] = {}
+    for o in ops:
+        base = py_name(o.tensor.name)
+        suffix = {"hbm": "_hbm"}.get(o.memory, "_ref")
+        name = base + suffix
+        if name in used:
+            used[name] += 1
+            name = f"{base}_{used[name]}{suffix}"
+        else:
+            used[name] = 0
+        o.ref_name = name
+
+
+def _scratch(grid: GridLoop, loop_type: object) -> tuple[dict, list[Scratch]]:
+    names: dict[tuple[int, str], str] = {}
+    plan: list[Scratch] = []
+
+    def visit(nodes: list[Node]) -> None:
+        for n in nodes:
+            if isinstance(n, InnerLoop):
+                if loop_strategy(loop_type, n) == "emit_pipeline":
+                    for c in n.carried:
+                        name = f"{py_name(c.name)}_scratch"
+                        if any(s.name == name for s in plan):
+                            name = f"{py_name(c.name)}_{n.index}_scratch"
+                        names[(n.index, c.name)] = name
+                        dtype = c.phi.dtype
+                        plan.append(Scratch(name, tuple(c.phi.shape) or (1,), JNP_DTYPES[dtype], dtype.itemsize,
+                                            "carried", n.range))
+                visit(n.body)
+
+    visit(grid.body)
+    return names, plan
+
+
+def _call_plan(layout: CallLayout, loop_type: object, chip: Chip) -> CallPlan:
+    grid = layout.grid
+    operands = []
+    for o in layout.operands:
+        dtype = o.tensor.value.dtype
+        operands.append(Operand(
+            name=o.ref_name, tensor=o.tensor.name, kind=o.kind, array_shape=tuple(o.tensor.value.shape),
+            dtype=JNP_DTYPES[dtype], itemsize=dtype.itemsize, memory=o.memory, block_shape=o.block_shape,
+            buffer_count=o.buffer_count, grid_axes=o.grid_axes,
+            inner_loop=o.loop.index if o.loop is not None else None, inner_axes=o.inner_axes,
+            index_map=o.inner_index_map if o.memory == "hbm" else o.index_map, ranges=tuple(o.ranges),
+            load_index=o.load_index,
+        ))
+    inner = []
+
+    def visit(nodes: list[Node]) -> None:
+        for n in nodes:
+            if isinstance(n, InnerLoop):
+                d = n.dims[0]
+                trips = 1
+                for dim in n.dims:
+                    trips *= dim.steps
+                inner.append(PlanInnerLoop(
+                    index=n.index, strategy=loop_strategy(loop_type, n), extent=d.extent - d.begin,
+                    block_size=d.block_size, trips=trips, range=n.range,
+                    operands=tuple(o.ref_name for o in layout.operands if o.loop is n), work=region_work(n.body),
+                ))
+                visit(n.body)
+
+    visit(grid.body)
+    semantics = []
+    outs = [o for o in layout.operands if o.kind in ("output", "inout")]
+    for axis in range(len(grid.dims)):
+        parallel = all(axis in o.grid_axes for o in outs)
+        semantics.append("parallel" if parallel else "arbitrary")
+    grid_shape = tuple(d.steps for d in grid.dims)
+    return CallPlan(
+        name=layout.name, range=grid.header_range or grid.range, grid=grid_shape,
+        dimension_semantics=tuple(semantics), operands=tuple(operands), scratch=tuple(layout.scratch_plan),
+        inner_loops=tuple(inner), outer_work=region_work(grid.body),
+        temporaries_bytes=live_peak_bytes(grid.body), vmem_limit_bytes=chip.default_scoped_vmem_bytes,
+    )
+
+
+def operand_vmem_bytes(op: Operand) -> int:
+    """Padded VMEM bytes one operand takes (all its buffers)."""
+    dtype = {v: k for k, v in JNP_DTYPES.items() if k not in (torch.int64, torch.float64)}[op.dtype]
+    return padded_bytes(op.block_shape, dtype) * op.buffer_count

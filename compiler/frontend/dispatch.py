@@ -1,0 +1,466 @@
+"""Name resolution for calls and attributes: `hl.*`, `torch.*`, tensor methods, tiles, math, builtins."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ..diagnostics import Range, UserError
+from ..ir import Value
+from .ops import BINARY_FUNCS, CASTS, REDUCTIONS, UNARY
+from .values import DEVICE_SENTINEL, BlockSize, Module, NamedConst, Tile, TileId, TileLoopSpec
+
+if TYPE_CHECKING:
+    from .tracer import Tracer
+
+HL = "helion.language"
+TORCH_DTYPES = {
+    name: getattr(torch, name)
+    for name in ("float32", "float", "bfloat16", "float16", "half", "int32", "int", "int16", "int8", "uint8",
+                 "bool", "int64", "long", "float64", "double", "float8_e4m3fn", "float8_e5m2")
+}
+_MATH = {"sqrt": math.sqrt, "exp": math.exp, "log": math.log, "log2": math.log2, "ceil": math.ceil,
+         "floor": math.floor, "pow": math.pow, "isqrt": math.isqrt, "gcd": math.gcd, "prod": math.prod,
+         "fabs": math.fabs, "tanh": math.tanh, "log10": math.log10, "exp2": lambda x: 2.0**x}
+_MATH_CONST = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
+_MAX_INT = 2**62
+
+
+@dataclass(frozen=True)
+class BoundMethod:
+    obj: Any
+    name: str
+
+
+def _unwrap(v: Any) -> Any:
+    if isinstance(v, NamedConst):
+        return v.value
+    if isinstance(v, torch.Size):
+        return tuple(v)
+    return v
+
+
+def _as_int(v: Any, what: str, rng: Range) -> int:
+    v = _unwrap(v)
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise UserError("HPL106", f"{what} must be a compile-time integer, got {type(v).__name__}", rng)
+    if abs(v) > _MAX_INT:
+        raise UserError("HPL105", f"{what} {v} is too large", rng)
+    return v
+
+
+def _shape_arg(args: list, tracer_blocks: Any, rng: Range) -> tuple[int, ...]:
+    """A shape given as a list/tuple/Size or as several ints; tiles count as their block size."""
+    if len(args) == 1 and isinstance(_unwrap(args[0]), tuple | list):
+        args = list(_unwrap(args[0]))
+    out = []
+    for a in args:
+        if isinstance(a, Tile):
+            out.append(a.dim.block_size)
+        else:
+            n = _as_int(a, "a shape entry", rng)
+            if n < 0 and n != -1:
+                raise UserError("HPL105", f"negative size {n} in a shape", rng)
+            out.append(n)
+    return tuple(out)
+
+
+class Dispatcher:
+    def __init__(self, tracer: Tracer):
+        self.t = tracer
+        self.ops = tracer.ops
+
+    # -- attributes ------------------------------------------------------------------------------------
+
+    def attribute(self, obj: Any, attr: str, rng: Range) -> Any:
+        if isinstance(obj, Module):
+            q = obj.qualname
+            if q == "math" and attr in _MATH_CONST:
+                return _MATH_CONST[attr]
+            if q == "torch" and attr in TORCH_DTYPES:
+                return TORCH_DTYPES[attr]
+            return Module(f"{q}.{attr}")
+        if isinstance(obj, Value):
+            if attr == "shape":
+                return tuple(obj.shape)
+            if attr == "dtype":
+                return obj.dtype
+            if attr == "device":
+                return DEVICE_SENTINEL
+            if attr == "ndim":
+                return len(obj.shape)
+            if attr == "T":
+                return self.ops.permute(obj, tuple(reversed(range(len(obj.shape)))), rng)
+            return BoundMethod(obj, attr)
+        if isinstance(obj, Tile):
+            return self.tile_attr(obj, attr, rng)
+        if isinstance(obj, tuple | list) and attr in ("index", "count"):
+            return BoundMethod(obj, attr)
+        if isinstance(obj, torch.dtype) and attr in ("itemsize", "is_floating_point"):
+            return obj.itemsize if attr == "itemsize" else BoundMethod(obj, attr)
+        raise UserError("HPL102", f"`{type(obj).__name__}` has no attribute `{attr}` here", rng)
+
+    def tile_attr(self, tile: Tile, attr: str, rng: Range) -> Any:
+        d = tile.dim
+        if attr == "block_size":
+            return d.block_size
+        if attr == "id":
+            return TileId(d)
+        if attr == "count":
+            return d.steps
+        if attr in ("begin", "end"):
+            return self.ops.scalar(f"tile_{attr}", (d,), rng)
+        if attr == "index":
+            return self.ops.arange(d.block_size, torch.int32, ("tile", d), rng)
+        raise UserError("HPL102", f"tiles have no attribute `{attr}` (use .index, .begin, .end, .id, .block_size)", rng)
+
+    def tile_scalar(self, v: Any, rng: Range) -> Any:
+        """A tile used in arithmetic: hl.grid indices are scalars; `tile.id` is the block number."""
+        if isinstance(v, Tile):
+            if v.dim.api == "grid":
+                return self.ops.scalar("tile_begin", (v.dim,), rng)
+            raise UserError("HPL105", "a tile is a range of indices; use tile.index, tile.begin or tile.end", rng)
+        if isinstance(v, TileId):
+            return self.ops.scalar("tile_id", (v.dim,), rng)
+        return v
+
+    # -- value indexing --------------------------------------------------------------------------------
+
+    def value_index(self, base: Value, index: Any, rng: Range) -> Value:
+        items = index if isinstance(index, tuple) else (index,)
+        norm = []
+        for it in items:
+            it = _unwrap(it)
+            if it is None or it is Ellipsis:
+                norm.append(it)
+            elif isinstance(it, slice):
+                if it != slice(None):
+                    raise UserError("HPL202", "only `:`, None, ... and integers may index a computed value", rng)
+                norm.append(it)
+            elif isinstance(it, int) and not isinstance(it, bool):
+                norm.append(it)
+            else:
+                raise UserError("HPL202", f"cannot index a computed value with `{type(it).__name__}`", rng)
+        return self.ops.index(base, tuple(norm), rng)
+
+    # -- calls -----------------------------------------------------------------------------------------
+
+    def call(self, func: Any, args: list, kwargs: dict, rng: Range) -> Any:
+        if isinstance(func, BoundMethod):
+            return self.method(func.obj, func.name, args, kwargs, rng)
+        if isinstance(func, Module):
+            return self.function(func.qualname, args, kwargs, rng)
+        if isinstance(func, torch.dtype):
+            raise UserError("HPL101", "dtypes are not callable", rng)
+        raise UserError("HPL101", f"`{type(func).__name__}` is not callable in a kernel", rng)
+
+    def function(self, q: str, args: list, kwargs: dict, rng: Range) -> Any:
+        if q.startswith(HL + ".") or q in ("helion.cdiv", "helion.next_power_of_2"):
+            return self.hl(q.rsplit(".", 1)[1], args, kwargs, rng)
+        if q.startswith("builtins."):
+            return self.builtin(q[9:], args, kwargs, rng)
+        if q.startswith("math."):
+            fn = _MATH.get(q[5:])
+            if fn is None:
+                raise UserError("HPL102", f"`{q}` is not supported", rng)
+            try:
+                return fn(*[_unwrap(a) for a in args])
+            except (ValueError, TypeError, OverflowError) as exc:
+                raise UserError("HPL105", f"{q}: {exc}", rng) from None
+        for prefix in ("torch.nn.functional.", "torch.special.", "torch."):
+            if q.startswith(prefix):
+                return self.torch_fn(q[len(prefix):], args, kwargs, rng)
+        raise UserError("HPL102", f"`{q}` is not supported in a kernel", rng)
+
+    def builtin(self, name: str, args: list, kwargs: dict, rng: Range) -> Any:
+        vals = [_unwrap(a) for a in args]
+        if any(isinstance(v, Value) for v in vals):
+            if name == "float" or name == "int":
+                raise UserError("HPL101", f"{name}() of a tensor is not supported; use .to(dtype)", rng)
+            if name in ("min", "max") and len(vals) == 2:
+                return self.ops.binary("minimum" if name == "min" else "maximum", vals[0], vals[1], rng)
+            if name == "abs":
+                return self.ops.unary("abs", vals[0], rng)
+            raise UserError("HPL101", f"{name}() of a tensor is not supported", rng)
+        try:
+            if name == "print":
+                return None
+            if name == "range":
+                return range(*[_as_int(v, "range()", rng) for v in vals])
+            fn = {"float": float, "int": int, "bool": bool, "min": min, "max": max, "abs": abs, "len": len,
+                  "tuple": tuple, "list": list, "round": round, "divmod": divmod,
+                  "isinstance": lambda *a: False}[name]
+            return fn(*vals)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise UserError("HPL105", f"{name}(): {exc}", rng) from None
+
+    # -- helion.language -------------------------------------------------------------------------------
+
+    def hl(self, name: str, args: list, kwargs: dict, rng: Range) -> Any:
+        if name == "cdiv":
+            a, b = (_as_int(x, "cdiv argument", rng) for x in args[:2])
+            if b == 0:
+                raise UserError("HPL105", "cdiv by zero", rng)
+            return -(-a // b)
+        if name == "next_power_of_2":
+            n = _as_int(args[0], "next_power_of_2 argument", rng)
+            return 1 if n <= 1 else 1 << (n - 1).bit_length()
+        if name == "specialize":
+            v = _unwrap(args[0]) if args else None
+            if isinstance(v, tuple):
+                return v
+            return _as_int(v, "hl.specialize argument", rng)
+        if name == "register_block_size":
+            if len(args) == 2:
+                extent = _as_int(args[1], "register_block_size max", rng)
+            elif len(args) == 1:
+                extent = _as_int(args[0], "register_block_size argument", rng)
+            else:
+                raise UserError("HPL103", "hl.register_block_size(size) takes one size", rng)
+            return self.t.blocks.allocate(extent, rng)
+        if name in ("tile", "grid"):
+            return self.loop_spec(name, args, kwargs, rng)
+        if name in ("zeros", "full"):
+            if not args:
+                raise UserError("HPL103", f"hl.{name}(shape, ...) needs a shape", rng)
+            shape = _shape_arg([args[0]], None, rng)
+            value = 0.0 if name == "zeros" else _unwrap(args[1] if len(args) > 1 else kwargs.get("value"))
+            dtype = kwargs.get("dtype", args[2] if name == "full" and len(args) > 2 else
+                               (args[1] if name == "zeros" and len(args) > 1 else torch.float32))
+            if not isinstance(dtype, torch.dtype):
+                raise UserError("HPL103", f"hl.{name}: dtype must be a torch dtype", rng)
+            if not isinstance(value, int | float | bool):
+                raise UserError("HPL106", f"hl.{name}: the fill value must be a number", rng)
+            return self.ops.full(shape, value, dtype, rng)
+        if name == "arange":
+            vals = [_as_int(a, "hl.arange argument", rng) for a in args]
+            if len(vals) != 1:
+                raise UserError("HPL101", "hl.arange(n) with one size is supported", rng)
+            return self.ops.arange(vals[0], kwargs.get("dtype", torch.int32), None, rng)
+        if name == "dot":
+            if len(args) < 2:
+                raise UserError("HPL103", "hl.dot(a, b, acc=None, out_dtype=None) needs two operands", rng)
+            acc = kwargs.get("acc", args[2] if len(args) > 2 else None)
+            out_dtype = kwargs.get("out_dtype", args[3] if len(args) > 3 else None)
+            return self.ops.dot(args[0], args[1], acc, out_dtype, rng)
+        raise UserError("HPL102", f"`hl.{name}` is not supported by the Pallas backend", rng)
+
+    def loop_spec(self, api: str, args: list, kwargs: dict, rng: Range) -> TileLoopSpec:
+        if not args:
+            raise UserError("HPL103", f"hl.{api}(...) needs a size", rng)
+        first = _unwrap(args[0])
+        multi = isinstance(first, tuple | list)
+        block = kwargs.get("block_size")
+        if multi:
+            extents = tuple(_as_int(e, f"hl.{api} size", rng) for e in first)
+            begins = (0,) * len(extents)
+            if len(args) > 1:
+                second = _unwrap(args[1])
+                if not isinstance(second, tuple | list) or len(second) != len(extents):
+                    raise UserError("HPL103", f"hl.{api}(begins, ends) needs two lists of equal length", rng)
+                begins, extents = extents, tuple(_as_int(e, f"hl.{api} end", rng) for e in second)
+        else:
+            if len(args) > 1:
+                begins, extents = (_as_int(args[0], "begin", rng),), (_as_int(args[1], "end", rng),)
+            else:
+                begins, extents = (0,), (_as_int(first, f"hl.{api} size", rng),)
+        for b, e in zip(begins, extents, strict=True):
+            if e - b <= 0:
+                raise UserError("HPL105", f"hl.{api} over an empty range ({b}..{e})", rng)
+        n = len(extents)
+        if block is None:
+            blocks: tuple = (None,) * n
+        elif isinstance(block, tuple | list):
+            if len(block) != n:
+                raise UserError("HPL103", f"block_size has {len(block)} entries for {n} dims", rng)
+            blocks = tuple(b if isinstance(b, BlockSize) or b is None else _as_int(b, "block_size", rng) for b in block)
+        else:
+            blocks = (block if isinstance(block, BlockSize) else _as_int(block, "block_size", rng),) * n
+        if api == "grid" and block is not None:
+            raise UserError("HPL103", "hl.grid takes no block_size", rng)
+        return TileLoopSpec(api, extents, begins, blocks, multi)
+
+    # -- torch functions -------------------------------------------------------------------------------
+
+    def torch_fn(self, name: str, args: list, kwargs: dict, rng: Range) -> Any:
+        t = self.t
+        if name in ("empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like"):
+            return self.alloc(name, args, kwargs, rng)
+        if name == "promote_types":
+            if len(args) != 2 or not all(isinstance(a, torch.dtype) for a in args):
+                raise UserError("HPL103", "torch.promote_types(dtype, dtype)", rng)
+            return torch.promote_types(*args)
+        if name == "result_type":
+            metas = [a.meta if isinstance(a, Value) else _unwrap(a) for a in args]
+            return torch.result_type(*metas)
+        if not args:
+            raise UserError("HPL103", f"torch.{name} needs arguments", rng)
+        return self.method(args[0], name, list(args[1:]), kwargs, rng, from_function=True)
+
+    def alloc(self, name: str, args: list, kwargs: dict, rng: Range) -> Value:
+        if self.t.in_device:
+            like = name.endswith("_like")
+            if like and isinstance(args[0], Value):
+                base = args[0]
+                fill = {"zeros_like": 0.0, "ones_like": 1.0, "empty_like": 0.0}.get(name)
+                if fill is None:
+                    fill = _unwrap(args[1] if len(args) > 1 else kwargs.get("fill_value"))
+                return self.ops.full(base.shape, fill, kwargs.get("dtype", base.dtype), rng)
+            raise UserError("HPL101", f"torch.{name} inside a device loop: use hl.zeros / hl.full", rng)
+        if name.endswith("_like"):
+            if not args or not isinstance(args[0], Value):
+                raise UserError("HPL103", f"torch.{name} needs a tensor", rng)
+            shape, dtype = args[0].shape, kwargs.get("dtype", args[0].dtype)
+            rest = args[1:]
+        else:
+            shape_args = args[:1] if name == "full" else args
+            shape = _shape_arg(shape_args, None, rng)
+            dtype = kwargs.get("dtype", torch.float32)
+            rest = args[1:] if name == "full" else []
+        init = {"empty": "empty", "zeros": "zeros", "ones": "ones", "full": "full"}[name.removesuffix("_like")]
+        fill = _unwrap(rest[0] if rest else kwargs.get("fill_value", 0.0)) if init == "full" else (1.0 if init == "ones" else 0.0)
+        return self.host_alloc(shape, dtype, init, fill, rng)
+
+    def host_alloc(self, shape: tuple[int, ...], dtype: Any, init: str, fill: Any, rng: Range) -> Value:
+        if not isinstance(dtype, torch.dtype):
+            raise UserError("HPL103", "dtype must be a torch dtype", rng)
+        if any(s < 0 for s in shape):
+            raise UserError("HPL105", f"negative size in shape {list(shape)}", rng)
+        numel = math.prod(shape)
+        if numel > 2**40:
+            raise UserError("HPL105", f"allocation of {numel:.3g} elements is too large", rng)
+        return self.ops.make("alloc", (), {"shape": tuple(shape), "dtype": dtype, "init": init, "value": fill},
+                             lambda shape, dtype, init, value: torch.empty(shape, dtype=dtype, device="meta"), rng,
+                             space="host")
+
+    # -- tensor methods (and torch.fn(x, ...)) ----------------------------------------------------------
+
+    def method(self, obj: Any, name: str, args: list, kwargs: dict, rng: Range, from_function: bool = False) -> Any:
+        if isinstance(obj, tuple | list) and name in ("index", "count"):
+            return getattr(obj, name)(*[_unwrap(a) for a in args])
+        if isinstance(obj, torch.dtype):
+            return obj.is_floating_point
+        ops = self.ops
+        x = obj
+        if name in BINARY_FUNCS:
+            other = args[0] if args else kwargs.get("other")
+            if "alpha" in kwargs:
+                other = ops.binary("mul", other, _unwrap(kwargs["alpha"]), rng)
+            return ops.binary(BINARY_FUNCS[name], x, _unwrap(other) if not isinstance(other, Value) else other, rng)
+        if not isinstance(x, Value):
+            if name in UNARY and isinstance(_unwrap(x), int | float):
+                raise UserError("HPL101", f"torch.{name} of a Python number: use math.{name}", rng)
+            raise UserError("HPL105", f"`{name}` needs a tensor, got {type(x).__name__}", rng)
+        if name in ("size",):
+            if args:
+                d = _as_int(args[0], "size() dim", rng)
+                if not -len(x.shape) <= d < len(x.shape):
+                    raise UserError("HPL105", f"dim {d} out of range for a {len(x.shape)}-d tensor", rng)
+                return x.shape[d]
+            return tuple(x.shape)
+        if name in ("dim", "ndimension"):
+            return len(x.shape)
+        if name == "numel":
+            return math.prod(x.shape)
+        if name == "stride":
+            raise UserError("HPL101", "strides are not meaningful on TPU; use sizes", rng)
+        if name in ("contiguous", "clone", "detach"):
+            return x
+        if name in UNARY:
+            return ops.unary(name, x, rng)
+        if name == "where" and from_function:
+            return ops.where(x, args[0], args[1], rng)
+        if name in ("clamp", "clip"):
+            lo = _unwrap(args[0] if args else kwargs.get("min"))
+            hi = _unwrap(args[1] if len(args) > 1 else kwargs.get("max"))
+            return ops.clamp(x, lo, hi, rng)
+        if name in ("max", "min") and args and isinstance(args[0], Value):
+            return ops.binary("maximum" if name == "max" else "minimum", x, args[0], rng)
+        if name in REDUCTIONS:
+            dim = _unwrap(args[0] if args else kwargs.get("dim"))
+            keepdim = bool(_unwrap(args[1] if len(args) > 1 else kwargs.get("keepdim", False)))
+            if isinstance(dim, Value):
+                raise UserError("HPL106", f"{name}: dim must be a constant", rng)
+            result = ops.reduce(name, x, dim, keepdim, rng)
+            if "dtype" in kwargs:
+                result = ops.cast(result, kwargs["dtype"], rng)
+            return result
+        if name in ("softmax", "log_softmax"):
+            dim = _unwrap(args[0] if args else kwargs.get("dim"))
+            if dim is None:
+                raise UserError("HPL103", f"{name} needs dim=", rng)
+            return ops.softmax(name, x, _as_int(dim, "dim", rng), kwargs.get("dtype"), rng)
+        if name in ("matmul", "mm", "bmm"):
+            return ops.dot(x, args[0], None, None, rng)
+        if name in ("addmm", "baddbmm"):
+            a, b = args[0], args[1]
+            beta, alpha = _unwrap(kwargs.get("beta", 1)), _unwrap(kwargs.get("alpha", 1))
+            if beta != 1 or alpha != 1:
+                raise UserError("HPL101", f"{name} with alpha/beta other than 1 is not supported", rng)
+            if x.dtype == torch.float32:
+                return ops.dot(a, b, x, None, rng)
+            prod = ops.dot(a, b, None, torch.float32, rng)
+            return ops.cast(ops.binary("add", prod, x, rng), x.dtype, rng)
+        if name in ("to", "type"):
+            dtype = args[0] if args else kwargs.get("dtype")
+            if isinstance(dtype, Value):
+                dtype = dtype.dtype
+            if dtype is DEVICE_SENTINEL or dtype is None:
+                return x
+            if not isinstance(dtype, torch.dtype):
+                raise UserError("HPL103", f".{name}() needs a dtype", rng)
+            return x if dtype == x.dtype else ops.cast(x, dtype, rng)
+        if name in CASTS:
+            return ops.cast(x, CASTS[name], rng) if CASTS[name] != x.dtype else x
+        if name == "type_as":
+            return ops.cast(x, args[0].dtype, rng)
+        if name in ("reshape", "view"):
+            shape = _shape_arg(args, None, rng)
+            if shape.count(-1) > 1:
+                raise UserError("HPL105", "only one -1 is allowed in a shape", rng)
+            return ops.reshape(x, shape, rng)
+        if name in ("transpose", "swapaxes"):
+            if len(args) != 2:
+                raise UserError("HPL103", f"{name}(dim0, dim1)", rng)
+            return ops.transpose(x, _as_int(args[0], "dim", rng), _as_int(args[1], "dim", rng), rng)
+        if name == "t":
+            return ops.transpose(x, 0, 1, rng)
+        if name == "permute":
+            dims = _shape_arg(args, None, rng) if args else ()
+            return ops.permute(x, dims, rng)
+        if name == "unsqueeze":
+            d = _as_int(args[0], "dim", rng)
+            d = d % (len(x.shape) + 1)
+            items = (slice(None),) * d + (None,)
+            return ops.index(x, items, rng)
+        if name == "squeeze":
+            if args:
+                d = _as_int(args[0], "dim", rng) % max(1, len(x.shape))
+                shape = tuple(s for i, s in enumerate(x.shape) if i != d or s != 1)
+            else:
+                shape = tuple(s for s in x.shape if s != 1)
+            return ops.reshape(x, shape, rng)
+        if name in ("expand", "broadcast_to", "expand_as"):
+            if name == "expand_as":
+                shape = args[0].shape
+            else:
+                shape = _shape_arg(args, None, rng)
+                shape = tuple(x.shape[i - (len(shape) - len(x.shape))] if s == -1 else s for i, s in enumerate(shape))
+            return ops.broadcast_to(x, shape, rng)
+        if name in ("new_empty", "new_zeros", "new_ones", "new_full"):
+            shape = _shape_arg(args[:1], None, rng)
+            dtype = kwargs.get("dtype", x.dtype)
+            init = name[4:]
+            fill = _unwrap(args[1] if len(args) > 1 else kwargs.get("fill_value", 0.0)) if init == "full" else (
+                1.0 if init == "ones" else 0.0)
+            if self.t.in_device:
+                return ops.full(shape, fill, dtype, rng)
+            return self.host_alloc(shape, dtype, init, fill, rng)
+        if name == "flatten":
+            return ops.reshape(x, (-1,), rng)
+        if name in ("item", "tolist", "numpy", "cpu", "cuda"):
+            raise UserError("HPL101", f".{name}() is not supported in a kernel", rng)
+        raise UserError("HPL102", f"`{name}` is not supported by the Pallas backend", rng)

@@ -1,0 +1,179 @@
+"""Static view of a Python file: imports, helper functions, constants, and the Helion kernels in it."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..config import Config, ConfigError, config_from_call
+from ..diagnostics import Diagnostic, Position, Range, error
+from ..specs import ArgSpec, SpecError, parse_args_text
+
+ARGS_LINE = re.compile(r"^(\s*)#\s*helion:\s*args\((.*)\)\s*$")
+ARGS_PREFIX = re.compile(r"^\s*#\s*helion:\s*args\b")
+
+
+@dataclass
+class KernelDef:
+    """A `@helion.kernel` function as written, before any tracing."""
+
+    name: str
+    node: ast.FunctionDef
+    decorator: ast.expr
+    decorator_config: Config | None
+    decorator_configs: list[Config]
+    shape_sets: list[dict[str, ArgSpec]]
+    shape_set_ranges: list[Range]
+    diagnostics: list[Diagnostic]
+
+
+@dataclass
+class ModuleInfo:
+    source: str
+    tree: ast.Module | None
+    imports: dict[str, str] = field(default_factory=dict)  # local name -> qualified name
+    functions: dict[str, ast.FunctionDef] = field(default_factory=dict)
+    constants: dict[str, Any] = field(default_factory=dict)
+    kernels: list[KernelDef] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+def parse_module(source: str) -> ModuleInfo:
+    """Parse `source`; syntax errors become one diagnostic and no kernels."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        line = max(0, (exc.lineno or 1) - 1)
+        col = max(0, (exc.offset or 1) - 1)
+        end_line = max(line, (exc.end_lineno or exc.lineno or 1) - 1)
+        end_col = max(col + 1, (exc.end_offset or col + 2) - 1) if end_line == line else (exc.end_offset or 1) - 1
+        rng = Range(Position(line, col), Position(end_line, end_col))
+        return ModuleInfo(source, None, diagnostics=[error("HPL100", f"syntax error: {exc.msg}", rng)])
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return ModuleInfo(source, None, diagnostics=[error("HPL100", f"cannot parse file: {exc}", Range.lines(0))])
+    info = ModuleInfo(source, tree)
+    lines = source.splitlines()
+    for stmt in tree.body:
+        _collect_imports(stmt, info.imports)
+    for stmt in tree.body:
+        if isinstance(stmt, ast.FunctionDef):
+            info.functions[stmt.name] = stmt
+            dec = _kernel_decorator(stmt, info.imports)
+            if dec is not None:
+                info.kernels.append(_kernel_def(stmt, dec, lines))
+        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            try:
+                info.constants[stmt.targets[0].id] = ast.literal_eval(stmt.value)
+            except (ValueError, TypeError, SyntaxError, RecursionError):
+                pass
+    return info
+
+
+def _collect_imports(stmt: ast.stmt, table: dict[str, str]) -> None:
+    if isinstance(stmt, ast.Import):
+        for alias in stmt.names:
+            if alias.asname:
+                table[alias.asname] = alias.name
+            else:
+                root = alias.name.split(".")[0]
+                table[root] = root
+    elif isinstance(stmt, ast.ImportFrom) and stmt.module and stmt.level == 0:
+        for alias in stmt.names:
+            table[alias.asname or alias.name] = f"{stmt.module}.{alias.name}"
+    elif isinstance(stmt, ast.If | ast.Try):
+        for sub in ast.iter_child_nodes(stmt):
+            if isinstance(sub, ast.stmt):
+                _collect_imports(sub, table)
+
+
+def qualified_name(node: ast.expr, imports: dict[str, str]) -> str | None:
+    """`hl.tile` -> 'helion.language.tile' through the file's import aliases."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name) or node.id not in imports:
+        return None
+    parts.append(imports[node.id])
+    return ".".join(reversed(parts))
+
+
+def _kernel_decorator(fn: ast.FunctionDef, imports: dict[str, str]) -> ast.expr | None:
+    for dec in fn.decorator_list:
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        if qualified_name(target, imports) in ("helion.kernel", "helion.runtime.kernel"):
+            return dec
+    return None
+
+
+def _kernel_def(fn: ast.FunctionDef, dec: ast.expr, lines: list[str]) -> KernelDef:
+    diags: list[Diagnostic] = []
+    config = None
+    configs: list[Config] = []
+    if isinstance(dec, ast.Call):
+        for kw in dec.keywords:
+            try:
+                if kw.arg == "config":
+                    config = config_from_call(kw.value)
+                elif kw.arg == "configs" and isinstance(kw.value, ast.List | ast.Tuple):
+                    configs = [config_from_call(e) for e in kw.value.elts]
+            except ConfigError as exc:
+                diags.append(error("HPL109", str(exc), Range.of(kw.value)))
+    shape_sets, ranges = [], []
+    first = min([fn.lineno] + [d.lineno for d in fn.decorator_list]) - 1  # zero-based line of first decorator
+    line_no = first - 1
+    block: list[int] = []
+    while line_no >= 0 and lines[line_no].lstrip().startswith("#"):
+        block.append(line_no)
+        line_no -= 1
+    for ln in reversed(block):
+        text = lines[ln]
+        if not ARGS_PREFIX.match(text):
+            continue
+        m = ARGS_LINE.match(text)
+        rng = Range(Position(ln, len(text) - len(text.lstrip())), Position(ln, len(text.rstrip())))
+        if not m:
+            diags.append(error("HPL104", "expected '# helion: args(name=dtype[d0, d1, ...], ...)'", rng))
+            continue
+        inner_start = text.index("args(") + 5
+        try:
+            specs = parse_args_text(m.group(2))
+        except SpecError as exc:
+            if exc.col is not None:
+                start = inner_start + max(0, exc.col)
+                end = inner_start + exc.end_col if exc.end_col is not None else start + 1
+                rng = Range(Position(ln, start), Position(ln, max(end, start + 1)))
+            diags.append(error("HPL104", f"bad shape line: {exc}", rng))
+            continue
+        shape_sets.append(specs)
+        ranges.append(rng)
+    return KernelDef(fn.name, fn, dec, config, configs, shape_sets, ranges, diags)
+
+
+def used_helpers(fn: ast.FunctionDef, functions: dict[str, ast.FunctionDef]) -> list[ast.FunctionDef]:
+    """Same-file functions a kernel calls (transitively), so their edits invalidate its results."""
+    seen: dict[str, ast.FunctionDef] = {}
+    todo = [fn]
+    while todo:
+        cur = todo.pop()
+        for node in ast.walk(cur):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                name = node.func.id
+                if name in functions and name not in seen and functions[name] is not fn:
+                    seen[name] = functions[name]
+                    todo.append(functions[name])
+    return [seen[k] for k in sorted(seen)]
+
+
+def source_hash(fn: ast.FunctionDef, helpers: list[ast.FunctionDef], constants: dict[str, Any]) -> str:
+    """Hash of the kernel as code, not text: whitespace and comments elsewhere do not change it."""
+    h = hashlib.sha256()
+    for node in [fn, *helpers]:
+        h.update(ast.dump(node, annotate_fields=False, include_attributes=False).encode())
+    names = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+    for name in sorted(names & constants.keys()):
+        h.update(f"{name}={constants[name]!r}".encode())
+    return h.hexdigest()[:20]

@@ -1,0 +1,257 @@
+"""The torch and `hl` operations kernels may use, typed by running torch itself on meta tensors.
+
+Every operation becomes an IR `Op` whose `kind` names an emission template in `codegen/exprs.py`.
+Arguments are normalised here (dims as ints, dtypes as torch dtypes) so emission is a plain lookup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from ..diagnostics import Range, UserError
+from ..ir import Op, Value
+from .values import NamedConst
+
+UNARY = {
+    "exp", "exp2", "log", "log2", "log1p", "expm1", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "abs",
+    "sin", "cos", "neg", "reciprocal", "floor", "ceil", "erf", "logical_not", "square", "silu", "sign",
+    "isnan", "isinf", "round", "trunc", "tan", "atan", "bitwise_not", "gelu",
+}
+TRANSCENDENTAL = {"exp", "exp2", "log", "log2", "log1p", "expm1", "sqrt", "rsqrt", "tanh", "sigmoid",
+                  "sin", "cos", "reciprocal", "erf", "silu", "tan", "atan", "gelu", "softmax", "log_softmax"}
+BINARY = {
+    "add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "mod": "%", "pow": "**",
+    "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
+    "and": "&", "or": "|", "xor": "^", "lshift": "<<", "rshift": ">>", "matmul": "@",
+}
+BINARY_FUNCS = {
+    "add": "add", "sub": "sub", "subtract": "sub", "mul": "mul", "multiply": "mul", "div": "div",
+    "divide": "div", "true_divide": "div", "floor_divide": "floordiv", "remainder": "mod", "pow": "pow",
+    "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge", "maximum": "maximum",
+    "minimum": "minimum", "logical_and": "logical_and", "logical_or": "logical_or", "atan2": "atan2",
+    "bitwise_and": "and", "bitwise_or": "or", "bitwise_xor": "xor", "fmod": "fmod",
+}
+REDUCTIONS = {"sum", "mean", "amax", "amin", "prod", "argmax", "argmin", "logsumexp", "max", "min", "any", "all"}
+CASTS = {"float": torch.float32, "bfloat16": torch.bfloat16, "half": torch.float16, "int": torch.int32,
+         "bool": torch.bool, "double": torch.float32, "long": torch.int32}
+
+_NARROW = {torch.int64: torch.int32, torch.float64: torch.float32}
+
+
+def _narrow(meta: torch.Tensor) -> torch.Tensor:
+    """TPUs have no 64-bit types; torch's int64/float64 results become int32/float32 like jax's defaults."""
+    target = _NARROW.get(meta.dtype)
+    return meta.to(target) if target is not None else meta
+
+
+def _meta_arg(a: Any) -> Any:
+    if isinstance(a, Value):
+        return a.meta
+    if isinstance(a, NamedConst):
+        return a.value
+    if isinstance(a, tuple | list):
+        return type(a)(_meta_arg(x) for x in a)
+    return a
+
+
+class OpBuilder:
+    """Creates typed `Op`s; the tracer supplies where they go (`emit`) and their source range."""
+
+    def __init__(self, emit: Callable[[Op], None]):
+        self.emit = emit
+
+    def space_of(self, args: tuple, rng: Range) -> str:
+        spaces = {a.space for a in _flat(args) if isinstance(a, Value)}
+        if len(spaces) > 1:
+            raise UserError("HPL101", "cannot mix host tensors and device values in one operation", rng)
+        return spaces.pop() if spaces else "device"
+
+    def make(self, kind: str, args: tuple, kwargs: dict, meta_fn: Callable[..., Any], rng: Range,
+             hint: str | None = None, space: str | None = None) -> Value | tuple[Value, ...]:
+        """Run `meta_fn` on meta versions of args to get the result type, then record the op."""
+        space = space or self.space_of(args + tuple(kwargs.values()), rng)
+        try:
+            result = meta_fn(*[_meta_arg(a) for a in args], **{k: _meta_arg(v) for k, v in kwargs.items()})
+        except (RuntimeError, TypeError, ValueError, IndexError) as exc:
+            raise UserError("HPL105", f"{kind}: {_short(exc)}", rng) from None
+        if isinstance(result, tuple | list):
+            outs = tuple(Value(_narrow(r), space, hint=hint) for r in result)
+        elif isinstance(result, torch.Tensor):
+            outs = Value(_narrow(result), space, hint=hint)
+        else:
+            raise UserError("HPL105", f"{kind} did not produce a tensor", rng)
+        op = Op(rng, kind, tuple(args), dict(kwargs), outs)
+        for o in op.outputs():
+            o.producer = op
+        self.emit(op)
+        return outs
+
+    # -- families ---------------------------------------------------------------------------------------
+
+    def unary(self, name: str, x: Value, rng: Range) -> Value:
+        fns = {
+            "relu": torch.relu, "square": torch.square, "sigmoid": torch.sigmoid, "neg": torch.neg,
+            "silu": torch.nn.functional.silu, "gelu": torch.nn.functional.gelu,
+        }
+        fn = fns.get(name) or getattr(torch, name)
+        return self.make(name, (x,), {}, fn, rng)
+
+    def binary(self, name: str, a: Any, b: Any, rng: Range) -> Value:
+        if name == "matmul":
+            return self.dot(a, b, None, None, rng)
+        fn = {
+            "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
+            "floordiv": torch.floor_divide, "mod": torch.remainder, "pow": torch.pow, "eq": torch.eq,
+            "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge,
+            "and": torch.bitwise_and, "or": torch.bitwise_or, "xor": torch.bitwise_xor,
+            "maximum": torch.maximum, "minimum": torch.minimum, "logical_and": torch.logical_and,
+            "logical_or": torch.logical_or, "atan2": torch.atan2, "fmod": torch.fmod,
+            "lshift": torch.bitwise_left_shift, "rshift": torch.bitwise_right_shift,
+        }[name]
+        if name in ("maximum", "minimum", "atan2") and not (isinstance(a, Value) and isinstance(b, Value)):
+            # torch.maximum needs two tensors; a scalar operand broadcasts like in jnp
+            return self.make(name, (a, b), {}, lambda x, y: fn(*_tensorize(x, y)), rng)
+        return self.make(name, (a, b), {}, fn, rng)
+
+    def where(self, cond: Any, a: Any, b: Any, rng: Range) -> Value:
+        return self.make("where", (cond, a, b), {}, lambda c, x, y: torch.where(*_tensorize3(c, x, y)), rng)
+
+    def clamp(self, x: Value, lo: Any, hi: Any, rng: Range) -> Value:
+        return self.make("clamp", (x,), {"min": lo, "max": hi}, lambda t, min, max: torch.clamp(t, min, max), rng)
+
+    def reduce(self, name: str, x: Value, dim: Any, keepdim: bool, rng: Range) -> Value | tuple[Value, ...]:
+        if isinstance(dim, list):
+            dim = tuple(dim)
+        ndim = len(x.shape)
+        if dim is not None:
+            dims = dim if isinstance(dim, tuple) else (dim,)
+            try:
+                dims = tuple(d % ndim if ndim else 0 for d in dims)
+            except TypeError:
+                raise UserError("HPL106", f"{name}: dim must be an integer", rng) from None
+            dim = dims if isinstance(dim, tuple) else dims[0]
+        if name in ("max", "min") and dim is not None:
+            fn = torch.amax if name == "max" else torch.amin
+            values = self.make("amax" if name == "max" else "amin", (x,), {"dim": dim, "keepdim": keepdim},
+                               lambda t, dim, keepdim: fn(t, dim, keepdim), rng)
+            idx = self.make("argmax" if name == "max" else "argmin", (x,), {"dim": dim, "keepdim": keepdim},
+                            lambda t, dim, keepdim: torch.argmax(t, dim, keepdim), rng)
+            return values, idx
+        fn = {"max": torch.amax, "min": torch.amin}.get(name) or getattr(torch, name)
+
+        def meta(t, dim, keepdim):
+            if dim is None:
+                return fn(t)
+            return fn(t, dim, keepdim=keepdim)
+
+        return self.make(name if name not in ("max", "min") else "a" + name, (x,), {"dim": dim, "keepdim": keepdim},
+                         meta, rng)
+
+    def softmax(self, name: str, x: Value, dim: int, dtype: torch.dtype | None, rng: Range) -> Value:
+        dim = dim % max(1, len(x.shape))
+        fn = torch.softmax if name == "softmax" else torch.log_softmax
+        return self.make(name, (x,), {"dim": dim, "dtype": dtype}, lambda t, dim, dtype: fn(t, dim, dtype=dtype), rng)
+
+    def dot(self, a: Value, b: Value, acc: Value | None, out_dtype: torch.dtype | None, rng: Range) -> Value:
+        if not (isinstance(a, Value) and isinstance(b, Value)):
+            raise UserError("HPL105", "dot needs two tensors", rng)
+        if len(a.shape) not in (2, 3) or len(b.shape) != len(a.shape):
+            raise UserError("HPL105", f"dot supports 2-D or batched 3-D operands, got {list(a.shape)} @ {list(b.shape)}", rng)
+        if acc is not None and out_dtype is None:
+            out_dtype = acc.dtype
+        if out_dtype is None:
+            out_dtype = torch.promote_types(a.dtype, b.dtype)
+
+        def meta(x, y, acc=None):
+            r = torch.matmul(x.float(), y.float()).to(out_dtype)
+            if acc is not None:
+                r = r + acc
+                if r.dtype != out_dtype:
+                    r = r.to(out_dtype)
+            return r
+
+        args = (a, b) if acc is None else (a, b, acc)
+        return self.make("dot", args, {"out_dtype": out_dtype}, lambda *t, out_dtype: meta(*t), rng)
+
+    def cast(self, x: Value, dtype: torch.dtype, rng: Range) -> Value:
+        return self.make("to", (x,), {"dtype": dtype}, lambda t, dtype: t.to(dtype), rng)
+
+    def reshape(self, x: Value, shape: tuple[int, ...], rng: Range) -> Value:
+        return self.make("reshape", (x,), {"shape": tuple(shape)}, lambda t, shape: t.reshape(shape), rng)
+
+    def permute(self, x: Value, dims: tuple[int, ...], rng: Range) -> Value:
+        n = len(x.shape)
+        dims = tuple(d % n for d in dims)
+        if sorted(dims) != list(range(n)):
+            raise UserError("HPL105", f"permute: {list(dims)} is not a permutation of {n} dims", rng)
+        return self.make("permute", (x,), {"dims": dims}, lambda t, dims: t.permute(dims), rng)
+
+    def transpose(self, x: Value, d0: int, d1: int, rng: Range) -> Value:
+        n = len(x.shape)
+        if n == 0:
+            raise UserError("HPL105", "cannot transpose a scalar", rng)
+        dims = list(range(n))
+        dims[d0 % n], dims[d1 % n] = dims[d1 % n], dims[d0 % n]
+        return self.permute(x, tuple(dims), rng)
+
+    def broadcast_to(self, x: Value, shape: tuple[int, ...], rng: Range) -> Value:
+        return self.make("broadcast_to", (x,), {"shape": tuple(shape)}, lambda t, shape: t.expand(shape), rng)
+
+    def index(self, x: Value, items: tuple, rng: Range) -> Value:
+        """Value indexing with None / : / ... / ints (no gathers)."""
+        return self.make("index", (x,), {"items": items}, lambda t, items: t[items], rng)
+
+    def full(self, shape: tuple[int, ...], value: Any, dtype: torch.dtype, rng: Range, space: str = "device") -> Value:
+        meta = torch.empty(shape, dtype=dtype, device="meta")
+        out = Value(_narrow(meta), space)
+        op = Op(rng, "full", (), {"shape": tuple(shape), "value": value, "dtype": out.dtype}, out)
+        out.producer = op
+        self.emit(op)
+        return out
+
+    def arange(self, n: int, dtype: torch.dtype, offset: Any, rng: Range) -> Value:
+        meta = torch.empty((n,), dtype=dtype, device="meta")
+        out = Value(_narrow(meta), "device")
+        op = Op(rng, "iota", (offset,) if offset is not None else (), {"n": n, "dtype": out.dtype}, out)
+        out.producer = op
+        self.emit(op)
+        return out
+
+    def scalar(self, kind: str, args: tuple, rng: Range, dtype: torch.dtype = torch.int32) -> Value:
+        """A scalar device value such as `pl.program_id(0) * 128` (tile begin/end/id)."""
+        out = Value(torch.empty((), dtype=dtype, device="meta"), "device")
+        op = Op(rng, kind, args, {}, out)
+        out.producer = op
+        self.emit(op)
+        return out
+
+
+def _tensorize(x: Any, y: Any) -> tuple:
+    if not isinstance(x, torch.Tensor):
+        x = torch.tensor(x, device="meta", dtype=torch.result_type(y, x) if isinstance(y, torch.Tensor) else None)
+    if not isinstance(y, torch.Tensor):
+        y = torch.tensor(y, device="meta", dtype=torch.result_type(x, y))
+    return x, y
+
+
+def _tensorize3(c: Any, x: Any, y: Any) -> tuple:
+    if not isinstance(x, torch.Tensor) and not isinstance(y, torch.Tensor):
+        x = torch.tensor(x, device="meta")
+        y = torch.tensor(y, device="meta")
+    return c, x, y
+
+
+def _flat(items: Any):
+    for a in items:
+        if isinstance(a, tuple | list):
+            yield from _flat(a)
+        else:
+            yield a
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text[:300]

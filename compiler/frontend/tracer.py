@@ -1,0 +1,693 @@
+"""Abstract interpretation of a kernel body: host code is evaluated, device loops become IR.
+
+All shapes are concrete (one shape set, one config), so sizes are plain ints and tensors are torch meta
+tensors. Nothing the user wrote is executed: only a fixed set of pure functions (math, torch on "meta"
+tensors) ever runs.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from ..diagnostics import Range, UserError
+from ..ir import (
+    Carried,
+    GridLoop,
+    HostTensor,
+    InnerLoop,
+    KernelIR,
+    Load,
+    Node,
+    Op,
+    Return,
+    Store,
+    TileDim,
+    Value,
+)
+from ..specs import ArgSpec, TensorSpec
+from .dispatch import Dispatcher
+from .module import ModuleInfo
+from .ops import BINARY, OpBuilder
+from .values import BlockSize, Module, NamedConst, Tile, TileId, TileLoopSpec
+
+MAX_INLINE_DEPTH = 16
+MAX_STATEMENTS = 20000
+
+_BINOPS = {
+    ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
+    ast.Mod: "mod", ast.Pow: "pow", ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor",
+    ast.LShift: "lshift", ast.RShift: "rshift", ast.MatMult: "matmul",
+}
+_CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge"}
+
+
+class _ReturnSignal(Exception):
+    def __init__(self, value: Any):
+        self.value = value
+
+
+class BlockSizeTable:
+    """Config block sizes in order of appearance; missing entries come from `default`."""
+
+    def __init__(self, given: list[int] | None, default: Callable[[int, int], int]):
+        self.given = list(given or [])
+        self.default = default
+        self.values: list[int] = []
+        self.extents: list[int] = []
+        self.ranges: list[Range] = []
+
+    def allocate(self, extent: int, rng: Range) -> BlockSize:
+        index = len(self.values)
+        value = self.given[index] if index < len(self.given) else self.default(index, extent)
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise UserError("HPL109", f"block_sizes[{index}] must be a positive integer, got {value!r}", rng)
+        self.values.append(value)
+        self.extents.append(extent)
+        self.ranges.append(rng)
+        return BlockSize(value, index)
+
+
+class Tracer:
+    """Walks one kernel function and builds its `KernelIR`."""
+
+    def __init__(self, info: ModuleInfo, fn: ast.FunctionDef, args: dict[str, ArgSpec], blocks: BlockSizeTable):
+        self.info = info
+        self.fn = fn
+        self.blocks = blocks
+        self.env: dict[str, Any] = {}
+        self.host: list[Node] = []
+        self.region: list[Node] = self.host
+        self.loops: list[GridLoop | InnerLoop] = []
+        self.tensors: dict[int, HostTensor] = {}
+        self.arg_values: dict[str, Any] = {}
+        self.inner_loops: list[InnerLoop] = []
+        self.loads: list[Load] = []
+        self.block_dims: dict[int, list[tuple[HostTensor, int]]] = {}
+        self.loop_ids = 0
+        self.depth = 0
+        self.statements = 0
+        self.current = Range.of(fn)
+        self.ops = OpBuilder(self._emit)
+        self.dispatch = Dispatcher(self)
+        self._bind_args(args)
+
+    # -- set-up ----------------------------------------------------------------------------------------
+
+    def _bind_args(self, specs: dict[str, ArgSpec]) -> None:
+        a = self.fn.args
+        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
+            raise UserError("HPL101", "kernels take plain positional parameters only", Range.of(self.fn))
+        names = [p.arg for p in a.args]
+        defaults = dict(zip(names[len(names) - len(a.defaults):], a.defaults, strict=True))
+        missing = [n for n in names if n not in specs and n not in defaults]
+        extra = [n for n in specs if n not in names]
+        if missing or extra:
+            parts = []
+            if missing:
+                parts.append(f"missing {', '.join(missing)}")
+            if extra:
+                parts.append(f"unexpected {', '.join(extra)}")
+            raise UserError("HPL103", f"args for {self.fn.name}({', '.join(names)}): {'; '.join(parts)}",
+                            Range.of(self.fn.args) if names else Range.of(self.fn))
+        for name in names:
+            spec = specs[name] if name in specs else self._literal(defaults[name])
+            if isinstance(spec, TensorSpec):
+                value = Value(spec.meta(), "host", hint=name)
+                self.tensors[value.id] = HostTensor(value, name, "arg")
+                self.env[name] = value
+            else:
+                self.env[name] = NamedConst(name, spec, is_arg=True) if isinstance(spec, float) else spec
+            self.arg_values[name] = self.env[name]
+
+    def _literal(self, node: ast.expr) -> Any:
+        try:
+            return ast.literal_eval(node)
+        except ValueError:
+            raise UserError("HPL106", "default values of kernel parameters must be literals", Range.of(node)) from None
+
+    def _emit(self, op: Op) -> None:
+        self.region.append(op)
+
+    @property
+    def in_device(self) -> bool:
+        return bool(self.loops)
+
+    # -- entry -----------------------------------------------------------------------------------------
+
+    def run(self) -> KernelIR:
+        ret: Any = None
+        try:
+            self.exec_block(self.fn.body)
+        except _ReturnSignal as sig:
+            ret = sig.value
+        self._add_return(ret)
+        tensors = list(self.tensors.values())
+        dims = [self.block_dims.get(i, []) for i in range(len(self.blocks.values))]
+        return KernelIR(
+            self.fn.name, [p.arg for p in self.fn.args.args], self.arg_values, self.host, tensors,
+            list(self.blocks.values), dims, self.inner_loops, self.loads, Range.of(self.fn),
+        )
+
+    def _add_return(self, ret: Any) -> None:
+        is_tuple = isinstance(ret, tuple | list)
+        values = tuple(ret) if is_tuple else (ret,)
+        for v in values:
+            if isinstance(v, Value) and v.space != "host":
+                raise UserError("HPL101", "a kernel returns host tensors, not device values", self.current)
+            if not isinstance(v, Value | int | float | bool | type(None) | NamedConst):
+                raise UserError("HPL101", f"cannot return a {type(v).__name__} from a kernel", self.current)
+        self.host.append(Return(self.current, values, is_tuple))
+
+    # -- statements ------------------------------------------------------------------------------------
+
+    def exec_block(self, stmts: list[ast.stmt]) -> None:
+        for stmt in stmts:
+            self.statements += 1
+            if self.statements > MAX_STATEMENTS:
+                raise UserError("HPL101", "kernel is too large to analyse (statement limit)", Range.of(stmt))
+            self.current = Range.of(stmt)
+            self.exec_stmt(stmt)
+
+    def exec_stmt(self, stmt: ast.stmt) -> None:
+        rng = Range.of(stmt)
+        if isinstance(stmt, ast.Assign):
+            value = self.eval(stmt.value)
+            for target in stmt.targets:
+                self.assign(target, value, rng)
+        elif isinstance(stmt, ast.AnnAssign):
+            if stmt.value is not None:
+                self.assign(stmt.target, self.eval(stmt.value), rng)
+        elif isinstance(stmt, ast.AugAssign):
+            self.aug_assign(stmt, rng)
+        elif isinstance(stmt, ast.For):
+            self.exec_for(stmt)
+        elif isinstance(stmt, ast.If):
+            cond = self.eval(stmt.test)
+            if isinstance(cond, Value):
+                raise UserError("HPL101", "`if` on a tensor value is not supported on TPU; use torch.where", Range.of(stmt.test))
+            self.exec_block(stmt.body if cond else stmt.orelse)
+        elif isinstance(stmt, ast.Return):
+            raise _ReturnSignal(None if stmt.value is None else self.eval(stmt.value))
+        elif isinstance(stmt, ast.Expr):
+            if not (isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)):
+                self.eval(stmt.value)
+        elif isinstance(stmt, ast.Pass | ast.Assert | ast.Import | ast.ImportFrom):
+            return
+        elif isinstance(stmt, ast.While):
+            raise UserError("HPL101", "`while` loops are not supported by the Pallas backend", rng)
+        elif isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            raise UserError("HPL101", "nested function definitions are not supported in a kernel", rng)
+        else:
+            raise UserError("HPL101", f"`{type(stmt).__name__}` statements are not supported in a kernel", rng)
+
+    def assign(self, target: ast.expr, value: Any, rng: Range) -> None:
+        if isinstance(target, ast.Name):
+            if isinstance(value, Value) and value.hint is None:
+                value.hint = target.id
+            if isinstance(value, float) and not self.in_device:
+                value = NamedConst(target.id, value)
+            self.env[target.id] = value
+        elif isinstance(target, ast.Tuple | ast.List):
+            items = self._unpack(value, len(target.elts), rng)
+            for t, v in zip(target.elts, items, strict=True):
+                self.assign(t, v, rng)
+        elif isinstance(target, ast.Subscript):
+            self.store(target, value, None, rng)
+        elif isinstance(target, ast.Starred):
+            raise UserError("HPL101", "starred assignment is not supported in a kernel", rng)
+        else:
+            raise UserError("HPL101", f"cannot assign to `{ast.unparse(target)}`", Range.of(target))
+
+    def _unpack(self, value: Any, n: int, rng: Range) -> list:
+        if isinstance(value, torch.Size):
+            value = tuple(value)
+        if not isinstance(value, tuple | list):
+            raise UserError("HPL105", f"cannot unpack a {type(value).__name__} into {n} names", rng)
+        if len(value) != n:
+            raise UserError("HPL105", f"expected {n} values to unpack, got {len(value)}", rng)
+        return list(value)
+
+    def aug_assign(self, stmt: ast.AugAssign, rng: Range) -> None:
+        op = _BINOPS.get(type(stmt.op))
+        if op is None:
+            raise UserError("HPL101", "unsupported augmented assignment", rng)
+        if isinstance(stmt.target, ast.Subscript):
+            self.store(stmt.target, self.eval(stmt.value), op, rng)
+            return
+        if not isinstance(stmt.target, ast.Name):
+            raise UserError("HPL101", f"cannot assign to `{ast.unparse(stmt.target)}`", rng)
+        current = self.lookup(stmt.target.id, Range.of(stmt.target))
+        result = self.binop(op, current, self.eval(stmt.value), rng)
+        if isinstance(result, Value):
+            result.hint = stmt.target.id
+        self.env[stmt.target.id] = result
+
+    # -- loops -----------------------------------------------------------------------------------------
+
+    def exec_for(self, stmt: ast.For) -> None:
+        rng = Range.of(stmt)
+        header = Range(rng.start, Range.of(stmt.iter).end)
+        if stmt.orelse:
+            raise UserError("HPL101", "`for ... else` is not supported", rng)
+        spec = self.eval(stmt.iter)
+        if not isinstance(spec, TileLoopSpec):
+            raise UserError(
+                "HPL101", "device loops must iterate over hl.tile(...) or hl.grid(...)", Range.of(stmt.iter)
+            )
+        loop_id = self.loop_ids
+        self.loop_ids += 1
+        dims = []
+        for axis, (extent, begin, bs) in enumerate(zip(spec.extents, spec.begins, spec.block_sizes, strict=True)):
+            if spec.api == "grid":
+                block, index = 1, None
+            elif isinstance(bs, BlockSize):
+                block, index = int(bs), bs.index
+            elif isinstance(bs, int):
+                block, index = bs, None
+            else:
+                b = self.blocks.allocate(extent - begin, header)
+                block, index = int(b), b.index
+            if block <= 0:
+                raise UserError("HPL109", f"block size must be positive, got {block}", header)
+            name = _target_name(stmt.target, axis)
+            dims.append(TileDim(loop_id, axis, extent, min(block, max(1, extent - begin)) if index is None else block,
+                                begin, spec.api, index, name))
+        tiles = [Tile(d) for d in dims]
+        bound = tuple(tiles) if spec.multi else tiles[0]
+        if self.in_device:
+            self._inner_loop(stmt, dims, bound, rng)
+        else:
+            self._grid_loop(stmt, dims, bound, rng, header)
+
+    def _grid_loop(self, stmt: ast.For, dims: list[TileDim], bound: Any, rng: Range, header: Range) -> None:
+        loop = GridLoop(rng, tuple(dims), [], header)
+        self.host.append(loop)
+        saved_env = dict(self.env)
+        self.loops.append(loop)
+        self.region = loop.body
+        try:
+            self.assign(stmt.target, bound, rng)
+            self.exec_block(stmt.body)
+        finally:
+            self.loops.pop()
+            self.region = self.host
+        # names bound inside the grid loop are device values: they do not exist after it
+        self.env = saved_env
+
+    def _inner_loop(self, stmt: ast.For, dims: list[TileDim], bound: Any, rng: Range) -> None:
+        assigned = _assigned_names(stmt.body)
+        carried = []
+        for name in sorted(assigned):
+            cur = self.env.get(name)
+            if isinstance(cur, Value) and cur.space == "device":
+                phi = Value(cur.meta, "device", hint=name)
+                carried.append(Carried(name, cur, phi))
+        loop = InnerLoop(rng, tuple(dims), [], carried, index=len(self.inner_loops),
+                         depth=sum(isinstance(lp, InnerLoop) for lp in self.loops) + 1)
+        self.inner_loops.append(loop)
+        outer_region = self.region
+        outer_region.append(loop)
+        before = dict(self.env)
+        for c in carried:
+            self.env[c.name] = c.phi
+        self.loops.append(loop)
+        self.region = loop.body
+        try:
+            self.assign(stmt.target, bound, rng)
+            self.exec_block(stmt.body)
+        finally:
+            self.loops.pop()
+            self.region = outer_region
+        for c in carried:
+            nxt = self.env[c.name]
+            if not isinstance(nxt, Value) or nxt.space != "device":
+                raise UserError("HPL105", f"loop-carried `{c.name}` must stay a tensor", rng)
+            if tuple(nxt.shape) != tuple(c.phi.shape):
+                raise UserError(
+                    "HPL105",
+                    f"loop-carried `{c.name}` changes shape from {list(c.phi.shape)} to {list(nxt.shape)} in the loop",
+                    rng,
+                )
+            if nxt.dtype != c.phi.dtype:
+                self.region = loop.body
+                nxt = self.ops.cast(nxt, c.phi.dtype, rng)
+                self.region = outer_region
+            c.next = nxt
+            c.result = Value(c.phi.meta, "device", hint=c.name)
+        # values first defined inside the loop do not survive it
+        self.env = {k: v for k, v in before.items()}
+        for c in carried:
+            self.env[c.name] = c.result
+
+    # -- loads and stores ------------------------------------------------------------------------------
+
+    def host_tensor(self, value: Value, rng: Range) -> HostTensor:
+        ht = self.tensors.get(value.id)
+        if ht is not None:
+            return ht
+        prod = value.producer
+        if isinstance(prod, Op) and prod.kind == "alloc":
+            ht = HostTensor(value, value.hint or "buf", "alloc", prod.kwargs["init"], prod.kwargs.get("value", 0.0))
+        else:
+            ht = HostTensor(value, value.hint or "t", "derived")
+        self.tensors[value.id] = ht
+        return ht
+
+    def index_items(self, tensor: Value, index: Any, rng: Range) -> tuple[tuple, ...]:
+        items = list(index) if isinstance(index, tuple) else [index]
+        flat: list[Any] = []
+        for it in items:
+            if isinstance(it, tuple | list) and all(isinstance(x, Tile) for x in it):
+                flat.extend(it)
+            else:
+                flat.append(it)
+        ndim = len(tensor.shape)
+        real = [it for it in flat if it is not None and it is not Ellipsis]
+        if flat.count(Ellipsis) > 1:
+            raise UserError("HPL202", "only one `...` is allowed in an index", rng)
+        if len(real) > ndim:
+            raise UserError("HPL105", f"too many indices for a {ndim}-d tensor", rng)
+        out: list[tuple] = []
+        dim = 0
+        for it in flat:
+            if it is Ellipsis:
+                for _ in range(ndim - len(real)):
+                    out.append(("full",))
+                    dim += 1
+                continue
+            if it is None:
+                out.append(("newaxis",))
+                continue
+            if isinstance(it, Tile):
+                d = it.dim
+                if not any(lp.dims and d.loop_id == lp.dims[0].loop_id for lp in self.loops):
+                    raise UserError("HPL202", f"tile `{d.name}` is used outside its loop", rng)
+                if d.extent > tensor.shape[dim]:
+                    raise UserError(
+                        "HPL105",
+                        f"tile `{d.name}` spans {d.extent} but dim {dim} of this tensor has size {tensor.shape[dim]}",
+                        rng,
+                    )
+                if d.api == "grid":
+                    out.append(("grid", d))
+                else:
+                    out.append(("tile", d))
+                    if d.block_index is not None:
+                        ht = self.tensors.get(tensor.id)
+                        if ht is not None:
+                            self.block_dims.setdefault(d.block_index, []).append((ht, dim))
+            elif isinstance(it, TileId):
+                out.append(("id", it.dim))
+            elif isinstance(it, slice):
+                if it.start is None and it.stop is None and it.step is None:
+                    out.append(("full",))
+                else:
+                    raise UserError("HPL202", "only `:` slices are supported in device indexing; use a tile", rng)
+            elif isinstance(it, int) and not isinstance(it, bool):
+                if not -tensor.shape[dim] <= it < tensor.shape[dim]:
+                    raise UserError("HPL105", f"index {it} is out of range for size {tensor.shape[dim]}", rng)
+                out.append(("int", it % tensor.shape[dim]))
+            else:
+                raise UserError(
+                    "HPL202", f"unsupported index `{type(it).__name__}`: use tiles, `:`, None or integers", rng
+                )
+            dim += 1
+        while dim < ndim:
+            out.append(("full",))
+            dim += 1
+        return tuple(out)
+
+    def load(self, tensor: Value, index: Any, rng: Range) -> Value:
+        ht = self.host_tensor(tensor, rng)
+        items = self.index_items(tensor, index, rng)
+        shape = []
+        d = 0
+        for it in items:
+            if it[0] == "newaxis":
+                shape.append(1)
+                continue
+            if it[0] == "tile":
+                shape.append(it[1].block_size)
+            elif it[0] == "full":
+                shape.append(tensor.shape[d])
+            d += 1
+        out = Value(torch.empty(shape, dtype=tensor.dtype, device="meta"), "device")
+        node = Load(rng, ht, items, out)
+        out.producer = node
+        self.region.append(node)
+        self.loads.append(node)
+        return out
+
+    def store(self, target: ast.Subscript, value: Any, accumulate: str | None, rng: Range) -> None:
+        base = self.eval(target.value)
+        if not isinstance(base, Value) or base.space != "host":
+            raise UserError("HPL101", "stores must write into a host tensor (a kernel argument or allocation)", rng)
+        if not self.in_device:
+            raise UserError("HPL101", "host code cannot write into tensors; do it inside an hl.tile loop", rng)
+        ht = self.host_tensor(base, rng)
+        if ht.origin == "derived":
+            raise UserError("HPL101", f"cannot store into `{ht.name}`, a view computed in host code; store into the tensor itself", rng)
+        index = self.eval(target.slice)
+        items = self.index_items(base, index, rng)
+        if any(it[0] == "newaxis" for it in items):
+            raise UserError("HPL202", "`None` is not allowed in a store index", rng)
+        block = [it[1].block_size if it[0] == "tile" else base.shape[i] for i, it in enumerate(items)
+                 if it[0] in ("tile", "full")]
+        if not isinstance(value, Value):
+            value = self.ops.full(tuple(block), _scalar(value), base.dtype, rng)
+        if value.space != "device":
+            raise UserError("HPL101", "the stored value must be computed in device code", rng)
+        try:
+            torch.broadcast_shapes(tuple(value.shape), tuple(block))
+        except RuntimeError:
+            raise UserError("HPL105", f"cannot store a value of shape {list(value.shape)} into a block of shape {block}", rng) from None
+        if len(value.shape) > len(block) or torch.broadcast_shapes(tuple(value.shape), tuple(block)) != tuple(block):
+            raise UserError("HPL105", f"cannot store a value of shape {list(value.shape)} into a block of shape {block}", rng)
+        self.region.append(Store(rng, ht, items, value, accumulate))
+
+    # -- expressions -----------------------------------------------------------------------------------
+
+    def lookup(self, name: str, rng: Range) -> Any:
+        if name in self.env:
+            return self.env[name]
+        if name in self.info.imports:
+            return Module(self.info.imports[name])
+        if name in self.info.constants:
+            value = self.info.constants[name]
+            return NamedConst(name, value) if isinstance(value, float) else value
+        if name in self.info.functions:
+            return self.info.functions[name]
+        if name in _BUILTINS:
+            return Module(f"builtins.{name}")
+        raise UserError("HPL102", f"unknown name `{name}`", rng)
+
+    def eval(self, node: ast.expr) -> Any:
+        rng = Range.of(node)
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name):
+            return self.lookup(node.id, rng)
+        if isinstance(node, ast.Attribute):
+            return self.dispatch.attribute(self.eval(node.value), node.attr, rng)
+        if isinstance(node, ast.Call):
+            return self.call(node)
+        if isinstance(node, ast.BinOp):
+            op = _BINOPS.get(type(node.op))
+            if op is None:
+                raise UserError("HPL101", "unsupported operator", rng)
+            return self.binop(op, self.eval(node.left), self.eval(node.right), rng)
+        if isinstance(node, ast.UnaryOp):
+            return self.unaryop(node, self.eval(node.operand), rng)
+        if isinstance(node, ast.Compare):
+            return self.compare(node, rng)
+        if isinstance(node, ast.BoolOp):
+            return self.boolop(node, rng)
+        if isinstance(node, ast.Subscript):
+            return self.subscript(node, rng)
+        if isinstance(node, ast.Tuple):
+            return tuple(self.eval(e) for e in node.elts)
+        if isinstance(node, ast.List):
+            return [self.eval(e) for e in node.elts]
+        if isinstance(node, ast.Slice):
+            parts = [None if p is None else self.eval(p) for p in (node.lower, node.upper, node.step)]
+            return slice(*parts)
+        if isinstance(node, ast.IfExp):
+            cond = self.eval(node.test)
+            if isinstance(cond, Value):
+                raise UserError("HPL101", "conditional expressions on tensors are not supported; use torch.where", rng)
+            return self.eval(node.body if cond else node.orelse)
+        if isinstance(node, ast.JoinedStr):
+            return ""
+        raise UserError("HPL101", f"`{type(node).__name__}` expressions are not supported in a kernel", rng)
+
+    def call(self, node: ast.Call) -> Any:
+        rng = Range.of(node)
+        func = self.eval(node.func)
+        args = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                value = self.eval(a.value)
+                if isinstance(value, torch.Size):
+                    value = tuple(value)
+                if not isinstance(value, tuple | list):
+                    raise UserError("HPL101", "only tuples and lists can be unpacked with *", Range.of(a))
+                args.extend(value)
+            else:
+                args.append(self.eval(a))
+        kwargs = {}
+        for kw in node.keywords:
+            if kw.arg is None:
+                raise UserError("HPL101", "**kwargs are not supported in a kernel", Range.of(kw.value))
+            kwargs[kw.arg] = self.eval(kw.value)
+        if isinstance(func, ast.FunctionDef):
+            return self.inline(func, args, kwargs, rng)
+        return self.dispatch.call(func, args, kwargs, rng)
+
+    def inline(self, fn: ast.FunctionDef, args: list, kwargs: dict, rng: Range) -> Any:
+        """Same-file helper functions are traced inline, like Helion does."""
+        if self.depth >= MAX_INLINE_DEPTH:
+            raise UserError("HPL101", f"helper `{fn.name}` recurses (or nests deeper than {MAX_INLINE_DEPTH})", rng)
+        params = [p.arg for p in fn.args.args]
+        if fn.args.vararg or fn.args.kwarg or len(args) > len(params):
+            raise UserError("HPL103", f"`{fn.name}` takes {len(params)} positional arguments", rng)
+        bound = dict(zip(params, args, strict=False))
+        for k, v in kwargs.items():
+            if k not in params:
+                raise UserError("HPL103", f"`{fn.name}` has no parameter `{k}`", rng)
+            bound[k] = v
+        defaults = dict(zip(params[len(params) - len(fn.args.defaults):], fn.args.defaults, strict=True))
+        for p in params:
+            if p not in bound:
+                if p not in defaults:
+                    raise UserError("HPL103", f"`{fn.name}` is missing argument `{p}`", rng)
+                bound[p] = self.eval(defaults[p])
+        saved_env, saved_current = self.env, self.current
+        self.env = bound
+        self.depth += 1
+        result = None
+        try:
+            self.exec_block(fn.body)
+        except _ReturnSignal as sig:
+            result = sig.value
+        finally:
+            self.depth -= 1
+            self.env, self.current = saved_env, saved_current
+        return result
+
+    def binop(self, op: str, a: Any, b: Any, rng: Range) -> Any:
+        if isinstance(a, Tile | TileId) or isinstance(b, Tile | TileId):
+            a, b = self.dispatch.tile_scalar(a, rng), self.dispatch.tile_scalar(b, rng)
+        if isinstance(a, Value) or isinstance(b, Value):
+            return self.ops.binary(op, a, b, rng)
+        a, b = _py(a), _py(b)
+        try:
+            return _PY_BINOPS[op](a, b)
+        except ZeroDivisionError:
+            raise UserError("HPL105", "division by zero", rng) from None
+        except (TypeError, KeyError, ValueError, OverflowError) as exc:
+            raise UserError("HPL105", f"cannot apply `{BINARY.get(op, op)}`: {exc}", rng) from None
+
+    def unaryop(self, node: ast.UnaryOp, v: Any, rng: Range) -> Any:
+        if isinstance(v, Value):
+            if isinstance(node.op, ast.USub):
+                return self.ops.unary("neg", v, rng)
+            if isinstance(node.op, ast.UAdd):
+                return v
+            if isinstance(node.op, ast.Invert | ast.Not):
+                name = "logical_not" if v.dtype == torch.bool or isinstance(node.op, ast.Not) else "bitwise_not"
+                return self.ops.unary(name, v, rng)
+        v = _py(v)
+        try:
+            return {ast.USub: lambda x: -x, ast.UAdd: lambda x: +x, ast.Not: lambda x: not x,
+                    ast.Invert: lambda x: ~x}[type(node.op)](v)
+        except TypeError as exc:
+            raise UserError("HPL105", str(exc), rng) from None
+
+    def compare(self, node: ast.Compare, rng: Range) -> Any:
+        left = self.eval(node.left)
+        result: Any = True
+        for op, right_node in zip(node.ops, node.comparators, strict=True):
+            right = self.eval(right_node)
+            if isinstance(op, ast.Is | ast.IsNot):
+                r = (left is right) if isinstance(op, ast.Is) else (left is not right)
+            elif isinstance(op, ast.In | ast.NotIn):
+                raise UserError("HPL101", "`in` is not supported in kernels", rng)
+            else:
+                r = self.binop(_CMPOPS[type(op)], left, right, rng)
+            if isinstance(r, Value) and len(node.ops) > 1:
+                raise UserError("HPL101", "chained comparisons of tensors are not supported", rng)
+            result = r if result is True else (result and r)
+            left = right
+        return result
+
+    def boolop(self, node: ast.BoolOp, rng: Range) -> Any:
+        values = [self.eval(v) for v in node.values]
+        if any(isinstance(v, Value) for v in values):
+            raise UserError("HPL101", "`and`/`or` on tensors is not supported; use & and |", rng)
+        if isinstance(node.op, ast.And):
+            return all(values)
+        return any(values)
+
+    def subscript(self, node: ast.Subscript, rng: Range) -> Any:
+        base = self.eval(node.value)
+        index = self.eval(node.slice)
+        if isinstance(base, Value) and base.space == "host" and self.in_device:
+            return self.load(base, index, rng)
+        if isinstance(base, Value):
+            return self.dispatch.value_index(base, index, rng)
+        if isinstance(base, tuple | list | torch.Size | str):
+            try:
+                return base[index]
+            except (IndexError, TypeError) as exc:
+                raise UserError("HPL105", str(exc), rng) from None
+        raise UserError("HPL101", f"cannot index a {type(base).__name__}", rng)
+
+
+def _scalar(v: Any) -> Any:
+    return v.value if isinstance(v, NamedConst) else v
+
+
+def _py(v: Any) -> Any:
+    if isinstance(v, NamedConst):
+        return v.value
+    if isinstance(v, torch.Size):
+        return tuple(v)
+    return v
+
+
+_PY_BINOPS: dict[str, Callable[[Any, Any], Any]] = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b, "floordiv": lambda a, b: a // b, "mod": lambda a, b: a % b,
+    "pow": lambda a, b: a**b if abs(b) < 4096 else math.pow(a, b), "and": lambda a, b: a & b,
+    "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b, "lshift": lambda a, b: a << min(b, 256),
+    "rshift": lambda a, b: a >> b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
+    "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
+}
+
+_BUILTINS = {"float", "int", "bool", "min", "max", "abs", "len", "range", "tuple", "list", "round", "print",
+             "isinstance", "divmod"}
+
+
+def _target_name(target: ast.expr, axis: int) -> str:
+    if isinstance(target, ast.Name):
+        return target.id if axis == 0 else f"{target.id}[{axis}]"
+    if isinstance(target, ast.Tuple | ast.List) and axis < len(target.elts):
+        elt = target.elts[axis]
+        return elt.id if isinstance(elt, ast.Name) else f"tile{axis}"
+    return f"tile{axis}"
+
+
+def _assigned_names(stmts: list[ast.stmt]) -> set[str]:
+    names: set[str] = set()
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                names.add(node.target.id)
+    return names

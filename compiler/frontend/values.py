@@ -1,0 +1,62 @@
+"""Abstract values the tracer binds to names besides IR `Value`s: tiles, modules, named scalars."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir import TileDim
+
+
+@dataclass(frozen=True)
+class Module:
+    """A module or callable known by its qualified name (`torch.nn.functional.softmax`)."""
+
+    qualname: str
+
+
+@dataclass(frozen=True)
+class Tile:
+    """A loop variable of `hl.tile` (a block of indices) or `hl.grid` (one index)."""
+
+    dim: TileDim
+
+
+@dataclass(frozen=True)
+class TileId:
+    """`tile.id`: the block number, usable as an index into a per-block buffer."""
+
+    dim: TileDim
+
+
+@dataclass(frozen=True)
+class NamedConst:
+    """A host float (or scalar kernel argument) used in device code; generated code passes it by name."""
+
+    name: str
+    value: float | int | bool
+    is_arg: bool = False
+
+
+class BlockSize(int):
+    """`hl.register_block_size(n)`: an int that remembers which config block size it is."""
+
+    index: int
+
+    def __new__(cls, value: int, index: int) -> BlockSize:
+        obj = super().__new__(cls, value)
+        obj.index = index
+        return obj
+
+
+@dataclass(frozen=True)
+class TileLoopSpec:
+    """What `hl.tile(...)` / `hl.grid(...)` evaluates to; only meaningful as a `for` iterable."""
+
+    api: str  # "tile" | "grid"
+    extents: tuple[int, ...]
+    begins: tuple[int, ...]
+    block_sizes: tuple[int | BlockSize | None, ...]
+    multi: bool  # called with a list/size (targets get a tuple)
+
+
+DEVICE_SENTINEL = Module("torch.device")

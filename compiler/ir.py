@@ -1,0 +1,157 @@
+"""The typed tile IR: what a kernel does, with a source range on every node.
+
+Values are typed by torch meta tensors (shape + dtype), so broadcasting and type promotion follow PyTorch.
+A kernel is a host `Region` whose statements are host ops and `GridLoop`s (one per outermost hl.tile /
+hl.grid loop = one pallas_call); a grid loop's body is a device `Region` of ops, `Load`/`Store` of host
+tensors, and nested `InnerLoop`s carrying values.
+All sizes are concrete: the IR is built for one shape set and one config.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import torch
+
+from .diagnostics import Range
+
+_ids = itertools.count()
+
+
+@dataclass(eq=False)
+class Value:
+    """An SSA tensor value. `space` says whether it lives in the host function or in the kernel."""
+
+    meta: torch.Tensor
+    space: Literal["host", "device"]
+    producer: Node | None = None
+    hint: str | None = None  # user variable name, for readable generated code
+    id: int = field(default_factory=lambda: next(_ids))
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.meta.shape)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.meta.dtype
+
+
+@dataclass(eq=False)
+class Node:
+    range: Range
+
+
+@dataclass(eq=False)
+class Op(Node):
+    """A torch-level operation: `kind` names an emission template in codegen/exprs.py."""
+
+    kind: str
+    args: tuple[Any, ...]  # Values, Python scalars, dtypes, tuples thereof
+    kwargs: dict[str, Any]
+    out: Value | tuple[Value, ...]
+
+    def outputs(self) -> tuple[Value, ...]:
+        return self.out if isinstance(self.out, tuple) else (self.out,)
+
+
+@dataclass(frozen=True)
+class TileDim:
+    """One loop dimension: `hl.tile` (blocked) or `hl.grid` (block 1, scalar index)."""
+
+    loop_id: int
+    axis: int  # position within its loop's dims
+    extent: int
+    block_size: int
+    begin: int
+    api: Literal["tile", "grid"]
+    block_index: int | None  # index into config block_sizes, None when fixed
+    name: str
+
+    @property
+    def steps(self) -> int:
+        return max(1, -(-(self.extent - self.begin) // self.block_size))
+
+
+IndexItem = tuple  # ("tile", TileDim) | ("full",) | ("newaxis",) | ("int", int) | ("grid", TileDim) | ("id", TileDim)
+
+
+@dataclass(eq=False)
+class HostTensor:
+    """A tensor of the host program that device code loads from or stores to."""
+
+    value: Value  # its current host value
+    name: str
+    origin: Literal["arg", "alloc", "derived"]
+    init: Literal["empty", "zeros", "ones", "full"] | None = None
+    fill: float = 0.0
+
+
+@dataclass(eq=False)
+class Load(Node):
+    tensor: HostTensor
+    index: tuple[IndexItem, ...]
+    out: Value
+
+
+@dataclass(eq=False)
+class Store(Node):
+    tensor: HostTensor
+    index: tuple[IndexItem, ...]
+    value: Value
+    accumulate: str | None = None  # "add" for `x[...] += v`
+
+
+@dataclass(eq=False)
+class Carried:
+    name: str
+    init: Value  # value before the loop
+    phi: Value  # the value inside the loop body at the start of an iteration
+    next: Value | None = None  # value at the end of the body
+    result: Value | None = None  # value after the loop
+
+
+@dataclass(eq=False)
+class InnerLoop(Node):
+    dims: tuple[TileDim, ...]
+    body: list[Node]
+    carried: list[Carried]
+    index: int = 0  # order among the kernel's inner loops (pallas_loop_type list position)
+    depth: int = 1
+
+
+@dataclass(eq=False)
+class GridLoop(Node):
+    dims: tuple[TileDim, ...]
+    body: list[Node]
+    header_range: Range | None = None
+
+
+@dataclass(eq=False)
+class Return(Node):
+    values: tuple[Any, ...]  # Values / None / scalars
+    is_tuple: bool
+
+
+@dataclass(eq=False)
+class KernelIR:
+    name: str
+    params: list[str]
+    args: dict[str, Value | int | float | bool]
+    host: list[Node]  # host ops, GridLoops, Return, in program order
+    tensors: list[HostTensor]
+    block_sizes: list[int]  # resolved config block sizes
+    block_size_dims: list[list[tuple[HostTensor, int]]]  # per block size: (tensor, dim) it tiles
+    inner_loops: list[InnerLoop]
+    loads: list[Load]  # in source order (pallas_load_buffer_count order)
+    range: Range
+
+
+def walk(nodes: list[Node]):
+    """Every node, depth first, in program order."""
+    for n in nodes:
+        yield n
+        if isinstance(n, GridLoop | InnerLoop):
+            yield from walk(n.body)

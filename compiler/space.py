@@ -1,0 +1,187 @@
+"""Block-size legality, default configs and the config space of a kernel for given shapes.
+
+TPU rule (Mosaic): of a block's last two dims, the last must be a multiple of 128 and the second-minor a
+multiple of 8, unless the block spans the whole dimension. Inner-loop blocks must also divide the loop's
+extent (the loop slices a resident block or streams whole blocks).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config import LOOP_TYPES, Config
+from .diagnostics import Diagnostic, Fix, Range, error, hint
+from .ir import KernelIR, walk, InnerLoop
+
+LANE, SUBLANE, LEADING = "lane", "sublane", "leading"
+
+
+@dataclass(frozen=True)
+class BlockUse:
+    """What one config block size tiles: its role decides which values are legal."""
+
+    index: int
+    extent: int
+    role: str  # lane | sublane | leading
+    tensors: tuple[str, ...]
+    inner: bool  # tiles an inner (non-grid) loop
+    range: Range
+    itemsize: int = 4
+
+
+def block_uses(ir: KernelIR, ranges: list[Range], extents: list[int]) -> list[BlockUse]:
+    inner_blocks = {d.block_index for lp in ir.inner_loops for d in lp.dims if d.block_index is not None}
+    uses = []
+    for i, dims in enumerate(ir.block_size_dims):
+        role = LEADING
+        names, itemsize = [], 4
+        for tensor, dim in dims:
+            nd = len(tensor.value.shape)
+            r = LANE if dim == nd - 1 else (SUBLANE if dim == nd - 2 else LEADING)
+            if r == LANE or (r == SUBLANE and role == LEADING):
+                role = r
+            if tensor.name not in names:
+                names.append(tensor.name)
+            itemsize = min(itemsize, tensor.value.dtype.itemsize)
+        uses.append(BlockUse(i, extents[i], role, tuple(names), i in inner_blocks, ranges[i], itemsize))
+    return uses
+
+
+def legal(use: BlockUse, value: int) -> bool:
+    if value >= use.extent:
+        return True
+    if use.inner and use.extent % value:
+        return False
+    if use.role == LANE:
+        return value % 128 == 0
+    if use.role == SUBLANE:
+        return value % 8 == 0
+    return value >= 1
+
+
+def candidates(use: BlockUse) -> list[int]:
+    """Legal block sizes worth trying: powers of two in range plus the full extent."""
+    out = []
+    lo = {LANE: 128, SUBLANE: 8, LEADING: 1}[use.role]
+    v = lo
+    while v < use.extent:
+        if legal(use, v):
+            out.append(v)
+        v *= 2
+    out.append(use.extent)
+    return out
+
+
+def default_block(use: BlockUse) -> int:
+    target = {LANE: 512, SUBLANE: 256, LEADING: 1}[use.role]
+    ok = [c for c in candidates(use) if c <= max(target, 1)]
+    return ok[-1] if ok else candidates(use)[0]
+
+
+def nearest_legal(use: BlockUse, value: int) -> int:
+    return min(candidates(use), key=lambda c: (abs(math.log2(max(c, 1)) - math.log2(max(value, 1))), c))
+
+
+def check_blocks(uses: list[BlockUse], values: list[int], given: bool) -> list[Diagnostic]:
+    diags = []
+    for use, value in zip(uses, values, strict=False):
+        if legal(use, value):
+            rows = 8 * max(1, 4 // use.itemsize)
+            if use.role == LANE and value < 128 and use.extent >= 128:
+                diags.append(hint("HPL500", f"block_sizes[{use.index}]={value} fills {value} of 128 lanes; "
+                                  "use a multiple of 128", use.range))
+            elif use.role == SUBLANE and value < rows and use.extent >= rows:
+                diags.append(hint("HPL502", f"block_sizes[{use.index}]={value} is below the {rows}-row packed tile "
+                                  f"of {', '.join(use.tensors)}", use.range))
+            continue
+        best = nearest_legal(use, value)
+        what = {LANE: "the lane (last) dim", SUBLANE: "the sublane (second-to-last) dim", LEADING: "a dim"}[use.role]
+        if use.inner and use.extent % value:
+            reason = f"must divide the inner loop's extent {use.extent}"
+            code = "HPL201"
+        else:
+            rule = {LANE: "a multiple of 128", SUBLANE: "a multiple of 8"}.get(use.role, "positive")
+            reason = f"must be {rule} or the full {use.extent}"
+            code = "HPL200"
+        msg = (f"block_sizes[{use.index}]={value} tiles {what} of {', '.join(use.tensors) or 'the loop'} "
+               f"(size {use.extent}): {reason}; try {best}")
+        diags.append(error(code, msg, use.range, data={"block_index": use.index, "suggested": best},
+                           fix=None if not given else Fix(f"Use block size {best}", use.range, str(best))))
+    return diags
+
+
+@dataclass
+class ConfigSpace:
+    """The discrete config space: named dimensions with finite candidate values.
+
+    `dimensions` lists (name, values); `to_config(point)` turns one choice per dimension into a Config.
+    """
+
+    dimensions: list[tuple[str, list[Any]]]
+    base: Config = field(default_factory=Config)
+    n_blocks: int = 0
+    n_loops: int = 0
+    n_loads: int = 0
+
+    @property
+    def size(self) -> int:
+        return math.prod(len(v) for _, v in self.dimensions) if self.dimensions else 1
+
+    def to_config(self, point: dict[str, Any]) -> Config:
+        values = dict(self.base)
+        if self.n_blocks:
+            values["block_sizes"] = [point[f"block_sizes[{i}]"] for i in range(self.n_blocks)]
+        if self.n_loops:
+            loops = [point[f"pallas_loop_type[{i}]"] for i in range(self.n_loops)]
+            values["pallas_loop_type"] = loops[0] if len(set(loops)) == 1 else loops
+        if self.n_loads:
+            bufs = [point[f"pallas_load_buffer_count[{i}]"] for i in range(self.n_loads)]
+            if any(b != 2 for b in bufs):
+                values["pallas_load_buffer_count"] = bufs
+            else:
+                values.pop("pallas_load_buffer_count", None)
+        return Config(values)
+
+    def point_of(self, config: Config) -> dict[str, Any]:
+        point = {}
+        blocks = list(config.get("block_sizes", []))
+        loops = config.get("pallas_loop_type", "unroll")
+        bufs = config.get("pallas_load_buffer_count", 2)
+        for name, values in self.dimensions:
+            key, idx = name.split("[")
+            i = int(idx[:-1])
+            if key == "block_sizes":
+                point[name] = blocks[i] if i < len(blocks) else values[0]
+            elif key == "pallas_loop_type":
+                point[name] = loops if isinstance(loops, str) else (loops[i] if i < len(loops) else values[0])
+            else:
+                point[name] = bufs if isinstance(bufs, int) else (bufs[i] if i < len(bufs) else 2)
+        return point
+
+    def __iter__(self) -> Iterator[Config]:
+        names = [n for n, _ in self.dimensions]
+        for combo in itertools.product(*[v for _, v in self.dimensions]):
+            yield self.to_config(dict(zip(names, combo, strict=True)))
+
+
+def build_space(ir: KernelIR, uses: list[BlockUse]) -> ConfigSpace:
+    dims: list[tuple[str, list[Any]]] = [(f"block_sizes[{u.index}]", candidates(u)) for u in uses]
+    n_loops = len(ir.inner_loops)
+    for i, lp in enumerate(ir.inner_loops):
+        types = list(LOOP_TYPES) if lp.depth == 1 else ["unroll", "fori_loop"]
+        dims.append((f"pallas_loop_type[{i}]", types))
+    # single-buffering is worth trying for loads an inner loop reads (resident K/V) — others stay at 2
+    inner_loads = {id(n) for lp in ir.inner_loops for n in walk(lp.body)}
+    buffered = [i for i, ld in enumerate(ir.loads) if id(ld) in inner_loads]
+    n_loads = len(ir.loads) if buffered else 0
+    for i in range(n_loads):
+        dims.append((f"pallas_load_buffer_count[{i}]", [2, 1] if i in buffered else [2]))
+    return ConfigSpace(dims, Config(), len(uses), n_loops, n_loads)
+
+
+def loops_of(ir: KernelIR) -> list[InnerLoop]:
+    return list(ir.inner_loops)

@@ -1,0 +1,135 @@
+"""VMEM report: every buffer a compiled kernel keeps in VMEM, padded as the TPU lays it out, against the
+scoped limit the generated code requests and the chip's capacity.
+
+Rows are read off the Pallas plan, so they describe exactly the generated code. Compiler temporaries are
+an estimate (peak of simultaneously live values in the kernel body) and are labelled as such.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .chips import Chip
+from .codegen.work import padded_bytes
+from .plan import CallPlan, Operand
+
+MiB = 1024 * 1024
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "int32": torch.int32,
+           "int16": torch.int16, "int8": torch.int8, "uint8": torch.uint8, "bool": torch.bool,
+           "float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}
+
+ROLES = {
+    ("vmem_block", "input"): "input block",
+    ("vmem_block", "output"): "output block",
+    ("vmem_block", "inout"): "in/out block",
+    ("resident", "input"): "whole-array resident operand",
+    ("resident", "output"): "whole-array resident output",
+    ("resident", "inout"): "whole-array resident in/out",
+    ("hbm", "input"): "inner-pipeline buffer",
+    ("hbm", "output"): "inner-pipeline buffer",
+    ("hbm", "inout"): "inner-pipeline buffer",
+}
+
+
+@dataclass(frozen=True)
+class VmemRow:
+    name: str
+    role: str
+    block_shape: tuple[int | None, ...]
+    dtype: str
+    tile_bytes: int  # one buffer, padded to (8|16|32) x 128 tiles
+    buffer_count: int
+    bytes: int
+    call: str
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "role": self.role, "block_shape": list(self.block_shape), "dtype": self.dtype,
+                "tile_bytes": self.tile_bytes, "buffer_count": self.buffer_count, "bytes": self.bytes,
+                "call": self.call}
+
+
+@dataclass(frozen=True)
+class VmemReport:
+    chip: str
+    rows: tuple[VmemRow, ...]
+    total_bytes: int  # the largest pallas_call's total (calls run one after another)
+    limit_bytes: int  # vmem_limit_bytes the generated code requests
+    default_limit_bytes: int
+    capacity_bytes: int
+    max_limit_bytes: int
+
+    @property
+    def verdict(self) -> str:
+        if self.total_bytes > self.max_limit_bytes:
+            return "out_of_vmem"
+        if self.total_bytes > self.default_limit_bytes:
+            return "over_default_limit"
+        return "fits"
+
+    def to_json(self) -> dict:
+        return {"total_bytes": self.total_bytes, "limit_bytes": self.limit_bytes,
+                "default_limit_bytes": self.default_limit_bytes, "capacity_bytes": self.capacity_bytes,
+                "verdict": self.verdict, "chip": self.chip, "buffers": [r.to_json() for r in self.rows]}
+
+    def table(self) -> str:
+        """A plain-text table, as printed by `helion-pallas compile --emit vmem` and shown in hovers."""
+        head = f"{'buffer':<22} {'role':<30} {'block':<22} {'dtype':<9} {'bufs':>4} {'bytes':>12}"
+        lines = [head, "-" * len(head)]
+        for r in self.rows:
+            block = "[" + ", ".join("-" if d is None else str(d) for d in r.block_shape) + "]"
+            lines.append(f"{r.name:<22} {r.role:<30} {block:<22} {r.dtype:<9} {r.buffer_count:>4} {fmt_bytes(r.bytes):>12}")
+        lines.append("-" * len(head))
+        lines.append(
+            f"total {fmt_bytes(self.total_bytes)} | requested limit {fmt_bytes(self.limit_bytes)} | default scoped "
+            f"{fmt_bytes(self.default_limit_bytes)} | capacity {fmt_bytes(self.capacity_bytes)} ({self.chip}) -> "
+            f"{self.verdict.replace('_', ' ')}"
+        )
+        return "\n".join(lines)
+
+
+def fmt_bytes(n: float) -> str:
+    if n >= MiB:
+        return f"{n / MiB:.2f} MiB"
+    if n >= 1024:
+        return f"{n / 1024:.1f} KiB"
+    return f"{int(n)} B"
+
+
+def operand_row(op: Operand, call: str) -> VmemRow:
+    dtype = _DTYPES[op.dtype]
+    tile = padded_bytes(op.block_shape, dtype)
+    return VmemRow(op.tensor, ROLES[(op.memory, op.kind)], op.block_shape, op.dtype, tile, op.buffer_count,
+                   tile * op.buffer_count, call)
+
+
+def call_rows(call: CallPlan) -> list[VmemRow]:
+    rows = [operand_row(op, call.name) for op in call.operands]
+    for s in call.scratch:
+        b = padded_bytes(s.shape, _DTYPES[s.dtype])
+        rows.append(VmemRow(s.name, "scratch / carried value", s.shape, s.dtype, b, 1, b, call.name))
+    if call.temporaries_bytes:
+        rows.append(VmemRow("(temporaries)", "compiler temporaries (estimated)", (), "-", call.temporaries_bytes, 1,
+                            call.temporaries_bytes, call.name))
+    return rows
+
+
+def call_total(call: CallPlan) -> int:
+    return sum(r.bytes for r in call_rows(call))
+
+
+def requested_limit(total: int, chip: Chip) -> int:
+    """vmem_limit_bytes for the generated code: the default unless more is needed, never above the chip's max."""
+    wanted = -(-int(total * 1.2 + MiB) // MiB) * MiB
+    return max(chip.default_scoped_vmem_bytes, min(wanted, chip.max_vmem_limit_bytes))
+
+
+def vmem_report(calls: list[CallPlan], chip: Chip) -> VmemReport:
+    rows: list[VmemRow] = []
+    for c in calls:
+        rows.extend(call_rows(c))
+    total = max((call_total(c) for c in calls), default=0)
+    limit = max((c.vmem_limit_bytes for c in calls), default=chip.default_scoped_vmem_bytes)
+    return VmemReport(chip.name, tuple(rows), total, limit, chip.default_scoped_vmem_bytes, chip.vmem_capacity_bytes,
+                      chip.max_vmem_limit_bytes)
