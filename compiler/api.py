@@ -218,6 +218,7 @@ class CompiledKernel:
         self.diagnostics = diagnostics
         self.mutated = mutated
         self.entry = kernel.name
+        self.truth: dict[str, Any] = {}  # stage -> compiler.truth.TruthResult, filled by the check_* methods
         self._fn = None
 
     def __repr__(self) -> str:
@@ -243,6 +244,29 @@ class CompiledKernel:
                 dtype = names.get(str(spec.dtype), None) or jnp.dtype(str(spec.dtype).replace("torch.", ""))
                 out.append(jax.ShapeDtypeStruct(spec.shape, dtype))
         return out
+
+    def check_lowering(self) -> list[Diagnostic]:
+        """Mosaic lowering for the chip (always available); diagnostics on the kernel source."""
+        from .truth import check_lowering
+
+        return self._guarded(check_lowering, "lowering").diagnostics
+
+    def check_tpu_compile(self) -> list[Diagnostic]:
+        """The real libtpu compile (one HPL402 info diagnostic when libtpu is absent)."""
+        from .truth import check_tpu_compile
+
+        return self._guarded(check_tpu_compile, "libtpu").diagnostics
+
+    def _guarded(self, check: Any, stage: str) -> Any:
+        from .truth import TruthResult
+
+        try:
+            result = check(self)
+        except Exception as exc:  # noqa: BLE001 - a checker bug is one diagnostic, never a crash
+            log.error("internal error in the %s check of %s:\n%s", stage, self.kernel.name, traceback.format_exc())
+            result = TruthResult(False, [_internal(self.plan.calls[0].range, exc)])
+        self.truth[stage] = result
+        return result
 
     def scalar_args(self) -> dict[str, Any]:
         return {n: v for n, v in self.args.items() if not isinstance(v, TensorSpec)}

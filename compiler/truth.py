@@ -1,0 +1,136 @@
+"""TPU truth for a compiled kernel: the Mosaic lowering check and the real (deviceless) libtpu compile,
+with every failure mapped back to the user's kernel source through the generated code's source map.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .diagnostics import Diagnostic, Range, Related, error, hint, warning
+from .vmem import fmt_bytes
+
+if TYPE_CHECKING:
+    from .api import CompiledKernel
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TruthResult:
+    """What a check found: the raw result of the checker and the diagnostics on the kernel source."""
+
+    ok: bool
+    diagnostics: list[Diagnostic]
+    raw: Any = None
+    seconds: float = 0.0
+    facts: dict = field(default_factory=dict)
+
+
+def generated_filename(ck: CompiledKernel) -> str:
+    return f"<helion-pallas {ck.kernel.name}>"
+
+
+def source_range_of_line(ck: CompiledKernel, line: int | None) -> Range | None:
+    """Kernel source range of a 1-based generated line (the nearest mapped line at or above it)."""
+    if line is None:
+        return None
+    best = None
+    for gen_line, rng in ck.source_map:
+        if gen_line <= line - 1 and (best is None or gen_line > best[0]):
+            best = (gen_line, rng)
+    return best[1] if best else None
+
+
+def _operand_range(ck: CompiledKernel, kind: str | None, index: int | None) -> tuple[Range | None, str | None]:
+    if kind is None or index is None:
+        return None, None
+    call = ck.plan.calls[0]
+    ops = [o for o in call.operands if (o.kind in ("input", "inout")) == (kind == "input")]
+    if kind == "output":
+        ops = [o for o in call.operands if o.kind in ("output", "inout")]
+    if 0 <= index < len(ops):
+        return (ops[index].ranges[0] if ops[index].ranges else None), ops[index].tensor
+    return None, None
+
+
+def check_lowering(ck: CompiledKernel) -> TruthResult:
+    """Pallas -> Mosaic lowering for the chip, on CPU. Failures land on the kernel line that caused them."""
+    from .checks import lower_check
+    from .runtime import load_entry
+
+    fn = load_entry(ck.source, ck.entry, generated_filename(ck))
+    args = list(ck.arg_structs()) + [ck.args[n] for n in ck.kernel.params if n in ck.scalar_args()]
+    result = lower_check(fn, args, ck.chip)
+    if result.ok:
+        return TruthResult(True, [], result, result.seconds)
+    h = result.hints
+    rng, tensor = _operand_range(ck, h.operand_kind, h.operand_index)
+    loc_rng = source_range_of_line(ck, h.location.line if h.location else None)
+    target = rng or loc_rng or ck.plan.calls[0].range
+    first = (result.error.splitlines() or ["lowering failed"])[-1][:400]
+    what = {
+        "block_shape": "block shape is not legal on TPU",
+        "unimplemented": f"`{h.primitive or 'an operation'}` has no TPU lowering",
+        "buffering": "buffer count not supported at the top level (use 1 or 2)",
+        "dimension_semantics": "grid / dimension_semantics mismatch",
+    }.get(result.kind or "", "Mosaic lowering failed")
+    subject = f" for `{tensor}`" if tensor else ""
+    code = "HPL200" if result.kind == "block_shape" else "HPL400"
+    diag = error(code, f"{what}{subject} ({ck.chip.name}): {first}", target,
+                 data={"stage": "lowering", "kind": result.kind})
+    return TruthResult(False, [diag], result, result.seconds)
+
+
+def check_tpu_compile(ck: CompiledKernel, compiler: Any = None) -> TruthResult:
+    """The real TPU compiler (libtpu, no TPU needed). Absent libtpu gives one info diagnostic, never a failure."""
+    from .checks import LibtpuUnavailable, libtpu_available, tpu_compile
+
+    call_range = ck.plan.calls[0].range
+    if not libtpu_available():
+        return TruthResult(True, [hint("HPL402", "libtpu is not installed: the real TPU compile was skipped "
+                                       "(pip install 'helion-ls[tpu]'); VMEM and lowering checks still ran", call_range)],
+                           None)
+    args = list(ck.arg_structs()) + [ck.args[n] for n in ck.kernel.params if n in ck.scalar_args()]
+    try:
+        run = compiler.compile if compiler is not None else tpu_compile
+        result = run(ck.source, ck.entry, args, ck.chip, dump_mosaic=True, filename=generated_filename(ck))
+    except LibtpuUnavailable as exc:
+        return TruthResult(True, [hint("HPL402", f"libtpu unavailable: {exc}", call_range)], None)
+    facts = {
+        "vmem_limit_bytes": result.vmem_limit_bytes or ck.vmem.limit_bytes,
+        "vmem_used_bytes": result.vmem_used_bytes,
+        "op_counts": result.categories if result.ok else {},
+        "seconds": result.seconds,
+    }
+    if result.ok:
+        return TruthResult(True, [], result, result.seconds, facts)
+    loc_rng = source_range_of_line(ck, result.location.line if result.location else None)
+    if result.kind == "vmem_oom":
+        n = result.numbers
+        detail = ""
+        if n.get("requested_bytes"):
+            detail = f": needs {fmt_bytes(n['requested_bytes'])}"
+            if n.get("limit_bytes"):
+                detail += f", limit {fmt_bytes(n['limit_bytes'])}"
+        biggest = max(ck.vmem.rows, key=lambda r: r.bytes, default=None)
+        related = []
+        if biggest is not None:
+            for op in ck.plan.calls[0].operands:
+                if op.tensor == biggest.name and op.ranges:
+                    related.append(Related(op.ranges[0], f"largest buffer: `{biggest.name}` ({fmt_bytes(biggest.bytes)})"))
+                    break
+        diag = error("HPL302", f"the TPU compiler ran out of VMEM on {ck.chip.name}{detail} "
+                     f"({result.oom_limit or 'scoped'} limit): {result.key_line[:300]}", call_range,
+                     related=tuple(related), data={"stage": "libtpu", "kind": "vmem_oom", **n})
+    elif result.kind in ("timeout", "crash"):
+        diag = warning("HPL401", f"the libtpu compile {'timed out' if result.kind == 'timeout' else 'crashed'}; "
+                       "result unknown", call_range, data={"stage": "libtpu", "kind": result.kind})
+    else:
+        what = {"vector_layout": "vector layout not supported", "alignment": "unaligned access",
+                "unsupported_dtype": f"dtype not supported on {ck.chip.name}"}.get(result.kind or "", "compile failed")
+        code = "HPL203" if result.kind == "unsupported_dtype" else "HPL401"
+        diag = error(code, f"TPU compile ({ck.chip.name}): {what}: {(result.key_line or result.error)[:300]}",
+                     loc_rng or call_range, data={"stage": "libtpu", "kind": result.kind})
+    return TruthResult(False, [diag], result, result.seconds, facts)
