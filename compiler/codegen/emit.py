@@ -369,10 +369,9 @@ class _KernelWriter(_RegionWriter):
         for d, var in zip(loop.dims, vars_, strict=True):
             self.loop_vars[(d.loop_id, d.axis)] = var
         if strategy == "unroll":
+            self.out.add(indent, "# unrolled inner loop: static pl.ds slices of VMEM-resident blocks")
             for k, (d, var) in enumerate(zip(loop.dims, vars_, strict=True)):
-                self.out.add(indent + k, f"for {var} in range({d.steps}):  # unrolled: static slices", None)
-                if k == 0:
-                    self.out.source_map.append((len(self.out.lines) - 1, loop.range))
+                self.out.add(indent + k, f"for {var} in range({d.steps}):", loop.range if k == 0 else None)
             inner = indent + len(loop.dims)
             self.region(inner, loop.body)
             self._carry_update(inner, loop)

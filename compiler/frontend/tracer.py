@@ -112,8 +112,9 @@ class Tracer:
                 parts.append(f"missing {', '.join(missing)}")
             if extra:
                 parts.append(f"unexpected {', '.join(extra)}")
-            raise UserError("HPL103", f"args for {self.fn.name}({', '.join(names)}): {'; '.join(parts)}",
-                            Range.of(self.fn.args) if names else Range.of(self.fn))
+            params = self.fn.args.args
+            rng = Range(Range.of(params[0]).start, Range.of(params[-1]).end) if params else Range.of(self.fn)
+            raise UserError("HPL103", f"args for {self.fn.name}({', '.join(names)}): {'; '.join(parts)}", rng)
         for name in names:
             spec = specs[name] if name in specs else self._literal(defaults[name])
             if isinstance(spec, TensorSpec):

@@ -1,0 +1,151 @@
+"""`helion-pallas`: compile, check and tune Helion kernels from the command line.
+
+Exit codes: 0 ok, 1 diagnostics or mismatches, 2 usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")  # libtpu, when installed, must not claim this process
+
+from .api import CompiledKernel, Kernel, Module, load  # noqa: E402
+from .config import Config, ConfigError  # noqa: E402
+from .diagnostics import CompileError, Diagnostic  # noqa: E402
+from .specs import SpecError, parse_args_text  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    try:
+        return ns.handler(ns)
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="helion-pallas", description="Helion kernels -> Pallas TPU modules")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    c = sub.add_parser("compile", help="print the generated Pallas module (or JSON / VMEM report / Mosaic)")
+    _common(c)
+    c.add_argument("--config", help="JSON or helion.Config(...) text; missing keys take their defaults")
+    c.add_argument("--emit", choices=["pallas", "json", "vmem", "mosaic"], default="pallas")
+    c.set_defaults(handler=cmd_compile)
+
+    k = sub.add_parser("check", help="run kernels on small inputs in interpret mode against the eager reference")
+    k.add_argument("file")
+    k.add_argument("-k", "--kernel")
+    k.add_argument("--chip", default="v7x")
+    k.add_argument("--loop-types", default="unroll,emit_pipeline,fori_loop")
+    k.set_defaults(handler=cmd_check)
+
+    t = sub.add_parser("tune", help="search configs for each kernel and shape set")
+    from .tune import command as tune_command
+
+    tune_command.add_arguments(t)
+    t.set_defaults(handler=tune_command.run)
+    return parser
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file")
+    p.add_argument("-k", "--kernel", help="kernel name (default: the first kernel in the file)")
+    p.add_argument("--args", help='shapes, as inside "# helion: args(...)"')
+    p.add_argument("--shape-set", type=int, default=None, help="0-based index of the kernel's shape lines")
+    p.add_argument("--chip", default="v7x")
+
+
+def _pick_kernel(module: Module, name: str | None) -> Kernel | None:
+    if name:
+        return module.kernels.get(name)
+    return next(iter(module.kernels.values()), None)
+
+
+def print_diagnostics(diags: list[Diagnostic], path: str, stream: Any = sys.stderr) -> None:
+    for d in diags:
+        s = d.range.start
+        print(f"{path}:{s.line + 1}:{s.character + 1}: {d.severity.name.lower()} {d.code}: {d.message}", file=stream)
+
+
+def cmd_compile(ns: argparse.Namespace) -> int:
+    if not os.path.exists(ns.file):
+        print(f"helion-pallas: no such file: {ns.file}", file=sys.stderr)
+        return 2
+    module = load(ns.file)
+    errors = [d for d in module.diagnostics if d.is_error]
+    kernel = _pick_kernel(module, ns.kernel)
+    if kernel is None:
+        print_diagnostics(module.diagnostics, ns.file)
+        print(f"helion-pallas: no kernel {ns.kernel or ''} in {ns.file}".replace("  ", " "), file=sys.stderr)
+        return 1 if errors or module.kernels else 2
+    try:
+        args = parse_args_text(ns.args) if ns.args else None
+        config = Config.parse(ns.config) if ns.config else None
+    except (SpecError, ConfigError) as exc:
+        print(f"helion-pallas: {exc}", file=sys.stderr)
+        return 2
+    try:
+        ck = kernel.compile(args=args, config=config, chip=ns.chip, shape_set=ns.shape_set)
+    except CompileError as exc:
+        if ns.emit == "json":
+            print(json.dumps({"kernel": kernel.name, "diagnostics": [d.to_json() for d in exc.diagnostics]}, indent=2))
+        print_diagnostics(exc.diagnostics, ns.file)
+        return 1
+    if ns.emit == "pallas":
+        sys.stdout.write(ck.source)
+    elif ns.emit == "vmem":
+        print(ck.vmem.table())
+    elif ns.emit == "json":
+        diags = ck.diagnostics + ck.check_lowering()
+        out = ck.to_json()
+        out["diagnostics"] = [d.to_json() for d in diags]
+        print(json.dumps(out, indent=2))
+    elif ns.emit == "mosaic":
+        return _emit_mosaic(ck, ns.file)
+    print_diagnostics(ck.diagnostics, ns.file)
+    return 1 if any(d.is_error for d in ck.diagnostics) else 0
+
+
+def _emit_mosaic(ck: CompiledKernel, path: str) -> int:
+    """Readable Mosaic MLIR: from the real libtpu compile when installed, else from the lowering."""
+    from .checks import libtpu_available, mosaic_text
+
+    diags = ck.check_lowering()
+    if diags:
+        print_diagnostics(diags, path)
+        return 1
+    if libtpu_available():
+        diags = ck.check_tpu_compile()
+        result = ck.truth["libtpu"].raw
+        if result is not None and result.ok:
+            for k in result.kernels:
+                print(f"// kernel {k.name}: op counts {json.dumps(k.categories)}")
+                print(k.final or k.mosaic)
+            return 0
+        print_diagnostics(diags, path)
+        return 1
+    print("// libtpu is not installed: Mosaic after lowering (before the TPU compiler's passes)")
+    print(mosaic_text(ck.truth["lowering"].raw.exported))
+    return 0
+
+
+def cmd_check(ns: argparse.Namespace) -> int:
+    from .check import check_file
+
+    if not os.path.exists(ns.file):
+        print(f"helion-pallas: no such file: {ns.file}", file=sys.stderr)
+        return 2
+    loops = [s.strip() for s in ns.loop_types.split(",") if s.strip()]
+    return check_file(ns.file, ns.kernel, ns.chip, loops)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

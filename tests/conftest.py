@@ -1,0 +1,19 @@
+"""Shared test set-up: jax stays on the CPU (libtpu, when installed, is only for the deviceless compile)."""
+
+import os
+from pathlib import Path
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples"
+SHARED_KERNELS = REPO.parent / "shared" / "kernels"
+
+
+def kernel_files() -> list[Path]:
+    """The repo's examples and, when present beside the repo, the seed's kernels."""
+    files = sorted(EXAMPLES.glob("*.py"))
+    if SHARED_KERNELS.is_dir():
+        files += sorted(SHARED_KERNELS.glob("*.py"))
+    return files

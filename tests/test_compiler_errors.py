@@ -1,0 +1,188 @@
+"""Bad input yields diagnostics with exact source ranges; nothing a user can type escapes as an exception."""
+
+import textwrap
+
+import pytest
+
+import compiler
+from compiler import CompileError
+
+HEADER = "import torch\nimport helion\nimport helion.language as hl\n\n"
+
+
+def compile_src(body: str, args: str = "x=f32[64, 256]", config=None):
+    module = compiler.load(HEADER + textwrap.dedent(body))
+    kernel = next(iter(module.kernels.values()))
+    return kernel.compile(args=args, config=config)
+
+
+def error_of(body: str, args: str = "x=f32[64, 256]", config=None):
+    with pytest.raises(CompileError) as info:
+        compile_src(body, args, config)
+    return info.value.diagnostics[0]
+
+
+def test_unsupported_while_loop():
+    d = error_of("""
+        @helion.kernel()
+        def k(x: torch.Tensor) -> torch.Tensor:
+            out = torch.empty_like(x)
+            for tile in hl.tile(x.size(0)):
+                while True:
+                    pass
+            return out
+    """)
+    assert d.code == "HPL101" and "while" in d.message
+    assert (d.range.start.line, d.range.start.character) == (9, 8)
+    assert (d.range.end.line, d.range.end.character) == (10, 16)
+
+
+def test_bad_block_size_on_tile_line():
+    d = error_of("""
+        @helion.kernel()
+        def k(x: torch.Tensor) -> torch.Tensor:
+            out = torch.empty_like(x)
+            for tm, tn in hl.tile(x.size()):
+                out[tm, tn] = x[tm, tn] * 2
+            return out
+    """, config={"block_sizes": [8, 100]})
+    assert d.code == "HPL200"
+    assert "block_sizes[1]=100" in d.message and "multiple of 128" in d.message and "try 128" in d.message
+    assert d.range.start.line == 8 and d.range.start.character == 4
+    assert d.fix is not None and d.fix.new_text == "128"
+
+
+def test_inner_block_must_divide():
+    d = error_of("""
+        @helion.kernel()
+        def k(x: torch.Tensor) -> torch.Tensor:
+            out = torch.empty([x.size(0)], dtype=x.dtype, device=x.device)
+            for tm in hl.tile(x.size(0)):
+                acc = hl.zeros([tm], dtype=torch.float32)
+                for tn in hl.tile(x.size(1)):
+                    acc = acc + x[tm, tn].sum(-1)
+                out[tm] = acc
+            return out
+    """, args="x=f32[64, 384]", config={"block_sizes": [64, 256]})
+    assert d.code == "HPL201" and "divide" in d.message and d.range.start.line == 10
+
+
+def test_wrong_arity():
+    d = error_of("""
+        @helion.kernel()
+        def k(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            out = torch.empty_like(x)
+            for tile in hl.tile(x.size()):
+                out[tile] = x[tile] + y[tile]
+            return out
+    """, args="x=f32[64, 256]")
+    assert d.code == "HPL103" and "missing y" in d.message
+    assert d.range.start.line == 6
+
+
+def test_unknown_name_range():
+    d = error_of("""
+        @helion.kernel()
+        def k(x: torch.Tensor) -> torch.Tensor:
+            out = torch.empty_like(x)
+            for tile in hl.tile(x.size()):
+                out[tile] = x[tile] + bogus
+            return out
+    """)
+    assert d.code == "HPL102" and "bogus" in d.message
+    assert (d.range.start.line, d.range.start.character, d.range.end.character) == (9, 30, 35)
+
+
+def test_syntax_error_is_a_diagnostic():
+    m = compiler.load(HEADER + "@helion.kernel()\ndef k(x):\n    for t in hl.tile(x.size(:\n")
+    assert m.kernels == {} and m.diagnostics[0].code == "HPL100"
+    assert m.diagnostics[0].range.start.line == 6
+
+
+def test_bad_args_line_range():
+    src = HEADER + "# helion: args(x=f99[8, 128])\n@helion.kernel()\ndef k(x):\n    return x\n"
+    m = compiler.load(src)
+    d = m.diagnostics[0]
+    assert d.code == "HPL104" and "f99" in d.message
+    assert d.range.start.line == 4 and src.splitlines()[4][d.range.start.character:d.range.end.character] == "f99"
+
+
+@pytest.mark.parametrize("args,code", [
+    ("x=f32[0, 128]", "HPL104"),
+    ("x=f32[-4, 128]", "HPL104"),
+    ("x=f32[1099511627776, 1099511627776]", "HPL104"),
+    ("x=c64[8, 128]", "HPL104"),
+    ("x=f32[n, 128]", "HPL104"),
+])
+def test_absurd_shapes(args, code):
+    body = """
+        @helion.kernel()
+        def k(x: torch.Tensor) -> torch.Tensor:
+            out = torch.empty_like(x)
+            for tile in hl.tile(x.size()):
+                out[tile] = x[tile]
+            return out
+    """
+    assert error_of(body, args=args).code == code
+
+
+def test_recursion_is_reported():
+    d = error_of("""
+        def helper(n):
+            return helper(n)
+
+        @helion.kernel()
+        def k(x: torch.Tensor) -> torch.Tensor:
+            out = torch.empty_like(x)
+            m = helper(3)
+            for tile in hl.tile(x.size()):
+                out[tile] = x[tile]
+            return out
+    """)
+    assert d.code == "HPL101" and "recurses" in d.message
+
+
+def test_vector_if_is_rejected():
+    d = error_of("""
+        @helion.kernel()
+        def k(x: torch.Tensor) -> torch.Tensor:
+            out = torch.empty_like(x)
+            for tile in hl.tile(x.size()):
+                v = x[tile]
+                if v > 0:
+                    v = v * 2
+                out[tile] = v
+            return out
+    """)
+    assert d.code == "HPL101" and "torch.where" in d.message and d.range.start.line == 10
+
+
+def test_half_written_loop_never_raises():
+    m = compiler.load(HEADER + "@helion.kernel()\ndef k(x):\n    for t in hl.tile(x.size(0)):\n        y = x[t\n")
+    assert m.diagnostics and m.diagnostics[0].code == "HPL100"
+
+
+def test_no_shape_set():
+    m = compiler.load(HEADER + "@helion.kernel()\ndef k(x):\n    return x\n")
+    with pytest.raises(CompileError) as info:
+        m.kernels["k"].compile()
+    assert info.value.diagnostics[0].code == "HPL107"
+
+
+def test_import_styles_and_aliases():
+    src = textwrap.dedent('''
+        import torch
+        from helion import kernel
+        from helion import language as lang
+
+        # helion: args(x=f32[16, 128])
+        @kernel(config=None)
+        def double(x: torch.Tensor) -> torch.Tensor:
+            out = torch.zeros_like(x)
+            for t in lang.tile(x.size()):
+                out[t] = x[t] * 2
+            return out
+    ''')
+    m = compiler.load(src)
+    assert list(m.kernels) == ["double"]
+    assert m.kernels["double"].compile().source
