@@ -1,0 +1,235 @@
+"""Executors: inline, a local spawn pool and a real Ray cluster on this machine (one for the module)."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from compiler.tune.executors import (
+    ExecutorError,
+    InlineExecutor,
+    LocalExecutor,
+    RayExecutor,
+    WorkerDied,
+    make_executor,
+)
+
+# ---- evaluation functions (top level: pickled by reference into the workers) ----------------------------
+
+
+def square(x: int) -> int:
+    if x == 3:
+        raise ValueError("three is not allowed")
+    return x * x
+
+
+def die_on_three(x: int) -> int:
+    time.sleep(0.3)  # keeps the others in flight when the culprit's process dies
+    if x == 3:
+        os._exit(7)
+    return x * x
+
+
+def span(item: tuple[int, float]) -> tuple[int, float, float]:
+    start = time.time()
+    time.sleep(item[1])
+    return os.getpid(), start, time.time()
+
+
+def touch_later(path: str) -> str:
+    time.sleep(0.3)
+    Path(path).touch()
+    return path
+
+
+def shout(x: int) -> int:
+    print("noise from a worker", flush=True)
+    return x
+
+
+def overlapping(spans: list[tuple[int, float, float]]) -> bool:
+    spans = sorted(spans, key=lambda s: s[1])
+    return any(b[1] < a[2] - 0.05 for a, b in zip(spans, spans[1:], strict=False))
+
+
+def check_results_and_errors(executor) -> None:
+    results = dict(executor.map_unordered(square, range(6)))
+    assert {k: v for k, v in results.items() if k != 3} == {0: 0, 1: 1, 2: 4, 4: 16, 5: 25}
+    assert type(results[3]) is ValueError and str(results[3]) == "three is not allowed"
+
+
+def check_worker_death_is_blamed_on_its_item(executor) -> None:
+    results = dict(executor.map_unordered(die_on_three, range(6)))
+    assert isinstance(results[3], WorkerDied)
+    assert {k: v for k, v in results.items() if k != 3} == {0: 0, 1: 1, 2: 4, 4: 16, 5: 25}
+    assert executor.submit(square, 4).result(timeout=30) == 16  # still usable
+
+
+# ---- spec parsing and inline --------------------------------------------------------------------------
+
+
+def test_make_executor_specs():
+    assert isinstance(make_executor("inline"), InlineExecutor)
+    with make_executor("local:3") as ex:
+        assert isinstance(ex, LocalExecutor) and ex.parallelism == 3
+    with make_executor("local") as ex:
+        assert ex.parallelism == os.cpu_count()
+    with make_executor("local", {"TPU": 1}) as ex:
+        assert ex.parallelism == 1  # one process owns the TPU
+    for bad in ("threads", "local:0", "local:x", "inline:2"):
+        with pytest.raises(ExecutorError):
+            make_executor(bad)
+    with pytest.raises(ExecutorError, match="GPU"):
+        make_executor("local", {"GPU": 1})
+
+
+def test_inline_executor():
+    check_results_and_errors(InlineExecutor())
+
+
+# ---- local process pool -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with LocalExecutor(2) as ex:
+        yield ex
+
+
+def test_local_pool_results_and_errors(pool):
+    check_results_and_errors(pool)
+
+
+def test_local_pool_runs_in_parallel_worker_processes(pool):
+    spans = [r for _, r in pool.map_unordered(span, [(i, 0.4) for i in range(4)])]
+    assert len({pid for pid, _, _ in spans}) == 2 and os.getpid() not in {pid for pid, _, _ in spans}
+    assert overlapping(spans)
+
+
+def test_local_pool_worker_death_is_blamed_on_its_item(pool):
+    check_worker_death_is_blamed_on_its_item(pool)
+
+
+def test_local_pool_closing_the_iterator_cancels_the_rest(pool, tmp_path):
+    paths = [str(tmp_path / f"{i}") for i in range(12)]
+    results = pool.map_unordered(touch_later, paths)
+    first = next(results)
+    results.close()
+    time.sleep(1.0)  # anything still running finishes; nothing queued may start
+    assert first[1] == first[0]
+    assert len(list(tmp_path.iterdir())) <= 1 + 2 * pool.parallelism
+
+
+def test_local_shutdown_stops_running_work():
+    ex = LocalExecutor(1)
+    future = ex.submit(span, (0, 30.0))
+    time.sleep(1.0)  # let it start
+    start = time.monotonic()
+    ex.shutdown(cancel=True)
+    assert time.monotonic() - start < 10
+    with pytest.raises(Exception):  # noqa: B017 - cancelled or broken, but never a result
+        future.result(timeout=10)
+
+
+def test_local_workers_never_write_to_stdout(capfd):
+    with LocalExecutor(1) as ex:
+        assert ex.submit(shout, 5).result(timeout=60) == 5
+    out, err = capfd.readouterr()
+    assert "noise from a worker" not in out and "noise from a worker" in err
+
+
+# ---- Ray on a local cluster ---------------------------------------------------------------------------
+
+# A separate process starts the cluster, as a cluster started elsewhere would be; the tests connect with
+# "ray:ADDRESS". Token authentication is switched off on both sides so no token file is involved.
+HEAD = """
+import sys, ray
+ray.init(address="local", include_dashboard=False, num_cpus=2, resources={"TPU": 1}, log_to_driver=False)
+print(ray.get_runtime_context().gcs_address, flush=True)
+sys.stdin.read()
+ray.shutdown()
+"""
+
+
+@pytest.fixture(scope="module")
+def ray_address():
+    ray = pytest.importorskip("ray")
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+    old = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_USAGE_STATS_ENABLED")}
+    os.environ.update({"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"})
+    head = subprocess.Popen(
+        [sys.executable, "-c", HEAD],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        address = head.stdout.readline().strip()
+        assert address, "the Ray head process did not start"
+        # Task functions from this test module travel by value: Ray workers cannot import test files.
+        ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+        yield address
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        head.stdin.close()
+        try:
+            head.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(head.pid, 9)  # the head and the Ray daemons it started (its own session)
+            head.wait()
+        for key, value in old.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@pytest.fixture(scope="module")
+def ray_executor(ray_address):
+    ex = make_executor(f"ray:{ray_address}")
+    assert isinstance(ex, RayExecutor) and ex.parallelism == 2
+    yield ex
+    ex.shutdown()
+
+
+def test_ray_results_and_errors(ray_executor):
+    check_results_and_errors(ray_executor)
+
+
+def test_ray_worker_death_is_blamed_on_its_item(ray_executor):
+    check_worker_death_is_blamed_on_its_item(ray_executor)
+
+
+def test_ray_tpu_resource_serialises_tasks(ray_executor, ray_address):
+    items = [(i, 0.4) for i in range(4)]
+    free = [r for _, r in ray_executor.map_unordered(span, items)]
+    assert overlapping(free)  # two CPUs: tasks overlap
+    tpu = make_executor("ray", {"TPU": 1})  # reuses the connected cluster
+    assert tpu.parallelism == 1
+    serial = [r for _, r in tpu.map_unordered(span, items)]
+    assert len(serial) == 4 and not overlapping(serial)
+
+
+def test_ray_rejects_what_the_cluster_cannot_do(ray_executor, ray_address):
+    with pytest.raises(ExecutorError, match="GPU"):
+        make_executor("ray", {"GPU": 1})
+    with pytest.raises(ExecutorError, match="already connected"):
+        make_executor("ray:127.0.0.1:1")
+
+
+def test_ray_shutdown_cancels_running_tasks(ray_address):
+    ex = make_executor(f"ray:{ray_address}")
+    future = ex.submit(span, (0, 60.0))
+    time.sleep(0.5)
+    ex.shutdown(cancel=True)
+    with pytest.raises(cf.CancelledError):
+        future.result(timeout=10)
