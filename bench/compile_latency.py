@@ -1,0 +1,92 @@
+"""Compile latency: milliseconds for load + IR + code generation per example kernel and config, in a warm
+process (median of 20). Goal: <= 30 ms per kernel and config, >= 5x faster than Helion's Pallas backend.
+
+When the optional `helion` package is importable (pip install 'helion-ls[bench]'), Helion's own bind +
+code generation time for the same kernel and shapes is printed beside ours as a ratio.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import compiler  # noqa: E402
+from compiler.diagnostics import CompileError  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+REPEATS = 20
+
+
+def measure(path: Path, name: str, shape_set: int, config: dict | None) -> float:
+    text = path.read_text()
+    times = []
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        kernel = compiler.load(text).kernels[name]
+        kernel.compile(shape_set=shape_set, config=config)
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
+def helion_ms(path: Path, name: str, shape_set: int, config: dict | None) -> str:
+    """Upstream Helion's bind + codegen for the same kernel and shapes, when installed."""
+    try:
+        import helion  # noqa: F401
+        import torch
+    except ImportError:
+        return "-"
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"bench_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    kernel = getattr(module, name)
+    shapes = compiler.load(path).kernels[name].shape_sets[shape_set]
+    args = [torch.empty(s.shape, dtype=s.dtype, device="meta") if hasattr(s, "shape") else s for s in shapes.values()]
+    times = []
+    for _ in range(3):
+        kernel.reset() if hasattr(kernel, "reset") else None
+        start = time.perf_counter()
+        bound = kernel.bind(tuple(args))
+        bound.to_triton_code(helion.Config(**config) if config else bound.config_spec.default_config())
+        times.append((time.perf_counter() - start) * 1e3)
+    return f"{statistics.median(times):.1f}"
+
+
+def main() -> int:
+    rows = []
+    for path in sorted((REPO / "examples").glob("*.py")):
+        for name, k in compiler.load(path).kernels.items():
+            try:
+                loops = k.config_space(shape_set_args(k)).n_loops
+            except CompileError as exc:
+                print(f"{path.name}:{name}: {exc}", file=sys.stderr)
+                continue
+            configs = [None] + ([{"pallas_loop_type": t} for t in ("unroll", "emit_pipeline", "fori_loop")] if loops else [])
+            for cfg in configs:
+                ours = measure(path, name, 0, cfg)
+                try:
+                    theirs = helion_ms(path, name, 0, cfg)
+                except Exception as exc:  # noqa: BLE001 - upstream failing is reported, not fatal
+                    theirs = f"error: {type(exc).__name__}"
+                ratio = f"{float(theirs) / ours:.1f}x" if theirs.replace(".", "").isdigit() else "-"
+                rows.append((f"{path.stem}:{name}", (cfg or {}).get("pallas_loop_type", "default"), f"{ours:.1f}", theirs, ratio))
+    header = ("kernel", "config", "helion-ls ms", "helion ms", "speed-up")
+    widths = [max(len(r[i]) for r in rows + [header]) for i in range(5)]
+    for r in [header] + rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+    print(f"median of {REPEATS} warm runs of load + IR + codegen per kernel and config (shape set 0)")
+    return 0
+
+
+def shape_set_args(kernel):
+    return kernel.shape_sets[0] if kernel.shape_sets else None
+
+
+if __name__ == "__main__":
+    sys.exit(main())
