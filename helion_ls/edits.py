@@ -37,14 +37,6 @@ def apply_edit(source: str, edit: TextEdit) -> str:
     return source[: edit.start] + edit.new_text + source[edit.end :]
 
 
-def offset_to_position(source: str, offset: int) -> tuple[int, int]:
-    """(zero-based line, UTF-16 character) of a code-point offset, as LSP clients count by default."""
-    line = source.count("\n", 0, offset)
-    line_start = source.rfind("\n", 0, offset) + 1
-    prefix = source[line_start:offset]
-    return line, len(prefix.encode("utf-16-le")) // 2
-
-
 def set_config(source: str, kernel: str, config: Mapping[str, Any], index: int | None = None) -> TextEdit:
     """Make the decorator of `kernel` use `config`.
 

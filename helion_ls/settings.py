@@ -140,3 +140,46 @@ def parse_settings(raw: Any, base_dir: str | None = None) -> tuple[Settings, lis
             default = getattr(defaults, field)
             problems.append(f"helion.{key} = {value!r} {exc}; using the default {default!r}")
     return dataclasses.replace(defaults, **values), problems
+
+
+class SettingsRegistry:
+    """Settings per workspace folder (longest matching folder URI wins), initialization options otherwise.
+
+    Problems are returned only the first time they are seen, so each is reported once per session.
+    """
+
+    def __init__(self) -> None:
+        self.initial_raw: dict[str, Any] = {}
+        self.default = Settings()
+        self.folders: dict[str, Settings] = {}
+        self._reported: set[str] = set()
+
+    def _new(self, problems: list[str]) -> list[str]:
+        fresh = [p for p in problems if p not in self._reported]
+        self._reported.update(fresh)
+        return fresh
+
+    def set_initial(self, raw: Any, base_dir: str | None = None) -> list[str]:
+        self.initial_raw = raw if isinstance(raw, dict) else {}
+        self.default, problems = parse_settings(raw, base_dir)
+        return self._new(problems)
+
+    def set_folder(self, folder_uri: str, raw: Any, base_dir: str | None) -> list[str]:
+        """Folder values override the initialization options key by key."""
+        merged = {**self.initial_raw, **raw} if isinstance(raw, dict) else self.initial_raw
+        self.folders[folder_uri.rstrip("/")], problems = parse_settings(merged, base_dir)
+        return self._new(problems if isinstance(raw, dict) or raw is None else [*problems, _not_object(raw)])
+
+    def for_uri(self, uri: str) -> Settings:
+        best = ""
+        for folder in self.folders:
+            if (uri == folder or uri.startswith(folder + "/")) and len(folder) > len(best):
+                best = folder
+        return self.folders[best] if best else self.default
+
+    def all(self) -> list[Settings]:
+        return [self.default, *self.folders.values()]
+
+
+def _not_object(raw: Any) -> str:
+    return f"helion settings must be an object, not {type(raw).__name__}; using defaults"

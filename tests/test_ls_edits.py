@@ -8,9 +8,11 @@ import textwrap
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lsprotocol.types import Position
 
 from compiler.config import Config, config_from_call
-from helion_ls.edits import EditError, apply_edit, offset_to_position, set_config, set_configs
+from helion_ls.edits import EditError, apply_edit, set_config, set_configs
+from helion_ls.lsp import UTF8, offset_to_lsp
 
 CFG = {"block_sizes": [1, 256], "pallas_loop_type": "unroll"}
 CFG_TEXT = "helion.Config(block_sizes=[1, 256], pallas_loop_type='unroll')"
@@ -182,10 +184,11 @@ def test_missing_kernel_and_bad_source():
         set_config(src("@functools.cache\n"), "add", CFG)
 
 
-def test_offset_to_position_counts_utf16():
+def test_offsets_to_lsp_positions_count_code_units():
     text = "a\n😀b = 1\n"
-    assert offset_to_position(text, text.index("b")) == (1, 2)
-    assert offset_to_position(text, 0) == (0, 0)
+    assert offset_to_lsp(text, text.index("b")) == Position(line=1, character=2)
+    assert offset_to_lsp(text, text.index("b"), UTF8) == Position(line=1, character=4)
+    assert offset_to_lsp(text, 0) == Position(line=0, character=0)
 
 
 DECORATORS = [

@@ -86,4 +86,6 @@ def test_invalid_values_replaced_and_reported_each():
 
 def test_not_an_object():
     settings, problems = parse_settings(["chip"])
-    assert settings == Settings() and problems == ["helion settings must be an object, not list; using defaults"]
+    assert settings == Settings() and problems == [
+        "helion settings must be an object, not list; using defaults"
+    ]

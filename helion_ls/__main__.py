@@ -1,0 +1,44 @@
+"""`helion-ls` / `python -m helion_ls`: the language server over stdio (or TCP for debugging)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+# Compile threads hold the GIL in long Python stretches; a shorter switch interval keeps the event loop
+# (hovers, lenses) responsive while they run.
+SWITCH_INTERVAL = 0.002
+
+
+def _host_port(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        raise argparse.ArgumentTypeError("expected HOST:PORT, e.g. 127.0.0.1:2087")
+    return host or "127.0.0.1", int(port)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="helion-ls", description="Language server for Helion TPU kernels.")
+    parser.add_argument("--tcp", type=_host_port, metavar="HOST:PORT", help="serve over TCP instead of stdio")
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument("--log-file", help="log here instead of stderr")
+    args = parser.parse_args(argv)
+
+    handler = logging.FileHandler(args.log_file) if args.log_file else logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=args.log_level, handlers=[handler])
+    logging.getLogger("pygls").setLevel(max(logging.WARNING, logging.getLogger().level))
+    sys.setswitchinterval(SWITCH_INTERVAL)
+
+    from .server import create_server
+
+    server = create_server()
+    if args.tcp:
+        server.start_tcp(*args.tcp)
+    else:
+        server.start_io()
+
+
+if __name__ == "__main__":
+    main()

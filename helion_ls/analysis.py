@@ -1,0 +1,261 @@
+"""The staged analysis of one document version, and what gets published from it.
+
+  load   compiler.load in a thread -> `Loaded` (kernels, units, keys); no compile.
+  front  every unit through `Kernel.compile` in the compile pool (cache hits are free)  -> publish
+  lower  Mosaic lowering of every unit that compiled, in the check worker               -> publish
+  tpu    libtpu deviceless compile (setting `libtpu`), in the check worker              -> publish
+
+Each publish carries the document version and is made only while that version is still the latest;
+results for older versions are kept in the cache (the next version may reuse them) but never shown.
+A publish is the union, per unit, of every stage's result for the unit's key, so a stage's new result
+replaces its earlier one and results of an edited kernel disappear with its old key. After each publish
+`on_stage(uri, version, stage, final)` runs, so clients and benchmarks can tell the last one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from lsprotocol import types
+
+import compiler
+from compiler.diagnostics import Diagnostic, Range, error, warning
+
+from .check_client import CheckClient, Skipped, WorkerFailure
+from .compile_pool import CompilePool, LruCache
+from .documents import STAGES, KernelView, Loaded, ResultCache, StageResult, Unit, load_document, remap
+from .lsp import diagnostic_from_json, to_lsp_diagnostic
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class DocState:
+    uri: str
+    version: int | None
+    text: str
+    open: bool = True  # False: a closed file analysed because it changed on disk
+    force_compile: bool = False  # the file changed on disk: the next analysis compiles even on a plain change
+    loaded: Loaded | None = None
+    published: bool = False  # something non-empty was published (so closing must clear it)
+    pending: asyncio.Task | None = None  # debounce timer or running analysis started by a change
+
+
+def compile_unit(view: KernelView, unit: Unit) -> StageResult:
+    """The front stage for one unit (blocking). Compiler crashes become one HPL900 diagnostic."""
+    start = time.perf_counter()
+    compiled = None
+    try:
+        compiled = view.kernel.compile(args=unit.args, config=unit.config, chip=unit.key.chip)
+        diags = tuple(compiled.diagnostics)
+    except compiler.CompileError as exc:
+        diags = tuple(exc.diagnostics) or (error("HPL900", f"compile failed: {exc}", view.decorator_range),)
+    except Exception as exc:  # a compiler bug: one diagnostic, never a dead server
+        log.exception("compiler crashed on %s (%s)", view.name, unit.key.shape_key)
+        message = f"internal compiler error: {type(exc).__name__}: {str(exc)[:300]}"
+        diags = (error("HPL900", message, view.decorator_range),)
+    return StageResult(unit.key, view.source, diags, compiled, time.perf_counter() - start)
+
+
+class Analyzer:
+    def __init__(
+        self,
+        pool: CompilePool,
+        checks: CheckClient,
+        publish: Callable[[str, int | None, list[types.Diagnostic]], None],
+        on_stage: Callable[[str, int | None, str, bool], None],
+        on_loaded: Callable[[Loaded], None],
+        encoding: Callable[[], str],
+    ):
+        self.pool = pool
+        self.checks = checks
+        self.cache = ResultCache()
+        self._transient: LruCache[StageResult] = LruCache(256)  # worker failures: shown, never cached
+        self.docs: dict[str, DocState] = {}
+        self.counts = {"loads": 0, "checks": 0}  # work actually done (for helion/stats)
+        self._publish = publish
+        self._on_stage = on_stage
+        self._on_loaded = on_loaded
+        self._encoding = encoding
+
+    # -- document lifecycle --------------------------------------------------------------------------
+    def update(self, uri: str, version: int | None, text: str, is_open: bool = True) -> DocState:
+        state = self.docs.get(uri)
+        if state is None:
+            state = self.docs[uri] = DocState(uri, version, text, is_open)
+        state.version, state.text = version, text
+        state.open = state.open or is_open
+        return state
+
+    def close(self, uri: str) -> None:
+        state = self.docs.pop(uri, None)
+        if state is None:
+            return
+        if state.pending is not None:
+            state.pending.cancel()
+        if state.published:
+            self._publish(uri, None, [])
+
+    def is_current(self, uri: str, version: int | None, text: str | None = None) -> bool:
+        state = self.docs.get(uri)
+        return state is not None and state.version == version and (text is None or state.text == text)
+
+    # -- stages ----------------------------------------------------------------------------------------
+    async def load(self, uri: str, chip: str) -> Loaded | None:
+        """Parse the document's current text (reusing the last parse of the same text and chip)."""
+        state = self.docs.get(uri)
+        if state is None:
+            return None
+        loaded = state.loaded
+        if loaded is not None and loaded.text == state.text and _chip_of(loaded) in (chip, None):
+            loaded.version = state.version
+            return loaded
+        version, text = state.version, state.text
+        self.counts["loads"] += 1
+        loaded = await self.pool.call(load_document, uri, version, text, chip)
+        if self.is_current(uri, version, text):
+            state.loaded = loaded
+            self._on_loaded(loaded)
+        return loaded
+
+    async def analyze(self, uri: str, chip: str, libtpu: bool) -> None:
+        """All stages for the current version; returns early once a newer version exists."""
+        state = self.docs.get(uri)
+        if state is None:
+            return
+        version, text = state.version, state.text
+        loaded = await self.load(uri, chip)
+        if loaded is None or not self.is_current(uri, version, text):
+            return
+        if not loaded.kernels and not loaded.diagnostics:
+            if state.published:
+                self._publish_now(state, loaded)
+            return
+        units = [(view, unit) for view in loaded.kernels.values() for unit in view.units]
+        await asyncio.gather(*(self.ensure_front(view, unit) for view, unit in units))
+        if not self.is_current(uri, version, text):
+            return
+        stages = ["lower", "tpu"] if libtpu else ["lower"]
+        pending = [s for s in stages if any(self._needs(s, view, unit) for view, unit in units)]
+        self._publish_now(state, loaded)
+        self._on_stage(uri, version, "front", not pending)
+        for i, stage in enumerate(pending):
+            wanted = lambda: self.is_current(uri, version, text)  # noqa: E731
+            await asyncio.gather(*(self._check(stage, loaded, view, unit, wanted) for view, unit in units))
+            if not wanted():
+                return
+            self._publish_now(state, loaded)
+            self._on_stage(uri, version, stage, i == len(pending) - 1)
+
+    def _front_ok(self, view: KernelView, unit: Unit) -> StageResult | None:
+        hit = self.cache.get("front", unit.key, view)
+        return hit[0] if hit else None
+
+    def _needs(self, stage: str, view: KernelView, unit: Unit) -> bool:
+        front = self._front_ok(view, unit)
+        return (
+            front is not None and front.compiled is not None and self.cache.get(stage, unit.key, view) is None
+        )
+
+    async def ensure_front(self, view: KernelView, unit: Unit) -> None:
+        if self.cache.get("front", unit.key, view) is not None:
+            return
+
+        def timed_out() -> StageResult:
+            diag = error(
+                "HPL900",
+                f"the compiler did not finish within {self.pool.timeout:.0f} s",
+                view.decorator_range,
+            )
+            return StageResult(unit.key, view.source, (diag,))
+
+        result = await self.pool.run(unit.key, lambda: compile_unit(view, unit), timed_out)
+        self.cache.put("front", result)
+
+    async def _check(self, stage: str, loaded: Loaded, view: KernelView, unit: Unit, wanted) -> None:
+        if not self._needs(stage, view, unit):
+            return
+        request = {
+            "stage": stage,
+            "source": loaded.text,
+            "kernel": view.name,
+            "args": unit.key.shape_key or None,
+            "config": unit.config.to_json() if unit.config is not None else None,
+            "chip": unit.key.chip,
+        }
+        self.counts["checks"] += 1
+        try:
+            found = await self.checks.request(request, wanted)
+        except Skipped:
+            return
+        except WorkerFailure as exc:  # not cached: the next save tries again
+            what = "Mosaic lowering" if stage == "lower" else "libtpu compile"
+            log.warning("%s check of %s failed: %s", what, view.name, exc)
+            self._transient.put(
+                (stage, unit.key),
+                StageResult(
+                    unit.key,
+                    view.source,
+                    (warning("HPL900", f"{what} check did not finish: {exc}", view.decorator_range),),
+                ),
+            )
+            return
+        diags = tuple(diagnostic_from_json(d) for d in found)
+        self._transient.put((stage, unit.key), None)
+        self.cache.put(stage, StageResult(unit.key, view.source, diags))
+
+    # -- publishing ------------------------------------------------------------------------------------
+    def _publish_now(self, state: DocState, loaded: Loaded) -> None:
+        diags = self.compose(loaded)
+        state.published = bool(diags)
+        self._publish(loaded.uri, loaded.version, diags)
+
+    def compose(self, loaded: Loaded) -> list[types.Diagnostic]:
+        """Every stage's diagnostics for the units of `loaded`, in its coordinates."""
+        enc = self._encoding()
+        out = [to_lsp_diagnostic(d, loaded.lines, loaded.uri, enc) for d in loaded.diagnostics]
+        for view in loaded.kernels.values():
+            groups: dict[Diagnostic, list[int]] = {}
+            for unit in view.units:
+                for stage in STAGES:
+                    hit = self.cache.get(stage, unit.key, view)
+                    result, pmap = hit if hit else (self._transient.get((stage, unit.key)), None)
+                    if result is None:
+                        continue
+                    for diag in result.diagnostics:
+                        shown = remap(diag, pmap) if pmap is not None else diag
+                        groups.setdefault(shown, []).append(unit.index)
+            for diag, indices in groups.items():
+                out.append(self._unit_diagnostic(diag, sorted(set(indices)), view, loaded, enc))
+        out.sort(key=lambda d: (d.range.start.line, d.range.start.character, d.severity or 0))
+        return out
+
+    def _unit_diagnostic(
+        self, diag: Diagnostic, indices: list[int], view: KernelView, loaded: Loaded, enc: str
+    ) -> types.Diagnostic:
+        """Say which shape sets a diagnostic applies to when it is not all of them."""
+        if len(view.units) == 1 or len(indices) == len(view.units):
+            return to_lsp_diagnostic(diag, loaded.lines, loaded.uri, enc)
+        related: list[tuple[Range, str]] = []
+        for i in indices:
+            if i < len(view.shape_set_ranges):
+                related.append((view.shape_set_ranges[i], f"shape set {i}: {view.shape_label(i)}"))
+        which = ", ".join(str(i) for i in indices)
+        label = (
+            f"shape set {which}: {view.shape_label(indices[0])}"
+            if len(indices) == 1
+            else f"shape sets {which}"
+        )
+        return to_lsp_diagnostic(
+            diag, loaded.lines, loaded.uri, enc, message=f"{diag.message} [{label}]", related=related
+        )
+
+
+def _chip_of(loaded: Loaded) -> str | None:
+    for view in loaded.kernels.values():
+        return view.units[0].key.chip
+    return None

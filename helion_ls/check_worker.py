@@ -1,0 +1,73 @@
+"""The check worker process: Mosaic lowering and libtpu compile, away from the server.
+
+These stages import jax, may take seconds and may crash or hang inside native code, so they run here,
+one request at a time, and the server treats a dead or silent worker as a diagnostic, not a failure.
+Protocol: one JSON object per line on stdin -> one per line on the original stdout:
+  {"id", "stage": "lower"|"tpu", "source", "path", "kernel", "args": str|null, "config": {...}|null, "chip"}
+  -> {"id", "diagnostics": [Diagnostic.to_json(), ...]} | {"id", "error": "traceback"}
+Anything jax or libtpu prints goes to stderr (the server's log). Run as `python -m helion_ls.check_worker`.
+Imports only `compiler` (never the server), and never executes the user's kernel file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import traceback
+from collections import OrderedDict
+from typing import Any
+
+CACHE_SIZE = 16  # compiled kernels kept, so "tpu" after "lower" for the same unit does not recompile
+
+
+def _compile(cache: OrderedDict, req: dict[str, Any]) -> Any:
+    import compiler
+
+    digest = hashlib.sha256(req["source"].encode()).hexdigest()
+    key = (digest, req["kernel"], req.get("args"), json.dumps(req.get("config"), sort_keys=True), req["chip"])
+    if key in cache:
+        cache.move_to_end(key)
+        return cache[key]
+    module = compiler.load(req["source"])
+    kernel = module.kernels[req["kernel"]]
+    compiled = kernel.compile(args=req.get("args"), config=req.get("config"), chip=req["chip"])
+    cache[key] = compiled
+    if len(cache) > CACHE_SIZE:
+        cache.popitem(last=False)
+    return compiled
+
+
+def handle(cache: OrderedDict, req: dict[str, Any]) -> dict[str, Any]:
+    import compiler
+
+    try:
+        compiled = _compile(cache, req)
+    except compiler.CompileError:  # the front stage reports these; nothing to lower
+        return {"id": req["id"], "diagnostics": []}
+    if req["stage"] == "lower":
+        diags = compiled.check_lowering()
+    else:
+        diags = compiled.check_tpu_compile()
+    return {"id": req["id"], "diagnostics": [d.to_json() for d in diags]}
+
+
+def main() -> None:
+    out = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # stray prints from jax/libtpu must not corrupt the protocol
+    sys.stdout = sys.stderr
+    cache: OrderedDict = OrderedDict()
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        req = json.loads(line)
+        try:
+            resp = handle(cache, req)
+        except Exception:
+            resp = {"id": req.get("id"), "error": traceback.format_exc(limit=20)}
+        out.write(json.dumps(resp) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,240 @@
+"""What the server knows about each open document: its kernels at a version, and the compile cache.
+
+`load_document` (run off the event loop) turns one text version into a `Loaded`: the module's file-level
+diagnostics and a `KernelView` per kernel, with the units it compiles (one per shape set, or one without
+arguments when it has none) and their `CompileKey`s. Results live in `ResultCache`, keyed by
+(normalised source hash, shape set, config, chip) — not by document or version — so an unchanged kernel
+is never recompiled, whichever document or version asks; each result remembers the kernel text it was
+computed on (`basis`) and `PositionMap`s carry its ranges to the text being shown.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import compiler
+from compiler.config import Config
+from compiler.diagnostics import Diagnostic, Fix, Position, Range, Related, error
+from compiler.specs import format_args
+
+from .compile_pool import LruCache
+from .positions import KernelSource, PositionMap
+
+HELION_HINT = re.compile(r"\bhelion\b")  # a file that never says "helion" has no kernels: skip it for free
+
+
+@dataclass(frozen=True)
+class CompileKey:
+    source_hash: str
+    shape_key: str  # "" when the kernel has no shape set
+    config: str  # repr of the decorator's Config, "" for the default
+    chip: str
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One compile of a kernel: a shape set (or none) with the config the decorator gives it."""
+
+    index: int
+    args: dict[str, Any] | None
+    config: Config | None
+    key: CompileKey
+
+
+@dataclass
+class KernelView:
+    name: str
+    kernel: Any  # compiler.Kernel
+    source: KernelSource
+    name_range: Range
+    decorator_range: Range
+    shape_set_ranges: list[Range]
+    units: list[Unit]
+
+    @property
+    def source_hash(self) -> str:
+        return self.units[0].key.source_hash
+
+    def shape_label(self, index: int) -> str:
+        unit = self.units[index]
+        return format_args(unit.args) if unit.args else "no shape set"
+
+
+@dataclass
+class Loaded:
+    """One version of one document, parsed (no compile yet)."""
+
+    uri: str
+    version: int | None
+    text: str
+    lines: list[str]
+    diagnostics: list[Diagnostic]
+    kernels: dict[str, KernelView]
+
+    def kernel_at(self, pos: Position) -> KernelView | None:
+        for view in self.kernels.values():
+            first = Position(view.source.first_line, 0)
+            if first <= pos <= view.kernel.range.end or (
+                view.shape_set_ranges and view.shape_set_ranges[0].start <= pos <= view.kernel.range.end
+            ):
+                return view
+        return None
+
+
+@dataclass(frozen=True)
+class StageResult:
+    """Diagnostics of one stage for one unit, in the coordinates of `basis`."""
+
+    key: CompileKey
+    basis: KernelSource
+    diagnostics: tuple[Diagnostic, ...]
+    compiled: Any = None  # compiler.CompiledKernel (front stage only; None when it failed)
+    seconds: float = 0.0
+
+
+STAGES = ("front", "lower", "tpu")
+
+
+@dataclass
+class ResultCache:
+    """Results of every stage by CompileKey, plus position maps from their basis to shown texts."""
+
+    size: int = 512
+    stages: dict[str, LruCache[StageResult]] = field(default_factory=dict)
+    _maps: LruCache[PositionMap | bool] = field(default_factory=lambda: LruCache(2048))
+
+    def __post_init__(self) -> None:
+        self.stages = {stage: LruCache(self.size) for stage in STAGES}
+
+    def get(self, stage: str, key: CompileKey, view: KernelView) -> tuple[StageResult, PositionMap] | None:
+        """The cached result for `key`, if its ranges can be carried to `view`'s text."""
+        result = self.stages[stage].get(key)
+        if result is None:
+            return None
+        pmap = self.map(result.basis, view.source)
+        return None if pmap is None else (result, pmap)
+
+    def put(self, stage: str, result: StageResult) -> None:
+        self.stages[stage].put(result.key, result)
+
+    def map(self, basis: KernelSource, shown: KernelSource) -> PositionMap | None:
+        """Memoised `PositionMap.between` (False marks kernels that cannot be mapped)."""
+        key = (basis, shown)
+        found = self._maps.get(key)
+        if found is None:
+            found = PositionMap.between(basis, shown) or False
+            self._maps.put(key, found)
+        return found or None
+
+
+def remap(diag: Diagnostic, pmap: PositionMap) -> Diagnostic:
+    if pmap.is_identity:
+        return diag
+    fix = diag.fix
+    return Diagnostic(
+        diag.severity,
+        pmap.forward_range(diag.range),
+        diag.code,
+        diag.message,
+        tuple(Related(pmap.forward_range(r.range), r.message) for r in diag.related),
+        Fix(fix.title, pmap.forward_range(fix.range), fix.new_text) if fix else None,
+        diag.data,
+    )
+
+
+def _name_range(node: ast.FunctionDef, lines: list[str]) -> Range:
+    line = node.lineno - 1
+    text = lines[line] if line < len(lines) else ""
+    match = re.search(rf"\bdef\s+({re.escape(node.name)})\b", text)
+    col = len(text[: match.start(1)].encode()) if match else node.col_offset
+    return Range(Position(line, col), Position(line, col + len(node.name.encode())))
+
+
+def _unit_configs(kernel: Any, count: int) -> list[Config | None]:
+    """`configs=[...]` gives one config per shape set when it has one per set; else `config=` for all."""
+    configs = list(getattr(kernel, "decorator_configs", None) or [])
+    if configs and len(configs) == count:
+        return configs
+    return [kernel.decorator_config] * count
+
+
+def _kernel_view(kernel: Any, node: ast.FunctionDef, lines: list[str], chip: str) -> KernelView:
+    shape_sets = list(kernel.shape_sets) or [None]
+    configs = _unit_configs(kernel, len(shape_sets))
+    units = [
+        Unit(
+            i,
+            args,
+            config,
+            CompileKey(
+                kernel.source_hash, format_args(args) if args else "", repr(config) if config else "", chip
+            ),
+        )
+        for i, (args, config) in enumerate(zip(shape_sets, configs, strict=True))
+    ]
+    return KernelView(
+        name=kernel.name,
+        kernel=kernel,
+        source=KernelSource.of(node, lines),
+        name_range=_name_range(node, lines),
+        decorator_range=kernel.decorator_range,
+        shape_set_ranges=list(kernel.shape_set_ranges),
+        units=units,
+    )
+
+
+def load_document(uri: str, version: int | None, text: str, chip: str) -> Loaded:
+    """Parse one version (blocking: call off the event loop). Never raises."""
+    lines = text.splitlines(keepends=True)
+    if not HELION_HINT.search(text):
+        return Loaded(uri, version, text, lines, [], {})
+    try:
+        module = compiler.load(text)
+    except Exception as exc:  # the compiler promises not to raise; if it does, say so once
+        diag = error(
+            "HPL900",
+            f"internal compiler error while loading: {type(exc).__name__}: {exc}",
+            _first_line(lines),
+        )
+        return Loaded(uri, version, text, lines, [diag], {})
+    diagnostics = list(module.diagnostics)
+    kernels: dict[str, KernelView] = {}
+    if module.kernels:
+        nodes = _function_nodes(text)
+        for name, kernel in module.kernels.items():
+            node = nodes.get((name, kernel.range.start.line)) or nodes.get((name, None))
+            if node is None:
+                continue
+            try:
+                kernels[name] = _kernel_view(kernel, node, lines, chip)
+            except Exception as exc:
+                diagnostics.append(
+                    error(
+                        "HPL900",
+                        f"internal compiler error: {type(exc).__name__}: {exc}",
+                        kernel.decorator_range,
+                    )
+                )
+    return Loaded(uri, version, text, lines, diagnostics, kernels)
+
+
+def _function_nodes(text: str) -> dict[tuple[str, int | None], ast.FunctionDef]:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    out: dict[tuple[str, int | None], ast.FunctionDef] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
+            out[(node.name, first)] = node
+            out[(node.name, node.lineno - 1)] = node
+            out.setdefault((node.name, None), node)
+    return out
+
+
+def _first_line(lines: list[str]) -> Range:
+    return Range(Position(0, 0), Position(0, len(lines[0].rstrip("\r\n").encode()) if lines else 0))

@@ -1,0 +1,215 @@
+"""Code lenses per shape set, above its `# helion: args(...)` line (or the decorator when there is none).
+
+  shapes in use (opens the generated module) · "Tune on <chip>" when the store has no result
+  "Tuning… n/N" while a tuner runs (click to cancel)
+  "Best: <short config> — <est. time, TF/s or GB/s> (× vs current)" · "Apply"
+Results come from the tuning store (cached, read in a thread), so runs made elsewhere show up; the
+watcher calls `store_changed` when another process writes the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from lsprotocol import types
+
+from compiler.config import Config
+from compiler.tune.keys import TrialKey
+
+from ..documents import KernelView, Unit
+from ..lsp import to_lsp_range
+from ..server import HelionServer
+from ..store import Summary
+from ..tuning import TuneJob
+from .hover import SHOW_GENERATED
+
+log = logging.getLogger(__name__)
+
+REFRESH_INTERVAL = 0.5  # seconds: progress events are frequent, refreshes need not be
+
+
+def fmt_seconds(s: float) -> str:
+    if s >= 1:
+        return f"{s:.2f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s * 1e6:.1f} µs"
+
+
+def throughput(seconds: float, metrics: dict[str, Any], compiled: Any) -> str:
+    """TF/s for compute-bound kernels, GB/s for memory-bound ones (by the plan's arithmetic intensity)."""
+    tflops, gbps = metrics.get("tflops"), metrics.get("gbps")
+    compute_bound = True
+    if compiled is not None and seconds > 0:
+        plan = compiled.plan
+        tflops = tflops if tflops is not None else plan.flops / seconds / 1e12
+        gbps = gbps if gbps is not None else plan.hbm_bytes / seconds / 1e9
+        compute_bound = plan.hbm_bytes > 0 and plan.flops / plan.hbm_bytes >= compiled.chip.ridge
+    if compute_bound and tflops:
+        return f"{tflops:.0f} TF/s" if tflops >= 10 else f"{tflops:.2f} TF/s"
+    if gbps:
+        return f"{gbps:.0f} GB/s"
+    return ""
+
+
+def current_config(ls: HelionServer, view: KernelView, unit: Unit) -> tuple[Config | None, Any]:
+    """The config the unit compiles with now (decorator or resolved default) and its compiled kernel."""
+    hit = ls.analyzer.cache.get("front", unit.key, view)
+    compiled = hit[0].compiled if hit else None
+    if unit.config is not None:
+        return unit.config, compiled
+    return (compiled.config if compiled is not None else None), compiled
+
+
+def trial_key(unit: Unit) -> TrialKey:
+    return TrialKey(unit.key.source_hash, unit.key.shape_key, unit.key.chip)
+
+
+def best_title(summary: Summary, current: Config | None, compiled: Any) -> str:
+    best = summary.best
+    title = f"Best: {Config(best.config).short()} — {fmt_seconds(best.seconds)}"
+    rate = throughput(best.seconds, best.metrics, compiled)
+    if rate:
+        title += f", {rate}"
+    if current is not None and Config(best.config) == current:
+        return title + " (current)"
+    if summary.current is not None and summary.current.seconds:
+        title += f" ({summary.current.seconds / best.seconds:.2f}× vs current)"
+    if best.evaluator != "tpu":
+        title += f" [{best.evaluator}]"
+    return title
+
+
+def _lens(rng: types.Range, title: str, command: str = "", argument: dict | None = None) -> types.CodeLens:
+    return types.CodeLens(
+        range=rng,
+        command=types.Command(title=title, command=command, arguments=[argument] if argument else None),
+    )
+
+
+def _shapes_title(view: KernelView, unit: Unit) -> str:
+    if not unit.args:
+        return "no shape set: add `# helion: args(...)`"
+    groups: dict[str, list[str]] = {}
+    for name, spec in unit.args.items():
+        groups.setdefault(str(spec), []).append(name)
+    return "  ".join(f"{', '.join(names)}: {spec}" for spec, names in groups.items())
+
+
+def unit_lenses(
+    ls: HelionServer,
+    uri: str,
+    view: KernelView,
+    unit: Unit,
+    rng: types.Range,
+    summary: Summary | None,
+    chip: str,
+) -> list[types.CodeLens]:
+    target = {"uri": uri, "kernel": view.name, "shapeSet": unit.index}
+    lenses = [_lens(rng, _shapes_title(view, unit), SHOW_GENERATED, target)]
+    if not unit.args:
+        return lenses
+    job = ls.tuner.jobs.get((uri, view.name, unit.index))
+    cancel = {"uri": uri, "kernel": view.name}
+    if job is not None and job.active:
+        if job.state == "queued":
+            lenses.append(_lens(rng, "Tuning queued… (cancel)", "helion.cancelTuning", cancel))
+        else:
+            total = f"/{job.total}" if job.total else ""
+            lenses.append(
+                _lens(rng, f"Tuning… {job.evaluated}{total} (cancel)", "helion.cancelTuning", cancel)
+            )
+        return lenses
+    if summary is None:
+        failed = (
+            job is not None and job.state in ("failed", "stale") and job.spec.source_hash == view.source_hash
+        )
+        title = f"Tuning {job.state}: retry on {chip}" if failed else f"Tune on {chip}"
+        lenses.append(_lens(rng, title, "helion.tune", target))
+        return lenses
+    current, compiled = current_config(ls, view, unit)
+    lenses.append(_lens(rng, best_title(summary, current, compiled), "helion.tune", target))
+    if current is None or Config(summary.best.config) != current:
+        apply = {**target, "config": summary.best.config}
+        lenses.append(_lens(rng, "Apply", "helion.applyConfig", apply))
+    return lenses
+
+
+async def lenses_for(ls: HelionServer, uri: str) -> list[types.CodeLens]:
+    settings = ls.settings.for_uri(uri)
+    loaded = await ls.analyzer.load(uri, settings.chip)
+    if loaded is None or not loaded.kernels:
+        return []
+    store = ls.store_for(settings)
+    requests = []
+    for view in loaded.kernels.values():
+        for unit in view.units:
+            if unit.args:
+                requests.append((trial_key(unit), current_config(ls, view, unit)[0]))
+    summaries = await ls.pool.call(store.summaries, requests) if requests else {}
+    enc = ls.encoding()
+    out: list[types.CodeLens] = []
+    for view in loaded.kernels.values():
+        for unit in view.units:
+            anchor = view.shape_set_ranges[unit.index] if unit.index < len(view.shape_set_ranges) else None
+            rng = to_lsp_range(anchor or view.decorator_range, loaded.lines, enc)
+            summary = (
+                summaries.get((trial_key(unit), current_config(ls, view, unit)[0])) if unit.args else None
+            )
+            out.extend(unit_lenses(ls, uri, view, unit, rng, summary, settings.chip))
+    return out
+
+
+async def refresh(ls: HelionServer) -> None:
+    """Ask the client to re-request lenses, if it can."""
+    caps = ls.client_capabilities.workspace
+    if caps is None or caps.code_lens is None or not caps.code_lens.refresh_support:
+        return
+    try:
+        await ls.workspace_code_lens_refresh_async(None)
+    except Exception as exc:  # an old or busy client: lenses refresh on the next edit instead
+        log.info("codeLens/refresh failed: %s", exc)
+
+
+def request_refresh(ls: HelionServer) -> None:
+    """Refresh now, or once more right after the refresh in progress (at most every REFRESH_INTERVAL)."""
+    ls.lens_refresh_wanted = True
+    if ls.lens_refresh_task is not None and not ls.lens_refresh_task.done():
+        return
+
+    async def run() -> None:
+        while ls.lens_refresh_wanted:
+            ls.lens_refresh_wanted = False
+            await refresh(ls)
+            await asyncio.sleep(REFRESH_INTERVAL)
+
+    ls.lens_refresh_task = asyncio.create_task(run())
+
+
+def store_changed(ls: HelionServer, path: str) -> None:
+    """The watcher saw the store at `path` change (possibly written by another process)."""
+    store = ls.stores.get(path)
+    if store is None:
+        return
+
+    async def check() -> None:
+        if await ls.pool.call(store.changed):
+            log.info("tuning store %s changed; refreshing code lenses", path)
+            request_refresh(ls)
+
+    asyncio.create_task(check())
+
+
+def job_changed(ls: HelionServer, job: TuneJob) -> None:
+    request_refresh(ls)
+
+
+def register(ls: HelionServer) -> None:
+    @ls.feature(types.TEXT_DOCUMENT_CODE_LENS)
+    async def code_lens(ls: HelionServer, params: types.CodeLensParams) -> list[types.CodeLens]:
+        uri = params.text_document.uri
+        if uri not in ls.analyzer.docs or not ls.analyzer.docs[uri].open:
+            return []
+        return await lenses_for(ls, uri)

@@ -1,0 +1,265 @@
+"""Workspace commands (each takes one object argument) and the tuning feedback to the client.
+
+helion.tune {uri, kernel, shapeSet|null} · helion.tuneFile {uri} · helion.cancelTuning {uri|null, kernel|null}
+helion.applyConfig {uri, kernel, shapeSet|null, config, configs?}: the decorator edit goes through
+workspace/applyEdit against the document version it was computed from. Tuning state changes become
+helion/tuningState notifications, a cancellable $/progress per job, refreshed lenses and a message at
+the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import uuid
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
+from pygls.uris import to_fs_path
+
+from compiler.config import Config
+
+from ..documents import KernelView, Loaded
+from ..edits import EditError, TextEdit, set_config, set_configs
+from ..lsp import offset_to_lsp
+from ..server import HelionServer
+from ..tuning import FINAL, TuneJob, TuneSpec
+from . import codelens
+
+log = logging.getLogger(__name__)
+
+
+def _arg(args: tuple[Any, ...], *required: str) -> dict[str, Any]:
+    if len(args) != 1 or not isinstance(args[0], dict):
+        raise JsonRpcInvalidParams("expected one object argument")
+    arg = args[0]
+    missing = [k for k in required if not arg.get(k)]
+    if missing:
+        raise JsonRpcInvalidParams(f"missing {', '.join(missing)}")
+    return arg
+
+
+async def find_kernel(ls: HelionServer, uri: str, kernel: str) -> tuple[Loaded, KernelView]:
+    if ls.text_of(uri) is None:
+        raise JsonRpcInvalidParams(f"{uri} is not open")
+    loaded = await ls.analyzer.load(uri, ls.settings.for_uri(uri).chip)
+    if loaded is None or kernel not in loaded.kernels:
+        raise JsonRpcInvalidParams(f"no Helion kernel {kernel!r} in {uri}")
+    return loaded, loaded.kernels[kernel]
+
+
+# -- tuning -------------------------------------------------------------------------------------------
+def start_tuning(ls: HelionServer, loaded: Loaded, view: KernelView, shape_set: int | None) -> list[TuneJob]:
+    settings = ls.settings.for_uri(loaded.uri)
+    units = [u for u in view.units if u.args and (shape_set is None or u.index == shape_set)]
+    if not units:
+        ls.tell_user(
+            f"{view.name} has no shape set {'' if shape_set is None else shape_set} to tune: add a "
+            "'# helion: args(...)' line above its decorator.",
+            types.MessageType.Warning,
+        )
+        return []
+    path = to_fs_path(loaded.uri) or "kernel.py"
+    jobs = []
+    for unit in units:
+        spec = TuneSpec(
+            uri=loaded.uri,
+            kernel=view.name,
+            shape_set=unit.index,
+            source_hash=view.source_hash,
+            text=loaded.text,
+            file_name=os.path.basename(path) if path.endswith(".py") else "kernel.py",
+            chip=settings.chip,
+            evaluator=settings.evaluator,
+            executor=settings.executor,
+            store_path=ls.store_for(settings).path,
+            budget_seconds=settings.tune_budget_seconds,
+            max_evals=settings.tune_max_evals,
+        )
+        jobs.append(ls.tuner.submit(spec))
+    return jobs
+
+
+def _job_json(job: TuneJob) -> dict[str, Any]:
+    return {
+        "uri": job.spec.uri,
+        "kernel": job.spec.kernel,
+        "shapeSet": job.spec.shape_set,
+        "state": job.state,
+        "evaluated": job.evaluated,
+        "total": job.total,
+        "best": job.best,
+        "message": job.message,
+    }
+
+
+class JobProgress:
+    """One cancellable work-done progress per tuning job, fed in order by a queue."""
+
+    def __init__(self, ls: HelionServer, job: TuneJob):
+        self.ls = ls
+        self.job = job
+        self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        ls, job = self.ls, self.job
+        token = f"helion-tune-{uuid.uuid4().hex}"
+        try:
+            await ls.work_done_progress.create_async(token)
+        except Exception as exc:
+            log.info("client refused work-done progress: %s", exc)
+            return
+        cancel = ls.work_done_progress.tokens.get(token)
+        if cancel is not None:
+            cancel.add_done_callback(
+                lambda f: f.cancelled() and ls.tuner.cancel_job(job, "cancelled from the client")
+            )
+        title = f"Tuning {job.spec.kernel} (shape set {job.spec.shape_set}) on {job.spec.chip}"
+        ls.work_done_progress.begin(
+            token, types.WorkDoneProgressBegin(title=title, cancellable=True, percentage=0)
+        )
+        while True:
+            snap = await self.queue.get()
+            if snap["state"] in FINAL:
+                message = snap["message"] or snap["state"]
+                ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
+                return
+            message = f"{snap['evaluated']}/{snap['total'] or '?'} configs"
+            if snap["best"] and snap["best"].get("seconds"):
+                message += f", best {codelens.fmt_seconds(snap['best']['seconds'])}"
+            pct = int(100 * snap["evaluated"] / snap["total"]) if snap["total"] else None
+            ls.work_done_progress.report(token, types.WorkDoneProgressReport(message=message, percentage=pct))
+
+
+def connect_tuner(ls: HelionServer) -> None:
+    progress: dict[int, JobProgress] = {}
+
+    def changed(job: TuneJob) -> None:
+        snap = _job_json(job)
+        ls.protocol.notify("helion/tuningState", snap)
+        caps = ls.client_capabilities.window
+        wants_progress = caps is not None and bool(caps.work_done_progress)
+        if id(job) not in progress and job.state == "running" and wants_progress:
+            progress[id(job)] = JobProgress(ls, job)
+        if id(job) in progress:
+            progress[id(job)].queue.put_nowait(snap)
+            if job.state in FINAL:
+                progress.pop(id(job))
+        codelens.request_refresh(ls)
+        name = f"{job.spec.kernel} (shape set {job.spec.shape_set})"
+        if job.state == "done":
+            best = job.best or {}
+            text = f"Tuned {name} on {job.spec.chip} [{job.spec.evaluator}]"
+            if best.get("config") is not None:
+                text += f": best {Config(best['config']).short()}"
+                if best.get("seconds"):
+                    text += f" — {codelens.fmt_seconds(best['seconds'])}"
+                text += ". Use the Apply lens to put it in the decorator."
+            ls.tell_user(text)
+        elif job.state == "failed":
+            ls.tell_user(f"Tuning {name} failed: {job.message}", types.MessageType.Warning)
+        elif job.state == "stale":
+            ls.log_to_client(f"Tuning {name} stopped: {job.message}", types.MessageType.Warning)
+
+    ls.tuner.on_change = changed
+
+
+# -- apply --------------------------------------------------------------------------------------------
+def workspace_edit(
+    ls: HelionServer, uri: str, version: int | None, text: str, edit: TextEdit
+) -> types.WorkspaceEdit:
+    enc = ls.encoding()
+    rng = types.Range(start=offset_to_lsp(text, edit.start, enc), end=offset_to_lsp(text, edit.end, enc))
+    text_edit = types.TextEdit(range=rng, new_text=edit.new_text)
+    caps = ls.client_capabilities.workspace
+    if caps is not None and caps.workspace_edit is not None and caps.workspace_edit.document_changes:
+        doc = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
+        return types.WorkspaceEdit(
+            document_changes=[types.TextDocumentEdit(text_document=doc, edits=[text_edit])]
+        )
+    return types.WorkspaceEdit(changes={uri: [text_edit]})
+
+
+async def best_configs(ls: HelionServer, loaded: Loaded, view: KernelView) -> list[dict | None]:
+    """The store's best config per shape set (None where nothing is stored)."""
+    store = ls.store_for(ls.settings.for_uri(loaded.uri))
+    keys = [(codelens.trial_key(u), None) for u in view.units]
+    found = await ls.pool.call(store.summaries, keys)
+    return [found[k].best.config if found.get(k) else None for k in keys]
+
+
+def config_edit(
+    view: KernelView, text: str, shape_set: int | None, config: dict | None, configs: list[dict] | None
+) -> TextEdit:
+    if configs is not None:
+        return set_configs(text, view.name, configs)
+    if config is None:
+        raise JsonRpcInvalidParams("missing config")
+    several = len(view.units) > 1
+    return set_config(text, view.name, config, index=shape_set if several else None)
+
+
+async def apply_config(ls: HelionServer, arg: dict[str, Any]) -> dict[str, Any]:
+    uri, kernel, shape_set = arg["uri"], arg["kernel"], arg.get("shapeSet")
+    loaded, view = await find_kernel(ls, uri, kernel)
+    configs = arg.get("configs")
+    if configs is None and shape_set is None and len(view.units) > 1:
+        found = await best_configs(ls, loaded, view)
+        fallback = arg.get("config")
+        configs = [c if c is not None else fallback for c in found]
+        if any(c is None for c in configs):
+            ls.tell_user(
+                f"No tuned config for every shape set of {kernel} yet: tune it first.",
+                types.MessageType.Warning,
+            )
+            return {"applied": False}
+    try:
+        edit = config_edit(view, loaded.text, shape_set, arg.get("config"), configs)
+    except EditError as exc:
+        ls.tell_user(f"Cannot apply the config to {kernel}: {exc}", types.MessageType.Error)
+        return {"applied": False}
+    label = f"Apply tuned config to {kernel}"
+    params = types.ApplyWorkspaceEditParams(
+        edit=workspace_edit(ls, uri, loaded.version, loaded.text, edit), label=label
+    )
+    result = await ls.workspace_apply_edit_async(params)
+    if not result.applied:
+        ls.log_to_client(f"{label}: the client did not apply the edit ({result.failure_reason})")
+    return {"applied": bool(result.applied)}
+
+
+def register(ls: HelionServer) -> None:
+    connect_tuner(ls)
+
+    @ls.command("helion.tune")
+    async def tune(ls: HelionServer, *args: Any) -> dict[str, Any]:
+        arg = _arg(args, "uri", "kernel")
+        loaded, view = await find_kernel(ls, arg["uri"], arg["kernel"])
+        jobs = start_tuning(ls, loaded, view, arg.get("shapeSet"))
+        return {"jobs": [_job_json(j) for j in jobs]}
+
+    @ls.command("helion.tuneFile")
+    async def tune_file(ls: HelionServer, *args: Any) -> dict[str, Any]:
+        uri = _arg(args, "uri")["uri"]
+        if ls.text_of(uri) is None:
+            raise JsonRpcInvalidParams(f"{uri} is not open")
+        loaded = await ls.analyzer.load(uri, ls.settings.for_uri(uri).chip)
+        jobs = [
+            j
+            for view in (loaded.kernels.values() if loaded else [])
+            for j in start_tuning(ls, loaded, view, None)
+        ]
+        return {"jobs": [_job_json(j) for j in jobs]}
+
+    @ls.command("helion.cancelTuning")
+    def cancel(ls: HelionServer, *args: Any) -> dict[str, Any]:
+        arg = _arg(args)
+        jobs = ls.tuner.cancel(arg.get("uri"), arg.get("kernel"))
+        return {"cancelled": [_job_json(j) for j in jobs]}
+
+    @ls.command("helion.applyConfig")
+    async def apply(ls: HelionServer, *args: Any) -> dict[str, Any]:
+        return await apply_config(ls, _arg(args, "uri", "kernel"))

@@ -1,0 +1,119 @@
+"""Session set-up and settings: initialize, initialized, configuration changes, shutdown, helion/stats."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from lsprotocol import types
+
+from ..server import HelionServer, folder_path
+from ..watch import Watcher
+from . import codelens, diagnostics
+
+log = logging.getLogger(__name__)
+
+
+def _report(ls: HelionServer, problems: list[str]) -> None:
+    for problem in problems:
+        ls.tell_user(f"Helion settings: {problem}", types.MessageType.Warning)
+
+
+async def pull_configuration(ls: HelionServer) -> None:
+    """Ask the client for the "helion" section of every workspace folder (and the global one)."""
+    caps = ls.client_capabilities.workspace
+    if caps is None or not caps.configuration:
+        return
+    folders = list(ls.workspace.folders.values())
+    items = [types.ConfigurationItem(section="helion")]
+    items += [types.ConfigurationItem(section="helion", scope_uri=f.uri) for f in folders]
+    try:
+        values = await ls.workspace_configuration_async(types.ConfigurationParams(items=items))
+    except Exception as exc:  # a client that fails this request keeps the initialization options
+        log.warning("workspace/configuration failed: %s", exc)
+        return
+    problems: list[str] = []
+    if values and isinstance(values[0], dict):
+        problems += ls.settings.set_initial({**ls.settings.initial_raw, **values[0]}, _root(ls))
+    for folder, value in zip(folders, values[1:], strict=False):
+        problems += ls.settings.set_folder(folder.uri, value, folder_path(folder.uri))
+    ls.tuner.set_limit(max(s.max_concurrent_tunings for s in ls.settings.all()))
+    for settings in ls.settings.all():
+        ls.store_for(settings)
+    _report(ls, problems)
+
+
+def _root(ls: HelionServer) -> str | None:
+    root = ls.workspace.root_uri
+    return folder_path(root) if root else None
+
+
+def register(ls: HelionServer) -> None:
+    @ls.feature(types.INITIALIZE)
+    def initialize(ls: HelionServer, params: types.InitializeParams) -> None:
+        base = folder_path(params.root_uri) if params.root_uri else None
+        ls.startup_problems = ls.settings.set_initial(params.initialization_options, base)
+        ls.tuner.set_limit(ls.settings.default.max_concurrent_tunings)
+
+    @ls.feature(types.INITIALIZED)
+    async def initialized(ls: HelionServer, params: types.InitializedParams) -> None:
+        ls.monitor.start()
+        _report(ls, ls.startup_problems)
+        ls.watcher = Watcher(
+            asyncio.get_running_loop(),
+            on_store=lambda path: codelens.store_changed(ls, path),
+            on_python=lambda path, deleted: diagnostics.external_change(ls, path, deleted),
+        )
+        ls.watcher.start()
+        for store in ls.stores.values():
+            ls.watcher.watch_store(store.path)
+        ls.store_for(ls.settings.default)
+        for folder in ls.workspace.folders.values():
+            path = folder_path(folder.uri)
+            if path:
+                ls.watcher.watch_folder(path)
+        if not ls.workspace.folders and _root(ls):
+            ls.watcher.watch_folder(_root(ls))
+        await pull_configuration(ls)
+
+    @ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(ls: HelionServer, params: types.DidChangeConfigurationParams) -> None:
+        settings = params.settings
+        if isinstance(settings, dict) and isinstance(settings.get("helion"), dict):
+            _report(ls, ls.settings.set_initial({**ls.settings.initial_raw, **settings["helion"]}, _root(ls)))
+        await pull_configuration(ls)
+        for uri in list(ls.analyzer.docs):
+            diagnostics.schedule(ls, uri, compile=True)
+        await codelens.refresh(ls)
+
+    @ls.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    async def folders_changed(ls: HelionServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+        if ls.watcher is not None:
+            for folder in params.event.added:
+                path = folder_path(folder.uri)
+                if path:
+                    ls.watcher.watch_folder(path)
+        await pull_configuration(ls)
+
+    @ls.feature(types.SHUTDOWN)
+    async def shutdown(ls: HelionServer, params: Any) -> None:
+        await ls.close_parts()
+
+    @ls.feature("helion/stats")
+    def stats(ls: HelionServer, params: Any) -> dict:
+        """Loop lag, memory and cache sizes; `{"reset": true}` clears the lag record first."""
+        if params is not None and getattr(params, "reset", False):
+            ls.monitor.reset()
+        out = ls.monitor.stats()
+        out["compiledUnits"] = len(ls.analyzer.cache.stages["front"])
+        out["counts"] = {**ls.analyzer.counts, "compiles": ls.pool.submitted}
+        out["openDocuments"] = sum(1 for d in ls.analyzer.docs.values() if d.open)
+        out["checkWorkerPid"] = ls.checks.pid
+        out["checkWorkerRestarts"] = ls.checks.restarts
+        out["tuners"] = [
+            {"uri": j.spec.uri, "kernel": j.spec.kernel, "shapeSet": j.spec.shape_set, "pid": j.proc.pid}
+            for j in ls.tuner.active()
+            if j.proc is not None
+        ]
+        return out

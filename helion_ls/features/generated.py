@@ -1,0 +1,158 @@
+"""Custom requests: the generated module of a kernel + shape set, the kernel under the cursor, tuning results.
+
+helion/generatedCode {uri, kernel, shapeSet} -> {uri: "helion-pallas:...", source, sourceMap, kernel, shapeSet,
+config, chip, vmem}; a unit not compiled yet is compiled first (off the event loop), one that does not compile
+is an error carrying its first diagnostic.
+"""
+
+from __future__ import annotations
+
+import logging
+import urllib.parse
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.uris import to_fs_path
+
+from ..documents import KernelView
+from ..lsp import from_lsp_position, range_json, to_lsp_range
+from ..server import HelionServer
+from . import codelens
+from .commands import find_kernel
+
+log = logging.getLogger(__name__)
+
+SCHEME = "helion-pallas"
+
+
+class NotCompiled(JsonRpcException):
+    code = -32803  # RequestFailed
+    message = "not compiled"
+
+
+def _field(params: Any, name: str, default: Any = None) -> Any:
+    if isinstance(params, dict):
+        return params.get(name, default)
+    return getattr(params, name, default)
+
+
+def generated_uri(uri: str, kernel: str, shape_set: int) -> str:
+    path = to_fs_path(uri) or urllib.parse.urlparse(uri).path or "untitled"
+    if not path.startswith("/"):
+        path = "/" + path
+    query = urllib.parse.urlencode({"uri": uri, "kernel": kernel, "shapeSet": str(shape_set)})
+    return f"{SCHEME}:{urllib.parse.quote(path)}.{kernel}.{shape_set}.pallas.py?{query}"
+
+
+def _shape_set(params: Any, view: KernelView) -> int:
+    index = _field(params, "shapeSet", 0)
+    if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(view.units):
+        raise JsonRpcInvalidParams(f"shapeSet must be 0..{len(view.units) - 1} for {view.name}")
+    return index
+
+
+async def generated_code(ls: HelionServer, params: Any) -> dict[str, Any]:
+    uri, kernel = _field(params, "uri"), _field(params, "kernel")
+    loaded, view = await find_kernel(ls, uri, kernel)
+    index = _shape_set(params, view)
+    unit = view.units[index]
+    await ls.analyzer.ensure_front(view, unit)
+    hit = ls.analyzer.cache.get("front", unit.key, view)
+    if hit is None:
+        raise NotCompiled(f"{kernel} (shape set {index}) has not been compiled")
+    result, pmap = hit
+    ck = result.compiled
+    if ck is None:
+        first = next((d for d in result.diagnostics if d.is_error), None) or (result.diagnostics or [None])[0]
+        detail = f": {first.code}: {first.message}" if first is not None else ""
+        raise NotCompiled(f"{kernel} (shape set {index}) does not compile{detail}")
+    enc = ls.encoding()
+    source_map = [
+        {"line": line, "range": range_json(to_lsp_range(pmap.forward_range(rng), loaded.lines, enc))}
+        for line, rng in ck.source_map
+    ]
+    return {
+        "uri": generated_uri(uri, kernel, index),
+        "source": ck.source,
+        "sourceMap": source_map,
+        "kernel": kernel,
+        "shapeSet": index,
+        "config": ck.config.to_json(),
+        "chip": ck.chip.name,
+        "vmem": ck.vmem.to_json(),
+    }
+
+
+def kernel_at(ls: HelionServer, params: Any) -> dict[str, Any] | None:
+    state = ls.analyzer.docs.get(_field(params, "uri"))
+    position = _field(params, "position")
+    if state is None or state.loaded is None or position is None:
+        return None
+    loaded = state.loaded
+    lsp_pos = types.Position(line=_field(position, "line", 0), character=_field(position, "character", 0))
+    pos = from_lsp_position(lsp_pos, loaded.lines, ls.encoding())
+    view = loaded.kernel_at(pos)
+    if view is None:
+        return None
+    shape_set = next(
+        (i for i, r in enumerate(view.shape_set_ranges) if r.start.line <= pos.line <= r.end.line), 0
+    )
+    return {"kernel": view.name, "shapeSet": shape_set}
+
+
+async def tuning_results(ls: HelionServer, params: Any) -> dict[str, Any]:
+    uri, kernel = _field(params, "uri"), _field(params, "kernel")
+    loaded, view = await find_kernel(ls, uri, kernel)
+    unit = view.units[_shape_set(params, view)]
+    store = ls.store_for(ls.settings.for_uri(uri))
+    key = codelens.trial_key(unit)
+    trials = await ls.pool.call(store.trials, key)
+    summaries = await ls.pool.call(store.summaries, [(key, None)])
+    _, compiled = codelens.current_config(ls, view, unit)
+
+    def rates(seconds: float | None, metrics: dict) -> dict[str, Any]:
+        if not seconds or compiled is None:
+            return {"tflops": metrics.get("tflops"), "gbps": metrics.get("gbps")}
+        plan = compiled.plan
+        return {
+            "tflops": metrics.get("tflops", plan.flops / seconds / 1e12),
+            "gbps": metrics.get("gbps", plan.hbm_bytes / seconds / 1e9),
+        }
+
+    out = [
+        {
+            "config": t.config,
+            "seconds": t.seconds,
+            **rates(t.seconds, t.metrics),
+            "verdict": t.verdict,
+            "evaluator": t.evaluator,
+            "timestamp": t.timestamp,
+        }
+        for t in trials
+    ]
+    summary = summaries.get((key, None))
+    best = None
+    if summary is not None:
+        b = summary.best
+        best = {
+            "config": b.config,
+            "seconds": b.seconds,
+            **rates(b.seconds, b.metrics),
+            "evaluator": b.evaluator,
+        }
+    return {"trials": out, "best": best}
+
+
+def register(ls: HelionServer) -> None:
+    @ls.feature("helion/generatedCode")
+    async def _generated(ls: HelionServer, params: Any) -> dict[str, Any]:
+        return await generated_code(ls, params)
+
+    @ls.feature("helion/kernelAt")
+    def _kernel_at(ls: HelionServer, params: Any) -> dict[str, Any] | None:
+        return kernel_at(ls, params)
+
+    @ls.feature("helion/tuningResults")
+    async def _results(ls: HelionServer, params: Any) -> dict[str, Any]:
+        return await tuning_results(ls, params)

@@ -1,0 +1,264 @@
+"""Hovers, answered only from cached compile results (never compiling on the event loop).
+
+On the kernel's name or decorator: per shape set, the config in use, the VMEM table with a bar against
+the scoped limit and the capacity, and the generated device kernel and pallas_call site (with a link
+that opens the whole module). On a tensor access: its BlockSpec, where it lives and its VMEM bytes. On
+`hl.tile` / `hl.grid`: extents, block sizes, steps and the loop strategy. Each part comes from the
+compiled kernel's plan, so it describes exactly the generated code.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import urllib.parse
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Any
+
+from lsprotocol import types
+
+from compiler.diagnostics import Position, Range
+
+from ..documents import KernelView, Loaded
+from ..lsp import from_lsp_position, to_lsp_range
+from ..server import HelionServer
+
+MiB = 1024 * 1024
+BAR_CELLS = 24
+CODE_LINES = 30  # per excerpt; the full module is one click away
+SHOW_GENERATED = "helion-ls.showGeneratedCode"
+
+WHERE = {
+    "vmem_block": "VMEM block: the BlockSpec pipeline copies one block per grid step",
+    "resident": "resident whole array in VMEM: the block spans the inner loop, which slices it in VMEM",
+    "hbm": "HBM + pipeline: left in HBM (`pl.ANY`); `pltpu.emit_pipeline` streams blocks into VMEM",
+}
+
+
+def fmt_bytes(n: float) -> str:
+    if n >= MiB:
+        return f"{n / MiB:.1f} MiB"
+    if n >= 1024:
+        return f"{n / 1024:.1f} KiB"
+    return f"{int(n)} B"
+
+
+def vmem_bar(total: int, limit: int, capacity: int) -> str:
+    """`█` used, `▒` free below the scoped limit, `░` free up to the capacity; `✗` beyond the capacity."""
+    scale = max(capacity, total, 1)
+    used = min(BAR_CELLS, round(BAR_CELLS * total / scale))
+    lim = min(BAR_CELLS, round(BAR_CELLS * limit / scale))
+    cells = "".join("█" if i < used else ("▒" if i < lim else "░") for i in range(BAR_CELLS))
+    return cells + (" ✗" if total > capacity else "")
+
+
+def _shape(block: Iterable[int | None]) -> str:
+    return "(" + ", ".join("–" if d is None else str(d) for d in block) + ")"
+
+
+def _units_with_results(ls: HelionServer, view: KernelView) -> list[tuple[int, Any, Any]]:
+    """(unit index, compiled kernel, PositionMap basis->shown) for each unit with a cached compile."""
+    out = []
+    for unit in view.units:
+        hit = ls.analyzer.cache.get("front", unit.key, view)
+        if hit is not None and hit[0].compiled is not None:
+            out.append((unit.index, hit[0].compiled, hit[1]))
+    return out
+
+
+def _set_title(view: KernelView, index: int) -> str:
+    if not view.units[index].args:
+        return "No shape set"
+    return f"Shape set {index}: `{view.shape_label(index)}`"
+
+
+# -- kernel hover ---------------------------------------------------------------------------------------
+@lru_cache(maxsize=256)
+def _excerpts(source: str, call_names: tuple[str, ...]) -> tuple[str, str]:
+    """(device kernel functions, pallas_call statements) cut out of a generated module."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return "", ""
+    lines = source.splitlines()
+    kernels, calls = [], []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name in call_names:
+            kernels.append(_cut(lines, node))
+        if isinstance(node, ast.stmt) and not isinstance(node, ast.FunctionDef | ast.Module):
+            seg = "\n".join(lines[node.lineno - 1 : node.end_lineno])
+            if "pallas_call(" in seg and not any(seg in c for c in calls) and len(seg.splitlines()) < 60:
+                calls.append(seg)
+    return "\n\n".join(kernels), "\n\n".join(_trim(c) for c in calls)
+
+
+def _cut(lines: list[str], node: ast.AST) -> str:
+    return _trim("\n".join(lines[node.lineno - 1 : node.end_lineno]))
+
+
+def _trim(text: str) -> str:
+    lines = text.splitlines()
+    if len(lines) <= CODE_LINES:
+        return text
+    return "\n".join([*lines[:CODE_LINES], f"# … {len(lines) - CODE_LINES} more lines"])
+
+
+def _command_link(title: str, command: str, argument: dict) -> str:
+    return f"[{title}](command:{command}?{urllib.parse.quote(json.dumps([argument]))})"
+
+
+def kernel_markdown(ls: HelionServer, loaded: Loaded, view: KernelView) -> str:
+    chip = view.units[0].key.chip
+    parts = [f"**{view.name}** — Helion kernel → Pallas on **{chip}**"]
+    results = {i: ck for i, ck, _ in _units_with_results(ls, view)}
+    for unit in view.units:
+        parts.append(f"#### {_set_title(view, unit.index)}")
+        ck = results.get(unit.index)
+        if ck is None:
+            parts.append("_Not compiled (yet): save the file, or see the diagnostics._")
+            continue
+        origin = "from the decorator" if unit.config is not None else "default"
+        parts.append(f"Config ({origin}): `{ck.config!r}`")
+        vmem = ck.vmem
+        bar = vmem_bar(vmem.total_bytes, vmem.limit_bytes, vmem.capacity_bytes)
+        parts.append(
+            f"VMEM `{bar}` **{fmt_bytes(vmem.total_bytes)}** of {fmt_bytes(vmem.limit_bytes)} requested limit "
+            f"(default {fmt_bytes(vmem.default_limit_bytes)}, capacity {fmt_bytes(vmem.capacity_bytes)}) — "
+            f"**{vmem.verdict.replace('_', ' ')}**"
+        )
+        rows = ["| buffer | role | block | dtype | bufs | bytes |", "|---|---|---|---|--:|--:|"]
+        for r in vmem.rows:
+            rows.append(
+                f"| `{r.name}` | {r.role} | {_shape(r.block_shape)} | {r.dtype} | {r.buffer_count} | {fmt_bytes(r.bytes)} |"
+            )
+        parts.append("\n".join(rows))
+        kernels, calls = _excerpts(ck.source, tuple(c.name for c in ck.plan.calls))
+        if kernels:
+            parts.append(f"Device kernel:\n```python\n{kernels}\n```")
+        if calls:
+            parts.append(f"`pallas_call` site:\n```python\n{calls}\n```")
+        link = {"uri": loaded.uri, "kernel": view.name, "shapeSet": unit.index}
+        parts.append(_command_link("Open the full generated module", SHOW_GENERATED, link))
+    return "\n\n".join(parts)
+
+
+# -- access and loop hovers ----------------------------------------------------------------------------
+def _smallest(items: list[tuple[Range, Any]]) -> tuple[Range, Any] | None:
+    def size(r: Range) -> tuple[int, int]:
+        return (r.end.line - r.start.line, r.end.character - r.start.character)
+
+    return min(items, key=lambda it: size(it[0]), default=None)
+
+
+def _operand(ck: Any, name: str) -> tuple[Any, Any] | None:
+    for call in ck.plan.calls:
+        for op in call.operands:
+            if op.name == name:
+                return call, op
+    return None
+
+
+def _row_bytes(ck: Any, call: Any, op: Any) -> int | None:
+    for row in ck.vmem.rows:
+        if row.call == call.name and row.name == op.tensor:
+            return row.bytes
+    return None
+
+
+def access_markdown(view: KernelView, hits: list[tuple[int, Any, Any]]) -> str:
+    first = hits[0][2]
+    kind = "store to" if first.is_store else "load of"
+    parts = [f"**{first.tensor}** — {kind} a tensor block"]
+    table = ["| shape set | block shape | index map | lives in | bufs | VMEM |", "|---|---|---|---|--:|--:|"]
+    notes: dict[str, None] = {}
+    for index, ck, access in hits:
+        found = _operand(ck, access.operand)
+        if found is None:
+            continue
+        call, op = found
+        nbytes = _row_bytes(ck, call, op)
+        label = str(index) if view.units[index].args else "–"
+        where = {"vmem_block": "VMEM block", "resident": "resident whole array", "hbm": "HBM + pipeline"}[
+            op.memory
+        ]
+        table.append(
+            f"| {label} | {_shape(op.block_shape)} of {_shape(op.array_shape)} | `{op.index_map}` | {where} "
+            f"| {op.buffer_count} | {fmt_bytes(nbytes) if nbytes is not None else '?'} |"
+        )
+        notes[f"- **{where}**: {WHERE[op.memory]}"] = None
+    parts.append("\n".join(table))
+    parts.append("\n".join(notes))
+    return "\n\n".join(parts)
+
+
+def loop_markdown(view: KernelView, hits: list[tuple[int, Any, Any]]) -> str:
+    first = hits[0][2]
+    what = "launch grid (outermost loop)" if first.kind == "grid" else "inner device loop"
+    parts = [f"**hl.{first.api}** — {what}"]
+    table = ["| shape set | extents | block sizes | steps | strategy |", "|---|---|---|---|---|"]
+    for index, _ck, loop in hits:
+        blocks = ", ".join(
+            f"{b}" + (f" (block_sizes[{i}])" if i is not None else "")
+            for b, i in zip(loop.block_sizes, loop.block_size_indices, strict=False)
+        )
+        label = str(index) if view.units[index].args else "–"
+        strategy = "grid (BlockSpec pipeline)" if loop.strategy == "grid" else f"`{loop.strategy}`"
+        table.append(f"| {label} | {_shape(loop.extents)} | {blocks} | {_shape(loop.steps)} | {strategy} |")
+    parts.append("\n".join(table))
+    if first.kind == "inner":
+        parts.append(
+            "Strategies: `emit_pipeline` streams blocks from HBM (VMEM independent of the extent), `unroll` keeps "
+            "the whole extent resident in VMEM, `fori_loop` slices a resident block in a `lax.fori_loop`. "
+            "Set `pallas_loop_type` in the config."
+        )
+    return "\n\n".join(parts)
+
+
+def _find(ls: HelionServer, view: KernelView, pos: Position, attr: str) -> tuple[Range, list] | None:
+    """Plan entries (accesses or loops) under `pos` for each compiled unit; range in shown coordinates."""
+    hits: list[tuple[int, Any, Any]] = []
+    shown_range: Range | None = None
+    for index, ck, pmap in _units_with_results(ls, view):
+        basis_pos = pmap.backward(pos)
+        found = _smallest(
+            [(item.range, item) for item in getattr(ck.plan, attr) if item.range.contains(basis_pos)]
+        )
+        if found is not None:
+            hits.append((index, ck, found[1]))
+            shown_range = shown_range or pmap.forward_range(found[0])
+    return (shown_range, hits) if hits and shown_range is not None else None
+
+
+def hover_at(ls: HelionServer, loaded: Loaded, pos: Position) -> tuple[str, Range] | None:
+    view = loaded.kernel_at(pos)
+    if view is None:
+        return None
+    if view.name_range.contains(pos) or view.decorator_range.contains(pos):
+        where = view.name_range if view.name_range.contains(pos) else view.decorator_range
+        return kernel_markdown(ls, loaded, view), where
+    access = _find(ls, view, pos, "accesses")
+    if access is not None:
+        return access_markdown(view, access[1]), access[0]
+    loop = _find(ls, view, pos, "loops")
+    if loop is not None:
+        return loop_markdown(view, loop[1]), loop[0]
+    return None
+
+
+def register(ls: HelionServer) -> None:
+    @ls.feature(types.TEXT_DOCUMENT_HOVER)
+    def hover(ls: HelionServer, params: types.HoverParams) -> types.Hover | None:
+        state = ls.analyzer.docs.get(params.text_document.uri)
+        if state is None or state.loaded is None:
+            return None
+        loaded = state.loaded
+        enc = ls.encoding()
+        found = hover_at(ls, loaded, from_lsp_position(params.position, loaded.lines, enc))
+        if found is None:
+            return None
+        text, rng = found
+        return types.Hover(
+            contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text),
+            range=to_lsp_range(rng, loaded.lines, enc),
+        )

@@ -1,0 +1,119 @@
+"""Wiring: the server object, the long-lived parts it owns, and the registration of every feature.
+
+Feature logic lives in `features/`; this module only builds the parts (compile pool, check worker,
+analyzer, tuner, store views, watcher, loop monitor) and connects their callbacks to LSP messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+from .analysis import Analyzer
+from .check_client import CheckClient
+from .compile_pool import CompilePool
+from .lsp import UTF16
+from .monitor import LoopMonitor
+from .settings import Settings, SettingsRegistry
+from .store import StoreView
+from .tuning import Tuner
+from .watch import Watcher
+
+log = logging.getLogger(__name__)
+
+VERSION = "0.1.0"
+
+
+class HelionServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("helion-ls", VERSION, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.settings = SettingsRegistry()
+        self.pool = CompilePool()
+        self.checks = CheckClient()
+        self.analyzer = Analyzer(
+            self.pool,
+            self.checks,
+            publish=self.publish,
+            on_stage=self.stage_done,
+            on_loaded=lambda loaded: self.tuner.check_stale(
+                loaded.uri, {name: view.source_hash for name, view in loaded.kernels.items()}
+            ),
+            encoding=self.encoding,
+        )
+        self.tuner = Tuner(on_change=lambda job: None)  # features.commands connects it to the client
+        self.stores: dict[str, StoreView] = {}
+        self.watcher: Watcher | None = None
+        self.monitor = LoopMonitor()
+        self.lens_refresh_task: asyncio.Task | None = None  # see features.codelens.request_refresh
+        self.lens_refresh_wanted = False
+        self.startup_problems: list[
+            str
+        ] = []  # settings problems found in initialize, reported once initialized
+
+    def encoding(self) -> str:
+        try:
+            return str(self.workspace.position_encoding or UTF16)
+        except RuntimeError:  # before initialize
+            return UTF16
+
+    def publish(self, uri: str, version: int | None, diagnostics: list[types.Diagnostic]) -> None:
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
+        )
+
+    def stage_done(self, uri: str, version: int | None, stage: str, final: bool) -> None:
+        self.protocol.notify(
+            "helion/diagnosticsStage", {"uri": uri, "version": version, "stage": stage, "final": final}
+        )
+
+    def store_for(self, settings: Settings) -> StoreView:
+        view = StoreView(settings.store_path)
+        if view.path not in self.stores:
+            self.stores[view.path] = view
+            if self.watcher is not None:
+                self.watcher.watch_store(view.path)
+        return self.stores[view.path]
+
+    def text_of(self, uri: str) -> str | None:
+        """The open document's text, or None for documents the client has not opened."""
+        state = self.analyzer.docs.get(uri)
+        return state.text if state is not None else None
+
+    def log_to_client(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
+        log.info("%s", message)
+        self.window_log_message(types.LogMessageParams(type=kind, message=message))
+
+    def tell_user(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
+        log.info("%s", message)
+        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+    async def close_parts(self) -> None:
+        """Stop everything this server started (tuners, the check worker, watchers)."""
+        await self.tuner.shutdown()
+        await self.checks.close()
+        if self.watcher is not None:
+            self.watcher.stop()
+        for store in self.stores.values():
+            store.close()
+        self.monitor.stop()
+        self.pool.shutdown()
+
+
+def folder_path(uri: str) -> str | None:
+    from pygls.uris import to_fs_path
+
+    path = to_fs_path(uri)
+    return path if path and os.path.isabs(path) else None
+
+
+def create_server() -> HelionServer:
+    from .features import code_actions, codelens, commands, configuration, diagnostics, generated, hover
+
+    server = HelionServer()
+    for feature in (configuration, diagnostics, hover, codelens, commands, generated, code_actions):
+        feature.register(server)
+    return server

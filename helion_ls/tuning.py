@@ -1,0 +1,308 @@
+"""Background tuning: one `python -m compiler.cli tune` subprocess per (document, kernel, shape set).
+
+The tuner runs in its own process group on a temporary copy of the document text, so a crash or a hang
+there is a state change here ("failed"), never a dead server; cancel and staleness kill the whole group.
+Progress arrives as JSON lines on the child's stderr (`--progress jsonl`), the result as JSON on stdout
+(`--json`), and the child writes every trial to the store itself. At most `limit` jobs run at once; the
+rest wait in FIFO order ("queued"). A job whose kernel source hash changes while it is queued or running
+becomes "stale": its result belongs to code that no longer exists, so it is stopped and never applied.
+Every state change goes to `on_change(job)`; this module knows nothing about LSP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+FINAL = ("done", "failed", "cancelled", "stale")
+STREAM_LIMIT = 16 * 1024 * 1024
+KILL_GRACE = 3.0  # seconds between SIGTERM and SIGKILL
+
+
+@dataclass(frozen=True)
+class TuneSpec:
+    """Everything the CLI needs, fixed when the job is queued."""
+
+    uri: str
+    kernel: str
+    shape_set: int
+    source_hash: str
+    text: str  # the document text at queue time
+    file_name: str
+    chip: str
+    evaluator: str
+    executor: str
+    store_path: str | None
+    budget_seconds: float | None
+    max_evals: int | None
+
+    def argv(self, path: str) -> list[str]:
+        argv = [sys.executable, "-m", "compiler.cli", "tune", path, "-k", self.kernel]
+        argv += ["--shape-set", str(self.shape_set), "--chip", self.chip, "--evaluator", self.evaluator]
+        argv += ["--executor", self.executor, "--json", "--progress", "jsonl"]
+        if self.store_path:
+            argv += ["--store", self.store_path]
+        if self.max_evals is not None:
+            argv += ["--max-evals", str(self.max_evals)]
+        elif self.budget_seconds is not None:
+            argv += ["--budget", f"{self.budget_seconds:g}"]
+        return argv
+
+    @property
+    def deadline(self) -> float:
+        """Seconds after which a silent or runaway tuner is considered hung."""
+        budget = self.budget_seconds if self.max_evals is None and self.budget_seconds else 600.0
+        return 2 * budget + 120.0
+
+
+@dataclass
+class TuneJob:
+    spec: TuneSpec
+    state: str = "queued"
+    evaluated: int = 0
+    total: int = 0
+    best: dict[str, Any] | None = None
+    message: str | None = None
+    result: dict[str, Any] | None = None  # the CLI's --json object
+    started: float | None = None
+    finished: float | None = None
+    proc: asyncio.subprocess.Process | None = field(default=None, repr=False)
+    done: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+
+    @property
+    def id(self) -> tuple[str, str, int]:
+        return (self.spec.uri, self.spec.kernel, self.spec.shape_set)
+
+    @property
+    def active(self) -> bool:
+        return self.state not in FINAL
+
+
+class Tuner:
+    def __init__(self, on_change: Callable[[TuneJob], None], limit: int = 2):
+        self.on_change = on_change
+        self.limit = limit
+        self.jobs: dict[tuple[str, str, int], TuneJob] = {}
+        self._queue: list[TuneJob] = []
+        self._running: set[asyncio.Task] = set()
+
+    def submit(self, spec: TuneSpec) -> TuneJob:
+        """Queue a job; an active job for the same unit is returned instead of a second one."""
+        current = self.jobs.get((spec.uri, spec.kernel, spec.shape_set))
+        if current is not None and current.active:
+            return current
+        job = TuneJob(spec)
+        self.jobs[job.id] = job
+        self._queue.append(job)
+        self.on_change(job)
+        self._pump()
+        return job
+
+    def active(self, uri: str | None = None, kernel: str | None = None) -> list[TuneJob]:
+        return [
+            j
+            for j in self.jobs.values()
+            if j.active and (uri is None or j.spec.uri == uri) and (kernel is None or j.spec.kernel == kernel)
+        ]
+
+    def cancel_job(self, job: TuneJob, why: str = "cancelled") -> None:
+        if job.active:
+            self._stop(job, "cancelled", why)
+
+    def cancel(self, uri: str | None = None, kernel: str | None = None) -> list[TuneJob]:
+        jobs = self.active(uri, kernel)
+        for job in jobs:
+            self._stop(job, "cancelled", "cancelled")
+        return jobs
+
+    def check_stale(self, uri: str, hashes: dict[str, str]) -> None:
+        """The document now has these kernel hashes: stop jobs tuning a different (or vanished) source."""
+        for job in self.active(uri):
+            if hashes.get(job.spec.kernel) != job.spec.source_hash:
+                self._stop(job, "stale", "the kernel was edited while tuning; the result would not match it")
+
+    def set_limit(self, limit: int) -> None:
+        self.limit = limit
+        self._pump()
+
+    async def shutdown(self) -> None:
+        for job in self.active():
+            self._stop(job, "cancelled", "the server is shutting down")
+        if self._running:
+            await asyncio.wait(self._running, timeout=KILL_GRACE + 2)
+
+    # -- internals ---------------------------------------------------------------------------------
+    def _pump(self) -> None:
+        while self._queue and len(self._running) < self.limit:
+            job = self._queue.pop(0)
+            if not job.active:
+                continue
+            task = asyncio.create_task(self._run(job))
+            self._running.add(task)
+            task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task) -> None:
+        self._running.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("tuning task failed", exc_info=task.exception())
+        self._pump()
+
+    def _set(self, job: TuneJob, state: str, message: str | None = None) -> None:
+        if not job.active:
+            return
+        job.state = state
+        if message is not None:
+            job.message = message
+        if state in FINAL:
+            job.finished = time.time()
+            job.done.set()
+        self.on_change(job)
+
+    def _stop(self, job: TuneJob, state: str, message: str) -> None:
+        if job in self._queue:
+            self._queue.remove(job)
+        self._set(job, state, message)
+        if job.proc is not None and job.proc.returncode is None:
+            asyncio.create_task(_kill_group(job.proc))
+
+    async def _run(self, job: TuneJob) -> None:
+        spec = job.spec
+        with tempfile.TemporaryDirectory(prefix="helion-tune-") as tmp:
+            path = os.path.join(tmp, spec.file_name)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(spec.text)
+            job.started = time.time()
+            try:
+                job.proc = await asyncio.create_subprocess_exec(
+                    *spec.argv(path),
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                    start_new_session=True,
+                    limit=STREAM_LIMIT,
+                )
+            except OSError as exc:
+                self._set(job, "failed", f"could not start the tuner: {exc}")
+                return
+            if not job.active:  # cancelled or stale while starting
+                await _kill_group(job.proc)
+                return
+            self._set(job, "running")
+            log.info(
+                "tuning %s [%d] in pid %d: %s",
+                spec.kernel,
+                spec.shape_set,
+                job.proc.pid,
+                " ".join(spec.argv(path)),
+            )
+            try:
+                stdout, tail = await asyncio.wait_for(self._communicate(job), spec.deadline)
+            except TimeoutError:
+                await _kill_group(job.proc)
+                self._set(
+                    job, "failed", f"the tuner did not finish within {spec.deadline:.0f} s and was stopped"
+                )
+                return
+            code = job.proc.returncode
+        if not job.active:
+            return
+        self._conclude(job, code, stdout, tail)
+
+    async def _communicate(self, job: TuneJob) -> tuple[bytes, list[str]]:
+        """Follow progress until the tuner exits; then reap what it left in its process group."""
+        proc = job.proc
+        assert proc is not None and proc.stdout is not None
+        out_task = asyncio.create_task(proc.stdout.read())
+        tail: list[str] = []  # last non-JSON stderr lines, for failure messages
+        err_task = asyncio.create_task(self._follow(job, tail))
+        await proc.wait()
+        with contextlib.suppress(ProcessLookupError):  # stray children would hold the pipes open
+            os.killpg(proc.pid, signal.SIGKILL)
+        await asyncio.wait({out_task, err_task}, timeout=5)
+        return (out_task.result() if out_task.done() else b""), tail
+
+    async def _follow(self, job: TuneJob, tail: list[str]) -> None:
+        assert job.proc is not None and job.proc.stderr is not None
+        while line := await job.proc.stderr.readline():
+            text = line.decode(errors="replace").strip()
+            event = _json_line(text)
+            if event is not None:
+                self._on_event(job, event)
+            elif text:
+                tail[:] = [*tail[-19:], text]
+                log.debug("tuner %s: %s", job.spec.kernel, text)
+
+    def _on_event(self, job: TuneJob, event: dict[str, Any]) -> None:
+        if not job.active:
+            return
+        job.evaluated = int(event.get("evaluated") or job.evaluated)
+        job.total = int(event.get("total") or job.total)
+        if event.get("best_config") is not None:
+            job.best = {"config": event["best_config"], "seconds": event.get("best_seconds")}
+        if event.get("event") == "progress":
+            self.on_change(job)
+
+    def _conclude(self, job: TuneJob, code: int | None, stdout: bytes, tail: list[str]) -> None:
+        result = _json_result(stdout)
+        if code == 0 and result is not None:
+            job.result = result
+            best = result.get("best")
+            if best:
+                job.best = best
+            job.evaluated = int(result.get("evaluated") or job.evaluated)
+            self._set(job, "done", None)
+            return
+        if code is not None and code < 0:
+            why = f"the tuner was killed by signal {-code}"
+        elif code == 1:
+            why = "no valid config was found"
+        else:
+            why = f"the tuner exited with code {code}"
+        detail = tail[-1] if tail else ""
+        self._set(job, "failed", f"{why}{': ' + detail if detail else ''}")
+
+
+def _json_line(text: str) -> dict[str, Any] | None:
+    if not text.startswith("{"):
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) and "event" in value else None
+
+
+def _json_result(stdout: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(stdout.decode(errors="replace") or "null")
+    except json.JSONDecodeError:
+        return None
+    if isinstance(value, list):
+        value = value[0] if value else None
+    return value if isinstance(value, dict) else None
+
+
+async def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    """SIGTERM the tuner's process group (it may have worker processes), SIGKILL after a grace period."""
+    if proc.returncode is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        await asyncio.wait_for(proc.wait(), KILL_GRACE)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        await proc.wait()
