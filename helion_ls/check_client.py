@@ -39,6 +39,7 @@ class CheckClient:
         self._stderr_task: asyncio.Task | None = None
         self.timeouts = timeouts or {"lower": 180.0, "tpu": 600.0}
         self.restarts = 0
+        self.closed = False  # after shutdown no worker is (re)started
 
     @property
     def pid(self) -> int | None:
@@ -81,7 +82,7 @@ class CheckClient:
 
     async def _exchange(self, req: dict[str, Any], wanted: Callable[[], bool]) -> list[dict]:
         async with self._lock:
-            if not wanted():
+            if self.closed or not wanted():
                 raise Skipped()
             proc = await self._ensure()
             req = {**req, "id": next(self._ids)}
@@ -100,6 +101,8 @@ class CheckClient:
                 raise WorkerFailure(f"lost the check worker ({exc})") from None
             if not line:
                 await proc.wait()
+                if self.closed:
+                    raise Skipped()
                 raise WorkerFailure(f"the check worker exited with code {proc.returncode} (crashed)")
             try:
                 resp = json.loads(line)
@@ -124,6 +127,7 @@ class CheckClient:
             pass
 
     async def close(self) -> None:
+        self.closed = True
         self.kill()
         if self._proc is not None:
             try:

@@ -29,10 +29,13 @@ BAR_CELLS = 24
 CODE_LINES = 30  # per excerpt; the full module is one click away
 SHOW_GENERATED = "helion-ls.showGeneratedCode"
 
-WHERE = {
-    "vmem_block": "VMEM block: the BlockSpec pipeline copies one block per grid step",
-    "resident": "resident whole array in VMEM: the block spans the inner loop, which slices it in VMEM",
-    "hbm": "HBM + pipeline: left in HBM (`pl.ANY`); `pltpu.emit_pipeline` streams blocks into VMEM",
+WHERE = {  # label in the table -> what it means
+    "vmem_block": ("VMEM block", "the BlockSpec pipeline copies one block into VMEM per grid step"),
+    "resident": (
+        "resident whole array",
+        "the block spans the inner loop's whole extent; the loop slices it in VMEM",
+    ),
+    "hbm": ("HBM + pipeline", "left in HBM (`pl.ANY`); `pltpu.emit_pipeline` streams blocks into VMEM"),
 }
 
 
@@ -179,14 +182,12 @@ def access_markdown(view: KernelView, hits: list[tuple[int, Any, Any]]) -> str:
         call, op = found
         nbytes = _row_bytes(ck, call, op)
         label = str(index) if view.units[index].args else "–"
-        where = {"vmem_block": "VMEM block", "resident": "resident whole array", "hbm": "HBM + pipeline"}[
-            op.memory
-        ]
+        where, meaning = WHERE[op.memory]
         table.append(
             f"| {label} | {_shape(op.block_shape)} of {_shape(op.array_shape)} | `{op.index_map}` | {where} "
             f"| {op.buffer_count} | {fmt_bytes(nbytes) if nbytes is not None else '?'} |"
         )
-        notes[f"- **{where}**: {WHERE[op.memory]}"] = None
+        notes[f"- **{where}**: {meaning}"] = None
     parts.append("\n".join(table))
     parts.append("\n".join(notes))
     return "\n\n".join(parts)

@@ -1,0 +1,119 @@
+"""End to end: hovers on a kernel, a tensor access and tile loops, checked against the compiler's own plan."""
+
+from __future__ import annotations
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+from test_ls_support import make_workspace, open_doc, server_config, stage_diagnostics, start
+
+import compiler
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+PIPELINE = 'config=helion.Config(block_sizes=[1, 256, 512], pallas_loop_type="emit_pipeline")'
+
+
+@pytest_lsp.fixture(config=server_config(), scope="module")
+async def client(lsp_client: LanguageClient, tmp_path_factory):
+    ws = make_workspace(tmp_path_factory.mktemp("hover"))
+    await start(lsp_client, ws, libtpu=False)
+    text = (
+        (ws / "attention.py")
+        .read_text()
+        .replace("@helion.kernel(static_shapes=True)", f"@helion.kernel(static_shapes=True, {PIPELINE})")
+    )
+    (ws / "attention.py").write_text(text)
+    lsp_client.text = text
+    lsp_client.uri = open_doc(lsp_client, ws / "attention.py", text)
+    await stage_diagnostics(lsp_client, lsp_client.uri, 1, "front")
+    yield
+    await lsp_client.shutdown_session()
+
+
+def compiled(text: str, index: int):
+    kernel = compiler.load(text).kernels["attention"]
+    return kernel.compile(args=kernel.shape_sets[index], chip="v7x")
+
+
+async def hover(client: LanguageClient, needle: str, offset: int = 0) -> types.Hover | None:
+    text = client.text
+    at = text.index(needle) + offset
+    line = text[:at].count("\n")
+    character = at - (text.rfind("\n", 0, at) + 1)
+    return await client.text_document_hover_async(
+        types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=client.uri),
+            position=types.Position(line=line, character=character),
+        )
+    )
+
+
+async def test_kernel_hover_has_config_vmem_and_generated_code_per_shape_set(client: LanguageClient):
+    result = await hover(client, "def attention", 5)
+    assert result is not None
+    text = result.contents.value
+    assert text.startswith("**attention** — Helion kernel → Pallas on **v7x**")
+    for index in (0, 1):
+        ck = compiled(client.text, index)
+        assert f"#### Shape set {index}: `{compiler.specs.format_args(ck.args)}`" in text
+        assert f"Config (from the decorator): `{ck.config!r}`" in text
+        for row in ck.vmem.rows:
+            assert f"| `{row.name}` | {row.role} |" in text
+    assert text.count("Device kernel:") == 2 and text.count("`pallas_call` site:") == 2
+    assert "pl.pallas_call(" in text and "pltpu.emit_pipeline" in text
+    assert text.count("command:helion-ls.showGeneratedCode?") == 2
+    assert "█" in text and "fits" in text
+    name_line = client.text[: client.text.index("def attention")].count("\n")
+    assert result.range.start.line == name_line and result.range.start.character == 4
+
+
+async def test_decorator_hover_is_the_kernel_hover(client: LanguageClient):
+    result = await hover(client, "helion.kernel(static_shapes=True", 3)
+    assert result is not None and result.contents.value.startswith("**attention**")
+
+
+async def test_access_hover_shows_blockspec_memory_and_bytes(client: LanguageClient):
+    result = await hover(client, "k_view[tile_b, tile_n, :]", 2)
+    assert result is not None
+    text = result.contents.value
+    assert text.startswith("**k_view** — load of a tensor block")
+    for index in (0, 1):
+        ck = compiled(client.text, index)
+        access = next(a for a in ck.plan.accesses if a.tensor == "k_view")
+        call = ck.plan.calls[0]
+        op = next(o for o in call.operands if o.name == access.operand)
+        row = next(r for r in ck.vmem.rows if r.name == op.tensor)
+        assert op.memory == "hbm"
+        block = "(" + ", ".join("–" if d is None else str(d) for d in op.block_shape) + ")"
+        assert f"| {index} | {block} of (" in text
+        assert f"`{op.index_map}`" in text
+        assert f"| HBM + pipeline | {op.buffer_count} |" in text
+        assert row.bytes > 0
+    assert "`pltpu.emit_pipeline` streams blocks into VMEM" in text
+    line = client.text[: client.text.index("k_view[tile_b, tile_n, :]")].count("\n")
+    assert result.range.start.line == line
+
+
+async def test_tile_loop_hovers(client: LanguageClient):
+    outer = await hover(client, "hl.tile([q_view.size(0), m_dim])", 3)
+    assert outer is not None
+    text = outer.contents.value
+    assert text.startswith("**hl.tile** — launch grid (outermost loop)")
+    ck = compiled(client.text, 1)
+    grid = next(lp for lp in ck.plan.loops if lp.kind == "grid")
+    assert (
+        f"| 1 | {tuple(grid.extents)} | 1 (block_sizes[0]), 256 (block_sizes[1]) | {tuple(grid.steps)} |".replace(
+            ",)", ")"
+        )
+        in text.replace(",)", ")")
+    )
+    inner = await hover(client, "hl.tile(n_dim)", 3)
+    assert inner is not None
+    assert "inner device loop" in inner.contents.value and "`emit_pipeline`" in inner.contents.value
+    assert "512 (block_sizes[2])" in inner.contents.value
+
+
+async def test_no_hover_outside_kernels_and_on_plain_code(client: LanguageClient):
+    assert await hover(client, "import math") is None
+    assert await hover(client, "def reference", 5) is None
