@@ -47,7 +47,7 @@ def main() -> int:
                     rows.append((name, chip, "-", "-", "-", str(exc)[:40]))
                     continue
                 calls = list(ck.plan.calls)
-                vm = median_ms(lambda: vmem_report(calls, ck.chip), 200)
+                vm = median_ms(lambda calls=calls, chip=ck.chip: vmem_report(calls, chip), 200)
                 ck.check_lowering()
                 low = median_ms(ck.check_lowering, 5)
                 tpu = "-"

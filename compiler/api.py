@@ -325,8 +325,6 @@ def _vmem_diagnostics(report: VmemReport, layouts: list[CallLayout], chip: Chip,
             advice = ("keep inner-loop operands in HBM with pallas_loop_type='emit_pipeline', single-buffer them "
                       "(pallas_load_buffer_count=1) or use smaller blocks") if resident else "use smaller blocks"
             fix = None
-            if resident and cfg.get("pallas_loop_type") in ("unroll", "fori_loop", None):
-                fix = None
             diags.append(error(
                 "HPL300",
                 f"out of VMEM on {chip.name}: buffers need {fmt_bytes(total)} but at most "
@@ -381,8 +379,6 @@ def _kernel_plan(ir: KernelIR, layouts: list[CallLayout], chip: Chip) -> KernelP
             loops.append(LoopInfo(node.range, "inner", node.dims[0].api, tuple(d.extent for d in node.dims),
                                   tuple(d.block_size for d in node.dims), tuple(d.block_index for d in node.dims),
                                   tuple(d.steps for d in node.dims), lp.strategy))
-        for node_id, op in lay.by_node.items():
-            pass
         for n in walk(g.body):
             if isinstance(n, Load | Store):
                 op = lay.by_node[id(n)]
@@ -405,10 +401,11 @@ def _header(kernel: Kernel, specs: dict[str, ArgSpec], cfg: Config, chip: Chip, 
 
 
 def _name_range(node: Any) -> Range:
-    start = Range.of(node).start
-    line = start.line + len(node.decorator_list) if False else node.lineno - 1
-    col = node.col_offset + 4
-    return Range(type(start)(line, col), type(start)(line, col + len(node.name)))
+    """The function name in `def name(...)` (ast gives the `def` keyword's position)."""
+    from .diagnostics import Position
+
+    line, col = node.lineno - 1, node.col_offset + 4
+    return Range(Position(line, col), Position(line, col + len(node.name)))
 
 
 def _internal(rng: Range, exc: BaseException | None = None) -> Diagnostic:

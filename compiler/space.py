@@ -15,7 +15,7 @@ from typing import Any
 
 from .config import LOOP_TYPES, Config
 from .diagnostics import Diagnostic, Fix, Range, error, hint
-from .ir import KernelIR, walk, InnerLoop
+from .ir import InnerLoop, KernelIR, walk
 
 LANE, SUBLANE, LEADING = "lane", "sublane", "leading"
 

@@ -11,8 +11,8 @@ import os
 from dataclasses import dataclass, field
 
 from ..diagnostics import Range, UserError
-from ..ir import GridLoop, InnerLoop, KernelIR, Load, Node, Op, Return, Store, TileDim, Value, walk
 from ..frontend.values import NamedConst
+from ..ir import GridLoop, InnerLoop, KernelIR, Load, Node, Op, Return, Store, TileDim, Value, walk
 from .exprs import HELPERS, ExprWriter, dtype_text, literal
 from .plan_builder import CallLayout, OperandLayout, loop_strategy, py_name
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import torch
 
-from ..ir import Op, TileDim, Value
 from ..frontend.values import NamedConst
+from ..ir import Op, TileDim, Value
 from .plan_builder import JNP_DTYPES
 
 INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "mod": "%", "pow": "**",

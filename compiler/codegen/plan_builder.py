@@ -17,7 +17,8 @@ import torch
 from ..chips import Chip
 from ..diagnostics import Range, UserError
 from ..ir import GridLoop, HostTensor, InnerLoop, KernelIR, Load, Node, Store, TileDim
-from ..plan import CallPlan, InnerLoop as PlanInnerLoop, Operand, Scratch
+from ..plan import CallPlan, Operand, Scratch
+from ..plan import InnerLoop as PlanInnerLoop
 from .work import live_peak_bytes, padded_bytes, region_work
 
 JNP_DTYPES = {
@@ -132,7 +133,6 @@ def build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chip
     visit(grid.body, [])
     ops = list(operands.values())
     # tensors written by the call: arguments and already-initialised buffers keep their contents (aliasing)
-    stored = {o.tensor.value.id for o in ops if o.kind in ("output", "inout")}
     for o in ops:
         if o.kind == "output" and (o.tensor.origin == "arg" or o.tensor.init not in (None, "empty")):
             o.kind = "inout"
@@ -143,7 +143,6 @@ def build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chip
             if prev is not None and prev is not o:
                 raise UserError("HPL202", f"`{o.tensor.name}` is stored with two different index patterns in one loop; Pallas needs one output block per tensor", o.ranges[0])
             out_patterns[o.tensor.value.id] = o
-    del stored
     for o in ops:
         if o.load_index is not None and o.kind != "output":
             o.buffer_count = _buffer_count(bufs, o.load_index, o.buffer_count)

@@ -6,9 +6,9 @@ import math
 
 import torch
 
+from ..frontend.ops import TRANSCENDENTAL
 from ..ir import InnerLoop, Load, Node, Op, Store, Value
 from ..plan import Work
-from ..frontend.ops import TRANSCENDENTAL
 
 _NO_VECTOR_WORK = {"reshape", "index", "full", "iota", "tile_begin", "tile_end", "tile_id", "broadcast_to", "alloc"}
 

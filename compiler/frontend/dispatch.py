@@ -286,7 +286,6 @@ class Dispatcher:
     # -- torch functions -------------------------------------------------------------------------------
 
     def torch_fn(self, name: str, args: list, kwargs: dict, rng: Range) -> Any:
-        t = self.t
         if name in ("empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like"):
             return self.alloc(name, args, kwargs, rng)
         if name == "promote_types":

@@ -1,0 +1,159 @@
+"""Reduced shapes for checking a config's correctness: same config, same tile structure, far less work.
+
+A correctness run in interpret mode on the real shapes would take hours; what must be preserved is the
+structure the config gives the generated code: the same block sizes, loop strategies, memory placement
+and buffering, each tiled dimension still split into several tiles (two, or one when it had one), the
+same ragged last tiles, the same blocks that span a whole dimension. Shrinking is a search over argument
+shapes, checked by compiling: a candidate is accepted only when the plan it compiles to has the original
+plan's structure.
+
+Dimensions are shrunk by value first (every dimension of size 8192 becomes the same smaller size, which
+keeps shapes that must agree in agreement), then position by position where a kernel allows it (queries
+shorter than keys, for instance). Lane and sublane dimensions are not taken below 128 (or their size).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..api import Kernel
+from ..chips import Chip
+from ..diagnostics import CompileError
+from ..plan import KernelPlan
+from ..specs import ArgSpec, TensorSpec
+
+LANE_FLOOR = 128  # the lane width: a minor dimension keeps at least this many elements (or all it has)
+SUBLANE_UNIT = 16  # rows of a packed 16-bit tile (a multiple of the 8 rows of a 32-bit one)
+TILES = 2  # tiles kept along each tiled dimension that had at least this many
+
+
+@dataclass(frozen=True)
+class _Structure:
+    """What a reduced shape must preserve of a plan, and the tile counts it is measured by."""
+
+    shape: tuple[Any, ...]  # must be equal
+    counts: tuple[int, ...]  # tiles per loop dimension and inner-loop trips: must be >= min(original, TILES)
+
+
+def _structure(plan: KernelPlan) -> _Structure:
+    shape: list[Any] = []
+    counts: list[int] = []
+    for lp in plan.loops:
+        ragged = tuple(e % b != 0 for e, b in zip(lp.extents, lp.block_sizes, strict=True))
+        shape.append((lp.kind, lp.api, lp.block_sizes, lp.strategy, ragged))
+        counts.extend(lp.steps)
+    for call in plan.calls:
+        for op in call.operands:
+            full = tuple(None if b is None else b >= a for b, a in zip(op.block_shape, op.array_shape, strict=True))
+            shape.append((op.name, op.kind, op.memory, op.buffer_count, op.grid_axes, op.inner_loop, full))
+        shape.append(tuple((s.name, s.role) for s in call.scratch))
+        for lp in call.inner_loops:
+            shape.append((lp.strategy, lp.block_size))
+            counts.append(lp.trips)
+    return _Structure(tuple(shape), tuple(counts))
+
+
+def _keeps(original: _Structure, reduced: _Structure) -> bool:
+    return original.shape == reduced.shape and all(
+        r >= min(o, TILES) for o, r in zip(original.counts, reduced.counts, strict=True)
+    )
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """What a dimension's layout requires of a smaller size: at least `floor`, the same residue mod `unit`."""
+
+    floor: int = 1
+    unit: int = 1
+
+    def merge(self, other: _Layout) -> _Layout:
+        return _Layout(max(self.floor, other.floor), math.lcm(self.unit, other.unit))
+
+
+def _layout(spec: TensorSpec, i: int) -> _Layout:
+    """Minor dims keep their padding in (sublane, 128-lane) tiles: lanes mod 128, sublanes mod 16."""
+    n, d = len(spec.shape), spec.shape[i]
+    if i == n - 1:
+        return _Layout(min(d, LANE_FLOOR), LANE_FLOOR)
+    if i == n - 2:
+        return _Layout(min(d, LANE_FLOOR), SUBLANE_UNIT)
+    return _Layout()
+
+
+def _candidates(size: int, blocks: list[int], layout: _Layout) -> list[int]:
+    """Smaller sizes worth trying for a dimension of `size`, ascending: a few tiles of each block size
+    (keeping the remainder, so a ragged last tile stays ragged), and halvings."""
+    out: set[int] = set()
+    for m in {1, layout.unit, *blocks}:
+        if m < size:
+            rest = size % m
+            out.update(rest + t * m for t in (1, 2, 3))
+    half = size
+    while half % 2 == 0 and half > 1:
+        half //= 2
+        out.add(half)
+    return sorted(c for c in out if layout.floor <= c < size and c % layout.unit == size % layout.unit)
+
+
+def _apply(args: Mapping[str, ArgSpec], sizes: Mapping[tuple[str, int], int]) -> dict[str, ArgSpec]:
+    out: dict[str, ArgSpec] = {}
+    for name, spec in args.items():
+        if isinstance(spec, TensorSpec):
+            shape = tuple(sizes.get((name, i), d) for i, d in enumerate(spec.shape))
+            out[name] = TensorSpec(spec.dtype, shape)
+        else:
+            out[name] = spec
+    return out
+
+
+def reduced_args(kernel: Kernel, args: Mapping[str, ArgSpec], config: Mapping[str, Any], chip: Chip) -> dict[str, ArgSpec]:
+    """The smallest argument shapes (found greedily) whose compiled plan keeps the structure of `args`'.
+
+    Raises CompileError when `config` does not compile for `args` itself.
+    """
+    original = _structure(kernel.compile(args=dict(args), config=dict(config), chip=chip).plan)
+    blocks = [b for b in config.get("block_sizes", []) if isinstance(b, int)]
+    positions = [(n, i) for n, s in args.items() if isinstance(s, TensorSpec) for i in range(len(s.shape))]
+    layouts: dict[int, _Layout] = {}
+    for n, i in positions:
+        size = args[n].shape[i]
+        layouts[size] = layouts.get(size, _Layout()).merge(_layout(args[n], i))
+    sizes: dict[tuple[str, int], int] = {}
+
+    def accept(trial: dict[tuple[str, int], int]) -> bool:
+        try:
+            plan = kernel.compile(args=_apply(args, trial), config=dict(config), chip=chip).plan
+        except CompileError:
+            return False
+        return _keeps(original, _structure(plan))
+
+    # 1. by value: dimensions of equal size shrink together
+    for value in sorted({args[n].shape[i] for n, i in positions}, reverse=True):
+        where = [(n, i) for n, i in positions if args[n].shape[i] == value]
+        for cand in _candidates(value, blocks, layouts[value]):
+            trial = {**sizes, **dict.fromkeys(where, cand)}
+            if accept(trial):
+                sizes = trial
+                break
+    # 2. position by position, where the kernel lets one dimension differ from its equals
+    for pos in positions:
+        name, i = pos
+        current = sizes.get(pos, args[name].shape[i])
+        for cand in _candidates(current, blocks, _layout(args[name], i)):
+            trial = {**sizes, pos: cand}
+            if accept(trial):
+                sizes = trial
+                break
+    return _apply(args, sizes)
+
+
+def work_ratio(original: Mapping[str, ArgSpec], reduced: Mapping[str, ArgSpec]) -> float:
+    """Elements of the reduced tensors over the original's (how much smaller the check is)."""
+
+    def elems(args: Mapping[str, ArgSpec]) -> int:
+        return sum(math.prod(s.shape) for s in args.values() if isinstance(s, TensorSpec))
+
+    return elems(reduced) / max(1, elems(original))
