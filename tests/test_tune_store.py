@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from compiler.specs import TensorSpec, parse_args_text
 from compiler.tune.keys import COMPILER_VERSION, TrialKey, normalized_source_hash, shape_key
 from compiler.tune.store import TuningStore, default_store_path
 
@@ -65,6 +64,8 @@ def test_source_hash_changes_with_semantics():
 
 
 def test_shape_key_is_canonical_text():
+    from compiler.specs import TensorSpec, parse_args_text  # torch: kept out of the writer processes
+
     args = parse_args_text("q=bf16[8, 32, 8192,256],  eps=1e-5")
     assert shape_key(args) == "q=bf16[8, 32, 8192, 256], eps=1e-05"
     assert shape_key({"x": TensorSpec(args["q"].dtype, (8, 32))}) == "x=bf16[8, 32]"

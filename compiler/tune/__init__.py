@@ -5,6 +5,7 @@ store      SQLite results store shared by the CLI, the language server and worke
 executors  run evaluation functions in parallel: in-process, a local process pool, or Ray
 search     search strategies over a discrete config space (exhaustive, pattern search)
 
-These modules import only the standard library, `compiler.config`/`compiler.specs`, platformdirs and
-(lazily) ray; they know nothing about kernels beyond the protocol `search` documents.
+These four import only the standard library, platformdirs, and lazily ray and `compiler.specs` (torch,
+for shape_key), so store and executor worker processes start fast; they know nothing about kernels
+beyond the space protocol `search` documents.
 """
