@@ -40,6 +40,7 @@ class CheckClient:
         self.timeouts = timeouts or {"lower": 180.0, "tpu": 600.0}
         self.restarts = 0
         self.closed = False  # after shutdown no worker is (re)started
+        self.busy: dict[str, Any] | None = None  # {"kernel", "stage"} of the request in flight
 
     @property
     def pid(self) -> int | None:
@@ -86,35 +87,43 @@ class CheckClient:
                 raise Skipped()
             proc = await self._ensure()
             req = {**req, "id": next(self._ids)}
-            assert proc.stdin is not None and proc.stdout is not None
+            self.busy = {"kernel": req.get("kernel"), "stage": req["stage"]}
             try:
-                proc.stdin.write((json.dumps(req) + "\n").encode())
-                await proc.stdin.drain()
-                line = await asyncio.wait_for(proc.stdout.readline(), self.timeouts.get(req["stage"], 300.0))
-            except TimeoutError:
-                self.kill()
-                raise WorkerFailure(
-                    f"the {req['stage']} check took longer than {self.timeouts[req['stage']]:.0f} s"
-                ) from None
-            except (ConnectionError, OSError) as exc:
-                self.kill()
-                raise WorkerFailure(f"lost the check worker ({exc})") from None
-            if not line:
-                await proc.wait()
-                if self.closed:
-                    raise Skipped()
-                raise WorkerFailure(f"the check worker exited with code {proc.returncode} (crashed)")
-            try:
-                resp = json.loads(line)
-            except json.JSONDecodeError:
-                self.kill()
-                raise WorkerFailure("the check worker answered with something that is not JSON") from None
-            if resp.get("id") != req["id"]:
-                self.kill()
-                raise WorkerFailure("the check worker answered out of turn")
-            if "error" in resp:
-                raise WorkerFailure(resp["error"].strip().splitlines()[-1])
-            return resp["diagnostics"]
+                return await self._send(proc, req)
+            finally:
+                self.busy = None
+
+    async def _send(self, proc: asyncio.subprocess.Process, req: dict[str, Any]) -> list[dict]:
+        """One request/answer exchange with a running worker."""
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            proc.stdin.write((json.dumps(req) + "\n").encode())
+            await proc.stdin.drain()
+            line = await asyncio.wait_for(proc.stdout.readline(), self.timeouts.get(req["stage"], 300.0))
+        except TimeoutError:
+            self.kill()
+            raise WorkerFailure(
+                f"the {req['stage']} check took longer than {self.timeouts[req['stage']]:.0f} s"
+            ) from None
+        except (ConnectionError, OSError) as exc:
+            self.kill()
+            raise WorkerFailure(f"lost the check worker ({exc})") from None
+        if not line:
+            await proc.wait()
+            if self.closed:
+                raise Skipped()
+            raise WorkerFailure(f"the check worker exited with code {proc.returncode} (crashed)")
+        try:
+            resp = json.loads(line)
+        except json.JSONDecodeError:
+            self.kill()
+            raise WorkerFailure("the check worker answered with something that is not JSON") from None
+        if resp.get("id") != req["id"]:
+            self.kill()
+            raise WorkerFailure("the check worker answered out of turn")
+        if "error" in resp:
+            raise WorkerFailure(resp["error"].strip().splitlines()[-1])
+        return resp["diagnostics"]
 
     def kill(self) -> None:
         """Kill the worker and whatever it started (libtpu compile processes)."""

@@ -111,6 +111,7 @@ def register(ls: HelionServer) -> None:
         out["openDocuments"] = sum(1 for d in ls.analyzer.docs.values() if d.open)
         out["checkWorkerPid"] = ls.checks.pid
         out["checkWorkerRestarts"] = ls.checks.restarts
+        out["checkWorkerBusy"] = ls.checks.busy
         out["tuners"] = [
             {"uri": j.spec.uri, "kernel": j.spec.kernel, "shapeSet": j.spec.shape_set, "pid": j.proc.pid}
             for j in ls.tuner.active()
