@@ -38,6 +38,9 @@ class ModelConstants:
     pipeline_iteration_overhead: τ_inner for an emit_pipeline iteration (it is a grid step of its own).
     fori_iteration_overhead:     τ_inner for a fori_loop iteration (scalar loop control, dynamic slicing).
     dma_latency:     L, seconds from issuing a batch of DMAs to the first byte landing.
+    llo_vector_op_seconds: seconds per vector instruction (one vreg) of libtpu's compiled kernel, used to
+                     refine the estimate from a compiled kernel's op counts (a transcendental counts as
+                     vpu_rate / eup_rate of them).
     calibrated:      whether the rates were fitted to measurements on this chip.
     """
 
@@ -50,6 +53,7 @@ class ModelConstants:
     pipeline_iteration_overhead: float
     fori_iteration_overhead: float
     dma_latency: float
+    llo_vector_op_seconds: float
     calibrated: bool
 
 
@@ -76,6 +80,9 @@ V7X = ModelConstants(
     fori_iteration_overhead=0.05e-6,
     # [assumed] ~0.5 µs from DMA issue to completion of a small copy on a TensorCore.
     dma_latency=0.5e-6,
+    # [fit] libtpu 0.0.42.1 compiles one grid step of the seed's 8k `unroll` config to 57 472 VPU and 8 832 EUP
+    # instructions (92 800 VPU-equivalents), which must take the 9.28 µs the vector_rate fit gives it.
+    llo_vector_op_seconds=1.0e-10,
     calibrated=True,
 )
 
@@ -87,7 +94,13 @@ def constants_for(chip_name: str, bf16_flops: float) -> ModelConstants:
     if chip_name == "v7x":
         return V7X
     scale = bf16_flops / _V7X_PEAK
-    return replace(V7X, vpu_rate=V7X.vpu_rate * scale, eup_rate=V7X.eup_rate * scale, calibrated=False)
+    return replace(
+        V7X,
+        vpu_rate=V7X.vpu_rate * scale,
+        eup_rate=V7X.eup_rate * scale,
+        llo_vector_op_seconds=V7X.llo_vector_op_seconds / scale,
+        calibrated=False,
+    )
 
 
 @dataclass(frozen=True)

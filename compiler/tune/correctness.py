@@ -48,12 +48,18 @@ class CorrectnessResult:
         return self.verdict == "ok"
 
     def to_json(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "message": self.message, "shapes": self.shapes,
-                "max_error": self.max_error, "seconds": self.seconds}
+        return {
+            "verdict": self.verdict,
+            "message": self.message,
+            "shapes": self.shapes,
+            "max_error": self.max_error,
+            "seconds": self.seconds,
+        }
 
 
-def check_config(kernel: Kernel, args: Mapping[str, ArgSpec], config: Mapping[str, Any], chip: Chip,
-                 seed: int = 0) -> CorrectnessResult:
+def check_config(
+    kernel: Kernel, args: Mapping[str, ArgSpec], config: Mapping[str, Any], chip: Chip, seed: int = 0
+) -> CorrectnessResult:
     """Shrink the shapes, compile `config` for them and compare with the reference."""
     start = time.perf_counter()
     try:
@@ -61,11 +67,13 @@ def check_config(kernel: Kernel, args: Mapping[str, ArgSpec], config: Mapping[st
         ck = kernel.compile(args=small, config=dict(config), chip=chip)
     except CompileError as exc:
         message = "; ".join(d.message for d in exc.diagnostics) or "compile error"
-        return CorrectnessResult("failed", f"does not compile: {message}", format_args(args),
-                                 seconds=time.perf_counter() - start)
+        return CorrectnessResult(
+            "failed", f"does not compile: {message}", format_args(args), seconds=time.perf_counter() - start
+        )
     result = check_compiled(ck, seed)
-    return CorrectnessResult(result.verdict, result.message, result.shapes, result.max_error,
-                             time.perf_counter() - start)
+    return CorrectnessResult(
+        result.verdict, result.message, result.shapes, result.max_error, time.perf_counter() - start
+    )
 
 
 def check_compiled(ck: CompiledKernel, seed: int = 0) -> CorrectnessResult:
@@ -84,16 +92,22 @@ def check_compiled(ck: CompiledKernel, seed: int = 0) -> CorrectnessResult:
     except Exception as exc:  # noqa: BLE001 - the generated code failing is the finding
         return done("failed", f"the generated kernel raised {type(exc).__name__}: {_first_line(exc)}")
     try:
-        want = run_reference(ck.kernel.module.source, ck.kernel.name, theirs,
-                             block_sizes=list(ck.config.get("block_sizes", [])))
+        want = run_reference(
+            ck.kernel.module.source,
+            ck.kernel.name,
+            theirs,
+            block_sizes=list(ck.config.get("block_sizes", [])),
+        )
     except ReferenceRunError as exc:
         return done("unverified", f"the eager reference could not run the kernel: {_first_line(exc)}")
     pairs = [(f"output {i}", g, w) for i, (g, w) in enumerate(zip(_flat(got), _flat(want), strict=False))]
     if len(_flat(got)) != len(_flat(want)):
         return done("wrong", f"returned {len(_flat(got))} values, the reference {len(_flat(want))}")
-    pairs += [(f"argument {name!r} (written in place)", o, t)
-              for name, o, t in zip(ck.kernel.params, ours, theirs, strict=True)
-              if name in ck.mutated]
+    pairs += [
+        (f"argument {name!r} (written in place)", o, t)
+        for name, o, t in zip(ck.kernel.params, ours, theirs, strict=True)
+        if name in ck.mutated
+    ]
     worst = 0.0
     for what, g, w in pairs:
         if not isinstance(w, torch.Tensor):
@@ -101,13 +115,16 @@ def check_compiled(ck: CompiledKernel, seed: int = 0) -> CorrectnessResult:
                 return done("wrong", f"{what}: {g!r} != reference {w!r}")
             continue
         if not isinstance(g, torch.Tensor) or tuple(g.shape) != tuple(w.shape):
-            return done("wrong", f"{what}: shape {tuple(getattr(g, 'shape', ()))} != reference {tuple(w.shape)}")
+            return done(
+                "wrong", f"{what}: shape {tuple(getattr(g, 'shape', ()))} != reference {tuple(w.shape)}"
+            )
         error = _relative_error(g, w)
         worst = max(worst, error)
         limit = TOLERANCE.get(w.dtype, DEFAULT_TOLERANCE)
         if not error <= limit:  # NaN compares false: a NaN where the reference has a number is wrong
-            return done("wrong", f"{what}: error {error:.3g} of the reference's magnitude exceeds {limit:g}",
-                        error)
+            return done(
+                "wrong", f"{what}: error {error:.3g} of the reference's magnitude exceeds {limit:g}", error
+            )
     return done("ok", f"matches the eager reference (worst error {worst:.2g})", worst)
 
 

@@ -24,6 +24,7 @@ May import: compiler.plan, compiler.chips, compiler.codegen.work (padding rules)
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import torch
@@ -33,10 +34,20 @@ from ..codegen.work import padded_elems
 from ..plan import CallPlan, InnerLoop, KernelPlan, Operand, Work
 from .constants import ModelConstants, constants_for
 
-_TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16,
-                 "int32": torch.int32, "int16": torch.int16, "int8": torch.int8, "uint8": torch.uint8,
-                 "bool": torch.bool, "float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}
-_LOAD_STORE_COST = 0.5  # vector work per 32-bit-lane element of a VMEM load or store, as codegen/work.py counts it
+_TORCH_DTYPES = {
+    "float32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+    "int32": torch.int32,
+    "int16": torch.int16,
+    "int8": torch.int8,
+    "uint8": torch.uint8,
+    "bool": torch.bool,
+    "float8_e4m3fn": torch.float8_e4m3fn,
+    "float8_e5m2": torch.float8_e5m2,
+}
+# vector work per 32-bit-lane element of a VMEM load or store, as codegen/work.py counts it
+_LOAD_STORE_COST = 0.5
 
 
 @dataclass(frozen=True)
@@ -96,35 +107,56 @@ def roofline_seconds(flops: float, hbm_bytes: float, chip: Chip) -> float:
     return max(flops / chip.bf16_flops, hbm_bytes / chip.hbm_bandwidth)
 
 
-def estimate(plan: KernelPlan, chip: Chip, constants: ModelConstants | None = None) -> Estimate:
-    """Estimated run time of the kernel `plan` describes, on `chip`."""
+def estimate(
+    plan: KernelPlan,
+    chip: Chip,
+    constants: ModelConstants | None = None,
+    compiled_vector: Mapping[str, float] | None = None,
+) -> Estimate:
+    """Estimated run time of the kernel `plan` describes, on `chip`.
+
+    compiled_vector: per pallas_call name, vector seconds of one grid step measured from the compiled
+    kernel's op counts; it replaces the plan's count for that call's straight-line code.
+    """
     c = constants or constants_for(chip.name, chip.bf16_flops)
     totals: dict[str, float] = {}
     seconds = dma_bytes = 0.0
     bounds: list[tuple[float, str]] = []
     for call in plan.calls:
-        model = _CallModel(call, chip, c)
+        model = _CallModel(call, chip, c, (compiled_vector or {}).get(call.name))
         seconds += model.seconds
         dma_bytes += model.dma_bytes
         bounds.append((model.seconds, model.bound))
         for k, v in model.breakdown.items():
             totals[k] = totals.get(k, 0.0) + v
     bound = max(bounds)[1] if bounds else "overhead"
-    return Estimate(chip.name, seconds, plan.flops, plan.hbm_bytes, dma_bytes,
-                    roofline_seconds(plan.flops, plan.hbm_bytes, chip), bound, c.calibrated, totals)
+    return Estimate(
+        chip.name,
+        seconds,
+        plan.flops,
+        plan.hbm_bytes,
+        dma_bytes,
+        roofline_seconds(plan.flops, plan.hbm_bytes, chip),
+        bound,
+        c.calibrated,
+        totals,
+    )
 
 
 def _block_bytes(op: Operand) -> int:
     """Bytes one copy of the operand's block moves (as laid out: padded to (sublane, 128) tiles)."""
     dims = op.block_dims
-    return padded_elems(dims, _TORCH_DTYPES.get(op.dtype, torch.float32)) * op.itemsize if dims else op.itemsize
+    return (
+        padded_elems(dims, _TORCH_DTYPES.get(op.dtype, torch.float32)) * op.itemsize if dims else op.itemsize
+    )
 
 
 class _CallModel:
     """The estimate of one pallas_call; attributes seconds, dma_bytes, bound and breakdown."""
 
-    def __init__(self, call: CallPlan, chip: Chip, c: ModelConstants):
+    def __init__(self, call: CallPlan, chip: Chip, c: ModelConstants, vector_override: float | None):
         self.call, self.chip, self.c = call, chip, c
+        self.vector_override = vector_override
         self.breakdown: dict[str, float] = {}
         grid = call.grid or (1,)
         steps = math.prod(grid)
@@ -171,8 +203,12 @@ class _CallModel:
             "prologue": prologue,
             "epilogue": epilogue,
         }
-        steady = {"mxu": steps * mxu, "vector": steps * vector, "hbm": exposed + steps * self.inner_exposed,
-                  "overhead": steps * (c.step_overhead + self.inner_overhead + self.bubbles)}
+        steady = {
+            "mxu": steps * mxu,
+            "vector": steps * vector,
+            "hbm": exposed + steps * self.inner_exposed,
+            "overhead": steps * (c.step_overhead + self.inner_overhead + self.bubbles),
+        }
         if steady["hbm"] > 0.25 * self.seconds:
             self.bound = "hbm"
         else:
@@ -180,10 +216,11 @@ class _CallModel:
 
     # -- compute of one outer step ------------------------------------------------------------------------
 
-    def _overlap(self, w: Work, omega: float) -> tuple[float, float, float]:
+    def _overlap(self, w: Work, omega: float, vector: float | None = None) -> tuple[float, float, float]:
         """(time, mxu seconds, vector seconds) of straight-line work with overlap ω."""
         mxu = w.mxu_padded / (self.c.mxu_efficiency * self.chip.bf16_flops)
-        vector = w.vpu_elems / self.c.vpu_rate + w.eup_elems / self.c.eup_rate
+        if vector is None:
+            vector = w.vpu_elems / self.c.vpu_rate + w.eup_elems / self.c.eup_rate
         return max(mxu, vector) + (1.0 - omega) * min(mxu, vector), mxu, vector
 
     def _step_compute(self) -> tuple[float, float, float]:
@@ -206,15 +243,18 @@ class _CallModel:
                 self.inner_overhead += lp.trips * c.fori_iteration_overhead
             else:
                 looped += self._pipeline_time(lp, t)
-        t, mxu, vector = self._overlap(straight, c.overlap_straight)
+        t, mxu, vector = self._overlap(straight, c.overlap_straight, self.vector_override)
         return t + looped, mxu + mxu_total, vector + vector_total
 
     def _carried_traffic(self, lp: InnerLoop) -> Work:
         """A looped body reloads and restores its loop-carried values (VMEM scratch) every iteration."""
         if lp.strategy != "emit_pipeline":
             return Work()
-        elems = sum(padded_elems(s.shape, _TORCH_DTYPES.get(s.dtype, torch.float32)) * min(1.0, s.itemsize / 4)
-                    for s in self.call.scratch if s.role == "carried")
+        elems = sum(
+            padded_elems(s.shape, _TORCH_DTYPES.get(s.dtype, torch.float32)) * min(1.0, s.itemsize / 4)
+            for s in self.call.scratch
+            if s.role == "carried"
+        )
         return Work(0.0, 0.0, 2 * _LOAD_STORE_COST * elems, 0.0)
 
     def _pipeline_time(self, lp: InnerLoop, iteration: float) -> float:
@@ -228,7 +268,9 @@ class _CallModel:
         last = self._dma_seconds(sum(_block_bytes(op) for op in streamed if op.kind in ("output", "inout")))
         self.inner_overhead += lp.trips * c.pipeline_iteration_overhead
         self.bubbles += first + last
-        self.inner_exposed += lp.trips * (max(0.0, t_double - iteration - c.pipeline_iteration_overhead) + t_single)
+        self.inner_exposed += lp.trips * (
+            max(0.0, t_double - iteration - c.pipeline_iteration_overhead) + t_single
+        )
         self.inner_dma_bytes += lp.trips * (double + single)
         return first + lp.trips * per_iteration + last
 

@@ -47,7 +47,9 @@ def _structure(plan: KernelPlan) -> _Structure:
         counts.extend(lp.steps)
     for call in plan.calls:
         for op in call.operands:
-            full = tuple(None if b is None else b >= a for b, a in zip(op.block_shape, op.array_shape, strict=True))
+            full = tuple(
+                None if b is None else b >= a for b, a in zip(op.block_shape, op.array_shape, strict=True)
+            )
             shape.append((op.name, op.kind, op.memory, op.buffer_count, op.grid_axes, op.inner_loop, full))
         shape.append(tuple((s.name, s.role) for s in call.scratch))
         for lp in call.inner_loops:
@@ -109,7 +111,9 @@ def _apply(args: Mapping[str, ArgSpec], sizes: Mapping[tuple[str, int], int]) ->
     return out
 
 
-def reduced_args(kernel: Kernel, args: Mapping[str, ArgSpec], config: Mapping[str, Any], chip: Chip) -> dict[str, ArgSpec]:
+def reduced_args(
+    kernel: Kernel, args: Mapping[str, ArgSpec], config: Mapping[str, Any], chip: Chip
+) -> dict[str, ArgSpec]:
     """The smallest argument shapes (found greedily) whose compiled plan keeps the structure of `args`'.
 
     Raises CompileError when `config` does not compile for `args` itself.

@@ -1,0 +1,360 @@
+"""`helion-pallas tune`: the command line of the tuner (compiler/cli.py calls add_arguments and run).
+
+Tunes every kernel of a file (or -k one) for every shape set (or --shape-set / --args one), prints a live
+progress bar on stderr when it is a terminal (not with --json or --progress jsonl), then per shape set a
+table of the best configs and the decorator line to paste. --json prints one object per shape set (a list
+when there are several); --progress jsonl writes one JSON event per line on stderr. Model figures are
+estimates for the named chip and are labelled so. Exit status: 0 ok, 1 nothing valid found or the
+kernel has errors, 2 usage (bad file, kernel, shape set, executor).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from ..api import Kernel, load
+from ..chips import CHIP_NAMES, canonical_name
+from ..diagnostics import CompileError, Diagnostic
+from .driver import TuneOptions, TuneProgress, TuneResult, tune
+from .evaluators import EVALUATORS, EvaluatorUnavailable, Problem, get_evaluator, probe_tpu
+from .executors import Executor, ExecutorError, make_executor
+from .store import StoreError, TuningStore
+
+OK, NOTHING_VALID, USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    pass
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `tune` subcommand's arguments."""
+    parser.add_argument("file", help="a Python file with @helion.kernel functions")
+    parser.add_argument("-k", "--kernel", help="tune only this kernel (default: every kernel in the file)")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument(
+        "--shape-set", type=int, metavar="N", help="tune only the N-th '# helion: args(...)' line"
+    )
+    which.add_argument("--args", metavar="SPECS", help='argument specs, e.g. "x=bf16[4096, 2560]"')
+    parser.add_argument(
+        "--chip", default="v7x", help=f"TPU to tune for: {', '.join(CHIP_NAMES)} (default v7x)"
+    )
+    parser.add_argument(
+        "--evaluator",
+        choices=sorted(EVALUATORS),
+        default="model",
+        help="model: analytic estimate (default); compile: + libtpu compile of the best; "
+        "tpu: + wall-clock on a TPU",
+    )
+    parser.add_argument(
+        "--executor",
+        default="local",
+        help="where evaluations run: local (process pool, default), local:N, inline, ray, ray:ADDRESS",
+    )
+    budget = parser.add_mutually_exclusive_group()
+    budget.add_argument("--budget", type=float, metavar="SECONDS", help="search time per shape set")
+    budget.add_argument("--max-evals", type=int, metavar="N", help="search evaluations per shape set")
+    parser.add_argument("--store", metavar="PATH", help="results store (default: the user cache directory)")
+    parser.add_argument("--seed", type=int, default=0, help="search seed (results are deterministic for it)")
+    parser.add_argument("--top", type=int, default=5, help="configs to list per shape set (default 5)")
+    parser.add_argument("--json", action="store_true", help="print results as JSON on stdout")
+    parser.add_argument("--progress", choices=["jsonl"], help="progress events as JSON lines on stderr")
+
+
+def run(ns: argparse.Namespace) -> int:
+    """Run `tune` for parsed arguments; returns the exit status."""
+    try:
+        return _run(ns)
+    except UsageError as exc:
+        print(f"helion-pallas tune: error: {exc}", file=sys.stderr)
+        return USAGE
+
+
+def _run(ns: argparse.Namespace) -> int:
+    if ns.max_evals is not None and ns.max_evals < 1:
+        raise UsageError("--max-evals must be at least 1")
+    if ns.budget is not None and ns.budget <= 0:
+        raise UsageError("--budget must be positive")
+    try:
+        chip = canonical_name(ns.chip)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    problems, failed = _problems(ns, chip)
+    if not problems:
+        return NOTHING_VALID
+    unavailable = get_evaluator(ns.evaluator).available()
+    if unavailable:
+        print(f"helion-pallas tune: the {ns.evaluator} evaluator cannot run: {unavailable}", file=sys.stderr)
+        return NOTHING_VALID
+    store = _open_store(ns.store)
+    stop = threading.Event()
+    restore = _on_signals(stop)
+    executor = refine = None
+    try:
+        try:
+            executor = make_executor(ns.executor, {"CPU": 1.0})
+            if ns.evaluator == "tpu":
+                refine = make_executor(ns.executor, {"TPU": 1.0})
+        except ExecutorError as exc:
+            raise UsageError(str(exc)) from None
+        if ns.evaluator == "tpu":
+            why = refine.submit(probe_tpu, chip).result()
+            if why is not None:
+                print(f"helion-pallas tune: the tpu evaluator cannot run: {why}", file=sys.stderr)
+                return NOTHING_VALID
+        options = TuneOptions(ns.evaluator, ns.max_evals, ns.budget, ns.seed, max(1, ns.top))
+        results = _tune_all(ns, problems, options, executor, refine, store, stop)
+    finally:
+        for ex in (executor, refine):
+            if ex is not None:
+                ex.shutdown(cancel=True)
+        if store is not None:
+            store.close()
+        restore()
+    if ns.json:
+        payload: Any = [r.to_json() for r in results]
+        print(json.dumps(payload[0] if len(payload) == 1 else payload, indent=2))
+    found = all(r.best is not None for r in results)
+    return OK if results and found and not failed else NOTHING_VALID
+
+
+def _tune_all(
+    ns: argparse.Namespace,
+    problems: list[Problem],
+    options: TuneOptions,
+    executor: Executor,
+    refine: Executor | None,
+    store: TuningStore | None,
+    stop: threading.Event,
+) -> list[TuneResult]:
+    results = []
+    bar = _ProgressBar(sys.stderr) if sys.stderr.isatty() and not ns.json and not ns.progress else None
+    for problem in problems:
+        if stop.is_set():
+            break
+        progress = _progress_sink(ns, bar)
+        try:
+            result = tune(
+                problem,
+                options,
+                executor=executor,
+                refine_executor=refine,
+                store=store,
+                progress=progress,
+                should_stop=stop,
+            )
+        except CompileError as exc:
+            _print_diagnostics(problem, exc)
+            continue
+        except EvaluatorUnavailable as exc:
+            print(f"helion-pallas tune: the {options.evaluator} evaluator cannot run: {exc}", file=sys.stderr)
+            break
+        finally:
+            if bar is not None:
+                bar.finish()
+        results.append(result)
+        if not ns.json:
+            print(format_result(result))
+            sys.stdout.flush()
+    return results
+
+
+def _problems(ns: argparse.Namespace, chip: str) -> tuple[list[Problem], bool]:
+    """The (kernel, shape set) pairs to tune; prints file-level errors. Second value: some were skipped."""
+    try:
+        with open(ns.file, encoding="utf-8") as f:
+            source = f.read()
+    except OSError as exc:
+        raise UsageError(f"cannot read {ns.file}: {exc.strerror or exc}") from None
+    module = load(source)
+    errors = [d for d in module.diagnostics if d.is_error]
+    if ns.kernel is not None and ns.kernel not in module.kernels:
+        known = ", ".join(module.kernels) or "none"
+        raise UsageError(f"{ns.file} has no kernel {ns.kernel!r} (kernels: {known})")
+    kernels = [module.kernels[ns.kernel]] if ns.kernel else list(module.kernels.values())
+    if not kernels:
+        for d in errors:
+            _print_diagnostic(ns.file, d)
+        print(f"helion-pallas tune: {ns.file} has no @helion.kernel function", file=sys.stderr)
+        return [], True
+    problems: list[Problem] = []
+    skipped = False
+    for kernel in kernels:
+        for d in kernel.definition.diagnostics:
+            if d.is_error:
+                _print_diagnostic(ns.file, d)
+        try:
+            problems += _kernel_problems(ns, kernel, source, chip)
+        except CompileError as exc:
+            for d in exc.diagnostics:
+                _print_diagnostic(ns.file, d)
+            skipped = True
+    return problems, skipped
+
+
+def _kernel_problems(ns: argparse.Namespace, kernel: Kernel, source: str, chip: str) -> list[Problem]:
+    if ns.args is not None:
+        return [Problem(source, kernel.name, kernel.resolve_args(ns.args), chip, ns.file, None)]
+    if ns.shape_set is not None:
+        if not 0 <= ns.shape_set < len(kernel.shape_sets):
+            raise UsageError(
+                f"`{kernel.name}` has {len(kernel.shape_sets)} shape set(s); --shape-set "
+                f"{ns.shape_set} is out of range"
+            )
+        indices = [ns.shape_set]
+    else:
+        indices = list(range(len(kernel.shape_sets)))
+        if not indices:
+            kernel.resolve_args(None)  # raises the "add an args line" diagnostic
+    return [Problem(source, kernel.name, kernel.shape_sets[i], chip, ns.file, i) for i in indices]
+
+
+def _open_store(path: str | None) -> TuningStore | None:
+    try:
+        return TuningStore(path)
+    except StoreError as exc:
+        print(f"helion-pallas tune: warning: results will not be stored: {exc}", file=sys.stderr)
+        return None
+
+
+def _on_signals(stop: threading.Event) -> Callable[[], None]:
+    """SIGINT / SIGTERM end the search early (results so far are reported); returns the restorer."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def handler(signum: int, frame: Any) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+
+    for s in previous:
+        signal.signal(s, handler)
+
+    def restore() -> None:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+    return restore
+
+
+def _progress_sink(ns: argparse.Namespace, bar: _ProgressBar | None) -> Callable[[TuneProgress], None] | None:
+    if ns.progress == "jsonl":
+
+        def emit(event: TuneProgress) -> None:
+            print(json.dumps(event.to_json()), file=sys.stderr, flush=True)
+
+        return emit
+    return bar.update if bar is not None else None
+
+
+class _ProgressBar:
+    """One self-rewriting stderr line: phase, a bar when the total is known, counts, best so far."""
+
+    def __init__(self, stream: TextIO, width: int = 24):
+        self.stream = stream
+        self.width = width
+        self.shown = False
+        self.start = time.monotonic()
+
+    def update(self, p: TuneProgress) -> None:
+        if p.phase == "done":
+            return
+        bar = ""
+        if p.total:
+            filled = min(self.width, int(self.width * p.evaluated / p.total))
+            bar = "[" + "#" * filled + "." * (self.width - filled) + f"] {p.evaluated}/{p.total}"
+        else:
+            bar = f"{p.evaluated} evaluated"
+        best = f"best {_ms(p.best_seconds)}" if p.best_seconds is not None else "no valid config yet"
+        where = p.kernel + ("" if p.shape_set_index is None else f" #{p.shape_set_index}")
+        line = f"{where}: {p.phase} {bar}, {p.pruned} pruned, {best} ({time.monotonic() - self.start:.0f} s)"
+        self.stream.write("\r\x1b[2K" + line[:200])
+        self.stream.flush()
+        self.shown = True
+
+    def finish(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[2K")
+            self.stream.flush()
+            self.shown = False
+        self.start = time.monotonic()
+
+
+def _ms(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    return f"{seconds * 1e3:.3f} ms" if seconds >= 1e-4 else f"{seconds * 1e6:.1f} µs"
+
+
+def format_result(r: TuneResult) -> str:
+    """The human-readable report of one shape set: header, top configs, pruning, decorator line."""
+    p = r.problem
+    where = f"shape set {p.shape_set}" if p.shape_set is not None else "--args"
+    kind = "model estimates" if r.evaluator == "model" else f"{r.evaluator} evaluator"
+    label = f"{kind} for {p.chip}" + (" (estimates)" if r.estimate and r.evaluator != "model" else "")
+    lines = [f"{p.kernel} [{where}: {p.shape_key}] on {p.chip} — {label}"]
+    lines.append(
+        f"  {r.evaluated} configs evaluated, {r.pruned} pruned ({r.strategy} search, "
+        f"stopped: {r.stop_reason}, {r.elapsed:.1f} s)"
+    )
+    for reason, n in sorted(r.pruned_reasons.items(), key=lambda kv: -kv[1]):
+        lines.append(f"    pruned {n}: {reason}")
+    for rej in r.rejected:
+        lines.append(f"  rejected by {rej['evaluator']}: {_config_text(rej['config'])}: {rej['why']}")
+    if not r.top:
+        lines.append("  no valid config found")
+        return "\n".join(lines)
+    head = f"  {'#':>2} {'time':>12} {'TF/s':>8} {'GB/s':>8} {'roofline':>8}  config"
+    lines += [head]
+    for i, c in enumerate(r.top, 1):
+        tf, gb, rf = c.metrics.get("tflops"), c.metrics.get("gbps"), c.metrics.get("roofline_fraction")
+        mark = "*" if r.best is not None and c.config == r.best.config else " "
+        lines.append(
+            f" {mark}{i:>2} {_ms(c.seconds):>12} {tf or 0:8.1f} {gb or 0:8.1f} {100 * (rf or 0):7.1f}%  "
+            f"{_config_text(c.config)}"
+        )
+    if r.best is None:
+        lines.append("  no candidate passed the correctness check")
+    else:
+        check = r.best.correctness
+        if check is not None:
+            lines.append(f"  * correctness: {check.verdict} — {check.message} (on {check.shapes})")
+        est = "estimated " if r.estimate else ""
+        lines.append(
+            f"  best: {_ms(r.best.seconds)} {est}on {p.chip}, "
+            f"{r.best.metrics.get('tflops', 0):.1f} TF/s, {r.best.metrics.get('gbps', 0):.1f} GB/s, "
+            f"{100 * r.best.metrics.get('roofline_fraction', 0):.1f}% of the roofline bound"
+        )
+        lines.append(f"  {r.decorator}")
+    for note in r.notes:
+        lines.append(f"  note: {note}")
+    if r.estimate:
+        lines.append(f"  (figures are model estimates for {p.chip}, not measurements)")
+    return "\n".join(lines)
+
+
+def _config_text(config: dict[str, Any]) -> str:
+    from ..config import Config
+
+    return repr(Config(config))
+
+
+def _print_diagnostics(problem: Problem, exc: CompileError) -> None:
+    for d in exc.diagnostics:
+        _print_diagnostic(problem.path or "<source>", d)
+
+
+def _print_diagnostic(path: str, d: Diagnostic) -> None:
+    pos = d.range.start
+    print(
+        f"{path}:{pos.line + 1}:{pos.character + 1}: {d.severity.name.lower()} {d.code}: {d.message}",
+        file=sys.stderr,
+    )

@@ -1,0 +1,298 @@
+"""Evaluators: how fast is one config of one kernel for one shape set on one chip — selected by name.
+
+  model    the analytic model (model.py) on the compiled plan: a fraction of a millisecond after the ~10 ms
+           compile, so it drives the search. An estimate for the named chip.
+  compile  the real libtpu compile for the chip (compiler.checks.tpu_compile, deviceless, 1-100 s each):
+           rejects what the TPU compiler rejects (VMEM, layouts, ...); for kernels whose every inner loop is
+           unrolled the estimate is refined from the compiled kernel's vector op counts. Still an estimate.
+  tpu      wall-clock on a TPU that jax sees: warm-up, then the median of repeated device-synchronised runs.
+           Refuses (EvaluatorUnavailable) where no TPU of the asked chip is visible.
+
+compile and tpu are too slow to drive a search: the driver searches with the model and hands them the
+best candidates. Everything here that compiles or runs a kernel executes in worker processes through an
+executor; the functions they run (`evaluate`, `verify`, `probe_tpu`) are top-level and take a picklable
+`Problem`, so they cross process (and Ray) boundaries.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import statistics
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..api import CompiledKernel, Kernel, load
+from ..chips import Chip, get_chip
+from ..config import Config
+from ..diagnostics import CompileError
+from ..specs import ArgSpec, format_args
+from .correctness import CorrectnessResult, check_config
+from .model import estimate
+
+
+class EvaluatorUnavailable(RuntimeError):
+    """The evaluator cannot run here (no libtpu, no TPU, a different TPU than asked for)."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One tuning problem: a kernel of a source text, its argument specs, a chip. Picklable."""
+
+    source: str
+    kernel: str
+    args: dict[str, ArgSpec]
+    chip: str
+    path: str | None = None
+    shape_set: int | None = None  # index of the '# helion: args(...)' line, when args came from one
+
+    @property
+    def shape_key(self) -> str:
+        return format_args(self.args)
+
+    def load_kernel(self) -> Kernel:
+        return _kernel(self.source, self.kernel)
+
+    def compile(self, config: Mapping[str, Any]) -> CompiledKernel:
+        return self.load_kernel().compile(args=self.args, config=Config(dict(config)), chip=self.chip)
+
+
+@functools.lru_cache(maxsize=8)
+def _kernel(source: str, name: str) -> Kernel:
+    """Parsed once per process (workers evaluate many configs of the same kernel)."""
+    module = load(source if "\n" in source else source + "\n")
+    if name not in module.kernels:
+        raise KeyError(f"no kernel {name!r} in the source (kernels: {', '.join(module.kernels) or 'none'})")
+    return module.kernels[name]
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What an evaluator says of one config. seconds None: unusable (see error)."""
+
+    seconds: float | None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+    def outcome(self) -> tuple[float | None, dict[str, Any]]:
+        """The (score, info) pair the search expects."""
+        info = dict(self.metrics)
+        if self.error is not None:
+            info["error"] = self.error
+        return self.seconds, info
+
+
+def _figures(seconds: float, ck: CompiledKernel, estimated: bool) -> dict[str, Any]:
+    plan, chip = ck.plan, ck.chip
+    bound = max(plan.flops / chip.bf16_flops, plan.hbm_bytes / chip.hbm_bandwidth)
+    return {
+        "seconds": seconds,
+        "tflops": plan.flops / seconds / 1e12,
+        "gbps": plan.hbm_bytes / seconds / 1e9,
+        "roofline_fraction": bound / seconds,
+        "estimate": estimated,
+        "chip": chip.name,
+        "vmem_bytes": ck.vmem.total_bytes,
+        "vmem_verdict": ck.vmem.verdict,
+    }
+
+
+class Evaluator:
+    """Base class: `name`, what each evaluation needs (`resources`), whether figures are `estimated`."""
+
+    name = ""
+    estimated = True
+    resources: dict[str, float] = {"CPU": 1.0}
+
+    def measure(self, ck: CompiledKernel) -> Measurement:
+        raise NotImplementedError
+
+    def available(self) -> str | None:
+        """None when usable in this process, else why not (checked before a run starts)."""
+        return None
+
+
+class ModelEvaluator(Evaluator):
+    name = "model"
+
+    def measure(self, ck: CompiledKernel) -> Measurement:
+        est = estimate(ck.plan, ck.chip)
+        metrics = _figures(est.seconds, ck, True) | {
+            "calibrated": est.calibrated,
+            "bound": est.bound,
+            "breakdown": est.breakdown,
+        }
+        return Measurement(est.seconds, metrics)
+
+
+class CompileEvaluator(Evaluator):
+    name = "compile"
+
+    def available(self) -> str | None:
+        from ..checks import libtpu_available
+
+        return None if libtpu_available() else "libtpu is not installed (pip install libtpu==0.0.42.1)"
+
+    def measure(self, ck: CompiledKernel) -> Measurement:
+        from ..checks import LibtpuUnavailable, tpu_compile
+
+        try:
+            result = tpu_compile(ck.source, ck.entry, ck.arg_structs(), ck.chip)
+        except LibtpuUnavailable as exc:
+            raise EvaluatorUnavailable(str(exc)) from None
+        if not result.ok:
+            return Measurement(
+                None,
+                {"compile_seconds": result.seconds, "compile_kind": result.kind},
+                f"libtpu rejects it ({result.kind}): {result.key_line or result.error[:300]}",
+            )
+        per_call = {dump.name: dump.categories for dump in result.kernels}
+        compiled = {
+            call.name: vector_seconds(cats)
+            for call in ck.plan.calls
+            for name, cats in per_call.items()
+            if call.name in name and not any(lp.strategy != "unroll" for lp in call.inner_loops)
+        }
+        est = estimate(ck.plan, ck.chip, compiled_vector=compiled)
+        metrics = _figures(est.seconds, ck, True) | {
+            "calibrated": est.calibrated,
+            "bound": est.bound,
+            "breakdown": est.breakdown,
+            "refined_from_op_counts": sorted(compiled),
+            "compile_seconds": result.seconds,
+            "vmem_used_bytes": result.vmem_used_bytes,
+            "vmem_limit_bytes": result.vmem_limit_bytes,
+            "op_categories": result.categories,
+        }
+        return Measurement(est.seconds, metrics)
+
+
+def vector_seconds(categories: Mapping[str, int]) -> float:
+    """Vector-unit seconds of one grid step from libtpu's static op counts of straight-line code."""
+    from .constants import V7X
+
+    ops = sum(categories.get(c, 0) for c in ("vector_alu", "cross_lane", "vector_load", "vector_store"))
+    eup = categories.get("transcendental", 0) * V7X.vpu_rate / V7X.eup_rate
+    return (ops + eup) * V7X.llo_vector_op_seconds
+
+
+class TpuEvaluator(Evaluator):
+    name = "tpu"
+    estimated = False
+    resources = {"TPU": 1.0}
+    warmup = 3
+    repeats = 20
+
+    def measure(self, ck: CompiledKernel) -> Measurement:
+        import jax
+
+        from ..reference import make_inputs
+        from ..runtime import load_entry, to_jax
+
+        _require_tpu(ck.chip)
+        fn = load_entry(ck.source, ck.entry, f"<pallas {ck.kernel.name}>")
+        values = make_inputs(ck.args, seed=0)
+        arrays, scalars = [], {}
+        for name, value in zip(ck.kernel.params, values, strict=True):
+            if name in ck.scalar_args():
+                scalars[name] = value
+            else:
+                arrays.append(jax.device_put(to_jax(value)))
+        for _ in range(self.warmup):  # the first call compiles
+            jax.block_until_ready(fn(*arrays, **scalars))
+        times = []
+        for _ in range(self.repeats):
+            start = time.perf_counter()
+            jax.block_until_ready(fn(*arrays, **scalars))
+            times.append(time.perf_counter() - start)
+        seconds = statistics.median(times)
+        metrics = _figures(seconds, ck, False) | {
+            "repeats": self.repeats,
+            "min_seconds": min(times),
+            "device_kind": jax.devices()[0].device_kind,
+        }
+        return Measurement(seconds, metrics)
+
+
+def _tpu_device_files() -> list[str]:
+    """TPU device nodes of this machine: /dev/accel* (v4, v5p) or /dev/vfio/N (v5e and later)."""
+    return sorted(glob.glob("/dev/accel*") + [p for p in glob.glob("/dev/vfio/*") if p.rsplit("/", 1)[1].isdigit()])
+
+
+def _require_tpu(chip: Chip) -> None:
+    """Raise EvaluatorUnavailable unless jax in this process can use a TPU of `chip`.
+
+    Checked without touching libtpu first: on a machine without TPU device nodes, initialising the TPU
+    backend only produces errors (and may wait on a metadata server).
+    """
+    if not _tpu_device_files():
+        raise EvaluatorUnavailable(
+            "no TPU on this machine (no /dev/accel* or /dev/vfio/N device); the tpu evaluator measures "
+            "wall-clock time on a real TPU — use --evaluator model or compile here, or --executor ray:ADDRESS "
+            "with TPU workers"
+        )
+    import jax
+    from jax._src import xla_bridge
+
+    if not xla_bridge.backends_are_initialized():
+        jax.config.update("jax_platforms", "")  # the CLI pins jax to the CPU; let this worker find the TPU
+    try:
+        devices = jax.devices("tpu")
+    except RuntimeError:
+        devices = []
+    if not devices:
+        kinds = ", ".join(sorted({d.device_kind for d in jax.devices()})) or "none"
+        raise EvaluatorUnavailable(
+            f"this machine has TPU device nodes but jax sees no TPU (devices: {kinds}); is another process "
+            "holding it?"
+        )
+    kind = devices[0].device_kind
+    if kind != chip.device_kind:
+        raise EvaluatorUnavailable(
+            f"jax sees a {kind!r} TPU, but the tuning is for {chip.name} "
+            f"({chip.device_kind!r}); pass --chip for the TPU you have"
+        )
+
+
+EVALUATORS: dict[str, type[Evaluator]] = {
+    "model": ModelEvaluator,
+    "compile": CompileEvaluator,
+    "tpu": TpuEvaluator,
+}
+
+
+def get_evaluator(name: str) -> Evaluator:
+    try:
+        return EVALUATORS[name]()
+    except KeyError:
+        raise ValueError(f"unknown evaluator {name!r}: use {', '.join(EVALUATORS)}") from None
+
+
+# ---- the functions executors run ------------------------------------------------------------------------------
+
+
+def evaluate(
+    problem: Problem, evaluator: str, config: Mapping[str, Any]
+) -> tuple[float | None, dict[str, Any]]:
+    """Compile `config` and measure it: (seconds or None, info). Compile errors are results, not exceptions."""
+    try:
+        ck = problem.compile(config)
+    except CompileError as exc:
+        return None, {"error": "; ".join(d.message for d in exc.diagnostics) or "compile error"}
+    return get_evaluator(evaluator).measure(ck).outcome()
+
+
+def verify(problem: Problem, config: Mapping[str, Any], seed: int = 0) -> CorrectnessResult:
+    """The correctness gate for one config (runs user code: only in a worker)."""
+    return check_config(problem.load_kernel(), problem.args, config, get_chip(problem.chip), seed)
+
+
+def probe_tpu(chip: str) -> str | None:
+    """None when a TPU of `chip` is visible to jax in this process, else why not (for a pre-flight check)."""
+    try:
+        _require_tpu(get_chip(chip))
+    except EvaluatorUnavailable as exc:
+        return str(exc)
+    return None
