@@ -120,12 +120,13 @@ async function selectInterpreter(): Promise<void> {
 }
 
 /** Runs a command body and turns its failure into a message (with the server's fixes when it is down). */
-function guarded(context: CommandContext, body: () => Promise<void>): () => Promise<void> {
-  return async () => {
+function guarded(context: CommandContext, body: (argument?: unknown) => Promise<void>): (argument?: unknown) => Promise<void> {
+  return async (argument) => {
     try {
-      await body();
+      await body(argument);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
+      context.server.output.warn(`command failed: ${message}`);
       if (error instanceof UserError) void vscode.window.showInformationMessage(message);
       else if (context.server.currentStatus.state !== "running") void context.server.showFailure(message);
       else void vscode.window.showErrorMessage(`Helion: ${message}`);
@@ -133,12 +134,21 @@ function guarded(context: CommandContext, body: () => Promise<void>): () => Prom
   };
 }
 
+/** A target passed by a code lens (`{uri, kernel, shapeSet}`), if `value` is one. */
+function lensTarget(value: unknown): GeneratedTarget | undefined {
+  const v = value as Partial<GeneratedTarget> | undefined;
+  if (typeof v?.uri !== "string" || typeof v.kernel !== "string") return undefined;
+  return { uri: v.uri, kernel: v.kernel, shapeSet: typeof v.shapeSet === "number" ? v.shapeSet : 0 };
+}
+
 export function registerCommands(context: CommandContext): vscode.Disposable[] {
   const { server, generated, plots } = context;
-  const commands: Record<string, () => Promise<void>> = {
-    "helion-ls.showGeneratedCode": async () => {
-      const editor = pythonEditor();
-      await generated.open(await kernelAtCursor(server, editor), editor.selection.active.line);
+  const commands: Record<string, (argument?: unknown) => Promise<void>> = {
+    // From the palette: the kernel under the cursor; from the server's shape-set lens: that kernel and set.
+    "helion-ls.showGeneratedCode": async (argument) => {
+      const target = lensTarget(argument) ?? (await kernelAtCursor(server, pythonEditor()));
+      const editor = vscode.window.activeTextEditor;
+      await generated.open(target, editor?.document.uri.toString() === target.uri ? editor.selection.active.line : 0);
     },
     "helion-ls.tuneKernel": async () => {
       const { uri, kernel } = await kernelAtCursor(server, pythonEditor());

@@ -5,6 +5,8 @@
  */
 import { execFile } from "node:child_process";
 import * as os from "node:os";
+import * as readline from "node:readline";
+import type { Readable } from "node:stream";
 import * as vscode from "vscode";
 import {
   CloseAction,
@@ -31,6 +33,7 @@ const SHOW_OUTPUT = "Show Output";
 const RESTART = "Restart Server";
 const CRASH_WINDOW_MS = 3 * 60 * 1000;
 const MAX_CRASHES = 3;
+const STDERR_TAIL = 20;
 
 /** The folder a resource belongs to, else the first folder of the workspace. */
 export function folderFor(resource: vscode.Uri | undefined): vscode.WorkspaceFolder | undefined {
@@ -62,6 +65,10 @@ export class HelionServer implements vscode.Disposable {
   private status: ServerStatus = { state: "stopped" };
   private pending: Promise<void> = Promise.resolve();
   private crashes: number[] = [];
+  /** The server's last stderr lines, quoted when it dies during start-up. */
+  private stderrTail: string[] = [];
+  /** The current client reached Running once: only then is a closed connection a crash worth restarting. */
+  private everRunning = false;
   private readonly statusEmitter = new vscode.EventEmitter<ServerStatus>();
   private readonly tuningEmitter = new vscode.EventEmitter<TuningStateParams>();
   private readonly startedEmitter = new vscode.EventEmitter<void>();
@@ -106,7 +113,8 @@ export class HelionServer implements vscode.Disposable {
     if (client === undefined || this.status.state !== "running") {
       throw new Error(this.status.state === "failed" ? this.status.message : "The Helion language server is not running.");
     }
-    return client.sendRequest<R>(method, params, token);
+    // An undefined token would go out as a second positional parameter: pass it only when there is one.
+    return token === undefined ? client.sendRequest<R>(method, params) : client.sendRequest<R>(method, params, token);
   }
 
   /** Runs one of the server's workspace commands with the contract's single argument object. */
@@ -165,22 +173,25 @@ export class HelionServer implements vscode.Disposable {
     client.onDidChangeState((event) => {
       if (event.newState === State.Stopped && this.client === client && this.status.state === "running") {
         this.setStatus({ state: "stopped" });
-      } else if (event.newState === State.Running && this.client === client && this.status.state !== "running") {
+      } else if (event.newState === State.Running && this.client === client && this.everRunning && this.status.state !== "running") {
         this.setStatus({ state: "running", interpreter: verdict.executable, version: verdict.version });
         this.startedEmitter.fire();
       }
     });
     this.client = client;
+    this.everRunning = false;
+    this.stderrTail = [];
     try {
       await client.start();
     } catch (error) {
       this.client = undefined;
       await client.dispose().catch(() => undefined);
-      this.fail(
-        `The Helion language server (${choice.command} ${SERVER_ARGS.join(" ")}) failed to start: ${String(error)}. See the output for its log.`,
-      );
+      const said = this.stderrTail.filter((line) => line.trim()).pop();
+      const why = said ? `it said: ${said}` : `${error instanceof Error ? error.message : String(error)}`;
+      this.fail(`The Helion language server (${choice.command} ${SERVER_ARGS.join(" ")}) did not start; ${why}. See the output for its log.`);
       return;
     }
+    this.everRunning = true;
     this.setStatus({ state: "running", interpreter: verdict.executable, version: verdict.version });
     this.startedEmitter.fire();
   }
@@ -203,6 +214,10 @@ export class HelionServer implements vscode.Disposable {
     return { command: choice.command, args: [...SERVER_ARGS], options: { cwd, env: { ...process.env, PYTHONUNBUFFERED: "1" } } };
   }
 
+  private forwardLines(input: Readable, write: (line: string) => void): void {
+    readline.createInterface({ input, crlfDelay: Infinity, terminal: false }).on("line", write);
+  }
+
   private clientOptions(): LanguageClientOptions {
     const initial = vscode.workspace.workspaceFolders?.[0]?.uri;
     return {
@@ -211,6 +226,14 @@ export class HelionServer implements vscode.Disposable {
         { scheme: "untitled", language: "python" },
       ],
       outputChannel: this.output,
+      stdioOptions: {
+        stdout: (input, channel) => this.forwardLines(input, (line) => channel.info(line)),
+        stderr: (input, channel) =>
+          this.forwardLines(input, (line) => {
+            channel.info(line);
+            this.stderrTail = [...this.stderrTail.slice(1 - STDERR_TAIL), line];
+          }),
+      },
       initializationOptions: settingsFor(initial),
       synchronize: { configurationSection: "helion" },
       middleware: {
@@ -230,6 +253,8 @@ export class HelionServer implements vscode.Disposable {
       errorHandler: {
         error: (_error, _message, count) => ({ action: (count ?? 0) <= 3 ? ErrorAction.Continue : ErrorAction.Shutdown }),
         closed: () => {
+          // A server that never got going is reported by start(); restarting it would only repeat the failure.
+          if (!this.everRunning) return { action: CloseAction.DoNotRestart, handled: true };
           const now = Date.now();
           this.crashes = [...this.crashes.filter((t) => now - t < CRASH_WINDOW_MS), now];
           if (this.crashes.length <= MAX_CRASHES) {
