@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
+
+# libtpu, when installed, must never claim this process (or the check worker) nor query a metadata server.
+JAX_ENV = {"JAX_PLATFORMS": "cpu", "TPU_SKIP_MDS_QUERY": "1"}
 
 # Compile threads hold the GIL in long Python stretches; a shorter switch interval keeps the event loop
 # (hovers, lenses) responsive while they run.
@@ -24,6 +28,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     parser.add_argument("--log-file", help="log here instead of stderr")
     args = parser.parse_args(argv)
+    for key, value in JAX_ENV.items():
+        os.environ.setdefault(key, value)
 
     handler = logging.FileHandler(args.log_file) if args.log_file else logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))

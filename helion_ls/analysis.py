@@ -27,7 +27,17 @@ from compiler.diagnostics import Diagnostic, Range, error, warning
 
 from .check_client import CheckClient, Skipped, WorkerFailure
 from .compile_pool import CompilePool, LruCache
-from .documents import STAGES, KernelView, Loaded, ResultCache, StageResult, Unit, load_document, remap
+from .documents import (
+    STAGES,
+    Compiled,
+    KernelView,
+    Loaded,
+    ResultCache,
+    StageResult,
+    Unit,
+    load_document,
+    remap,
+)
 from .lsp import diagnostic_from_json, to_lsp_diagnostic
 
 log = logging.getLogger(__name__)
@@ -50,8 +60,9 @@ def compile_unit(view: KernelView, unit: Unit) -> StageResult:
     start = time.perf_counter()
     compiled = None
     try:
-        compiled = view.kernel.compile(args=unit.args, config=unit.config, chip=unit.key.chip)
-        diags = tuple(compiled.diagnostics)
+        ck = view.kernel.compile(args=unit.args, config=unit.config, chip=unit.key.chip)
+        diags = tuple(ck.diagnostics)
+        compiled = Compiled.of(ck)
     except compiler.CompileError as exc:
         diags = tuple(exc.diagnostics) or (error("HPL900", f"compile failed: {exc}", view.decorator_range),)
     except Exception as exc:  # a compiler bug: one diagnostic, never a dead server

@@ -54,6 +54,8 @@ def handle(cache: OrderedDict, req: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> None:
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")  # before jax loads: never claim a TPU from here
+    os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
     out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # stray prints from jax/libtpu must not corrupt the protocol
     sys.stdout = sys.stderr

@@ -85,13 +85,33 @@ class Loaded:
 
 
 @dataclass(frozen=True)
+class Compiled:
+    """What the server keeps of a `compiler.CompiledKernel`.
+
+    Only plain results: no IR and no reference to the kernel's module and its AST, so hundreds of cached
+    units stay cheap for the garbage collector (whose full passes stop the event loop).
+    """
+
+    source: str
+    source_map: tuple[tuple[int, Range], ...]
+    config: Config
+    chip: Any  # compiler.chips.Chip
+    plan: Any  # compiler.plan.KernelPlan
+    vmem: Any  # compiler.vmem.VmemReport
+
+    @staticmethod
+    def of(ck: Any) -> Compiled:
+        return Compiled(ck.source, tuple(ck.source_map), ck.config, ck.chip, ck.plan, ck.vmem)
+
+
+@dataclass(frozen=True)
 class StageResult:
     """Diagnostics of one stage for one unit, in the coordinates of `basis`."""
 
     key: CompileKey
     basis: KernelSource
     diagnostics: tuple[Diagnostic, ...]
-    compiled: Any = None  # compiler.CompiledKernel (front stage only; None when it failed)
+    compiled: Compiled | None = None  # front stage only; None when the unit does not compile
     seconds: float = 0.0
 
 
@@ -102,7 +122,7 @@ STAGES = ("front", "lower", "tpu")
 class ResultCache:
     """Results of every stage by CompileKey, plus position maps from their basis to shown texts."""
 
-    size: int = 512
+    size: int = 256
     stages: dict[str, LruCache[StageResult]] = field(default_factory=dict)
     _maps: LruCache[PositionMap | bool] = field(default_factory=lambda: LruCache(2048))
 

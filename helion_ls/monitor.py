@@ -7,6 +7,7 @@ that compiles and tuning never block the loop, and see the server's memory.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import resource
 import time
@@ -19,10 +20,22 @@ class LoopMonitor:
         self.max_lag = 0.0
         self.lags: list[float] = []  # recent lags above 5 ms, seconds
         self._task: asyncio.Task | None = None
+        self.max_gc_pause = 0.0  # garbage collections stop every thread, the loop included
+        self.max_gc_generation: int | None = None
+        self._gc_start = 0.0
+
+    def _gc(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._gc_start = time.perf_counter()
+        else:
+            pause = time.perf_counter() - self._gc_start
+            if pause > self.max_gc_pause:
+                self.max_gc_pause, self.max_gc_generation = pause, info.get("generation")
 
     def start(self) -> None:
         if self._task is None:
             self._task = asyncio.create_task(self._run())
+            gc.callbacks.append(self._gc)
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -36,16 +49,21 @@ class LoopMonitor:
 
     def reset(self) -> None:
         self.max_lag = 0.0
+        self.max_gc_pause = 0.0
         self.lags = []
 
     def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
+        if self._gc in gc.callbacks:
+            gc.callbacks.remove(self._gc)
 
     def stats(self) -> dict:
         return {
             "maxLoopLagMs": round(self.max_lag * 1000, 2),
             "slowTicks": len(self.lags),
+            "maxGcPauseMs": round(self.max_gc_pause * 1000, 2),
+            "maxGcPauseGeneration": self.max_gc_generation,
             "rssBytes": _rss_bytes(),
             "peakRssBytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
             "time": time.time(),
