@@ -8,4 +8,15 @@ search     search strategies over a discrete config space (exhaustive, pattern s
 These four import only the standard library, platformdirs, and lazily ray and `compiler.specs` (torch,
 for shape_key), so store and executor worker processes start fast; they know nothing about kernels
 beyond the space protocol `search` documents.
+
+constants    every constant of the performance model, with its source (calibrated on v7x)
+model        analytic per-grid-step TPU model of a compiled kernel's plan (estimates for a named chip)
+evaluators   model / compile (libtpu) / tpu (wall clock) evaluators, and the functions workers run
+shrink       reduced argument shapes that keep a config's tile structure, for correctness runs
+correctness  the gate: generated code on reduced shapes against the eager reference of the original source
+driver       one tuning run: prune (VMEM, compile errors), search, refine, verify, store every trial
+command      the `helion-pallas tune` command line (add_arguments, run)
+
+These import the compiler (`compiler.api` and below); the language server reaches them only through the
+`helion-pallas tune` subprocess.
 """

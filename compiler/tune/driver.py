@@ -168,7 +168,7 @@ class KernelSpace:
             self._verdicts.move_to_end(key)
             return self._verdicts[key]
         try:
-            ck = self.kernel.compile(args=self.problem.args, config=Config(dict(config)), chip=self.chip)
+            ck = self.problem.compile(config)
         except CompileError as exc:
             codes = ", ".join(sorted({d.code for d in exc.diagnostics if d.is_error})) or "error"
             verdict = (False, f"rejected by the compiler ({codes})")

@@ -20,6 +20,7 @@ import functools
 import glob
 import statistics
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,7 +57,23 @@ class Problem:
         return _kernel(self.source, self.kernel)
 
     def compile(self, config: Mapping[str, Any]) -> CompiledKernel:
-        return self.load_kernel().compile(args=self.args, config=Config(dict(config)), chip=self.chip)
+        """Compile (raises CompileError); the last few compiles of a process are reused, so pruning and
+        evaluating one config in the same process compiles it once."""
+        cfg = Config(dict(config))
+        key = (self.source, self.kernel, self.shape_key, self.chip, repr(cfg))
+        ck = _recent.get(key)
+        if ck is None:
+            ck = self.load_kernel().compile(args=self.args, config=cfg, chip=self.chip)
+            _recent[key] = ck
+            if len(_recent) > _RECENT_SIZE:
+                _recent.popitem(last=False)
+        else:
+            _recent.move_to_end(key)
+        return ck
+
+
+_RECENT_SIZE = 64
+_recent: OrderedDict[tuple[str, ...], CompiledKernel] = OrderedDict()
 
 
 @functools.lru_cache(maxsize=8)
@@ -218,7 +235,9 @@ class TpuEvaluator(Evaluator):
 
 def _tpu_device_files() -> list[str]:
     """TPU device nodes of this machine: /dev/accel* (v4, v5p) or /dev/vfio/N (v5e and later)."""
-    return sorted(glob.glob("/dev/accel*") + [p for p in glob.glob("/dev/vfio/*") if p.rsplit("/", 1)[1].isdigit()])
+    return sorted(
+        glob.glob("/dev/accel*") + [p for p in glob.glob("/dev/vfio/*") if p.rsplit("/", 1)[1].isdigit()]
+    )
 
 
 def _require_tpu(chip: Chip) -> None:
