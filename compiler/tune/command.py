@@ -315,10 +315,10 @@ def format_result(r: TuneResult) -> str:
     head = f"  {'#':>2} {'time':>12} {'TF/s':>8} {'GB/s':>8} {'roofline':>8}  config"
     lines += [head]
     for i, c in enumerate(r.top, 1):
-        tf, gb, rf = c.metrics.get("tflops"), c.metrics.get("gbps"), c.metrics.get("roofline_fraction")
         mark = "*" if r.best is not None and c.config == r.best.config else " "
         lines.append(
-            f" {mark}{i:>2} {_ms(c.seconds):>12} {tf or 0:8.1f} {gb or 0:8.1f} {100 * (rf or 0):7.1f}%  "
+            f" {mark}{i:>2} {_ms(c.seconds):>12} {_rate(c.metrics, 'tflops'):>8} "
+            f"{_rate(c.metrics, 'gbps'):>8} {100 * c.metrics.get('roofline_fraction', 0):7.1f}%  "
             f"{_config_text(c.config)}"
         )
     if r.best is None:
@@ -328,10 +328,13 @@ def format_result(r: TuneResult) -> str:
         if check is not None:
             lines.append(f"  * correctness: {check.verdict} — {check.message} (on {check.shapes})")
         est = "estimated " if r.estimate else ""
+        m = r.best.metrics
+        rates = "".join(
+            f"{_rate(m, k)} {unit}, " for k, unit in (("tflops", "TF/s"), ("gbps", "GB/s")) if m.get(k)
+        )
         lines.append(
-            f"  best: {_ms(r.best.seconds)} {est}on {p.chip}, "
-            f"{r.best.metrics.get('tflops', 0):.1f} TF/s, {r.best.metrics.get('gbps', 0):.1f} GB/s, "
-            f"{100 * r.best.metrics.get('roofline_fraction', 0):.1f}% of the roofline bound"
+            f"  best: {_ms(r.best.seconds)} {est}on {p.chip}, {rates}"
+            f"{100 * m.get('roofline_fraction', 0):.1f}% of the roofline bound"
         )
         lines.append(f"  {r.decorator}")
     for note in r.notes:
@@ -339,6 +342,11 @@ def format_result(r: TuneResult) -> str:
     if r.estimate:
         lines.append(f"  (figures are model estimates for {p.chip}, not measurements)")
     return "\n".join(lines)
+
+
+def _rate(metrics: dict[str, Any], key: str) -> str:
+    value = metrics.get(key)
+    return f"{value:.1f}" if value else "-"
 
 
 def _config_text(config: dict[str, Any]) -> str:

@@ -1,0 +1,126 @@
+"""`helion-pallas tune` end to end: a real subprocess with the process-pool executor, and usage errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from conftest import EXAMPLES, REPO
+
+from compiler.cli import main
+
+SOFTMAX = str(EXAMPLES / "softmax.py")
+RESULT_KEYS = {"kernel", "shape_set", "chip", "evaluator", "best", "evaluated", "pruned", "top"}
+BEST_KEYS = {"config", "seconds", "tflops", "gbps", "roofline_fraction"}
+
+
+def test_json_and_progress_from_a_subprocess(tmp_path) -> None:
+    store = tmp_path / "store.sqlite"
+    cmd = [
+        sys.executable,
+        "-m",
+        "compiler.cli",
+        "tune",
+        SOFTMAX,
+        "--max-evals",
+        "4",
+        "--json",
+        "--progress",
+        "jsonl",
+        "--store",
+        str(store),
+        "--executor",
+        "local:2",
+    ]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads(proc.stdout)
+    assert isinstance(results, list) and len(results) == 2  # every shape set of the file
+    for index, result in enumerate(results):
+        assert RESULT_KEYS <= set(result)
+        assert result["kernel"] == "softmax" and result["chip"] == "v7x" and result["evaluator"] == "model"
+        assert result["shape_set"]["index"] == index
+        assert result["estimate"] is True
+        assert BEST_KEYS <= set(result["best"])
+        assert result["best"]["config"]["block_sizes"][0] in (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+        assert result["best"]["correctness"]["verdict"] == "ok"
+        assert result["best"]["decorator"].startswith(
+            "@helion.kernel(static_shapes=True, config=helion.Config("
+        )
+        assert result["evaluated"] == 4
+        assert result["top"][0]["config"] == result["best"]["config"]
+        assert 0 < result["best"]["roofline_fraction"] <= 1
+    events = [json.loads(line) for line in proc.stderr.splitlines() if line.startswith("{")]
+    assert {e["event"] for e in events} == {"progress", "done"}
+    done = [e for e in events if e["event"] == "done"]
+    assert [e["shape_set_index"] for e in done] == [0, 1]
+    assert all(e["best_config"] == r["best"]["config"] for e, r in zip(done, results, strict=True))
+    assert "\r" not in proc.stderr  # no progress bar: stderr is not a terminal and --progress is set
+    assert store.exists()
+
+
+def test_text_report_with_decorator_line(tmp_path, capsys) -> None:
+    code = main(
+        [
+            "tune",
+            SOFTMAX,
+            "--shape-set",
+            "1",
+            "--max-evals",
+            "3",
+            "--executor",
+            "inline",
+            "--store",
+            str(tmp_path / "s.sqlite"),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "model estimates for v7x" in out
+    assert "3 configs evaluated" in out and "pruned" in out
+    assert "@helion.kernel(static_shapes=True, config=helion.Config(block_sizes=[" in out
+    assert "correctness: ok" in out
+
+
+def test_usage_errors_exit_2(tmp_path, capsys) -> None:
+    store = ["--store", str(tmp_path / "s.sqlite"), "--executor", "inline"]
+    assert main(["tune", SOFTMAX, "-k", "nope", *store]) == 2
+    assert "no kernel 'nope'" in capsys.readouterr().err
+    assert main(["tune", SOFTMAX, "--shape-set", "5", *store]) == 2
+    assert "out of range" in capsys.readouterr().err
+    assert main(["tune", str(tmp_path / "missing.py"), *store]) == 2
+    assert main(["tune", SOFTMAX, "--executor", "carrier-pigeon", "--store", str(tmp_path / "s.sqlite")]) == 2
+    assert "unknown executor" in capsys.readouterr().err
+    assert main(["tune", SOFTMAX, "--chip", "v99", *store]) == 2
+
+
+def test_kernel_errors_exit_1(tmp_path, capsys) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "import helion\nimport helion.language as hl\nimport torch\n\n\n"
+        "@helion.kernel(static_shapes=True)\ndef k(x: torch.Tensor) -> torch.Tensor:\n"
+        "    out = torch.empty_like(x)\n    for t in hl.tile(x.size(0)):\n        out[t] = x[t] * 2\n    return out\n"
+    )
+    assert main(["tune", str(bad), "--executor", "inline", "--store", str(tmp_path / "s.sqlite")]) == 1
+    assert "args" in capsys.readouterr().err  # no '# helion: args(...)' line and no --args
+
+
+def test_tpu_evaluator_refuses_clearly_without_a_tpu(tmp_path, capsys) -> None:
+    code = main(
+        [
+            "tune",
+            SOFTMAX,
+            "--shape-set",
+            "1",
+            "--evaluator",
+            "tpu",
+            "--executor",
+            "inline",
+            "--store",
+            str(tmp_path / "s.sqlite"),
+        ]
+    )
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "tpu evaluator cannot run" in err and "no TPU" in err
