@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import os
+import select
 import subprocess
 import sys
 import time
@@ -172,7 +173,8 @@ def ray_address():
         start_new_session=True,
     )
     try:
-        address = head.stdout.readline().strip()
+        ready, _, _ = select.select([head.stdout], [], [], 120)
+        address = head.stdout.readline().strip() if ready else ""
         assert address, "the Ray head process did not start"
         # Task functions from this test module travel by value: Ray workers cannot import test files.
         ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import multiprocessing
+import multiprocessing.connection
 import multiprocessing.synchronize
 import os
 import pickle
@@ -185,11 +186,14 @@ def test_concurrent_processes_recover_once_and_lose_nothing(tmp_path):
     ctx = multiprocessing.get_context("spawn")
     workers, count = 4, 100
     start = ctx.Barrier(workers)
-    procs = [ctx.Process(target=_writer, args=(str(path), w, count, start)) for w in range(workers)]
+    procs = [
+        ctx.Process(target=_writer, args=(str(path), w, count, start), daemon=True) for w in range(workers)
+    ]
     for p in procs:
         p.start()
     for p in procs:
         p.join(60)
+        p.kill()  # no-op for a process that ended; a hung one must not outlive the test
     assert [p.exitcode for p in procs] == [0] * workers
     assert len(corrupt_files(path)) == 1
     store = TuningStore(path)
@@ -312,3 +316,37 @@ def test_recovery_waits_for_the_interprocess_lock(tmp_path):
     os.close(fd)
     thread.join(10)
     assert len(opened) == 1 and len(corrupt_files(path)) == 1
+
+
+def _hold_open(path: str, conn: multiprocessing.connection.Connection) -> None:
+    store = TuningStore(path)
+    for i in range(20):
+        store.record_trial(KEY, {"old": i}, 1.0, "ok")
+    conn.send("written")
+    conn.recv()  # the parent deleted the file meanwhile
+    store.record_trial(KEY, {"late": 1}, 1.0, "ok")
+    conn.send(sorted(str(t.config) for t in store.trials(KEY)))
+
+
+def test_file_deleted_while_another_process_has_it_open(tmp_path):
+    # The deleted database's -wal and -shm stay behind (the other process still uses them); a new store
+    # must not adopt them, and the other process must follow to the new file.
+    path = tmp_path / "t.sqlite"
+    ctx = multiprocessing.get_context("spawn")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=_hold_open, args=(str(path), child), daemon=True)
+    proc.start()
+    try:
+        assert parent.poll(60) and parent.recv() == "written"
+        path.unlink()
+        assert Path(f"{path}-wal").exists()
+        store = TuningStore(path)
+        store.record_trial(KEY, {"new": 1}, 1.0, "ok")
+        assert [t.config for t in store.trials(KEY)] == [{"new": 1}]
+        parent.send("go")
+        assert parent.poll(60) and parent.recv() == ["{'late': 1}", "{'new': 1}"]
+        proc.join(30)
+        assert proc.exitcode == 0
+    finally:
+        proc.kill()
+    assert sqlite3.connect(path).execute("PRAGMA integrity_check").fetchone() == ("ok",)

@@ -283,6 +283,7 @@ class _Search:
         if self.max_evals is not None:
             todo = dict(itertools.islice(todo.items(), max(0, self.max_evals - len(self.results))))
         arrived: dict[str, Evaluated] = {}
+        settled = self.best  # best of earlier batches; this batch's results all come after it
         if todo and not self.stopped():
             outcomes = self.executor.map_unordered(self.evaluate, [config for _, config in todo.values()])
             try:
@@ -304,15 +305,13 @@ class _Search:
             finally:
                 outcomes.close()
         # Apply in batch order so that ties and the result list do not depend on completion order.
-        for key in todo:
-            if key in arrived:
-                self.results.pop(key)
-                self.results[key] = arrived[key]
-        self.best = min(
-            (r for r in self.results.values() if r.score is not None),
-            key=lambda r: r.score,
-            default=None,
-        )
+        batch = [arrived[key] for key in todo if key in arrived]
+        for done in batch:
+            key = config_key(done.config)
+            self.results.pop(key)
+            self.results[key] = done
+        candidates = [r for r in [settled, *batch] if r is not None and r.score is not None]
+        self.best = min(candidates, key=lambda r: r.score, default=None)  # the first of equals wins
         self.report()
         return [self.results.get(key) if config is not None else None for _, key, config in keyed]
 

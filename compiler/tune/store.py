@@ -201,6 +201,8 @@ class TuningStore:
             with self._process_lock():
                 if bad_file is not None and _file_id(self.path) == bad_file:
                     self._move_aside("it is corrupt")
+                if not self.path.exists():
+                    self._remove_orphans()
                 conn = self._connect()
                 try:
                     self._check_or_init(conn)
@@ -211,10 +213,11 @@ class TuningStore:
                     self._move_aside(str(exc) or type(exc).__name__)
                     conn = self._connect()
                     self._check_or_init(conn)
+                file = _file_id(self.path)  # under the lock: the file this connection has open
         except (OSError, sqlite3.Error, _ForeignStore) as exc:
             raise StoreError(f"cannot open tuning store {self.path}: {exc}") from exc
         self._conn = conn
-        self._file = _file_id(self.path)
+        self._file = file
         self._generation += 1
 
     def _check_or_init(self, conn: sqlite3.Connection) -> None:
@@ -255,6 +258,20 @@ class TuningStore:
             reason,
             target,
         )
+
+    def _remove_orphans(self) -> None:
+        """Delete the -wal/-shm of a database file that was deleted (maybe still open in other processes).
+
+        A new database would otherwise adopt them: SQLite replays a WAL it finds beside the file, and the
+        -shm may still be mapped by a process using the deleted file. Those processes keep their open
+        handles (and, because the file moved, never checkpoint into or delete by name on close).
+        """
+        for suffix in ("-wal", "-shm"):
+            try:
+                os.unlink(f"{self.path}{suffix}")
+            except FileNotFoundError:
+                continue
+            log.warning("tuning store %s: removed %s left by the deleted database", self.path, suffix)
 
     def _close_connection(self) -> None:
         if self._conn is not None:
