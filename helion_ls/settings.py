@@ -59,8 +59,14 @@ def _evaluator(value: Any) -> str:
 
 
 def _executor(value: Any) -> str:
-    if not isinstance(value, str) or not (value == "local" or value == "ray" or value.startswith("ray:")):
-        raise ValueError("must be 'local', 'ray' or 'ray:ADDRESS'")
+    """What `helion-pallas tune --executor` accepts: local, local:N, inline, ray, ray:ADDRESS."""
+    ok = isinstance(value, str) and (
+        value in ("local", "inline", "ray")
+        or value.startswith("ray:")
+        or (value.startswith("local:") and value[6:].isdigit() and int(value[6:]) > 0)
+    )
+    if not ok:
+        raise ValueError("must be 'local', 'local:N', 'inline', 'ray' or 'ray:ADDRESS'")
     return value
 
 

@@ -89,3 +89,10 @@ def test_not_an_object():
     assert settings == Settings() and problems == [
         "helion settings must be an object, not list; using defaults"
     ]
+
+
+def test_executors_the_tuner_accepts():
+    for good in ("local", "local:3", "inline", "ray", "ray:auto", "ray:10.0.0.1:6379"):
+        assert parse_settings({"executor": good}) == (Settings(executor=good), [])
+    for bad in ("local:", "local:0", "local:x", "slurm", 3):
+        assert parse_settings({"executor": bad})[1], bad
