@@ -101,6 +101,12 @@ def test_best_prefers_trusted_evaluators_then_speed(tmp_path):
     assert store.best(anykey).config == {"block_sizes": [256]}
     assert store.best(anykey, evaluator="model").config == {"block_sizes": [128]}
     assert store.best(KEY).evaluator == "model"  # the key's own evaluator
+    # an evaluator this store does not rank counts only when no ranked one has a result
+    other = TrialKey("other", KEY.shape_key, "v7x", "simulator")
+    store.record_trial(other, {"block_sizes": [8]}, 1e-6, "ok")
+    assert store.best(other.with_evaluator(None)).evaluator == "simulator"
+    store.record_trial(other.with_evaluator("model"), {"block_sizes": [8]}, 1.0, "ok")
+    assert store.best(other.with_evaluator(None)).evaluator == "model"
     # other shapes / chips / compiler versions are other problems
     assert store.best(TrialKey("abc123", "x=f32[8, 8]", "v7x")) is None
     assert store.best(TrialKey("abc123", KEY.shape_key, "v5e")) is None

@@ -398,24 +398,30 @@ class TuningStore:
         """The n fastest distinct configs ("ok" trials; each config's fastest trial), as best() chooses."""
         key = key.with_evaluator(evaluator or key.evaluator)
         where, params = _key_where(key)
-        ranking = " ".join(f"WHEN '{name}' THEN {i}" for i, name in enumerate(EVALUATOR_PREFERENCE))
+        ok = f"{where} AND verdict = 'ok' AND seconds IS NOT NULL"
+
+        def choose(c: sqlite3.Connection) -> str | None:
+            if key.evaluator is not None:
+                return key.evaluator
+            for name in EVALUATOR_PREFERENCE:  # an index probe each, however many trials there are
+                if c.execute(
+                    f"SELECT 1 FROM trials WHERE {ok} AND evaluator = ? LIMIT 1", [*params, name]
+                ).fetchone():
+                    return name
+            others = c.execute(f"SELECT min(evaluator) FROM trials WHERE {ok}", params).fetchone()
+            return others[0]
 
         def op(c: sqlite3.Connection) -> list[Trial]:
-            ok = f"{where} AND verdict = 'ok' AND seconds IS NOT NULL"
-            chosen = c.execute(
-                f"SELECT evaluator FROM trials WHERE {ok} "
-                f"ORDER BY CASE evaluator {ranking} ELSE {len(EVALUATOR_PREFERENCE)} END, evaluator LIMIT 1",
-                params,
-            ).fetchone()
+            chosen = choose(c)
             if chosen is None:
                 return []
             rows = c.execute(
                 f"SELECT * FROM trials WHERE {ok} AND evaluator = ? ORDER BY seconds, timestamp, id",
-                [*params, chosen["evaluator"]],
-            ).fetchall()
+                [*params, chosen],
+            )
             out: list[Trial] = []
             seen: set[str] = set()
-            for row in rows:
+            for row in rows:  # lazily: stops reading after n distinct configs
                 if row["config"] not in seen:
                     seen.add(row["config"])
                     out.append(_trial(row))
