@@ -43,6 +43,18 @@ def span(item: tuple[int, float]) -> tuple[int, float, float]:
     return os.getpid(), start, time.time()
 
 
+def rendezvous(item: tuple[str, int]) -> int:
+    """Finishes only if `count` calls run at the same time (each waits for the others to arrive)."""
+    directory, count = item
+    Path(directory, str(os.getpid())).touch()
+    deadline = time.time() + 60
+    while len(os.listdir(directory)) < count:
+        if time.time() > deadline:
+            raise TimeoutError("the other calls never ran at the same time")
+        time.sleep(0.02)
+    return os.getpid()
+
+
 def touch_later(path: str) -> str:
     time.sleep(0.3)
     Path(path).touch()
@@ -107,10 +119,9 @@ def test_local_pool_results_and_errors(pool):
     check_results_and_errors(pool)
 
 
-def test_local_pool_runs_in_parallel_worker_processes(pool):
-    spans = [r for _, r in pool.map_unordered(span, [(i, 0.4) for i in range(4)])]
-    assert len({pid for pid, _, _ in spans}) == 2 and os.getpid() not in {pid for pid, _, _ in spans}
-    assert overlapping(spans)
+def test_local_pool_runs_in_parallel_worker_processes(pool, tmp_path):
+    pids = [r for _, r in pool.map_unordered(rendezvous, [(str(tmp_path), 2)] * 2)]
+    assert len(set(pids)) == 2 and os.getpid() not in pids
 
 
 def test_local_pool_worker_death_is_blamed_on_its_item(pool):
@@ -211,14 +222,16 @@ def test_ray_worker_death_is_blamed_on_its_item(ray_executor):
     check_worker_death_is_blamed_on_its_item(ray_executor)
 
 
-def test_ray_tpu_resource_serialises_tasks(ray_executor, ray_address):
-    items = [(i, 0.4) for i in range(4)]
-    free = [r for _, r in ray_executor.map_unordered(span, items)]
-    assert overlapping(free)  # two CPUs: tasks overlap
-    tpu = make_executor("ray", {"TPU": 1})  # reuses the connected cluster
+def test_ray_runs_tasks_in_parallel(ray_executor, tmp_path):
+    pids = [r for _, r in ray_executor.map_unordered(rendezvous, [(str(tmp_path), 2)] * 2)]
+    assert len(set(pids)) == 2 and os.getpid() not in pids
+
+
+def test_ray_tpu_resource_serialises_tasks(ray_address):
+    tpu = make_executor("ray", {"TPU": 1})  # reuses the connected cluster, which has one TPU
     assert tpu.parallelism == 1
-    serial = [r for _, r in tpu.map_unordered(span, items)]
-    assert len(serial) == 4 and not overlapping(serial)
+    spans = [r for _, r in tpu.map_unordered(span, [(i, 0.3) for i in range(4)])]
+    assert len(spans) == 4 and not overlapping(spans)
 
 
 def test_ray_rejects_what_the_cluster_cannot_do(ray_executor, ray_address):

@@ -207,7 +207,7 @@ def test_time_budget():
 
 def test_time_budget_cuts_a_batch_on_a_pool():
     with LocalExecutor(2) as pool:
-        pool.submit(cost, {"block_sizes": [1, 1, 1, 1], "pallas_loop_type": "unroll"})  # warm the workers
+        pool.submit(cost, to_config(SEED_POINT)).result(60)  # start a worker first: time the search only
         start = time.monotonic()
         result = search(big_space(), slow_cost, max_seconds=1.0, executor=pool)
     assert result.stop_reason == "time" and time.monotonic() - start < 3.0
