@@ -100,12 +100,15 @@ def _run(ns: argparse.Namespace) -> int:
     try:
         try:
             executor = make_executor(ns.executor, {"CPU": 1.0})
-            if ns.evaluator == "tpu":
-                refine = make_executor(ns.executor, {"TPU": 1.0})
         except ExecutorError as exc:
             raise UsageError(str(exc)) from None
         if ns.evaluator == "tpu":
-            why = refine.submit(probe_tpu, chip).result()
+            try:
+                refine = make_executor(ns.executor, {"TPU": 1.0})
+            except ExecutorError as exc:
+                print(f"helion-pallas tune: the tpu evaluator cannot run: {exc}", file=sys.stderr)
+                return NOTHING_VALID
+            why = refine.submit(probe_tpu, chip).result()  # in the worker that will measure
             if why is not None:
                 print(f"helion-pallas tune: the tpu evaluator cannot run: {why}", file=sys.stderr)
                 return NOTHING_VALID
