@@ -106,6 +106,7 @@ writeFileSync(
       "helion.interpreter": PYTHON,
       "helion.tuneMaxEvals": TUNE_MAX_EVALS,
       "helion.tuneBudgetSeconds": 60,
+      "helion.storePath": join(tmp, "tuning.sqlite"), // a fresh store: no Best lens before this run tunes
       "workbench.startupEditor": "none",
       "workbench.tips.enabled": false,
       "workbench.colorTheme": "Default Dark Modern",
@@ -246,7 +247,57 @@ async function runSteps(page, url) {
     }
   }
 
-  const editor = page.locator(".editor-group-container.active .monaco-editor").first();
+  /**
+   * In the page: the box of an error squiggle on the source line whose text is `text`, or null. A squiggle is
+   * on a line when their tops match (both layers are laid out in the same editor coordinates).
+   */
+  const squiggleOnLine = (text) => {
+    const editorNode = document.querySelector('.monaco-editor[data-uri$="attention.py"]');
+    const line = [...(editorNode?.querySelectorAll(".view-line") ?? [])].find(
+      (n) => n.textContent.replace(/\u00a0/g, " ").trim() === text,
+    );
+    if (!line) return null;
+    const top = line.getBoundingClientRect().top;
+    for (const s of editorNode.querySelectorAll(".view-overlays .squiggly-error")) {
+      const r = s.getBoundingClientRect();
+      if (Math.abs(r.top - top) < 4) return { x: r.x, y: r.y, width: r.width, height: r.height };
+    }
+    return null;
+  };
+
+  /**
+   * In the page: the code lens items drawn just above the source line whose text is `text` (the lenses of
+   * that line), each as {text, x, y, width, height}.
+   */
+  const lensesAbove = (text) => {
+    const editorNode = document.querySelector('.monaco-editor[data-uri$="attention.py"]');
+    const line = [...(editorNode?.querySelectorAll(".view-line") ?? [])].find(
+      (n) => n.textContent.replace(/\u00a0/g, " ").trim() === text,
+    );
+    if (!line) return [];
+    const top = line.getBoundingClientRect().top;
+    const decoration = [...editorNode.querySelectorAll(".codelens-decoration")].find((d) => {
+      const r = d.getBoundingClientRect();
+      return r.bottom <= top + 2 && r.bottom > top - r.height - 4;
+    });
+    return [...(decoration?.querySelectorAll("a") ?? [])].map((a) => {
+      const r = a.getBoundingClientRect();
+      return { text: a.textContent.trim(), x: r.x, y: r.y, width: r.width, height: r.height };
+    });
+  };
+  const clickLens = async (lineText, pattern) => {
+    const lenses = await page.evaluate(lensesAbove, lineText);
+    const lens = lenses.find((l) => pattern.test(l.text));
+    need(lens !== undefined, `no lens matching ${pattern} above "${lineText}": ${JSON.stringify(lenses.map((l) => l.text))}`);
+    await page.mouse.click(lens.x + lens.width / 2, lens.y + lens.height / 2);
+    return lens.text;
+  };
+  const waitForLens = (lineText, pattern, ms) =>
+    page.waitForFunction(
+      `(${lensesAbove})(${JSON.stringify(lineText)}).some((l) => ${pattern}.test(l.text))`,
+      undefined,
+      { timeout: budget(ms) },
+    );
   const sourceEditor = page.locator('.monaco-editor[data-uri$="attention.py"]').first();
   const lineOf = (needle) => {
     const index = exampleLines.findIndex((l) => (needle instanceof RegExp ? needle.test(l) : l.includes(needle)));
@@ -326,24 +377,18 @@ async function runSteps(page, url) {
     need(broken !== original, `cannot break line ${line}: ${original}`);
     await replaceLine(line, broken);
     await save();
-    const squiggle = sourceEditor.locator(".view-overlays .squiggly-error").first();
-    await squiggle.waitFor({ state: "attached", timeout: budget(60_000) });
-    // The squiggle is on the line we broke: its top matches that line's top.
-    const lineTop = await sourceEditor
-      .locator(".view-line", { hasText: broken.trim() })
-      .first()
-      .evaluate((n) => n.getBoundingClientRect().top);
-    const squiggleTop = await squiggle.evaluate((n) => n.getBoundingClientRect().top);
-    need(Math.abs(lineTop - squiggleTop) < 4, `the squiggle is not on the broken line (${squiggleTop} vs ${lineTop})`);
-    const box = await squiggle.boundingBox();
+    await page.waitForFunction(squiggleOnLine, broken.trim(), { timeout: budget(60_000) });
+    const box = await page.evaluate(squiggleOnLine, broken.trim());
     await page.mouse.move(box.x + Math.min(box.width / 2, 30), box.y + box.height / 2);
     const hover = page.locator(".monaco-hover").filter({ hasText: /_typo/ });
     await hover.first().waitFor({ state: "visible", timeout: budget(10_000) });
+    await page.waitForTimeout(400); // let the hover finish fading in
     await shot("02-diagnostic-squiggle");
     await page.keyboard.press("Escape");
     await replaceLine(line, original);
     await save();
-    await sourceEditor.locator(".view-overlays .squiggly-error").first().waitFor({ state: "detached", timeout: budget(60_000) });
+    // Fixed: the squiggle on that line goes away (others the example may have stay).
+    await page.waitForFunction(`!(${squiggleOnLine})(${JSON.stringify(original.trim())})`, undefined, { timeout: budget(60_000) });
   });
 
   await step("03-hover-pallas-vmem", ["01-open-example"], async () => {
@@ -361,27 +406,53 @@ async function runSteps(page, url) {
     const hover = page.locator(".monaco-hover").filter({ hasText: /VMEM/ }).first();
     await hover.waitFor({ state: "visible", timeout: budget(60_000) });
     const text = await hover.innerText();
-    need(/pallas_call|pl\.|pltpu/.test(text), `the hover shows no generated Pallas:\n${text.slice(0, 500)}`);
-    need((await hover.locator("table").count()) > 0, "the hover has no VMEM table");
-    await page.waitForTimeout(300);
+    need((await hover.locator("table").count()) > 0 && /buffer/.test(text), "the hover has no VMEM table");
+    need(/pl\.pallas_call\(/.test(text) && /Device kernel/.test(text), `the hover shows no generated Pallas: ${text.slice(0, 300)}`);
+    const code = hover.getByText("pl.pallas_call(").first();
+    await page.waitForTimeout(400); // let the hover finish fading in
+    await shot("03-hover-pallas-vmem");
+    // Scroll the (sticky) hover down to the generated pallas_call and show that too.
+    await code.scrollIntoViewIfNeeded();
+    await page.waitForTimeout(200);
+    await shot("03b-hover-generated-pallas");
   });
   await page.keyboard.press("Escape");
   await page.mouse.move(5, 500);
 
+  const firstArgs = exampleLines[lineOf("# helion: args(") - 1].trim();
+
   await step("04-tune-best-lens", ["01-open-example"], async () => {
-    const tune = sourceEditor.locator(".codelens-decoration a", { hasText: /^\s*(\$\([^)]*\)\s*)?Tune/ }).first();
-    await tune.click();
+    // The first shape set's lens line: "<shapes> | Tune on v7x"; after tuning: "... | Best: ... | Apply".
+    log(`clicked lens: ${await clickLens(firstArgs, /^Tune\b/)}`);
     const toast = page.locator(".notification-toast", { hasText: /Tuning attention/ }).first();
     await toast.waitFor({ state: "visible", timeout: budget(30_000) });
+    await page.locator(".statusbar-item", { hasText: /tuning attention/ }).first().waitFor({ timeout: budget(10_000) });
+    await page.locator(".notification-toast", { hasText: /running \d+\/\d+/ }).first().waitFor({ timeout: budget(60_000) });
+    await page.waitForTimeout(300); // let the toast finish sliding in
     await shot("04a-tuning-progress");
-    const best = sourceEditor.locator(".codelens-decoration", { hasText: /Best/ }).first();
-    await best.waitFor({ timeout: budget(150_000) });
-    await toast.waitFor({ state: "hidden", timeout: budget(30_000) });
+    await waitForLens(firstArgs, /Best/, 150_000);
+    await toast.waitFor({ state: "hidden", timeout: budget(60_000) });
+    const lenses = await page.evaluate(lensesAbove, firstArgs);
+    log(`lenses after tuning: ${lenses.map((l) => l.text).join(" | ")}`);
   });
 
-  await step("05-apply-config", ["04-tune-best-lens"], async () => {
-    const apply = sourceEditor.locator(".codelens-decoration a", { hasText: /Apply/ }).first();
-    await apply.click();
+  await step("05-tuning-plot", ["04-tune-best-lens"], async () => {
+    await goToLine(lineOf("def attention("), 5);
+    await runCommand("Helion: Plot Tuning Results");
+    const frame = page.frameLocator("iframe.webview.ready").frameLocator("#active-frame");
+    await frame.locator("svg.plot circle").first().waitFor({ timeout: budget(30_000) });
+    const circles = await frame.locator("svg.plot circle").count();
+    need(circles >= 1, "the plot has no points");
+    need((await frame.locator("polyline.best-line").count()) === 1, "the plot has no best-so-far line");
+    log(`plot shows ${circles} configs`);
+    await shot("05-tuning-plot");
+    // Close it again: the source needs its width back for the lenses of the next step.
+    await page.locator(".tab", { hasText: "Tuning: attention" }).locator(".tab-actions .action-label").first().click();
+    await page.locator(".tab", { hasText: "Tuning: attention" }).waitFor({ state: "detached", timeout: budget(10_000) });
+  });
+
+  await step("06-apply-config", ["04-tune-best-lens"], async () => {
+    await clickLens(firstArgs, /Apply/);
     await page.waitForFunction(
       () => [...document.querySelectorAll(".view-line")].some((n) => /@helion\.kernel\(.*config/.test(n.textContent)),
       undefined,
@@ -389,12 +460,12 @@ async function runSteps(page, url) {
     );
     const lines = await visibleLines();
     const decorator = lines.filter((l) => /@helion\.kernel\(|config/.test(l)).join("\n");
-    need(/config/.test(decorator) && /block_sizes/.test(lines.join("\n")), `the decorator has no applied config:\n${decorator}`);
+    need(/config[\s\S]*block_sizes/.test(decorator), `the decorator has no applied config:\n${decorator}`);
     log(`decorator after Apply: ${decorator}`);
     await save();
   });
 
-  await step("06-generated-view", ["01-open-example"], async () => {
+  await step("07-generated-view", ["01-open-example"], async () => {
     await goToLine(lineOf(/^\s+for \w+ in hl\.tile\(\w+\):/)); // the inner loop
     await runCommand("Helion: Show Generated Pallas");
     const generated = page.locator('.monaco-editor[data-uri*="attention.py.attention.0.pallas.py"]').first();
@@ -415,17 +486,6 @@ async function runSteps(page, url) {
     await page.keyboard.type("zzz");
     await page.waitForTimeout(500);
     need((await generated.locator(".view-lines").innerText()) === before, "the generated code view is editable");
-  });
-
-  await step("07-tuning-plot", ["04-tune-best-lens"], async () => {
-    await goToLine(lineOf("def attention("), 5);
-    await runCommand("Helion: Plot Tuning Results");
-    const frame = page.frameLocator("iframe.webview.ready").frameLocator("#active-frame");
-    await frame.locator("svg.plot circle").first().waitFor({ timeout: budget(30_000) });
-    const circles = await frame.locator("svg.plot circle").count();
-    need(circles >= 1, "the plot has no points");
-    need((await frame.locator("polyline.best-line").count()) === 1, "the plot has no best-so-far line");
-    log(`plot shows ${circles} configs`);
   });
 
   await step("08-chip-from-status-bar", ["01-open-example"], async () => {

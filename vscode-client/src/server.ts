@@ -226,6 +226,8 @@ export class HelionServer implements vscode.Disposable {
         { scheme: "untitled", language: "python" },
       ],
       outputChannel: this.output,
+      // The server's hovers link to "Open the full generated module"; only that command may run from markdown.
+      markdown: { isTrusted: { enabledCommands: ["helion-ls.showGeneratedCode"] } },
       stdioOptions: {
         stdout: (input, channel) => this.forwardLines(input, (line) => channel.info(line)),
         stderr: (input, channel) =>
