@@ -488,7 +488,23 @@ async function runSteps(page, url) {
     need((await generated.locator(".view-lines").innerText()) === before, "the generated code view is editable");
   });
 
-  await step("08-chip-from-status-bar", ["01-open-example"], async () => {
+  await step("08-cancel-tuning", ["01-open-example"], async () => {
+    // Tune the second shape set, then press Cancel on the progress notification: the run stops (the status
+    // bar stops saying "tuning" and the lens offers Tune again).
+    const secondArgs = exampleLines.filter((l) => l.trim().startsWith("# helion: args("))[1]?.trim();
+    need(secondArgs !== undefined, "the example has no second shape set");
+    await clickLens(secondArgs, /^Tune\b/);
+    const toast = page.locator(".notification-toast", { hasText: /Tuning attention/ }).first();
+    await toast.waitFor({ state: "visible", timeout: budget(30_000) });
+    await page.waitForTimeout(300);
+    await shot("08-cancel-tuning");
+    await toast.locator(".monaco-button", { hasText: "Cancel" }).click();
+    await toast.waitFor({ state: "hidden", timeout: budget(10_000) });
+    await page.locator(".statusbar-item", { hasText: /tuning attention/ }).waitFor({ state: "detached", timeout: budget(30_000) });
+    await waitForLens(secondArgs, /^Tune\b/, 30_000);
+  });
+
+  await step("09-chip-from-status-bar", ["01-open-example"], async () => {
     // Clicking the status bar item changes helion.chip; the running server picks it up (no restart): the
     // lenses then say the new chip.
     await page.locator(".statusbar-item", { hasText: "v7x" }).first().click();
@@ -499,7 +515,7 @@ async function runSteps(page, url) {
     await sourceEditor.locator(".codelens-decoration", { hasText: /v5e/ }).first().waitFor({ timeout: budget(60_000) });
   });
 
-  await step("09-missing-interpreter", ["01-open-example"], async () => {
+  await step("10-missing-interpreter", ["01-open-example"], async () => {
     // Point helion.interpreter (in the folder's settings) at a program that does not exist: the server
     // restarts, cannot start, and the user is told so, with an action to select another interpreter.
     mkdirSync(join(workspace, ".vscode"), { recursive: true });
@@ -507,7 +523,7 @@ async function runSteps(page, url) {
     const toast = page.locator(".notification-toast", { hasText: /nonexistent\/python3.*was not found/ }).first();
     await toast.waitFor({ state: "visible", timeout: budget(30_000) });
     await page.locator(".statusbar-item", { hasText: "Helion" }).first().waitFor({ timeout: budget(10_000) });
-    await shot("09-missing-interpreter");
+    await shot("10-missing-interpreter");
     await toast.locator(".monaco-button", { hasText: "Select Interpreter" }).click();
     const pick = page.locator(".quick-input-widget", { hasText: /Enter interpreter path/ });
     await pick.waitFor({ state: "visible", timeout: budget(10_000) });

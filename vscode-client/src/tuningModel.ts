@@ -26,7 +26,7 @@ export interface TuningStateParams {
 
 const FINAL: ReadonlySet<TuningPhase> = new Set(["done", "failed", "cancelled", "stale"]);
 
-export function isFinal(phase: TuningPhase): boolean {
+function isFinal(phase: TuningPhase): boolean {
   return FINAL.has(phase);
 }
 
@@ -56,7 +56,7 @@ export interface TuningUpdate {
 }
 
 /** Percentage of the run's evaluations done, over the shape sets that know their total. */
-export function runPercent(run: TuningRun): number {
+function runPercent(run: TuningRun): number {
   let evaluated = 0;
   let total = 0;
   for (const s of run.shapeSets.values()) {
