@@ -147,6 +147,7 @@ class Analyzer:
                 self._publish_now(state, loaded)
             return
         units = [(view, unit) for view in loaded.kernels.values() for unit in view.units]
+        self.checks.prestart()
         await asyncio.gather(*(self.ensure_front(view, unit) for view, unit in units))
         if not self.is_current(uri, version, text):
             return

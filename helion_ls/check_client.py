@@ -41,6 +41,7 @@ class CheckClient:
         self.restarts = 0
         self.closed = False  # after shutdown no worker is (re)started
         self.busy: dict[str, Any] | None = None  # {"kernel", "stage"} of the request in flight
+        self._starting = False
 
     @property
     def pid(self) -> int | None:
@@ -71,6 +72,23 @@ class CheckClient:
         assert proc.stderr is not None
         while line := await proc.stderr.readline():
             log.debug("check worker: %s", line.decode(errors="replace").rstrip())
+
+    def prestart(self) -> None:
+        """Start the worker now (its imports take seconds) so the first check does not wait for them."""
+        if self.closed or (self._proc is not None and self._proc.returncode is None) or self._starting:
+            return
+        self._starting = True
+
+        async def start() -> None:
+            try:
+                async with self._lock:
+                    if not self.closed:
+                        await self._ensure()
+            finally:
+                self._starting = False
+
+        task = asyncio.ensure_future(start())
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
 
     async def request(self, req: dict[str, Any], wanted: Callable[[], bool] = lambda: True) -> list[dict]:
         """Send one request; the worker's diagnostics (JSON) or WorkerFailure / Skipped.

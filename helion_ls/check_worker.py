@@ -6,7 +6,7 @@ Protocol: one JSON object per line on stdin -> one per line on the original stdo
   {"id", "stage": "lower"|"tpu", "source", "path", "kernel", "args": str|null, "config": {...}|null, "chip"}
   -> {"id", "diagnostics": [Diagnostic.to_json(), ...]} | {"id", "error": "traceback"}
 Anything jax or libtpu prints goes to stderr (the server's log). Run as `python -m helion_ls.check_worker`.
-Imports only `compiler` (never the server), and never executes the user's kernel file.
+Imports only `compiler` and `helion_ls.warmup` (never the server), and never executes the user's kernel file.
 """
 
 from __future__ import annotations
@@ -59,6 +59,11 @@ def main() -> None:
     out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # stray prints from jax/libtpu must not corrupt the protocol
     sys.stdout = sys.stderr
+    from helion_ls.warmup import compile_warm_up
+
+    warm = compile_warm_up("v7x")  # pay the imports before the first request, not during it
+    if warm is not None:
+        warm.check_lowering()
     cache: OrderedDict = OrderedDict()
     for line in sys.stdin:
         if not line.strip():

@@ -51,7 +51,7 @@ async def test_attention_32k_unroll_is_out_of_vmem_on_the_grid_loop(client: Lang
     )
     path.write_text(text)
     uri = open_doc(client, path, text)
-    diags = await final_diagnostics(client, uri, 1)
+    diags = await stage_diagnostics(client, uri, 1, "front")
     overflow = [d for d in diags if d.code == "HPL300"]
     assert len(overflow) == 1, diags
     d = overflow[0]

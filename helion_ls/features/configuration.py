@@ -10,6 +10,7 @@ from typing import Any
 from lsprotocol import types
 
 from ..server import HelionServer, folder_path
+from ..warmup import compile_warm_up
 from ..watch import Watcher
 from . import codelens, diagnostics
 
@@ -50,22 +51,6 @@ def _root(ls: HelionServer) -> str | None:
     return folder_path(root) if root else None
 
 
-WARM_UP_SOURCE = """
-import helion
-import helion.language as hl
-import torch
-
-
-# helion: args(x=f32[256, 256])
-@helion.kernel(static_shapes=True)
-def warm_up(x: torch.Tensor) -> torch.Tensor:
-    out = torch.empty_like(x)
-    for tile in hl.tile(out.size()):
-        out[tile] = torch.exp(x[tile]) + 1.0
-    return out
-"""
-
-
 GC_THRESHOLDS = (20_000, 20, 100)  # rarer full collections: each one stops the loop for its whole duration
 
 
@@ -75,13 +60,7 @@ def _warm_up(chip: str) -> None:
     jax and torch bring millions of long-lived objects; a full collection scanning them stopped the
     event loop for ~0.7 s. Frozen objects are still freed by reference counting.
     """
-    import compiler
-
-    kernel = compiler.load(WARM_UP_SOURCE).kernels["warm_up"]
-    try:
-        kernel.compile(chip=chip)
-    except compiler.CompileError as exc:
-        log.warning("warm-up compile failed: %s", exc)
+    compile_warm_up(chip)
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
 
