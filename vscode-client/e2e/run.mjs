@@ -136,7 +136,8 @@ writeFileSync(
 );
 
 const env = { ...process.env, PYTHONPATH: [REPO, process.env.PYTHONPATH].filter(Boolean).join(":") };
-const common = ["--user-data-dir", userData, "--extensions-dir", extensionsDir];
+// A config file of its own, so code-server does not write one into the user's home.
+const common = ["--config", join(tmp, "config.yaml"), "--user-data-dir", userData, "--extensions-dir", extensionsDir];
 log(`installing ${VSIX}`);
 const install = spawnSync(process.execPath, [ENTRY, ...common, "--install-extension", VSIX], { env, encoding: "utf8" });
 need(install.status === 0, `--install-extension failed:\n${install.stdout}\n${install.stderr}`);

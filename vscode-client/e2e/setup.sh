@@ -28,7 +28,7 @@ fi
 rm -rf "$PREFIX"
 mkdir -p "$PREFIX"
 cd "$PREFIX"
-export npm_config_unsafe_perm=true npm_config_nodedir=/usr npm_config_yes=true
+export npm_config_nodedir=/usr npm_config_yes=true
 export npm_config_fund=false npm_config_audit=false npm_config_update_notifier=false
 
 echo "setup: npm install code-server@$VERSION (scripts off: its postinstall downloads from the internet)"
@@ -63,6 +63,6 @@ install_vscode_deps "$VS/extensions"
 ln -sfn code-linux.sh "$VS/bin/remote-cli/code-server"
 ln -sfn browser-linux.sh "$VS/bin/helpers/browser.sh"
 
-node "$CS/out/node/entry.js" --version
+node "$CS/out/node/entry.js" --config "$PREFIX/config.yaml" --version
 touch "$STAMP"
 echo "setup: code-server $VERSION ready in $PREFIX"
