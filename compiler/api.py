@@ -21,7 +21,7 @@ from .frontend.module import KernelDef, ModuleInfo, parse_module, source_hash, u
 from .frontend.tracer import BlockSizeTable, Tracer
 from .ir import GridLoop, KernelIR, Load, Store, walk
 from .plan import AccessInfo, KernelPlan, LoopInfo
-from .space import BlockUse, ConfigSpace, block_uses, build_space, check_blocks, default_block
+from .space import BlockUse, ConfigSpace, block_uses, build_space, candidates, check_blocks, default_block
 from .specs import ArgSpec, SpecError, TensorSpec, coerce_args, format_args
 from .vmem import VmemReport, call_total, fmt_bytes, requested_limit, vmem_report
 
@@ -172,20 +172,16 @@ class Kernel:
         diags = check_blocks(uses, list(cfg["block_sizes"]), config is not None)
         if any(d.is_error for d in diags):
             raise CompileError(diags)
-        layouts: list[CallLayout] = []
-        grids = [n for n in ir.host if isinstance(n, GridLoop)]
-        if not grids:
-            raise CompileError([error("HPL101", f"`{self.name}` has no hl.tile / hl.grid loop: nothing runs on the TPU",
-                                      self.name_range)])
-        try:
-            for i, g in enumerate(grids):
-                layout = build_call(ir, g, i, cfg, chip)
-                total = call_total(layout.plan)
-                layout.plan = dataclasses.replace(layout.plan, vmem_limit_bytes=requested_limit(total, chip))
-                layouts.append(layout)
-        except UserError as exc:
-            raise CompileError([exc.diagnostic(self.range)]) from None
-        report = vmem_report([lay.plan for lay in layouts], chip)
+        layouts, report = self._layouts(ir, cfg, chip)
+        chosen = (config if config is not None else self.decorator_config) or {}
+        if report.verdict == "out_of_vmem" and ir.inner_loops and "pallas_loop_type" not in chosen:
+            # the default strategy keeps inner operands resident; when that cannot fit, stream them instead
+            streamed = cfg.replace(pallas_loop_type="emit_pipeline")
+            alt_layouts, alt_report = self._layouts(ir, streamed, chip)
+            if alt_report.verdict != "out_of_vmem":
+                cfg, layouts, report = streamed, alt_layouts, alt_report
+        if "block_sizes" not in chosen:
+            ir, cfg, layouts, report = self._shrink_defaults(specs, ir, uses, cfg, layouts, report, chip)
         diags.extend(_vmem_diagnostics(report, layouts, chip, cfg))
         mutated = sorted({o.tensor.name for lay in layouts for o in lay.operands
                           if o.kind == "inout" and o.tensor.origin == "arg"}, key=ir.params.index)
@@ -196,6 +192,44 @@ class Kernel:
             raise CompileError([exc.diagnostic(self.range)]) from None
         plan = _kernel_plan(ir, layouts, chip)
         return CompiledKernel(self, specs, cfg, chip, source, source_map, plan, report, diags, mutated)
+
+
+    def _shrink_defaults(self, specs: dict, ir: KernelIR, uses: list[BlockUse], cfg: Config,
+                         layouts: list[CallLayout], report: VmemReport, chip: Chip) -> tuple:
+        """Default blocks that overflow the default VMEM limit are halved (non-lane dims first) until they fit."""
+        for _ in range(8):
+            if report.verdict == "fits":
+                break
+            blocks = list(cfg["block_sizes"])
+            shrinkable = [u for u in uses if u.role != "lane" and any(c < blocks[u.index] for c in candidates(u))]
+            if not shrinkable:
+                break
+            use = max(shrinkable, key=lambda u: blocks[u.index])
+            blocks[use.index] = max(c for c in candidates(use) if c < blocks[use.index])
+            smaller = cfg.replace(block_sizes=blocks)
+            ir2, _, _ = self._trace(specs, smaller, chip)
+            layouts2, report2 = self._layouts(ir2, smaller, chip)
+            if report2.total_bytes >= report.total_bytes:
+                break
+            ir, cfg, layouts, report = ir2, smaller, layouts2, report2
+        return ir, cfg, layouts, report
+
+    def _layouts(self, ir: KernelIR, cfg: Config, chip: Chip) -> tuple[list[CallLayout], VmemReport]:
+        """One pallas_call plan per grid loop, each requesting the VMEM its report says it needs."""
+        grids = [n for n in ir.host if isinstance(n, GridLoop)]
+        if not grids:
+            raise CompileError([error("HPL101", f"`{self.name}` has no hl.tile / hl.grid loop: nothing runs on the TPU",
+                                      self.name_range)])
+        layouts: list[CallLayout] = []
+        try:
+            for i, g in enumerate(grids):
+                layout = build_call(ir, g, i, cfg, chip)
+                total = call_total(layout.plan)
+                layout.plan = dataclasses.replace(layout.plan, vmem_limit_bytes=requested_limit(total, chip))
+                layouts.append(layout)
+        except UserError as exc:
+            raise CompileError([exc.diagnostic(self.range)]) from None
+        return layouts, vmem_report([lay.plan for lay in layouts], chip)
 
 
 _TUNED = {"block_sizes", "pallas_loop_type", "pallas_load_buffer_count"}

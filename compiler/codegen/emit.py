@@ -222,7 +222,9 @@ class _KernelWriter(_RegionWriter):
             if op.block_shape[d] is None:
                 d += 1
                 continue
-            if it[0] == "tile" and d in op.inner_axes:
+            if d in op.dynamic:
+                parts.append(op.dynamic[d])
+            elif it[0] == "tile" and d in op.inner_axes:
                 td: TileDim = it[1]
                 var = self.loop_vars[(td.loop_id, td.axis)]
                 start = f"{var} * {td.block_size}" + (f" + {td.begin}" if td.begin else "")
@@ -321,7 +323,7 @@ class _KernelWriter(_RegionWriter):
         block = []
         d = 0
         for it in n.index:
-            if op.block_shape[d] is not None:
+            if op.block_shape[d] is not None and d not in op.dynamic:
                 block.append(it[1].block_size if it[0] == "tile" else op.tensor.value.shape[d])
             d += 1
         value, _ = self.ref(n.value)

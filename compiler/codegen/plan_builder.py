@@ -19,7 +19,7 @@ from ..diagnostics import Range, UserError
 from ..ir import GridLoop, HostTensor, InnerLoop, KernelIR, Load, Node, Store, TileDim
 from ..plan import CallPlan, Operand, Scratch
 from ..plan import InnerLoop as PlanInnerLoop
-from .work import live_peak_bytes, padded_bytes, region_work
+from .work import padded_bytes, region_work, temporaries_bytes
 
 JNP_DTYPES = {
     torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16", torch.int32: "int32",
@@ -52,6 +52,7 @@ class OperandLayout:
     ranges: list[Range] = field(default_factory=list)
     load_index: int | None = None
     inner_index_map: str | None = None
+    dynamic: dict[int, str] = field(default_factory=dict)  # dim -> index expression used inside the kernel
 
 
 @dataclass
@@ -185,6 +186,7 @@ def _new_operand(n: Load | Store, streaming: InnerLoop | None, memory: str, grid
     inner_idx: list[str] = []
     grid_axes: set[int] = set()
     inner_axes: list[int] = []
+    dynamic: dict[int, str] = {}
     d = 0
     for it in n.index:
         kind = it[0]
@@ -195,13 +197,26 @@ def _new_operand(n: Load | Store, streaming: InnerLoop | None, memory: str, grid
             outer_idx.append("0")
             inner_idx.append("0")
         elif kind == "int":
-            block.append(None)
-            outer_idx.append(str(it[1]))
-            inner_idx.append(str(it[1]))
+            if _tiled_layout_dim(d, shape):
+                dynamic[d] = str(it[1])
+                block.append(shape[d])
+                outer_idx.append("0")
+                inner_idx.append("0")
+            else:
+                block.append(None)
+                outer_idx.append(str(it[1]))
+                inner_idx.append(str(it[1]))
         elif kind in ("tile", "grid", "id"):
             td: TileDim = it[1]
             g = grid_dims.get((td.loop_id, td.axis))
-            if g is not None:
+            if g is not None and kind != "tile" and _tiled_layout_dim(d, shape):
+                # one row of a dim the TPU tiles (last two): keep the whole dim in VMEM, index it in the kernel
+                name = grid_names[g]
+                dynamic[d] = name if kind == "id" or not td.begin else f"{name} + {td.begin}"
+                block.append(shape[d])
+                outer_idx.append("0")
+                inner_idx.append("0")
+            elif g is not None:
                 grid_axes.add(g)
                 name = grid_names[g]
                 if kind == "tile":
@@ -238,8 +253,13 @@ def _new_operand(n: Load | Store, streaming: InnerLoop | None, memory: str, grid
     return OperandLayout(
         tensor=n.tensor, items=n.index, loop=streaming, kind="input", memory=memory, block_shape=tuple(block),
         buffer_count=2, ref_name="", index_map=index_map, grid_axes=tuple(sorted(grid_axes)),
-        inner_axes=tuple(inner_axes), inner_index_map=inner_map,
+        inner_axes=tuple(inner_axes), inner_index_map=inner_map, dynamic=dynamic,
     )
+
+
+def _tiled_layout_dim(d: int, shape: tuple[int, ...]) -> bool:
+    """A block may not squeeze one of the last two dims (the (8, 128)-tiled ones) unless the array's is 1."""
+    return d >= len(shape) - 2 and shape[d] != 1
 
 
 def _name_refs(ops: list[OperandLayout]) -> None:
@@ -318,7 +338,7 @@ def _call_plan(layout: CallLayout, loop_type: object, chip: Chip) -> CallPlan:
         name=layout.name, range=grid.header_range or grid.range, grid=grid_shape,
         dimension_semantics=tuple(semantics), operands=tuple(operands), scratch=tuple(layout.scratch_plan),
         inner_loops=tuple(inner), outer_work=region_work(grid.body),
-        temporaries_bytes=live_peak_bytes(grid.body), vmem_limit_bytes=chip.default_scoped_vmem_bytes,
+        temporaries_bytes=temporaries_bytes(grid.body, lambda lp: loop_strategy(loop_type, lp) == "unroll"), vmem_limit_bytes=chip.default_scoped_vmem_bytes,
     )
 
 

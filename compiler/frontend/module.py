@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import copy
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -168,12 +169,41 @@ def used_helpers(fn: ast.FunctionDef, functions: dict[str, ast.FunctionDef]) -> 
     return [seen[k] for k in sorted(seen)]
 
 
-def source_hash(fn: ast.FunctionDef, helpers: list[ast.FunctionDef], constants: dict[str, Any]) -> str:
-    """Hash of the kernel as code, not text: whitespace and comments elsewhere do not change it."""
+CONFIG_KEYWORDS = frozenset({"config", "configs"})  # tuning output in a decorator, not kernel semantics
+
+
+class _Normaliser(ast.NodeTransformer):
+    """Drops docstrings and the decorators' config=/configs= keywords; everything else is semantics."""
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        body = node.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(
+                body[0].value.value, str):
+            node.body = body[1:] or [ast.Pass()]
+        for deco in node.decorator_list:
+            if isinstance(deco, ast.Call):
+                deco.keywords = [kw for kw in deco.keywords if kw.arg not in CONFIG_KEYWORDS]
+        self.generic_visit(node)
+        return node
+
+
+def normalized_hash(nodes: list[ast.stmt], constants: dict[str, Any]) -> str:
+    """Hash of code, not text: whitespace, comments, docstrings, order of the functions and an applied
+    `config=` do not change it (so applying a tuned config keeps its stored results)."""
+    dumps = sorted(
+        ast.dump(_Normaliser().visit(copy.deepcopy(node)), annotate_fields=False, include_attributes=False)
+        for node in nodes
+    )
     h = hashlib.sha256()
-    for node in [fn, *helpers]:
-        h.update(ast.dump(node, annotate_fields=False, include_attributes=False).encode())
-    names = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+    for dump in dumps:
+        h.update(dump.encode())
+        h.update(b"\0")
+    names = {n.id for node in nodes for n in ast.walk(node) if isinstance(n, ast.Name)}
     for name in sorted(names & constants.keys()):
         h.update(f"{name}={constants[name]!r}".encode())
     return h.hexdigest()[:20]
+
+
+def source_hash(fn: ast.FunctionDef, helpers: list[ast.FunctionDef], constants: dict[str, Any]) -> str:
+    """The kernel's identity for stored tuning results (see `normalized_hash`)."""
+    return normalized_hash([fn, *helpers], constants)
