@@ -35,7 +35,8 @@ class BoundMethod:
     name: str
 
 
-def _unwrap(v: Any) -> Any:
+def unwrap(v: Any) -> Any:
+    """A named scalar's value, a torch.Size as a tuple; anything else as it is."""
     if isinstance(v, NamedConst):
         return v.value
     if isinstance(v, torch.Size):
@@ -44,7 +45,7 @@ def _unwrap(v: Any) -> Any:
 
 
 def _as_int(v: Any, what: str, rng: Range) -> int:
-    v = _unwrap(v)
+    v = unwrap(v)
     if isinstance(v, bool) or not isinstance(v, int):
         raise UserError("HPL106", f"{what} must be a compile-time integer, got {type(v).__name__}", rng)
     if abs(v) > _MAX_INT:
@@ -54,8 +55,8 @@ def _as_int(v: Any, what: str, rng: Range) -> int:
 
 def _shape_arg(args: list, tracer_blocks: Any, rng: Range) -> tuple[int, ...]:
     """A shape given as a list/tuple/Size or as several ints; tiles count as their block size."""
-    if len(args) == 1 and isinstance(_unwrap(args[0]), tuple | list):
-        args = list(_unwrap(args[0]))
+    if len(args) == 1 and isinstance(unwrap(args[0]), tuple | list):
+        args = list(unwrap(args[0]))
     out = []
     for a in args:
         if isinstance(a, Tile):
@@ -133,7 +134,7 @@ class Dispatcher:
         items = index if isinstance(index, tuple) else (index,)
         norm = []
         for it in items:
-            it = _unwrap(it)
+            it = unwrap(it)
             if it is None or it is Ellipsis:
                 norm.append(it)
             elif isinstance(it, slice):
@@ -167,7 +168,7 @@ class Dispatcher:
             if fn is None:
                 raise UserError("HPL102", f"`{q}` is not supported", rng)
             try:
-                return fn(*[_unwrap(a) for a in args])
+                return fn(*[unwrap(a) for a in args])
             except (ValueError, TypeError, OverflowError) as exc:
                 raise UserError("HPL105", f"{q}: {exc}", rng) from None
         for prefix in ("torch.nn.functional.", "torch.special.", "torch."):
@@ -176,7 +177,7 @@ class Dispatcher:
         raise UserError("HPL102", f"`{q}` is not supported in a kernel", rng)
 
     def builtin(self, name: str, args: list, kwargs: dict, rng: Range) -> Any:
-        vals = [_unwrap(a) for a in args]
+        vals = [unwrap(a) for a in args]
         if any(isinstance(v, Value) for v in vals):
             if name == "float" or name == "int":
                 raise UserError("HPL101", f"{name}() of a tensor is not supported; use .to(dtype)", rng)
@@ -209,7 +210,7 @@ class Dispatcher:
             n = _as_int(args[0], "next_power_of_2 argument", rng)
             return 1 if n <= 1 else 1 << (n - 1).bit_length()
         if name == "specialize":
-            v = _unwrap(args[0]) if args else None
+            v = unwrap(args[0]) if args else None
             if isinstance(v, tuple):
                 return v
             return _as_int(v, "hl.specialize argument", rng)
@@ -227,7 +228,7 @@ class Dispatcher:
             if not args:
                 raise UserError("HPL103", f"hl.{name}(shape, ...) needs a shape", rng)
             shape = _shape_arg([args[0]], None, rng)
-            value = 0.0 if name == "zeros" else _unwrap(args[1] if len(args) > 1 else kwargs.get("value"))
+            value = 0.0 if name == "zeros" else unwrap(args[1] if len(args) > 1 else kwargs.get("value"))
             dtype = kwargs.get("dtype", args[2] if name == "full" and len(args) > 2 else
                                (args[1] if name == "zeros" and len(args) > 1 else torch.float32))
             if not isinstance(dtype, torch.dtype):
@@ -251,14 +252,14 @@ class Dispatcher:
     def loop_spec(self, api: str, args: list, kwargs: dict, rng: Range) -> TileLoopSpec:
         if not args:
             raise UserError("HPL103", f"hl.{api}(...) needs a size", rng)
-        first = _unwrap(args[0])
+        first = unwrap(args[0])
         multi = isinstance(first, tuple | list)
         block = kwargs.get("block_size")
         if multi:
             extents = tuple(_as_int(e, f"hl.{api} size", rng) for e in first)
             begins = (0,) * len(extents)
             if len(args) > 1:
-                second = _unwrap(args[1])
+                second = unwrap(args[1])
                 if not isinstance(second, tuple | list) or len(second) != len(extents):
                     raise UserError("HPL103", f"hl.{api}(begins, ends) needs two lists of equal length", rng)
                 begins, extents = extents, tuple(_as_int(e, f"hl.{api} end", rng) for e in second)
@@ -293,7 +294,7 @@ class Dispatcher:
                 raise UserError("HPL103", "torch.promote_types(dtype, dtype)", rng)
             return torch.promote_types(*args)
         if name == "result_type":
-            metas = [a.meta if isinstance(a, Value) else _unwrap(a) for a in args]
+            metas = [a.meta if isinstance(a, Value) else unwrap(a) for a in args]
             return torch.result_type(*metas)
         if not args:
             raise UserError("HPL103", f"torch.{name} needs arguments", rng)
@@ -306,7 +307,7 @@ class Dispatcher:
                 base = args[0]
                 fill = {"zeros_like": 0.0, "ones_like": 1.0, "empty_like": 0.0}.get(name)
                 if fill is None:
-                    fill = _unwrap(args[1] if len(args) > 1 else kwargs.get("fill_value"))
+                    fill = unwrap(args[1] if len(args) > 1 else kwargs.get("fill_value"))
                 return self.ops.full(base.shape, fill, kwargs.get("dtype", base.dtype), rng)
             raise UserError("HPL101", f"torch.{name} inside a device loop: use hl.zeros / hl.full", rng)
         if name.endswith("_like"):
@@ -320,7 +321,7 @@ class Dispatcher:
             dtype = kwargs.get("dtype", torch.float32)
             rest = args[1:] if name == "full" else []
         init = {"empty": "empty", "zeros": "zeros", "ones": "ones", "full": "full"}[name.removesuffix("_like")]
-        fill = _unwrap(rest[0] if rest else kwargs.get("fill_value", 0.0)) if init == "full" else (1.0 if init == "ones" else 0.0)
+        fill = unwrap(rest[0] if rest else kwargs.get("fill_value", 0.0)) if init == "full" else (1.0 if init == "ones" else 0.0)
         return self.host_alloc(shape, dtype, init, fill, rng)
 
     def host_alloc(self, shape: tuple[int, ...], dtype: Any, init: str, fill: Any, rng: Range) -> Value:
@@ -339,7 +340,7 @@ class Dispatcher:
 
     def method(self, obj: Any, name: str, args: list, kwargs: dict, rng: Range, from_function: bool = False) -> Any:
         if isinstance(obj, tuple | list) and name in ("index", "count"):
-            return getattr(obj, name)(*[_unwrap(a) for a in args])
+            return getattr(obj, name)(*[unwrap(a) for a in args])
         if isinstance(obj, torch.dtype):
             return obj.is_floating_point
         ops = self.ops
@@ -347,10 +348,10 @@ class Dispatcher:
         if name in BINARY_FUNCS:
             other = args[0] if args else kwargs.get("other")
             if "alpha" in kwargs:
-                other = ops.binary("mul", other, _unwrap(kwargs["alpha"]), rng)
-            return ops.binary(BINARY_FUNCS[name], x, _unwrap(other) if not isinstance(other, Value) else other, rng)
+                other = ops.binary("mul", other, unwrap(kwargs["alpha"]), rng)
+            return ops.binary(BINARY_FUNCS[name], x, unwrap(other) if not isinstance(other, Value) else other, rng)
         if not isinstance(x, Value):
-            if name in UNARY and isinstance(_unwrap(x), int | float):
+            if name in UNARY and isinstance(unwrap(x), int | float):
                 raise UserError("HPL101", f"torch.{name} of a Python number: use math.{name}", rng)
             raise UserError("HPL105", f"`{name}` needs a tensor, got {type(x).__name__}", rng)
         if name in ("size",):
@@ -373,14 +374,14 @@ class Dispatcher:
         if name == "where" and from_function:
             return ops.where(x, args[0], args[1], rng)
         if name in ("clamp", "clip"):
-            lo = _unwrap(args[0] if args else kwargs.get("min"))
-            hi = _unwrap(args[1] if len(args) > 1 else kwargs.get("max"))
+            lo = unwrap(args[0] if args else kwargs.get("min"))
+            hi = unwrap(args[1] if len(args) > 1 else kwargs.get("max"))
             return ops.clamp(x, lo, hi, rng)
         if name in ("max", "min") and args and isinstance(args[0], Value):
             return ops.binary("maximum" if name == "max" else "minimum", x, args[0], rng)
         if name in REDUCTIONS:
-            dim = _unwrap(args[0] if args else kwargs.get("dim"))
-            keepdim = bool(_unwrap(args[1] if len(args) > 1 else kwargs.get("keepdim", False)))
+            dim = unwrap(args[0] if args else kwargs.get("dim"))
+            keepdim = bool(unwrap(args[1] if len(args) > 1 else kwargs.get("keepdim", False)))
             if isinstance(dim, Value):
                 raise UserError("HPL106", f"{name}: dim must be a constant", rng)
             result = ops.reduce(name, x, dim, keepdim, rng)
@@ -388,7 +389,7 @@ class Dispatcher:
                 result = ops.cast(result, kwargs["dtype"], rng)
             return result
         if name in ("softmax", "log_softmax"):
-            dim = _unwrap(args[0] if args else kwargs.get("dim"))
+            dim = unwrap(args[0] if args else kwargs.get("dim"))
             if dim is None:
                 raise UserError("HPL103", f"{name} needs dim=", rng)
             return ops.softmax(name, x, _as_int(dim, "dim", rng), kwargs.get("dtype"), rng)
@@ -396,7 +397,7 @@ class Dispatcher:
             return ops.dot(x, args[0], None, None, rng)
         if name in ("addmm", "baddbmm"):
             a, b = args[0], args[1]
-            beta, alpha = _unwrap(kwargs.get("beta", 1)), _unwrap(kwargs.get("alpha", 1))
+            beta, alpha = unwrap(kwargs.get("beta", 1)), unwrap(kwargs.get("alpha", 1))
             if beta != 1 or alpha != 1:
                 raise UserError("HPL101", f"{name} with alpha/beta other than 1 is not supported", rng)
             if x.dtype == torch.float32:
@@ -453,7 +454,7 @@ class Dispatcher:
             shape = _shape_arg(args[:1], None, rng)
             dtype = kwargs.get("dtype", x.dtype)
             init = name[4:]
-            fill = _unwrap(args[1] if len(args) > 1 else kwargs.get("fill_value", 0.0)) if init == "full" else (
+            fill = unwrap(args[1] if len(args) > 1 else kwargs.get("fill_value", 0.0)) if init == "full" else (
                 1.0 if init == "ones" else 0.0)
             if self.t.in_device:
                 return ops.full(shape, fill, dtype, rng)

@@ -30,7 +30,7 @@ from ..ir import (
     Value,
 )
 from ..specs import ArgSpec, TensorSpec
-from .dispatch import Dispatcher
+from .dispatch import Dispatcher, unwrap
 from .module import ModuleInfo
 from .ops import BINARY, OpBuilder
 from .values import BlockSize, Module, NamedConst, Tile, TileId, TileLoopSpec
@@ -585,7 +585,7 @@ class Tracer:
             a, b = self.dispatch.tile_scalar(a, rng), self.dispatch.tile_scalar(b, rng)
         if isinstance(a, Value) or isinstance(b, Value):
             return self.ops.binary(op, a, b, rng)
-        a, b = _py(a), _py(b)
+        a, b = unwrap(a), unwrap(b)
         try:
             return _PY_BINOPS[op](a, b)
         except ZeroDivisionError:
@@ -602,7 +602,7 @@ class Tracer:
             if isinstance(node.op, ast.Invert | ast.Not):
                 name = "logical_not" if v.dtype == torch.bool or isinstance(node.op, ast.Not) else "bitwise_not"
                 return self.ops.unary(name, v, rng)
-        v = _py(v)
+        v = unwrap(v)
         try:
             return {ast.USub: lambda x: -x, ast.UAdd: lambda x: +x, ast.Not: lambda x: not x,
                     ast.Invert: lambda x: ~x}[type(node.op)](v)
@@ -651,14 +651,6 @@ class Tracer:
 
 def _scalar(v: Any) -> Any:
     return v.value if isinstance(v, NamedConst) else v
-
-
-def _py(v: Any) -> Any:
-    if isinstance(v, NamedConst):
-        return v.value
-    if isinstance(v, torch.Size):
-        return tuple(v)
-    return v
 
 
 _PY_BINOPS: dict[str, Callable[[Any, Any], Any]] = {
