@@ -15,6 +15,7 @@ replaces its earlier one and results of an edited kernel disappear with its old 
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import time
 from collections.abc import Callable
@@ -63,6 +64,8 @@ def compile_unit(view: KernelView, unit: Unit) -> StageResult:
         ck = view.kernel.compile(args=unit.args, config=unit.config, chip=unit.key.chip)
         diags = tuple(ck.diagnostics)
         compiled = Compiled.of(ck)
+        del ck
+        gc.collect(1)  # the compile's cyclic garbage is still young: free it now, cheaply, not in a full pass
     except compiler.CompileError as exc:
         diags = tuple(exc.diagnostics) or (error("HPL900", f"compile failed: {exc}", view.decorator_range),)
     except Exception as exc:  # a compiler bug: one diagnostic, never a dead server

@@ -13,6 +13,7 @@ import resource
 import time
 
 TICK = 0.01  # seconds
+COLLECT_DELAY = 0.1  # seconds from finished work to the full garbage collection that frees its garbage
 
 
 class LoopMonitor:
@@ -22,6 +23,7 @@ class LoopMonitor:
         self._task: asyncio.Task | None = None
         self.max_gc_pause = 0.0  # garbage collections stop every thread, the loop included
         self.max_gc_generation: int | None = None
+        self._collect: asyncio.TimerHandle | None = None
         self._gc_start = 0.0
 
     def _gc(self, phase: str, info: dict) -> None:
@@ -46,6 +48,20 @@ class LoopMonitor:
             if lag > 0.005:
                 self.lags = [*self.lags[-999:], lag]
             self.max_lag = max(self.max_lag, lag)
+
+    def collect_soon(self) -> None:
+        """A full collection shortly after work (at most one per COLLECT_DELAY, however busy).
+
+        The compiler's results are cyclic (module <-> kernel), so each analysed version leaves garbage
+        that only a full pass frees. Collected a version at a time each pass is short (~10 ms); left to
+        the automatic schedule, versions pile up and one pass stopped the event loop for ~200 ms.
+        """
+        if self._collect is None:  # a pass is already due: it will take this work's garbage too
+            self._collect = asyncio.get_running_loop().call_later(COLLECT_DELAY, self._full_collect)
+
+    def _full_collect(self) -> None:
+        self._collect = None
+        gc.collect()
 
     def reset(self) -> None:
         self.max_lag = 0.0

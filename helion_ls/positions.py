@@ -16,29 +16,51 @@ from dataclasses import dataclass, field
 from compiler.diagnostics import Position, Range
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class KernelSource:
-    """One kernel as it appears in one text: the function node (with decorators) and its lines."""
+    """One kernel as it appears in one text, reduced to what mapping needs (no AST is kept).
 
-    node: ast.FunctionDef
+    Cached results hold one of these each; plain strings and int tuples keep them cheap for the garbage
+    collector. Compared by identity.
+    """
+
     segment: str  # the text of the kernel's lines, decorators included
     first_line: int  # zero-based line of the first decorator (or of the def)
+    def_line: int  # zero-based line of `def`
+    structure: str  # AST dump (no positions) of the signature and body: equal means mappable
+    spans: tuple[int, ...]  # per node of the signature and body, in walk order: line, col, end line, end col
 
     @staticmethod
     def of(node: ast.FunctionDef, lines: list[str]) -> KernelSource:
         first = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
         last = (node.end_lineno or node.lineno) - 1
-        return KernelSource(node, "".join(lines[first : last + 1]), first)
+        parts = _parts(node)
+        spans: list[int] = []
+        for part in parts:
+            for n in ast.walk(part):
+                if hasattr(n, "lineno"):
+                    end_line = getattr(n, "end_lineno", None)
+                    end_col = getattr(n, "end_col_offset", None)
+                    spans += [
+                        n.lineno - 1,
+                        n.col_offset,
+                        -1 if end_line is None else end_line - 1,
+                        end_col or 0,
+                    ]
+                else:
+                    spans += [-1, -1, -1, -1]
+        return KernelSource(
+            "".join(lines[first : last + 1]),
+            first,
+            node.lineno - 1,
+            "\n".join(ast.dump(p) for p in parts),
+            tuple(spans),
+        )
 
 
 def _parts(node: ast.FunctionDef) -> list[ast.AST]:
     """What the normalised hash covers and results point into: signature and body (not decorators)."""
     return [node.args, *([node.returns] if node.returns else []), *node.body]
-
-
-def _same_structure(a: ast.FunctionDef, b: ast.FunctionDef) -> bool:
-    pa, pb = _parts(a), _parts(b)
-    return len(pa) == len(pb) and all(ast.dump(x) == ast.dump(y) for x, y in zip(pa, pb, strict=True))
 
 
 @dataclass
@@ -81,24 +103,21 @@ class PositionMap:
         if old.segment == new.segment:
             delta = new.first_line - old.first_line
             return PositionMap(delta, -delta)
-        if not _same_structure(old.node, new.node):
+        if old.structure != new.structure or len(old.spans) != len(new.spans):
             return None
         fwd, bwd = _Table(), _Table()
-        fwd.add((old.first_line, 0), (new.first_line, 0))
-        bwd.add((new.first_line, 0), (old.first_line, 0))
-        fwd.add((old.node.lineno - 1, 0), (new.node.lineno - 1, 0))
-        bwd.add((new.node.lineno - 1, 0), (old.node.lineno - 1, 0))
-        for part_a, part_b in zip(_parts(old.node), _parts(new.node), strict=True):
-            for a, b in zip(ast.walk(part_a), ast.walk(part_b), strict=True):
-                if not hasattr(a, "lineno") or not hasattr(b, "lineno"):
-                    continue
-                starts = ((a.lineno - 1, a.col_offset), (b.lineno - 1, b.col_offset))
-                fwd.add(*starts)
-                bwd.add(starts[1], starts[0])
-                if getattr(a, "end_lineno", None) is not None and getattr(b, "end_lineno", None) is not None:
-                    ends = ((a.end_lineno - 1, a.end_col_offset), (b.end_lineno - 1, b.end_col_offset))
-                    fwd.add(*ends)
-                    bwd.add(ends[1], ends[0])
+        for a, b in (((old.first_line, 0), (new.first_line, 0)), ((old.def_line, 0), (new.def_line, 0))):
+            fwd.add(a, b)
+            bwd.add(b, a)
+        o, n = old.spans, new.spans
+        for i in range(0, len(o), 4):
+            if o[i] < 0 or n[i] < 0:
+                continue
+            fwd.add((o[i], o[i + 1]), (n[i], n[i + 1]))
+            bwd.add((n[i], n[i + 1]), (o[i], o[i + 1]))
+            if o[i + 2] >= 0 and n[i + 2] >= 0:
+                fwd.add((o[i + 2], o[i + 3]), (n[i + 2], n[i + 3]))
+                bwd.add((n[i + 2], n[i + 3]), (o[i + 2], o[i + 3]))
         fwd.freeze()
         bwd.freeze()
         return PositionMap(fwd, bwd)

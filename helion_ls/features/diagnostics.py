@@ -51,6 +51,7 @@ async def _run(ls: HelionServer, uri: str, compile: bool, delay: float) -> None:
         raise
     except Exception:  # a bug here must cost one document's diagnostics, not the server
         log.exception("analysis of %s failed", uri)
+    ls.monitor.collect_soon()
 
 
 def _sync(ls: HelionServer, uri: str) -> None:
