@@ -253,8 +253,9 @@ class Analyzer:
         self, diag: Diagnostic, indices: list[int], view: KernelView, loaded: Loaded, enc: str
     ) -> types.Diagnostic:
         """Say which shape sets a diagnostic applies to when it is not all of them."""
+        extra = {"kernel": view.name, "shapeSets": indices}  # for config quick fixes
         if len(view.units) == 1 or len(indices) == len(view.units):
-            return to_lsp_diagnostic(diag, loaded.lines, loaded.uri, enc)
+            return to_lsp_diagnostic(diag, loaded.lines, loaded.uri, enc, extra=extra)
         related: list[tuple[Range, str]] = []
         for i in indices:
             if i < len(view.shape_set_ranges):
@@ -266,7 +267,13 @@ class Analyzer:
             else f"shape sets {which}"
         )
         return to_lsp_diagnostic(
-            diag, loaded.lines, loaded.uri, enc, message=f"{diag.message} [{label}]", related=related
+            diag,
+            loaded.lines,
+            loaded.uri,
+            enc,
+            message=f"{diag.message} [{label}]",
+            related=related,
+            extra=extra,
         )
 
 

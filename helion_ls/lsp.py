@@ -86,15 +86,17 @@ def to_lsp_diagnostic(
     encoding: str = UTF16,
     message: str | None = None,
     related: list[tuple[Range, str]] = (),
+    extra: dict[str, Any] | None = None,
 ) -> types.Diagnostic:
-    """An LSP diagnostic; the quick fix (if any) travels in `data` so code actions need no server state."""
+    """An LSP diagnostic; the quick fix (if any) and `extra` travel in `data`, which the client sends back
+    with code action requests."""
     infos = [
         types.DiagnosticRelatedInformation(
             location=types.Location(uri=uri, range=to_lsp_range(rng, lines, encoding)), message=msg
         )
         for rng, msg in [*((r.range, r.message) for r in diag.related), *related]
     ]
-    data: dict[str, Any] = dict(diag.data)
+    data: dict[str, Any] = {**diag.data, **(extra or {})}
     if diag.fix is not None:
         data["fix"] = {
             "title": diag.fix.title,

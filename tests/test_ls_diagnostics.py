@@ -9,6 +9,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 from test_ls_support import (
+    apply_text_edits,
     attr,
     change_doc,
     close_doc,
@@ -181,3 +182,57 @@ async def test_close_clears_and_closed_documents_are_ignored(client: LanguageCli
         await client.protocol.send_request_async(
             "helion/generatedCode", {"uri": uri, "kernel": "batch_softmax", "shapeSet": 0}
         )
+
+
+async def code_actions(client: LanguageClient, uri: str, diag: types.Diagnostic) -> list[types.CodeAction]:
+    return list(
+        await client.text_document_code_action_async(
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                range=diag.range,
+                context=types.CodeActionContext(diagnostics=[diag], only=[types.CodeActionKind.QuickFix]),
+            )
+        )
+    )
+
+
+def applied(text: str, action: types.CodeAction) -> str:
+    return apply_text_edits(text, action.edit.document_changes[0].edits)
+
+
+async def test_quick_fixes_edit_the_decorator_config_and_clear_the_diagnostic(client: LanguageClient):
+    path = client.ws / "attention_fix.py"
+    text = (
+        (client.ws / "attention.py")
+        .read_text()
+        .replace("@helion.kernel(static_shapes=True)", f"@helion.kernel(static_shapes=True, {UNROLL})")
+    )
+    uri = open_doc(client, path, text)
+    overflow = next(d for d in await stage_diagnostics(client, uri, 1, "front") if d.code == "HPL300")
+    actions = await code_actions(client, uri, overflow)
+    assert [a.title for a in actions] == ["Switch to pallas_loop_type='emit_pipeline'"]
+    fixed = applied(text, actions[0])
+    assert fixed == text.replace('pallas_loop_type="unroll"', 'pallas_loop_type="emit_pipeline"')
+    version = change_doc(client, uri, fixed)
+    save_doc(client, uri)
+    assert not [d for d in await stage_diagnostics(client, uri, version, "front") if d.code == "HPL300"]
+
+    path = client.ws / "add_fix.py"
+    text = (
+        (client.ws / "add.py")
+        .read_text()
+        .replace(
+            "@helion.kernel(static_shapes=True)",
+            "@helion.kernel(static_shapes=True, config=helion.Config(block_sizes=[100, 128]))",
+        )
+    )
+    uri = open_doc(client, path, text)
+    illegal = [d for d in await stage_diagnostics(client, uri, 1, "front") if d.code == "HPL200"]
+    assert len(illegal) == 2, illegal  # one per shape set: the sizes in the messages differ
+    actions = await code_actions(client, uri, illegal[0])
+    assert [a.title for a in actions] == ["Use block size 128 for block_sizes[0]"]
+    fixed = applied(text, actions[0])
+    assert fixed == text.replace("block_sizes=[100, 128]", "block_sizes=[128, 128]")
+    version = change_doc(client, uri, fixed)
+    save_doc(client, uri)
+    assert not [d for d in await stage_diagnostics(client, uri, version, "front") if d.severity == 1]

@@ -1,9 +1,11 @@
-"""Code actions: the compiler's quick fixes, and applying tuned configs from the store.
+"""Code actions: quick fixes for diagnostics, and applying tuned configs from the store.
 
-A diagnostic with a fix carries it in `data.fix` (range already in client coordinates), so a quick fix
-needs nothing but the diagnostic the client sends back. In a kernel with stored results the actions also
-offer the best config for one shape set (`config=`) and, with several shape sets, all of them at once
-(`configs=[...]`, one per shape set).
+Config problems are fixed in the decorator: a diagnostic whose data names a block size
+(`block_index` + `suggested`) or a loop strategy (`suggest_loop_type`) becomes an edit of the config the
+unit compiles with, through the same decorator rewrite as Apply. Other compiler fixes travel in
+`data.fix` (range already in client coordinates) and are offered as they are. In a kernel with stored
+results the actions also offer the best config for one shape set (`config=`) and, with several shape
+sets, all of them at once (`configs=[...]`, one per shape set).
 """
 
 from __future__ import annotations
@@ -22,11 +24,65 @@ from .commands import best_configs, config_edit, workspace_edit
 log = logging.getLogger(__name__)
 
 
-def quick_fixes(uri: str, version: int | None, diagnostics: list[types.Diagnostic]) -> list[types.CodeAction]:
+def _config_change(data: dict, base: Config) -> tuple[str, Config] | None:
+    """(title, new config) for a diagnostic whose data says how the config should change."""
+    index, suggested = data.get("block_index"), data.get("suggested")
+    if isinstance(index, int) and isinstance(suggested, int):
+        blocks = list(base.get("block_sizes") or [])
+        if 0 <= index < len(blocks):
+            blocks[index] = suggested
+            return f"Use block size {suggested} for block_sizes[{index}]", base.replace(block_sizes=blocks)
+    loop = data.get("suggest_loop_type")
+    if isinstance(loop, str) and base.get("pallas_loop_type") != loop:
+        return f"Switch to pallas_loop_type={loop!r}", base.replace(pallas_loop_type=loop)
+    return None
+
+
+def config_fixes(ls: HelionServer, uri: str, diagnostics: list[types.Diagnostic]) -> list[types.CodeAction]:
+    state = ls.analyzer.docs.get(uri)
+    if state is None or state.loaded is None or state.loaded.text != state.text:
+        return []
+    loaded = state.loaded
     out = []
     for diag in diagnostics:
-        fix = diag.data.get("fix") if isinstance(diag.data, dict) else None
-        if not isinstance(fix, dict) or diag.source != "helion":
+        data = diag.data if isinstance(diag.data, dict) else {}
+        view = loaded.kernels.get(data.get("kernel", ""))
+        sets = [i for i in data.get("shapeSets") or [] if isinstance(i, int)]
+        if view is None or not sets or not 0 <= sets[0] < len(view.units):
+            continue
+        unit = view.units[sets[0]]
+        base = unit.config
+        if base is None:
+            hit = ls.analyzer.cache.get("front", unit.key, view)
+            base = hit[0].compiled.config if hit and hit[0].compiled is not None else None
+        change = _config_change(data, base) if base is not None else None
+        if change is None:
+            continue
+        title, config = change
+        try:
+            edit = config_edit(view, loaded.text, sets[0] if len(sets) == 1 else None, dict(config), None)
+        except EditError as exc:
+            log.info("no config fix for %s: %s", view.name, exc)
+            continue
+        out.append(
+            types.CodeAction(
+                title=title,
+                kind=types.CodeActionKind.QuickFix,
+                diagnostics=[diag],
+                is_preferred=True,
+                edit=workspace_edit(ls, uri, loaded.version, loaded.text, edit),
+            )
+        )
+    return out
+
+
+def quick_fixes(uri: str, version: int | None, diagnostics: list[types.Diagnostic]) -> list[types.CodeAction]:
+    """The compiler's own fixes, for diagnostics that carry no config change."""
+    out = []
+    for diag in diagnostics:
+        data = diag.data if isinstance(diag.data, dict) else {}
+        fix = data.get("fix")
+        if not isinstance(fix, dict) or diag.source != "helion" or "block_index" in data:
             continue
         try:
             rng = types.Range(
@@ -100,7 +156,8 @@ def register(ls: HelionServer) -> None:
         state = ls.analyzer.docs.get(uri)
         if state is None:
             return []
-        actions = quick_fixes(uri, state.version, list(params.context.diagnostics))
+        diagnostics = list(params.context.diagnostics)
+        actions = config_fixes(ls, uri, diagnostics) + quick_fixes(uri, state.version, diagnostics)
         only = params.context.only
         if not only or any(k.startswith("refactor") for k in only):
             actions += await config_actions(ls, uri, params.range.start)
