@@ -236,3 +236,19 @@ async def test_quick_fixes_edit_the_decorator_config_and_clear_the_diagnostic(cl
     version = change_doc(client, uri, fixed)
     save_doc(client, uri)
     assert not [d for d in await stage_diagnostics(client, uri, version, "front") if d.severity == 1]
+
+
+async def test_libtpu_stage_runs_last_when_enabled(client: LanguageClient):
+    client.set_configuration({"libtpu": True}, section="helion", scope_uri=client.ws.as_uri())
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    path = client.ws / "softmax_tpu.py"
+    text = (client.ws / "softmax.py").read_text().replace("def softmax(", "def softmax_tpu(")
+    await asyncio.sleep(0.3)  # the server pulls the configuration
+    uri = open_doc(client, path, text)
+    final = await final_diagnostics(client, uri, 1, timeout=180)
+    notes = [p for p in rec(client).of("helion/diagnosticsStage") if attr(p, "uri") == uri]
+    assert [attr(p, "stage") for p in notes] == ["front", "lower", "tpu"]
+    assert [attr(p, "final") for p in notes] == [False, False, True]
+    assert not [d for d in final if d.code in ("HPL900", "HPL401")], final
+    client.set_configuration({"libtpu": False}, section="helion", scope_uri=client.ws.as_uri())
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))

@@ -180,3 +180,40 @@ async def test_server_survives_a_flood_of_requests_for_closed_documents(client: 
         await request(client, "helion/kernelAt", {"uri": ghost, "position": {"line": 0, "character": 0}})
         is None
     )
+
+
+async def test_console_script_over_tcp(tmp_path):
+    """`helion-ls --tcp HOST:PORT` serves the same protocol on a socket (for debugging)."""
+    import shutil
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    exe = shutil.which("helion-ls")
+    command = [exe] if exe else SERVER[:3]
+    proc = await asyncio.create_subprocess_exec(
+        *command,
+        "--tcp",
+        f"127.0.0.1:{port}",
+        stderr=asyncio.subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    try:
+        for _ in range(200):
+            try:
+                reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                break
+            except OSError:
+                await asyncio.sleep(0.1)
+        else:
+            raise AssertionError("the server never listened")
+        init = {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}}
+        writer.write(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))
+        await writer.drain()
+        reply = await response_to(reader, 1)
+        assert reply["result"]["serverInfo"]["name"] == "helion-ls"
+        writer.close()
+    finally:
+        proc.kill()
+        await proc.wait()
