@@ -67,12 +67,14 @@ def test_emit_pipeline_vmem_is_independent_of_length():
 
 
 def test_single_buffered_resident_kv_fits_at_32k():
-    ck = attention(1, block_sizes=[1, 512, 512], pallas_loop_type="unroll", pallas_load_buffer_count=[2, 1, 1])
+    config = {"block_sizes": [1, 256, 512], "pallas_loop_type": "unroll"}
+    assert attention(1, **config).vmem.verdict == "out_of_vmem"
+    ck = attention(1, **config, pallas_load_buffer_count=[2, 1, 1])
     assert ck.vmem.verdict != "out_of_vmem"
 
 
 def test_generated_limit_follows_report():
-    ck = attention(0, block_sizes=[1, 2048, 1024], pallas_loop_type="unroll")
+    ck = attention(0, block_sizes=[1, 1024, 1024], pallas_loop_type="unroll")
     assert ck.vmem.verdict == "over_default_limit"
     limit = ck.plan.calls[0].vmem_limit_bytes
     assert ck.vmem.total_bytes < limit <= ck.chip.max_vmem_limit_bytes
@@ -103,10 +105,10 @@ def test_lowering_passes_for_the_seed_configs():
 
 @pytest.mark.libtpu
 @pytest.mark.skipif(not libtpu_available(), reason="libtpu is not installed")
-def test_real_compile_finds_vmem_oom_the_estimate_missed():
-    # the estimate says it fits (over the default limit, under capacity); the real compiler needs more
+def test_real_compile_reports_vmem_oom_on_the_grid_loop():
+    # lowering cannot see VMEM; the real compiler runs out (a 2048x1024 f32 score block per unrolled step)
     ck = attention(0, block_sizes=[1, 2048, 1024], pallas_loop_type="unroll")
-    assert ck.vmem.verdict != "out_of_vmem" and ck.check_lowering() == []
+    assert ck.check_lowering() == []
     diags = ck.check_tpu_compile()
     assert len(diags) == 1 and diags[0].code == "HPL302"
     assert diags[0].range.start.line == line_of("for tile_bh, tile_q in hl.tile")

@@ -128,7 +128,8 @@ def test_space_prunes_configs_that_do_not_fit_vmem(attention: compiler.Kernel) -
         reason,
     )
     assert space.is_valid(compiler.Config(SEED_PIPELINE)) == (True, "")
+    # single-buffered resident K/V with a small score block: the libtpu compile confirms it fits (44.6 MiB)
     small = compiler.Config(
-        {"block_sizes": [1, 512, 512], "pallas_loop_type": "unroll", "pallas_load_buffer_count": [2, 1, 1]}
+        {"block_sizes": [1, 256, 512], "pallas_loop_type": "unroll", "pallas_load_buffer_count": [2, 1, 1]}
     )
     assert space.is_valid(small) == (True, "")
