@@ -25,6 +25,8 @@ CASES = [
     ("attention", 0, {"block_sizes": [1, 1024, 2048], "pallas_loop_type": "emit_pipeline"}),
     ("attention", 0, {"block_sizes": [1, 2048, 2048], "pallas_loop_type": "emit_pipeline"}),
     ("attention", 0, {"block_sizes": [1, 1024, 1024], "pallas_loop_type": "fori_loop"}),
+    ("attention", 1, {"block_sizes": [1, 512, 512], "pallas_loop_type": "unroll", "pallas_load_buffer_count": [2, 1, 1]}),
+    ("attention", 1, {"block_sizes": [1, 256, 512], "pallas_loop_type": "unroll", "pallas_load_buffer_count": [2, 1, 1]}),
     ("softmax", 0, None),
     ("batch_softmax", 0, None),
     ("bmm", 0, None),
