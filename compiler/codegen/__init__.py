@@ -1,5 +1,7 @@
 """Code generation: tile IR -> Pallas plan (plan_builder.py) -> standalone module text (emit.py).
 
-exprs.py holds the jnp spelling of each IR op; work.py counts MXU/VPU/EUP work and live temporaries.
-May import compiler.ir, compiler.plan, compiler.config, compiler.chips, compiler.diagnostics.
+emit.py assembles the module from emit_kernel.py (device kernels) and emit_host.py (the jitted host
+function), both built on emit_base.py (names, inlining, source map). exprs.py spells each IR op in
+jax.numpy; work.py counts MXU/VPU/EUP work and estimates compiler temporaries.
+May import compiler.ir, compiler.plan, compiler.config, compiler.chips, compiler.diagnostics, compiler.frontend.values.
 """

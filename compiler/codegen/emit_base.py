@@ -1,0 +1,152 @@
+"""Shared pieces of module emission: output lines with a source map, readable unique names, and the
+decision of which values get a name and which are inlined into their single use."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..diagnostics import Range
+from ..ir import InnerLoop, Load, Node, Op, Return, Store, TileDim, Value
+from .exprs import ExprWriter
+from .plan_builder import py_name
+
+RESERVED = {"jax", "jnp", "pl", "pltpu", "functools", "interpret", "lambda", "def", "return", "for", "in",
+            "range", "carry", "None", "True", "False", "min", "max"}
+
+
+@dataclass
+class Output:
+    lines: list[str] = field(default_factory=list)
+    source_map: list[tuple[int, Range]] = field(default_factory=list)
+    label: str = "kernel.py"
+
+    def add(self, indent: int, text: str, rng: Range | None = None) -> None:
+        for i, part in enumerate(text.split("\n")):
+            line = "    " * indent + part
+            if rng is not None and i == 0:
+                line += f"  # {self.label}:{rng.start.line + 1}"
+                self.source_map.append((len(self.lines), rng))
+            self.lines.append(line)
+
+
+class Names:
+    """Readable, unique Python names for values (the user's variable names where possible)."""
+
+    def __init__(self, reserved: set[str]):
+        self.used = set(reserved)
+        self.of: dict[int, str] = {}
+
+    def fresh(self, hint: str) -> str:
+        base = py_name(hint)
+        if base in RESERVED:
+            base += "_"
+        name, i = base, 1
+        while name in self.used:
+            name = f"{base}_{i}"
+            i += 1
+        self.used.add(name)
+        return name
+
+    def bind(self, v: Value, name: str) -> None:
+        self.of[v.id] = name
+
+
+def value_uses(nodes: list[Node]) -> dict[int, list[tuple[list[Node], int]]]:
+    """value id -> [(region, position)] of every use."""
+    uses: dict[int, list] = {}
+
+    def visit(region: list[Node]) -> None:
+        for i, n in enumerate(region):
+            vals = []
+            if isinstance(n, Op):
+                vals = [a for a in flat(n.args) if isinstance(a, Value)]
+            elif isinstance(n, Store):
+                vals = [n.value]
+            elif isinstance(n, InnerLoop):
+                for c in n.carried:
+                    uses.setdefault(c.init.id, []).append((None, -1))
+                    if c.next is not None:
+                        uses.setdefault(c.next.id, []).append((None, -1))
+                visit(n.body)
+            elif isinstance(n, Return):
+                vals = [v for v in n.values if isinstance(v, Value)]
+            for v in vals:
+                uses.setdefault(v.id, []).append((region, i))
+
+    visit(nodes)
+    return uses
+
+
+def flat(items):
+    for a in items:
+        if isinstance(a, tuple | list):
+            yield from flat(a)
+        else:
+            yield a
+
+
+class RegionWriter:
+    """Shared logic: decide which values get names and which are inlined into their single use."""
+
+    def __init__(self, nodes: list[Node], names: Names, out: Output):
+        self.names = names
+        self.out = out
+        self.uses = value_uses(nodes)
+        self.inline: dict[int, Node] = {}
+        self.writer = ExprWriter(self.ref, self.tile_begin)
+        self._plan_inlining(nodes)
+
+    def _plan_inlining(self, nodes: list[Node]) -> None:
+        def visit(region: list[Node]) -> None:
+            stores_at = [i for i, n in enumerate(region) if isinstance(n, Store)]
+            for i, n in enumerate(region):
+                if isinstance(n, InnerLoop):
+                    visit(n.body)
+                    continue
+                if isinstance(n, Op) and len(n.outputs()) == 1 or isinstance(n, Load):
+                    v = n.out if isinstance(n, Load) else n.outputs()[0]
+                    u = self.uses.get(v.id, [])
+                    if v.hint is None and len(u) == 1 and u[0][0] is region:
+                        j = u[0][1]
+                        if isinstance(n, Load) and any(i < s < j for s in stores_at):
+                            continue
+                        self.inline[v.id] = n
+
+        visit(nodes)
+
+    def name_of(self, v: Value) -> str:
+        name = self.names.of.get(v.id)
+        if name is None:
+            name = self.names.fresh(v.hint or "t")
+            self.names.bind(v, name)
+        return name
+
+    def ref(self, v: Value) -> tuple[str, bool]:
+        node = self.inline.get(v.id)
+        if node is not None:
+            return self.expr(node)
+        return self.name_of(v), True
+
+    def expr(self, node: Node) -> tuple[str, bool]:
+        if isinstance(node, Op):
+            return self.writer.op(node)
+        if isinstance(node, Load):
+            return self.load_expr(node), True
+        raise AssertionError(node)
+
+    def define(self, indent: int, node: Op | Load) -> None:
+        outs = node.outputs() if isinstance(node, Op) else (node.out,)
+        if len(outs) == 1 and outs[0].id in self.inline:
+            return
+        if not any(v.id in self.uses for v in outs) and isinstance(node, Op) and node.kind != "alloc":
+            # an unused result (e.g. the indices of torch.max): skip it
+            return
+        text, _ = self.expr(node) if len(outs) == 1 else (self.writer.op(node)[0], True)
+        targets = ", ".join(self.name_of(v) for v in outs)
+        self.out.add(indent, f"{targets} = {text}", node.range)
+
+    def load_expr(self, node: Load) -> str:
+        raise NotImplementedError
+
+    def tile_begin(self, dim: TileDim, as_id: bool = False) -> str:
+        raise NotImplementedError

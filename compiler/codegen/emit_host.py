@@ -1,0 +1,147 @@
+"""The jitted host function: host-side jnp code in program order, one explicit pl.pallas_call per grid loop
+(grid, BlockSpecs, out_shape, scratch, aliases, compiler params), and the kernel's return value."""
+
+from __future__ import annotations
+
+from ..diagnostics import UserError
+from ..ir import GridLoop, KernelIR, Load, Op, Return, TileDim, Value
+from .emit_base import RESERVED, Names, Output, RegionWriter
+from .exprs import dtype_text, literal
+from .plan_builder import CallLayout, OperandLayout, py_name
+
+
+class HostWriter(RegionWriter):
+    def __init__(self, ir: KernelIR, layouts: list[CallLayout], out: Output, kernel_kwargs: list[dict[str, str]],
+                 mutated: list[str]):
+        self.ir = ir
+        self.layouts = {id(lay.grid): lay for lay in layouts}
+        self.kernel_kwargs = kernel_kwargs
+        self.call_index = {id(lay.grid): i for i, lay in enumerate(layouts)}
+        self.mutated = mutated
+        reserved = RESERVED | {lay.name for lay in layouts} | {py_name(ir.name)} | set(ir.params)
+        super().__init__(ir.host, Names(reserved), out)
+        for lay in layouts:  # tensors a pallas_call reads or writes are used by it: they need names
+            for o in lay.operands:
+                self.uses.setdefault(o.tensor.value.id, []).append((None, -1))
+                self.inline.pop(o.tensor.value.id, None)
+        for name, v in ir.args.items():
+            if isinstance(v, Value):
+                self.names.bind(v, name)
+        self.inline = {k: n for k, n in self.inline.items() if isinstance(n, Op) and n.kind != "alloc"}
+
+    def write(self) -> None:
+        ir = self.ir
+        tensors = [p for p in ir.params if isinstance(ir.args.get(p), Value)]
+        scalars = [p for p in ir.params if not isinstance(ir.args.get(p), Value)]
+        static = ", ".join(f'"{s}"' for s in scalars + ["interpret"]) + ","
+        self.out.add(0, f"@functools.partial(jax.jit, static_argnames=({static}))")
+        params = ", ".join(tensors + scalars) + (", " if tensors or scalars else "") + "*, interpret=False"
+        self.out.add(0, f"def {py_name(ir.name)}({params}):", ir.range)
+        returns = "its outputs" + (f", then the updated {', '.join(self.mutated)}" if self.mutated else "")
+        self.out.add(1, f'"""Runs `{ir.name}`; returns {returns}. '
+                        'On CPU pass interpret=pltpu.InterpretParams()."""')
+        initialized = self._initialized_allocs()
+        for n in ir.host:
+            if isinstance(n, Op):
+                if n.kind == "alloc" and n.out.id not in initialized:
+                    continue
+                self.define(1, n)
+            elif isinstance(n, GridLoop):
+                self.pallas_call(n)
+            elif isinstance(n, Return):
+                self.ret(n)
+
+    def _initialized_allocs(self) -> set[int]:
+        """Allocations the device code reads (or the caller sees without a full overwrite) need real contents."""
+        ids = set()
+        for lay in self.layouts.values():
+            for o in lay.operands:
+                if o.kind == "inout" and o.tensor.origin == "alloc":
+                    ids.add(o.tensor.value.id)
+        return ids
+
+    def pallas_call(self, grid: GridLoop) -> None:
+        lay = self.layouts[id(grid)]
+        plan = lay.plan
+        kwargs = self.kernel_kwargs[self.call_index[id(grid)]]
+        fn = lay.name
+        if kwargs:
+            fn = f"functools.partial({lay.name}, {', '.join(f'{k}={v}' for k, v in kwargs.items())})"
+        rng = grid.header_range
+        self.out.add(1, f"# grid loop `{_loop_text(grid)}` -> pallas_call {lay.name}", rng)
+        ins, outs, aliases = lay.inputs, lay.outputs, {}
+        for j, o in enumerate(outs):
+            if o.kind == "inout":
+                aliases[ins.index(o)] = j
+        targets = [self._host_name(o.tensor.value) for o in outs]
+        lhs = ", ".join(targets) + ("," if len(targets) == 1 else "")
+        if len(targets) == 1:
+            lhs = targets[0]
+        self.out.add(1, f"{lhs} = pl.pallas_call(", rng)
+        self.out.add(2, f"{fn},")
+        self.out.add(2, f"grid={literal(plan.grid)},")
+        self.out.add(2, "in_specs=[")
+        for o in ins:
+            self.out.add(3, self._spec(o), o.ranges[0])
+        self.out.add(2, "],")
+        out_specs = [self._spec(o) for o in outs]
+        if len(outs) == 1:
+            self.out.add(2, f"out_specs={out_specs[0]}", outs[0].ranges[0])
+        else:
+            self.out.add(2, "out_specs=[")
+            for o, s in zip(outs, out_specs, strict=True):
+                self.out.add(3, s, o.ranges[0])
+            self.out.add(2, "],")
+        shapes = [f"jax.ShapeDtypeStruct({literal(tuple(o.tensor.value.shape))}, {dtype_text(o.tensor.value.dtype)})"
+                  for o in outs]
+        self.out.add(2, f"out_shape={shapes[0] if len(shapes) == 1 else '[' + ', '.join(shapes) + ']'},")
+        if lay.scratch_plan:
+            self.out.add(2, "scratch_shapes=[")
+            for s in lay.scratch_plan:
+                self.out.add(3, f"pltpu.VMEM({literal(tuple(s.shape))}, jnp.{s.dtype}),  # {s.name}", s.range)
+            self.out.add(2, "],")
+        if aliases:
+            self.out.add(2, f"input_output_aliases={aliases!r},")
+        self.out.add(2, "compiler_params=pltpu.CompilerParams(")
+        self.out.add(3, f"dimension_semantics={literal(plan.dimension_semantics)},")
+        self.out.add(3, f"vmem_limit_bytes={plan.vmem_limit_bytes},  # from the VMEM report ({plan.vmem_limit_bytes / 2**20:.1f} MiB)")
+        self.out.add(2, "),")
+        self.out.add(2, "interpret=interpret,")
+        self.out.add(1, f")({', '.join(self._host_name(o.tensor.value) for o in ins)})")
+
+    def _spec(self, o: OperandLayout) -> str:
+        if o.memory == "hbm":
+            return "pl.BlockSpec(memory_space=pl.ANY),  # " + f"{o.tensor.name}: stays in HBM, streamed by emit_pipeline"
+        block = literal(tuple(o.block_shape))
+        block = block.replace("None", "pl.Squeezed()")
+        mode = f", pipeline_mode=pl.Buffered({o.buffer_count})" if o.kind != "output" and o.buffer_count != 2 and not all(
+            b == s for b, s in zip(o.block_shape, o.tensor.value.shape, strict=True)) else ""
+        note = {"vmem_block": "", "resident": f"  # {o.tensor.name}: whole inner-loop extent resident in VMEM"}[o.memory]
+        return f"pl.BlockSpec({block}, {o.index_map}{mode}),{note}"
+
+    def _host_name(self, v: Value) -> str:
+        return self.name_of(v)
+
+    def ret(self, n: Return) -> None:
+        vals = [self.ref(v)[0] if isinstance(v, Value) else literal(v) for v in n.values]
+        extra = [m for m in self.mutated]
+        if n.is_tuple or extra:
+            items = vals + extra if n.values != (None,) else extra
+            if n.values == (None,) and len(extra) == 1:
+                self.out.add(1, f"return {extra[0]}", n.range)
+                return
+            self.out.add(1, f"return ({', '.join(items)}{',' if len(items) == 1 else ''})", n.range)
+        else:
+            self.out.add(1, f"return {vals[0]}", n.range)
+
+    def load_expr(self, node: Load) -> str:
+        raise AssertionError("host code has no loads")
+
+    def tile_begin(self, dim: TileDim, as_id: bool = False) -> str:
+        raise UserError("HPL202", "tile attributes exist only inside device loops", None)
+
+
+def _loop_text(grid: GridLoop) -> str:
+    names = ", ".join(d.name for d in grid.dims)
+    api = grid.dims[0].api
+    return f"for {names} in hl.{api}(...)"

@@ -1,0 +1,308 @@
+"""The device kernel function of one pallas_call: refs, program ids, loads/stores with BlockSpec-relative
+indexing, and the three inner-loop strategies (unrolled Python loop, lax.fori_loop, nested emit_pipeline)."""
+
+from __future__ import annotations
+
+from ..diagnostics import UserError
+from ..frontend.values import NamedConst
+from ..ir import InnerLoop, KernelIR, Load, Node, Op, Store, TileDim, walk
+from .emit_base import RESERVED, Names, Output, RegionWriter, flat
+from .exprs import dtype_text, literal
+from .plan_builder import CallLayout, OperandLayout, loop_strategy, py_name
+
+
+class KernelWriter(RegionWriter):
+    def __init__(self, ir: KernelIR, layout: CallLayout, config: dict, out: Output):
+        self.ir = ir
+        self.layout = layout
+        self.config = config
+        self.kwargs: dict[str, str] = {}
+        self.grid_names = {(d.loop_id, d.axis): py_name(d.name) for d in layout.grid.dims}
+        self.loop_vars: dict[tuple[int, int], str] = {}
+        self.strategy: dict[int, str] = {}
+        self.block_refs: dict[tuple[int, str], str] = {}  # (id(operand), "in"/"out") -> ref in a pipeline body
+        names = Names(RESERVED | {o.ref_name for o in layout.operands} | set(layout.scratch.values())
+                      | set(self.grid_names.values()) | {layout.name})
+        super().__init__(layout.grid.body, names, out)
+        self.helpers = self.writer.helpers
+
+    # -- refs and indexing -----------------------------------------------------------------------------
+
+    def in_ref(self, op: OperandLayout) -> str:
+        if op.memory == "hbm":
+            return self.block_refs[(id(op), "in" if op.kind != "output" else "out")]
+        return op.ref_name if op.kind == "input" else self.out_ref(op)
+
+    def out_ref(self, op: OperandLayout) -> str:
+        if op.memory == "hbm":
+            return self.block_refs[(id(op), "out")]
+        return op.ref_name if op.kind == "output" else f"{op.ref_name[:-4]}_out_ref"
+
+    def index_text(self, op: OperandLayout, items: tuple) -> str:
+        parts = []
+        if op.memory == "hbm":
+            return "..."
+        d = 0
+        for it in items:
+            if it[0] == "newaxis":
+                continue
+            if op.block_shape[d] is None:
+                d += 1
+                continue
+            if d in op.dynamic:
+                parts.append(op.dynamic[d])
+            elif it[0] == "tile" and d in op.inner_axes:
+                td: TileDim = it[1]
+                var = self.loop_vars[(td.loop_id, td.axis)]
+                start = f"{var} * {td.block_size}" + (f" + {td.begin}" if td.begin else "")
+                if self.strategy.get(td.loop_id) == "fori_loop":
+                    start = f"pl.multiple_of({start}, {td.block_size})" if not td.begin else start
+                parts.append(f"pl.ds({start}, {td.block_size})")
+            else:
+                parts.append(":")
+            d += 1
+        if all(p == ":" for p in parts):
+            return "..."
+        return ", ".join(parts)
+
+    def load_expr(self, node: Load) -> str:
+        op = self.layout.by_node[id(node)]
+        text = f"{self.in_ref(op)}[{self.index_text(op, node.index)}]"
+        if any(it[0] == "newaxis" for it in node.index):
+            idx = []
+            for it in node.index:
+                if it[0] == "newaxis":
+                    idx.append("None")
+                elif it[0] in ("tile", "full"):
+                    idx.append(":")
+            text += f"[{', '.join(idx)}]"
+        return text
+
+    def tile_begin(self, dim: TileDim, as_id: bool = False) -> str:
+        key = (dim.loop_id, dim.axis)
+        var = self.grid_names.get(key) or self.loop_vars.get(key)
+        if var is None:
+            raise UserError("HPL101", f"tile `{dim.name}`'s position is not available inside an emit_pipeline loop; "
+                                      "use pallas_loop_type 'unroll' or 'fori_loop'", None)
+        if as_id or dim.api == "grid":
+            return var if not dim.begin or as_id else f"{var} + {dim.begin}"
+        text = f"{var} * {dim.block_size}"
+        return text + (f" + {dim.begin}" if dim.begin else "")
+
+    # -- the kernel function ---------------------------------------------------------------------------
+
+    def write(self) -> KernelWriter:
+        lay = self.layout
+        params = [o.ref_name for o in lay.inputs]
+        params += [self._sig_out(o) for o in lay.outputs]
+        params += [s.name for s in lay.scratch_plan]
+        consts = self._named_consts()
+        sig = ", ".join(params)
+        if consts:
+            sig += ", *, " + ", ".join(consts)
+        grid = lay.grid
+        self.out.add(0, f"def {lay.name}({sig}):", grid.header_range)
+        self.out.add(1, f'"""Device kernel for the `{self.ir.name}` grid loop (one grid step = one block of each tile)."""')
+        for axis, d in enumerate(grid.dims):
+            self.out.add(1, f"{self.grid_names[(d.loop_id, d.axis)]} = pl.program_id({axis})", grid.header_range)
+        for o in lay.outputs:
+            if o.kind == "inout" and o.memory != "hbm" and self._needs_copy_in(o):
+                self.out.add(1, f"{self.out_ref(o)}[...] = {o.ref_name}[...]", o.ranges[0])
+        self.region(1, grid.body)
+        return self
+
+    def _sig_out(self, o: OperandLayout) -> str:
+        if o.memory == "hbm":
+            return o.ref_name if o.kind == "output" else f"{o.ref_name[:-4]}_out_hbm"
+        return self.out_ref(o)
+
+    def _needs_copy_in(self, o: OperandLayout) -> bool:
+        return any(
+            isinstance(n, Load) and self.layout.by_node.get(id(n)) is o
+            or isinstance(n, Store) and self.layout.by_node.get(id(n)) is o and n.accumulate
+            for n in walk(self.layout.grid.body)
+        )
+
+    def _named_consts(self) -> list[str]:
+        found: dict[str, NamedConst] = {}
+        for n in walk(self.layout.grid.body):
+            if isinstance(n, Op):
+                for a in flat(list(n.args) + list(n.kwargs.values())):
+                    if isinstance(a, NamedConst):
+                        found[a.name] = a
+        for name, c in found.items():
+            self.kwargs[name] = name if c.is_arg else literal(c.value)
+        return list(found)
+
+    def region(self, indent: int, nodes: list[Node]) -> None:
+        for n in nodes:
+            if isinstance(n, Op | Load):
+                self.define(indent, n)
+            elif isinstance(n, Store):
+                self.store(indent, n)
+            elif isinstance(n, InnerLoop):
+                self.inner_loop(indent, n)
+
+    def store(self, indent: int, n: Store) -> None:
+        op = self.layout.by_node[id(n)]
+        ref = self.out_ref(op)
+        idx = self.index_text(op, n.index)
+        block = []
+        d = 0
+        for it in n.index:
+            if op.block_shape[d] is not None and d not in op.dynamic:
+                block.append(it[1].block_size if it[0] == "tile" else op.tensor.value.shape[d])
+            d += 1
+        value, _ = self.ref(n.value)
+        dtype = op.tensor.value.dtype
+        if n.accumulate:
+            sym = {"add": "+", "sub": "-", "mul": "*", "div": "/"}.get(n.accumulate)
+            if sym is None:
+                raise UserError("HPL101", f"in-place `{n.accumulate}` stores are not supported", n.range)
+            current = f"{self.in_ref(op)}[{idx}]" if op.memory == "hbm" else f"{ref}[{idx}]"
+            value = f"{current} {sym} {value if self.ref(n.value)[1] else '(' + value + ')'}"
+            atomic = False
+        else:
+            atomic = self.ref(n.value)[1]
+        if tuple(n.value.shape) != tuple(block):
+            value = f"jnp.broadcast_to({value}, {literal(tuple(block))})"
+            atomic = True
+        if n.value.dtype != dtype:
+            value = f"{value if atomic else '(' + value + ')'}.astype({dtype_text(dtype)})"
+        self.out.add(indent, f"{ref}[{idx}] = {value}", n.range)
+
+    # -- inner loops -----------------------------------------------------------------------------------
+
+    def inner_loop(self, indent: int, loop: InnerLoop) -> None:
+        strategy = loop_strategy(self.config.get("pallas_loop_type"), loop)
+        if strategy not in ("unroll", "fori_loop", "emit_pipeline"):
+            raise UserError("HPL109", f"unknown pallas_loop_type {strategy!r}", loop.range)
+        lid = loop.dims[0].loop_id
+        self.strategy[lid] = strategy
+        for c in loop.carried:
+            init_name = self.names.of.get(c.init.id)
+            only_carried = all(r is None for r, _ in self.uses.get(c.init.id, []))
+            name = init_name if init_name and only_carried and c.init.id not in self.inline else self.names.fresh(c.name)
+            self.names.bind(c.phi, name)
+            self.names.bind(c.result, name)
+            if c.next is not None and c.next.id not in self.names.of and self._next_can_reuse(loop, c):
+                self.names.bind(c.next, name)
+        if strategy == "emit_pipeline":
+            self._emit_pipeline(indent, loop)
+            return
+        for c in loop.carried:
+            init, _ = self.ref(c.init)
+            if init != self.names.of[c.phi.id]:
+                self.out.add(indent, f"{self.names.of[c.phi.id]} = {init}", loop.range)
+        vars_ = [self.names.fresh(d.name) for d in loop.dims]
+        for d, var in zip(loop.dims, vars_, strict=True):
+            self.loop_vars[(d.loop_id, d.axis)] = var
+        if strategy == "unroll":
+            self.out.add(indent, "# unrolled inner loop: static pl.ds slices of VMEM-resident blocks")
+            for k, (d, var) in enumerate(zip(loop.dims, vars_, strict=True)):
+                self.out.add(indent + k, f"for {var} in range({d.steps}):", loop.range if k == 0 else None)
+            inner = indent + len(loop.dims)
+            self.region(inner, loop.body)
+            self._carry_update(inner, loop)
+            return
+        # fori_loop
+        body_name = self.names.fresh(f"{vars_[0]}_body")
+        carried = [self.names.of[c.phi.id] for c in loop.carried]
+        if len(loop.dims) == 1:
+            self.out.add(indent, f"def {body_name}({vars_[0]}, carry):", loop.range)
+        else:
+            flat = self.names.fresh("step")
+            self.out.add(indent, f"def {body_name}({flat}, carry):", loop.range)
+            rest = 1
+            for d, var in reversed(list(zip(loop.dims, vars_, strict=True))):
+                self.out.add(indent + 1, f"{var} = ({flat} // {rest}) % {d.steps}")
+                rest *= d.steps
+        if carried:
+            self.out.add(indent + 1, f"{', '.join(carried)}{',' if len(carried) == 1 else ''} = carry")
+        self.region(indent + 1, loop.body)
+        nxt = [self.ref(c.next)[0] for c in loop.carried]
+        self.out.add(indent + 1, f"return ({', '.join(nxt)}{',' if len(nxt) == 1 else ''})" if nxt else "return carry")
+        trips = 1
+        for d in loop.dims:
+            trips *= d.steps
+        init = f"({', '.join(carried)}{',' if len(carried) == 1 else ''})" if carried else "None"
+        target = f"{', '.join(carried)}{',' if len(carried) == 1 else ''} = " if carried else ""
+        self.out.add(indent, f"{target}jax.lax.fori_loop(0, {trips}, {body_name}, {init})", loop.range)
+
+    def _next_can_reuse(self, loop: InnerLoop, c) -> bool:
+        """The body's last value of a carried variable may reuse its name once the old value is dead."""
+        producer = c.next.producer
+        if producer is None or c.next.id in self.inline or c.next.hint != c.name:
+            return False
+        try:
+            at = next(i for i, n in enumerate(loop.body) if n is producer)
+        except StopIteration:
+            return False
+        others = [u for u in self.uses.get(c.next.id, []) if u[0] is not None]
+        if others:
+            return False
+        return all(r is loop.body and i <= at for r, i in self.uses.get(c.phi.id, []))
+
+    def _carry_update(self, indent: int, loop: InnerLoop) -> None:
+        pairs = [(self.names.of[c.phi.id], self.ref(c.next)[0]) for c in loop.carried]
+        pairs = [(a, b) for a, b in pairs if a != b]
+        if pairs:
+            self.out.add(indent, f"{', '.join(a for a, _ in pairs)} = {', '.join(b for _, b in pairs)}", loop.range)
+
+    def _emit_pipeline(self, indent: int, loop: InnerLoop) -> None:
+        lay = self.layout
+        streamed = [o for o in lay.operands if o.loop is loop and o.memory == "hbm"]
+        for c in loop.carried:
+            scratch = lay.scratch[(loop.index, c.name)]
+            init, _ = self.ref(c.init)
+            if not c.init.shape:
+                init = f"jnp.full((1,), {init}, {dtype_text(c.phi.dtype)})"
+            self.out.add(indent, f"{scratch}[...] = {init}", loop.range)
+        params, ins, outs, in_args, out_args = [], [], [], [], []
+        for o in streamed:
+            base = o.ref_name[:-4]
+            spec = self._inner_spec(o)
+            if o.kind in ("input", "inout"):
+                name = self.names.fresh(f"{base}_blk" if o.kind == "input" else f"{base}_in_blk")
+                self.block_refs[(id(o), "in")] = name
+                params.append(name)
+                ins.append(spec)
+                in_args.append(o.ref_name)
+        for o in streamed:
+            base = o.ref_name[:-4]
+            if o.kind in ("output", "inout"):
+                name = self.names.fresh(f"{base}_blk" if o.kind == "output" else f"{base}_out_blk")
+                self.block_refs[(id(o), "out")] = name
+                params.append(name)
+                outs.append(self._inner_spec(o))
+                out_args.append(o.ref_name if o.kind == "output" else f"{o.ref_name[:-4]}_out_hbm")
+        body_name = self.names.fresh(f"{py_name(loop.dims[0].name)}_step")
+        self.out.add(indent, f"def {body_name}({', '.join(params)}):", loop.range)
+        for c in loop.carried:
+            scratch = lay.scratch[(loop.index, c.name)]
+            read = f"{scratch}[...]" if c.phi.shape else f"{scratch}[0]"
+            self.out.add(indent + 1, f"{self.names.of[c.phi.id]} = {read}")
+        self.region(indent + 1, loop.body)
+        for c in loop.carried:
+            scratch = lay.scratch[(loop.index, c.name)]
+            nxt, _ = self.ref(c.next)
+            if not c.phi.shape:
+                nxt = f"jnp.full((1,), {nxt}, {dtype_text(c.phi.dtype)})"
+            self.out.add(indent + 1, f"{scratch}[...] = {nxt}")
+        if not loop.body and not loop.carried:
+            self.out.add(indent + 1, "pass")
+        grid = tuple(d.steps for d in loop.dims)
+        self.out.add(indent, f"pltpu.emit_pipeline(\n    {body_name},\n    grid={literal(grid)},", loop.range)
+        self.out.add(indent + 1, "in_specs=[" + ", ".join(ins) + "],")
+        self.out.add(indent + 1, "out_specs=[" + ", ".join(outs) + "],")
+        self.out.add(indent, f")({', '.join(in_args + out_args)})")
+        for c in loop.carried:
+            scratch = lay.scratch[(loop.index, c.name)]
+            read = f"{scratch}[...]" if c.phi.shape else f"{scratch}[0]"
+            self.out.add(indent, f"{self.names.of[c.result.id]} = {read}")
+
+    def _inner_spec(self, o: OperandLayout) -> str:
+        block = literal(tuple(o.block_shape))
+        block = block.replace("None", "pl.Squeezed()") if "None" in block else block
+        mode = f", pipeline_mode=pl.Buffered({o.buffer_count})" if o.buffer_count != 2 and o.kind != "output" else ""
+        return f"pl.BlockSpec({block}, {o.inner_index_map}{mode})"
