@@ -18,7 +18,8 @@ from .codegen.plan_builder import CallLayout, build_call
 from .config import Config, ConfigError, as_config
 from .diagnostics import CompileError, Diagnostic, Range, UserError, error, hint, warning
 from .frontend.module import KernelDef, ModuleInfo, parse_module, source_hash, used_helpers
-from .frontend.tracer import BlockSizeTable, Tracer
+from .frontend.tracer import Tracer
+from .frontend.values import BlockSizeTable
 from .ir import GridLoop, KernelIR, Load, Store, walk
 from .plan import AccessInfo, KernelPlan, LoopInfo
 from .space import BlockUse, ConfigSpace, block_uses, build_space, candidates, check_blocks, default_block

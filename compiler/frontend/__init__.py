@@ -1,6 +1,9 @@
 """Front end: Helion source text -> typed tile IR, statically (the user's file is never imported or run).
 
-module.py finds kernels, imports and `# helion: args(...)` lines; tracer.py evaluates host code abstractly
-and lowers device loops to IR; ops.py knows the torch / hl operations. May import compiler.ir,
-compiler.diagnostics, compiler.config, compiler.specs; nothing from codegen, checks, tune or helion_ls.
+module.py finds kernels, imports and `# helion: args(...)` lines; tracer.py runs statements and loops
+(device loops become IR, subscripts of host tensors become loads/stores) on top of expressions.py, which
+evaluates expressions; dispatch.py resolves calls and attributes (hl.*, torch.*, tensor methods, tiles);
+ops.py types torch operations on meta tensors; values.py holds the tracer's non-tensor values.
+May import compiler.ir, compiler.diagnostics, compiler.config, compiler.specs; nothing from codegen,
+checks, tune or helion_ls.
 """

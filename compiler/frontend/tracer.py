@@ -8,8 +8,6 @@ tensors) ever runs.
 from __future__ import annotations
 
 import ast
-import math
-from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -30,49 +28,21 @@ from ..ir import (
     Value,
 )
 from ..specs import ArgSpec, TensorSpec
-from .dispatch import Dispatcher, unwrap
+from .dispatch import Dispatcher
+from .expressions import BINOPS, ExpressionEvaluator
 from .module import ModuleInfo
-from .ops import BINARY, OpBuilder
-from .values import BlockSize, Module, NamedConst, Tile, TileId, TileLoopSpec
+from .ops import OpBuilder
+from .values import BlockSize, BlockSizeTable, NamedConst, Tile, TileId, TileLoopSpec
 
 MAX_INLINE_DEPTH = 16
 MAX_STATEMENTS = 20000
-
-_BINOPS = {
-    ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
-    ast.Mod: "mod", ast.Pow: "pow", ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor",
-    ast.LShift: "lshift", ast.RShift: "rshift", ast.MatMult: "matmul",
-}
-_CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge"}
-
 
 class _ReturnSignal(Exception):
     def __init__(self, value: Any):
         self.value = value
 
 
-class BlockSizeTable:
-    """Config block sizes in order of appearance; missing entries come from `default`."""
-
-    def __init__(self, given: list[int] | None, default: Callable[[int, int], int]):
-        self.given = list(given or [])
-        self.default = default
-        self.values: list[int] = []
-        self.extents: list[int] = []
-        self.ranges: list[Range] = []
-
-    def allocate(self, extent: int, rng: Range) -> BlockSize:
-        index = len(self.values)
-        value = self.given[index] if index < len(self.given) else self.default(index, extent)
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            raise UserError("HPL109", f"block_sizes[{index}] must be a positive integer, got {value!r}", rng)
-        self.values.append(value)
-        self.extents.append(extent)
-        self.ranges.append(rng)
-        return BlockSize(value, index)
-
-
-class Tracer:
+class Tracer(ExpressionEvaluator):
     """Walks one kernel function and builds its `KernelIR`."""
 
     def __init__(self, info: ModuleInfo, fn: ast.FunctionDef, args: dict[str, ArgSpec], blocks: BlockSizeTable):
@@ -234,7 +204,7 @@ class Tracer:
         return list(value)
 
     def aug_assign(self, stmt: ast.AugAssign, rng: Range) -> None:
-        op = _BINOPS.get(type(stmt.op))
+        op = BINOPS.get(type(stmt.op))
         if op is None:
             raise UserError("HPL101", "unsupported augmented assignment", rng)
         if isinstance(stmt.target, ast.Subscript):
@@ -471,84 +441,6 @@ class Tracer:
             raise UserError("HPL105", f"cannot store a value of shape {list(value.shape)} into a block of shape {block}", rng)
         self.region.append(Store(rng, ht, items, value, accumulate))
 
-    # -- expressions -----------------------------------------------------------------------------------
-
-    def lookup(self, name: str, rng: Range) -> Any:
-        if name in self.env:
-            return self.env[name]
-        if name in self.info.imports:
-            return Module(self.info.imports[name])
-        if name in self.info.constants:
-            value = self.info.constants[name]
-            return NamedConst(name, value) if isinstance(value, float) else value
-        if name in self.info.functions:
-            return self.info.functions[name]
-        if name in _BUILTINS:
-            return Module(f"builtins.{name}")
-        raise UserError("HPL102", f"unknown name `{name}`", rng)
-
-    def eval(self, node: ast.expr) -> Any:
-        rng = Range.of(node)
-        if isinstance(node, ast.Constant):
-            return node.value
-        if isinstance(node, ast.Name):
-            return self.lookup(node.id, rng)
-        if isinstance(node, ast.Attribute):
-            return self.dispatch.attribute(self.eval(node.value), node.attr, rng)
-        if isinstance(node, ast.Call):
-            return self.call(node)
-        if isinstance(node, ast.BinOp):
-            op = _BINOPS.get(type(node.op))
-            if op is None:
-                raise UserError("HPL101", "unsupported operator", rng)
-            return self.binop(op, self.eval(node.left), self.eval(node.right), rng)
-        if isinstance(node, ast.UnaryOp):
-            return self.unaryop(node, self.eval(node.operand), rng)
-        if isinstance(node, ast.Compare):
-            return self.compare(node, rng)
-        if isinstance(node, ast.BoolOp):
-            return self.boolop(node, rng)
-        if isinstance(node, ast.Subscript):
-            return self.subscript(node, rng)
-        if isinstance(node, ast.Tuple):
-            return tuple(self.eval(e) for e in node.elts)
-        if isinstance(node, ast.List):
-            return [self.eval(e) for e in node.elts]
-        if isinstance(node, ast.Slice):
-            parts = [None if p is None else self.eval(p) for p in (node.lower, node.upper, node.step)]
-            return slice(*parts)
-        if isinstance(node, ast.IfExp):
-            cond = self.eval(node.test)
-            if isinstance(cond, Value):
-                raise UserError("HPL101", "conditional expressions on tensors are not supported; use torch.where", rng)
-            return self.eval(node.body if cond else node.orelse)
-        if isinstance(node, ast.JoinedStr):
-            return ""
-        raise UserError("HPL101", f"`{type(node).__name__}` expressions are not supported in a kernel", rng)
-
-    def call(self, node: ast.Call) -> Any:
-        rng = Range.of(node)
-        func = self.eval(node.func)
-        args = []
-        for a in node.args:
-            if isinstance(a, ast.Starred):
-                value = self.eval(a.value)
-                if isinstance(value, torch.Size):
-                    value = tuple(value)
-                if not isinstance(value, tuple | list):
-                    raise UserError("HPL101", "only tuples and lists can be unpacked with *", Range.of(a))
-                args.extend(value)
-            else:
-                args.append(self.eval(a))
-        kwargs = {}
-        for kw in node.keywords:
-            if kw.arg is None:
-                raise UserError("HPL101", "**kwargs are not supported in a kernel", Range.of(kw.value))
-            kwargs[kw.arg] = self.eval(kw.value)
-        if isinstance(func, ast.FunctionDef):
-            return self.inline(func, args, kwargs, rng)
-        return self.dispatch.call(func, args, kwargs, rng)
-
     def inline(self, fn: ast.FunctionDef, args: list, kwargs: dict, rng: Range) -> Any:
         """Same-file helper functions are traced inline, like Helion does."""
         if self.depth >= MAX_INLINE_DEPTH:
@@ -580,90 +472,8 @@ class Tracer:
             self.env, self.current = saved_env, saved_current
         return result
 
-    def binop(self, op: str, a: Any, b: Any, rng: Range) -> Any:
-        if isinstance(a, Tile | TileId) or isinstance(b, Tile | TileId):
-            a, b = self.dispatch.tile_scalar(a, rng), self.dispatch.tile_scalar(b, rng)
-        if isinstance(a, Value) or isinstance(b, Value):
-            return self.ops.binary(op, a, b, rng)
-        a, b = unwrap(a), unwrap(b)
-        try:
-            return _PY_BINOPS[op](a, b)
-        except ZeroDivisionError:
-            raise UserError("HPL105", "division by zero", rng) from None
-        except (TypeError, KeyError, ValueError, OverflowError) as exc:
-            raise UserError("HPL105", f"cannot apply `{BINARY.get(op, op)}`: {exc}", rng) from None
-
-    def unaryop(self, node: ast.UnaryOp, v: Any, rng: Range) -> Any:
-        if isinstance(v, Value):
-            if isinstance(node.op, ast.USub):
-                return self.ops.unary("neg", v, rng)
-            if isinstance(node.op, ast.UAdd):
-                return v
-            if isinstance(node.op, ast.Invert | ast.Not):
-                name = "logical_not" if v.dtype == torch.bool or isinstance(node.op, ast.Not) else "bitwise_not"
-                return self.ops.unary(name, v, rng)
-        v = unwrap(v)
-        try:
-            return {ast.USub: lambda x: -x, ast.UAdd: lambda x: +x, ast.Not: lambda x: not x,
-                    ast.Invert: lambda x: ~x}[type(node.op)](v)
-        except TypeError as exc:
-            raise UserError("HPL105", str(exc), rng) from None
-
-    def compare(self, node: ast.Compare, rng: Range) -> Any:
-        left = self.eval(node.left)
-        result: Any = True
-        for op, right_node in zip(node.ops, node.comparators, strict=True):
-            right = self.eval(right_node)
-            if isinstance(op, ast.Is | ast.IsNot):
-                r = (left is right) if isinstance(op, ast.Is) else (left is not right)
-            elif isinstance(op, ast.In | ast.NotIn):
-                raise UserError("HPL101", "`in` is not supported in kernels", rng)
-            else:
-                r = self.binop(_CMPOPS[type(op)], left, right, rng)
-            if isinstance(r, Value) and len(node.ops) > 1:
-                raise UserError("HPL101", "chained comparisons of tensors are not supported", rng)
-            result = r if result is True else (result and r)
-            left = right
-        return result
-
-    def boolop(self, node: ast.BoolOp, rng: Range) -> Any:
-        values = [self.eval(v) for v in node.values]
-        if any(isinstance(v, Value) for v in values):
-            raise UserError("HPL101", "`and`/`or` on tensors is not supported; use & and |", rng)
-        if isinstance(node.op, ast.And):
-            return all(values)
-        return any(values)
-
-    def subscript(self, node: ast.Subscript, rng: Range) -> Any:
-        base = self.eval(node.value)
-        index = self.eval(node.slice)
-        if isinstance(base, Value) and base.space == "host" and self.in_device:
-            return self.load(base, index, rng)
-        if isinstance(base, Value):
-            return self.dispatch.value_index(base, index, rng)
-        if isinstance(base, tuple | list | torch.Size | str):
-            try:
-                return base[index]
-            except (IndexError, TypeError) as exc:
-                raise UserError("HPL105", str(exc), rng) from None
-        raise UserError("HPL101", f"cannot index a {type(base).__name__}", rng)
-
-
 def _scalar(v: Any) -> Any:
     return v.value if isinstance(v, NamedConst) else v
-
-
-_PY_BINOPS: dict[str, Callable[[Any, Any], Any]] = {
-    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-    "div": lambda a, b: a / b, "floordiv": lambda a, b: a // b, "mod": lambda a, b: a % b,
-    "pow": lambda a, b: a**b if abs(b) < 4096 else math.pow(a, b), "and": lambda a, b: a & b,
-    "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b, "lshift": lambda a, b: a << min(b, 256),
-    "rshift": lambda a, b: a >> b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
-    "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
-}
-
-_BUILTINS = {"float", "int", "bool", "min", "max", "abs", "len", "range", "tuple", "list", "round", "print",
-             "isinstance", "divmod"}
 
 
 def _target_name(target: ast.expr, axis: int) -> str:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..diagnostics import Range, UserError
 from ..ir import TileDim
 
 
@@ -60,3 +62,24 @@ class TileLoopSpec:
 
 
 DEVICE_SENTINEL = Module("torch.device")
+
+
+class BlockSizeTable:
+    """Config block sizes in order of appearance; missing entries come from `default`."""
+
+    def __init__(self, given: list[int] | None, default: Callable[[int, int], int]):
+        self.given = list(given or [])
+        self.default = default
+        self.values: list[int] = []
+        self.extents: list[int] = []
+        self.ranges: list[Range] = []
+
+    def allocate(self, extent: int, rng: Range) -> BlockSize:
+        index = len(self.values)
+        value = self.given[index] if index < len(self.given) else self.default(index, extent)
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise UserError("HPL109", f"block_sizes[{index}] must be a positive integer, got {value!r}", rng)
+        self.values.append(value)
+        self.extents.append(extent)
+        self.ranges.append(rng)
+        return BlockSize(value, index)
