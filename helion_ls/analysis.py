@@ -155,7 +155,7 @@ class Analyzer:
         if not self.is_current(uri, version, text):
             return
         stages = ["lower", "tpu"] if libtpu else ["lower"]
-        pending = [s for s in stages if any(self._needs(s, view, unit) for view, unit in units)]
+        pending = [s for s in stages if any(self._needs(s, view, unit, ahead=True) for view, unit in units)]
         self._publish_now(state, loaded)
         self._on_stage(uri, version, "front", not pending)
         for i, stage in enumerate(pending):
@@ -170,11 +170,20 @@ class Analyzer:
         hit = self.cache.get("front", unit.key, view)
         return hit[0] if hit else None
 
-    def _needs(self, stage: str, view: KernelView, unit: Unit) -> bool:
+    def _needs(self, stage: str, view: KernelView, unit: Unit, ahead: bool = False) -> bool:
+        """The unit compiled, has no result for `stage` yet, and (for libtpu) lowered without errors.
+
+        `ahead`: asked before the lowering ran, so a missing lowering result still counts as "will need".
+        """
         front = self._front_ok(view, unit)
-        return (
-            front is not None and front.compiled is not None and self.cache.get(stage, unit.key, view) is None
-        )
+        if front is None or front.compiled is None or self.cache.get(stage, unit.key, view) is not None:
+            return False
+        if stage == "tpu":
+            lower = self.cache.get("lower", unit.key, view)
+            if lower is None:
+                return ahead
+            return not any(d.is_error for d in lower[0].diagnostics)
+        return True
 
     async def ensure_front(self, view: KernelView, unit: Unit) -> None:
         if self.cache.get("front", unit.key, view) is not None:
@@ -220,7 +229,7 @@ class Analyzer:
             )
             return
         diags = tuple(diagnostic_from_json(d) for d in found)
-        self._transient.put((stage, unit.key), None)
+        self._transient.pop((stage, unit.key))
         self.cache.put(stage, StageResult(unit.key, view.source, diags))
 
     # -- publishing ------------------------------------------------------------------------------------

@@ -38,6 +38,9 @@ class LruCache(Generic[T]):
         while len(self._items) > self.size:
             self._items.popitem(last=False)
 
+    def pop(self, key: Hashable) -> None:
+        self._items.pop(key, None)
+
     def __len__(self) -> int:
         return len(self._items)
 

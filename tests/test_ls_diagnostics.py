@@ -239,6 +239,8 @@ async def test_quick_fixes_edit_the_decorator_config_and_clear_the_diagnostic(cl
 
 
 async def test_libtpu_stage_runs_last_when_enabled(client: LanguageClient):
+    for uri in list(rec(client).texts):  # only this test's document should reach the (slow) libtpu stage
+        close_doc(client, uri)
     client.set_configuration({"libtpu": True}, section="helion", scope_uri=client.ws.as_uri())
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
     path = client.ws / "softmax_tpu.py"
