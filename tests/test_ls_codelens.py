@@ -10,7 +10,7 @@ import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
-from test_ls_support import make_workspace, open_doc, rec, server_config, stage_diagnostics, start
+from test_ls_support import make_workspace, open_doc, rec, request, server_config, stage_diagnostics, start
 
 import compiler
 from compiler.tune.keys import TrialKey, shape_key
@@ -84,6 +84,15 @@ async def test_lenses_tune_then_best_after_an_external_store_write_then_apply(cl
         (args1, "q, k, v: bf16[8, 32, 32768, 256]"),
         (args1, "Tune on v7x"),
     ]
+    results = await request(
+        client, "helion/tuningResults", {"uri": uri, "kernel": "attention", "shapeSet": 0}
+    )
+    assert [(t["config"], t["seconds"], t["verdict"]) for t in results["trials"]] == [
+        (BEST, 1.0e-3, "ok"),
+        (dict(current), 2.5e-3, "ok"),
+    ]
+    assert results["best"]["config"] == BEST and results["best"]["tflops"] == 123.4
+    assert results["best"]["gbps"] > 0  # not stored: derived from the compiled plan's HBM bytes
     apply = found[2].command
     assert apply.command == "helion.applyConfig"
     assert list(apply.arguments) == [{"uri": uri, "kernel": "attention", "shapeSet": 0, "config": BEST}]

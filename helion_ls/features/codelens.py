@@ -41,7 +41,7 @@ def fmt_seconds(s: float) -> str:
 def throughput(seconds: float, metrics: dict[str, Any], compiled: Any) -> str:
     """TF/s for compute-bound kernels, GB/s for memory-bound ones (by the plan's arithmetic intensity)."""
     tflops, gbps = metrics.get("tflops"), metrics.get("gbps")
-    compute_bound = True
+    compute_bound = bool(tflops and tflops >= 1)  # without a plan: a guess from the figures themselves
     if compiled is not None and seconds > 0:
         plan = compiled.plan
         tflops = tflops if tflops is not None else plan.flops / seconds / 1e12

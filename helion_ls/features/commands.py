@@ -55,9 +55,9 @@ def start_tuning(ls: HelionServer, loaded: Loaded, view: KernelView, shape_set: 
     settings = ls.settings.for_uri(loaded.uri)
     units = [u for u in view.units if u.args and (shape_set is None or u.index == shape_set)]
     if not units:
+        which = "shape set" if shape_set is None else f"shape set {shape_set}"
         ls.tell_user(
-            f"{view.name} has no shape set {'' if shape_set is None else shape_set} to tune: add a "
-            "'# helion: args(...)' line above its decorator.",
+            f"{view.name} has no {which} to tune: add a '# helion: args(...)' line above its decorator.",
             types.MessageType.Warning,
         )
         return []
