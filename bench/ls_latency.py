@@ -163,10 +163,6 @@ class Bench:
         )
         self.client.initialized(types.InitializedParams())
 
-    @property
-    def pid(self) -> int:
-        return self.client._server.pid  # the server process this client started
-
     async def wait(self, key: tuple[str, int, str], timeout: float = 600) -> float:
         deadline = time.monotonic() + timeout
         while key not in self.stage_times:
@@ -295,15 +291,15 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         out["ten_kernels_all_changed_first_stage_ms"] = summary(whole)
         hover_many = [await bench.hover_ms(muri, "def bmm", 5) for _ in range(args.rounds)]
         out["ten_kernels_hover_ms"] = summary(hover_many)
-        out["server_rss_bytes"] = rss(bench.pid)
         stats = await bench.stats()
+        out["server_rss_bytes"] = rss(stats["pid"])
         out["check_worker_rss_bytes"] = rss(stats["checkWorkerPid"]) if stats.get("checkWorkerPid") else 0
         out["max_loop_lag_ms_during_compiles"] = stats["maxLoopLagMs"]
         out["max_gc_pause_ms"] = stats["maxGcPauseMs"]
 
         if args.tune_seconds > 0:
             out["during_tuning"] = await tune_phase(bench, uri, args)
-        out["server_rss_bytes_end"] = rss(bench.pid)
+        out["server_rss_bytes_end"] = rss((await bench.stats())["pid"])
     finally:
         await bench.stop()
         shutil.rmtree(ws, ignore_errors=True)

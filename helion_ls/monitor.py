@@ -76,6 +76,7 @@ class LoopMonitor:
 
     def stats(self) -> dict:
         return {
+            "pid": os.getpid(),
             "maxLoopLagMs": round(self.max_lag * 1000, 2),
             "slowTicks": len(self.lags),
             "maxGcPauseMs": round(self.max_gc_pause * 1000, 2),
