@@ -184,8 +184,8 @@ class Kernel:
         if "block_sizes" not in chosen:
             ir, cfg, layouts, report = self._shrink_defaults(specs, ir, uses, cfg, layouts, report, chip)
         diags.extend(_vmem_diagnostics(report, layouts, chip, cfg))
-        mutated = sorted({o.tensor.name for lay in layouts for o in lay.operands
-                          if o.kind == "inout" and o.tensor.origin == "arg"}, key=ir.params.index)
+        mutated = sorted({o.tensor.root.name for lay in layouts for o in lay.operands
+                          if o.kind == "inout" and o.tensor.root.origin == "arg"}, key=ir.params.index)
         header = _header(self, specs, cfg, chip, report)
         try:
             source, source_map = emit_module(ir, layouts, dict(cfg), header, self.module.path, mutated)

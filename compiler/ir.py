@@ -84,9 +84,15 @@ class HostTensor:
 
     value: Value  # its current host value
     name: str
-    origin: Literal["arg", "alloc", "derived"]
+    origin: Literal["arg", "alloc", "derived", "view"]
     init: Literal["empty", "zeros", "ones", "full"] | None = None
     fill: float = 0.0
+    base: HostTensor | None = None  # for a stored view (reshape/view of an arg or allocation): that tensor
+
+    @property
+    def root(self) -> HostTensor:
+        """The argument or allocation a stored view writes through to (itself when not a view)."""
+        return self.base.root if self.base is not None else self
 
 
 @dataclass(eq=False)

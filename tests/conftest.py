@@ -8,12 +8,13 @@ os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
+MORE_KERNELS = REPO / "tests" / "kernels"  # kernels in the same language that the examples do not show
 SHARED_KERNELS = REPO.parent / "shared" / "kernels"
 
 
 def kernel_files() -> list[Path]:
-    """The repo's examples and, when present beside the repo, the seed's kernels."""
-    files = sorted(EXAMPLES.glob("*.py"))
+    """The repo's examples, the extra test kernels and, when present beside the repo, the seed's kernels."""
+    files = sorted(EXAMPLES.glob("*.py")) + sorted(MORE_KERNELS.glob("*.py"))
     if SHARED_KERNELS.is_dir():
         files += sorted(SHARED_KERNELS.glob("*.py"))
     return files

@@ -56,8 +56,12 @@ class HostWriter(RegionWriter):
         ids = set()
         for lay in self.layouts.values():
             for o in lay.operands:
-                if o.kind == "inout" and o.tensor.origin == "alloc":
-                    ids.add(o.tensor.value.id)
+                if o.kind == "inout" and o.tensor.root.origin == "alloc":
+                    ids.add(o.tensor.root.value.id)
+        for n in self.ir.host:  # an allocation that host code reshapes into a view must exist
+            if isinstance(n, Op) and n.kind != "alloc":
+                ids.update(a.id for a in n.args if isinstance(a, Value) and isinstance(a.producer, Op)
+                           and a.producer.kind == "alloc")
         return ids
 
     def pallas_call(self, grid: GridLoop) -> None:
@@ -108,6 +112,10 @@ class HostWriter(RegionWriter):
         self.out.add(2, "),")
         self.out.add(2, "interpret=interpret,")
         self.out.add(1, f")({', '.join(self._host_name(o.tensor.value) for o in ins)})")
+        for o in outs:  # a view the kernel wrote: the tensor it views now has those contents
+            if o.tensor.base is not None:
+                root = o.tensor.root.value
+                self.out.add(1, f"{self._host_name(root)} = {self._host_name(o.tensor.value)}.reshape{literal(tuple(root.shape))}")
 
     def _spec(self, o: OperandLayout) -> str:
         if o.memory == "hbm":

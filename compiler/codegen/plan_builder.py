@@ -135,7 +135,8 @@ def build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chip
     ops = list(operands.values())
     # tensors written by the call: arguments and already-initialised buffers keep their contents (aliasing)
     for o in ops:
-        if o.kind == "output" and (o.tensor.origin == "arg" or o.tensor.init not in (None, "empty")):
+        root = o.tensor.root
+        if o.kind == "output" and (root.origin == "arg" or root.init not in (None, "empty")):
             o.kind = "inout"
     out_patterns: dict[int, OperandLayout] = {}
     for o in ops:

@@ -329,6 +329,17 @@ class Tracer(ExpressionEvaluator):
         self.tensors[value.id] = ht
         return ht
 
+    def _view_base(self, value: Value, rng: Range) -> HostTensor | None:
+        """The argument or allocation `value` reshapes, when it is a chain of reshapes of one."""
+        prod = value.producer
+        if not (isinstance(prod, Op) and prod.kind == "reshape" and isinstance(prod.args[0], Value)):
+            return None
+        source = prod.args[0]
+        ht = self.host_tensor(source, rng)
+        if ht.origin in ("arg", "alloc"):
+            return ht
+        return self._view_base(source, rng)
+
     def index_items(self, tensor: Value, index: Any, rng: Range) -> tuple[tuple, ...]:
         items = list(index) if isinstance(index, tuple) else [index]
         flat: list[Any] = []
@@ -422,7 +433,11 @@ class Tracer(ExpressionEvaluator):
             raise UserError("HPL101", "host code cannot write into tensors; do it inside an hl.tile loop", rng)
         ht = self.host_tensor(base, rng)
         if ht.origin == "derived":
-            raise UserError("HPL101", f"cannot store into `{ht.name}`, a view computed in host code; store into the tensor itself", rng)
+            root = self._view_base(base, rng)
+            if root is None:
+                raise UserError("HPL101", f"cannot store into `{ht.name}`: only views (.view / .reshape) of a kernel "
+                                          "argument or allocation can be written", rng)
+            ht.origin, ht.base = "view", root
         index = self.eval(target.slice)
         items = self.index_items(base, index, rng)
         if any(it[0] == "newaxis" for it in items):
