@@ -31,9 +31,7 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
 REPO = Path(__file__).resolve().parents[1]
-SEEDS = Path(os.environ.get("HELION_SEEDS", "/work/shared/kernels"))
-if not SEEDS.is_dir():
-    SEEDS = REPO / "examples"
+SEEDS = REPO / "tests" / "test_ls_seeds"  # the seed kernels as the ls tests use them (<name>.py.txt)
 HEADER = "import math\n\nimport torch\n\nimport helion\nimport helion.language as hl\n\n\n"
 KERNEL_SECTION = re.compile(r"(# helion: args.*?)(?=\n\ndef reference|\Z)", re.S)
 
@@ -57,10 +55,10 @@ def summary(values: list[float]) -> dict[str, float]:
 def ten_kernel_file() -> str:
     """The six seed kernels plus four renamed copies: ten distinct kernels, 14 shape sets."""
     sections = {}
-    for path in sorted(SEEDS.glob("*.py")):
+    for path in sorted(SEEDS.glob("*.py.txt")):
         match = KERNEL_SECTION.search(path.read_text())
         if match:
-            sections[path.stem] = match.group(1).rstrip() + "\n"
+            sections[path.name.removesuffix(".py.txt")] = match.group(1).rstrip() + "\n"
     parts = list(sections.values())
     for name in ["add", "softmax", "bmm", "batch_softmax"]:
         parts.append(re.sub(rf"\bdef {name}\(", f"def {name}_copy(", sections[name]))
@@ -242,7 +240,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         await bench.start()
         out["startup_ms"] = (time.perf_counter() - t0) * 1e3
 
-        attention = (SEEDS / "attention.py").read_text()
+        attention = (SEEDS / "attention.py.txt").read_text()
         uri = bench.open("attention.py", attention)
         start = time.perf_counter()
         await bench.wait((uri, 1, "final"))

@@ -23,8 +23,8 @@ from pygls.protocol import default_converter
 from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
-SEEDS = Path("/work/shared/kernels")
 REPO = Path(__file__).resolve().parent.parent
+SEEDS = REPO / "tests" / "test_ls_seeds"  # verbatim copies of the seed kernels, as <name>.py.txt
 SERVER = [sys.executable, "-m", "helion_ls", "--log-level", "INFO"]
 
 
@@ -115,8 +115,8 @@ def server_config(**env: str) -> ClientServerConfig:
 def make_workspace(root: Path) -> Path:
     ws = root / "ws"
     ws.mkdir()
-    for seed in SEEDS.glob("*.py"):
-        shutil.copy(seed, ws / seed.name)
+    for seed in SEEDS.glob("*.py.txt"):
+        shutil.copy(seed, ws / seed.name.removesuffix(".txt"))
     return ws
 
 
