@@ -221,3 +221,17 @@ def _alive(pid: int) -> bool:
             return f.read().split()[2] != "Z"
     except OSError:
         return False
+
+
+async def test_tune_file_queues_every_shape_set_of_every_kernel(client: LanguageClient):
+    path = client.ws / "add.py"
+    uri = open_doc(client, path)
+    await stage_diagnostics(client, uri, 1, "front")
+    result = await execute(client, "helion.tuneFile", {"uri": uri})
+    assert [(j["kernel"], j["shapeSet"]) for j in result["jobs"]] == [("add", 0), ("add", 1)]
+    out = await execute(client, "helion.cancelTuning", {"uri": uri, "kernel": None})
+    assert sorted(j["shapeSet"] for j in out["cancelled"]) == [0, 1]
+    for index in (0, 1):
+        assert attr(await wait_state(client, uri, "add", FINAL, index), "state") == "cancelled"
+    with pytest.raises(Exception, match="is not open"):
+        await execute(client, "helion.tuneFile", {"uri": uri + ".nope"})
