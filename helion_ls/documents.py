@@ -175,7 +175,7 @@ def _name_range(node: ast.FunctionDef, lines: list[str]) -> Range:
 
 def _unit_configs(kernel: Any, count: int) -> list[Config | None]:
     """`configs=[...]` gives one config per shape set when it has one per set; else `config=` for all."""
-    configs = list(getattr(kernel, "decorator_configs", None) or [])
+    configs = list(kernel.decorator_configs or [])
     if configs and len(configs) == count:
         return configs
     return [kernel.decorator_config] * count

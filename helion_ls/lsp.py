@@ -67,10 +67,6 @@ def range_json(rng: types.Range) -> dict[str, Any]:
     }
 
 
-def from_lsp_range(rng: types.Range, lines: list[str], encoding: str = UTF16) -> Range:
-    return Range(from_lsp_position(rng.start, lines, encoding), from_lsp_position(rng.end, lines, encoding))
-
-
 _SEVERITY = {
     Severity.ERROR: types.DiagnosticSeverity.Error,
     Severity.WARNING: types.DiagnosticSeverity.Warning,

@@ -140,6 +140,3 @@ class PositionMap:
 
     def forward_range(self, rng: Range) -> Range:
         return Range(self.forward(rng.start), self.forward(rng.end))
-
-    def backward_range(self, rng: Range) -> Range:
-        return Range(self.backward(rng.start), self.backward(rng.end))

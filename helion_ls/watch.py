@@ -79,11 +79,6 @@ class Watcher:
         except OSError as exc:  # e.g. the inotify watch limit
             log.warning("cannot watch %s for external changes: %s", folder, exc)
 
-    def unwatch_store(self, path: str) -> None:
-        watch = self._stores.pop(path, None)
-        if watch is not None:
-            self._observer.unschedule(watch)
-
     def stop(self) -> None:
         for timer in self._timers.values():
             timer.cancel()
