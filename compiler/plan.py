@@ -59,7 +59,7 @@ class Scratch:
     shape: tuple[int, ...]
     dtype: str
     itemsize: int
-    role: Literal["carried", "accumulator", "semaphore"]
+    role: Literal["carried", "counter"]  # counter: an SMEM step count of an emit_pipeline loop (not VMEM)
     range: Range
 
 

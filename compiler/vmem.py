@@ -107,6 +107,8 @@ def operand_row(op: Operand, call: str) -> VmemRow:
 def call_rows(call: CallPlan) -> list[VmemRow]:
     rows = [operand_row(op, call.name) for op in call.operands]
     for s in call.scratch:
+        if s.role == "counter":  # lives in SMEM
+            continue
         b = padded_bytes(s.shape, _DTYPES[s.dtype])
         rows.append(VmemRow(s.name, "scratch / carried value", s.shape, s.dtype, b, 1, b, call.name))
     if call.temporaries_bytes:

@@ -102,7 +102,8 @@ class HostWriter(RegionWriter):
         if lay.scratch_plan:
             self.out.add(2, "scratch_shapes=[")
             for s in lay.scratch_plan:
-                self.out.add(3, f"pltpu.VMEM({literal(tuple(s.shape))}, jnp.{s.dtype}),  # {s.name}", s.range)
+                space = "SMEM" if s.role == "counter" else "VMEM"
+                self.out.add(3, f"pltpu.{space}({literal(tuple(s.shape))}, jnp.{s.dtype}),  # {s.name}", s.range)
             self.out.add(2, "],")
         if aliases:
             self.out.add(2, f"input_output_aliases={aliases!r},")

@@ -8,7 +8,7 @@ from ..frontend.values import NamedConst
 from ..ir import InnerLoop, KernelIR, Load, Node, Op, Store, TileDim, walk
 from .emit_base import RESERVED, Names, Output, RegionWriter, flat
 from .exprs import dtype_text, literal
-from .plan_builder import CallLayout, OperandLayout, loop_strategy, py_name
+from .plan_builder import STEP, CallLayout, OperandLayout, loop_strategy, py_name
 
 
 class KernelWriter(RegionWriter):
@@ -276,8 +276,21 @@ class KernelWriter(RegionWriter):
                 params.append(name)
                 outs.append(self._inner_spec(o))
                 out_args.append(o.ref_name if o.kind == "output" else f"{o.ref_name[:-4]}_out_hbm")
-        body_name = self.names.fresh(f"{py_name(loop.dims[0].name)}_step")
+        counter = lay.scratch.get((loop.index, STEP))
+        if counter:
+            self.out.add(indent, f"{counter}[0] = 0", loop.range)
+        body_name = self.names.fresh(f"{py_name(loop.dims[0].name)}_body")
         self.out.add(indent, f"def {body_name}({', '.join(params)}):", loop.range)
+        if counter:  # the pipeline body does not see its step: count steps in SMEM
+            step = self.names.fresh("step")
+            self.out.add(indent + 1, f"{step} = {counter}[0]")
+            rest = 1
+            for d in reversed(loop.dims):
+                var = self.names.fresh(d.name)
+                self.loop_vars[(d.loop_id, d.axis)] = var
+                self.out.add(indent + 1, f"{var} = {step}" if len(loop.dims) == 1 else f"{var} = ({step} // {rest}) % {d.steps}")
+                rest *= d.steps
+            self.out.add(indent + 1, f"{counter}[0] = {step} + 1")
         for c in loop.carried:
             scratch = lay.scratch[(loop.index, c.name)]
             read = f"{scratch}[...]" if c.phi.shape else f"{scratch}[0]"

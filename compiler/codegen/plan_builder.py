@@ -16,7 +16,7 @@ import torch
 
 from ..chips import Chip
 from ..diagnostics import Range, UserError
-from ..ir import GridLoop, HostTensor, InnerLoop, KernelIR, Load, Node, Store, TileDim
+from ..ir import GridLoop, HostTensor, InnerLoop, KernelIR, Load, Node, Op, Store, TileDim, walk
 from ..plan import CallPlan, Operand, Scratch
 from ..plan import InnerLoop as PlanInnerLoop
 from .work import padded_bytes, region_work, temporaries_bytes
@@ -293,10 +293,29 @@ def _scratch(grid: GridLoop, loop_type: object) -> tuple[dict, list[Scratch]]:
                         dtype = c.phi.dtype
                         plan.append(Scratch(name, tuple(c.phi.shape) or (1,), JNP_DTYPES[dtype], dtype.itemsize,
                                             "carried", n.range))
+                    if _uses_own_position(n):
+                        name = f"{py_name(n.dims[0].name)}_step"
+                        names[(n.index, STEP)] = name
+                        plan.append(Scratch(name, (1,), "int32", 4, "counter", n.range))
                 visit(n.body)
 
     visit(grid.body)
     return names, plan
+
+
+STEP = "#step"  # key of an emit_pipeline loop's step counter in CallLayout.scratch
+
+
+def _uses_own_position(loop: InnerLoop) -> bool:
+    """Does the loop body read its tiles' begin/end/index/id? (emit_pipeline then needs a step counter)."""
+    own = {(d.loop_id, d.axis) for d in loop.dims}
+    for n in walk(loop.body):
+        if isinstance(n, Op) and n.kind in ("tile_begin", "tile_end", "tile_id", "iota"):
+            for a in n.args:
+                dim = a[1] if isinstance(a, tuple) and len(a) == 2 else a
+                if isinstance(dim, TileDim) and (dim.loop_id, dim.axis) in own:
+                    return True
+    return False
 
 
 def _call_plan(layout: CallLayout, loop_type: object, chip: Chip) -> CallPlan:
