@@ -67,10 +67,12 @@ class Module:
 
 
 class Kernel:
-    """One `@helion.kernel` function as written."""
+    """One `@helion.kernel` function as written (it keeps the file's facts, not a link back to the Module)."""
 
     def __init__(self, module: Module, definition: KernelDef):
-        self.module = module
+        self.info = module.info
+        self.path = module.path
+        self.source = module.source
         self.definition = definition
         self.name = definition.name
         self.range = Range.of(definition.node)
@@ -87,7 +89,7 @@ class Kernel:
 
     @cached_property
     def source_hash(self) -> str:
-        info = self.module.info
+        info = self.info
         return source_hash(self.definition.node, used_helpers(self.definition.node, info.functions), info.constants)
 
     # -- public entry points --------------------------------------------------------------------------
@@ -106,6 +108,16 @@ class Kernel:
             return coerce_args(args)
         except SpecError as exc:
             raise CompileError([error("HPL104", f"bad args: {exc}", self.decorator_range)]) from None
+
+    def config_for(self, shape_set: int | None) -> Config | None:
+        """The config the decorator gives a shape set: `configs=[...]` with one entry per shape set (what
+        Apply writes for several shape sets), else `config=`, else the first of `configs`."""
+        configs = self.decorator_configs
+        if configs and shape_set is not None and len(configs) == len(self.shape_sets) and shape_set < len(configs):
+            return configs[shape_set]
+        if self.decorator_config is not None:
+            return self.decorator_config
+        return configs[0] if configs else None
 
     def compile(self, args: Any = None, config: Config | Mapping | str | None = None, chip: str | Chip = "v7x",
                 shape_set: int | None = None) -> CompiledKernel:
@@ -139,7 +151,7 @@ class Kernel:
             raise CompileError([error("HPL109", "block_sizes must be a list of integers", self.decorator_range)])
         provisional = BlockSizeTable(given, lambda i, extent: min(extent, 128))
         try:
-            ir = Tracer(self.module.info, self.definition.node, specs, provisional).run()
+            ir = Tracer(self.info, self.definition.node, specs, provisional).run()
         except UserError as exc:
             raise CompileError([exc.diagnostic(self.range)]) from None
         except RecursionError:
@@ -159,8 +171,16 @@ class Kernel:
     def _compile(self, args: Any, config: Any, chip: str | Chip, shape_set: int | None) -> CompiledKernel:
         chip = _chip(chip)
         specs = self.resolve_args(args, shape_set)
+        if config is None and args is None:
+            config = self.config_for(shape_set or 0)
+            from_decorator = True
+        elif config is None:
+            config = self.config_for(self._shape_set_of(specs))
+            from_decorator = True
+        else:
+            from_decorator = False
         try:
-            cfg = as_config(config if config is not None else self.decorator_config)
+            cfg = as_config(config)
         except ConfigError as exc:
             raise CompileError([error("HPL109", str(exc), self.decorator_range)]) from None
         _check_config_kinds(cfg, self.decorator_range)
@@ -170,11 +190,11 @@ class Kernel:
             ir, uses, _ = self._trace(specs, cfg, chip)
         if len(cfg["block_sizes"]) > len(uses):
             cfg = cfg.replace(block_sizes=list(cfg["block_sizes"])[: len(uses)])
-        diags = check_blocks(uses, list(cfg["block_sizes"]), config is not None)
+        diags = check_blocks(uses, list(cfg["block_sizes"]), from_decorator)
         if any(d.is_error for d in diags):
             raise CompileError(diags)
         layouts, report = self._layouts(ir, cfg, chip)
-        chosen = (config if config is not None else self.decorator_config) or {}
+        chosen = config or {}
         if report.verdict == "out_of_vmem" and ir.inner_loops and "pallas_loop_type" not in chosen:
             # the default strategy keeps inner operands resident; when that cannot fit, stream them instead
             streamed = cfg.replace(pallas_loop_type="emit_pipeline")
@@ -188,12 +208,15 @@ class Kernel:
                           if o.kind == "inout" and o.tensor.root.origin == "arg"}, key=ir.params.index)
         header = _header(self, specs, cfg, chip, report)
         try:
-            source, source_map = emit_module(ir, layouts, dict(cfg), header, self.module.path, mutated)
+            source, source_map = emit_module(ir, layouts, dict(cfg), header, self.path, mutated)
         except UserError as exc:
             raise CompileError([exc.diagnostic(self.range)]) from None
         plan = _kernel_plan(ir, layouts, chip)
         return CompiledKernel(self, specs, cfg, chip, source, source_map, plan, report, diags, mutated)
 
+
+    def _shape_set_of(self, specs: dict[str, ArgSpec]) -> int | None:
+        return next((i for i, s in enumerate(self.shape_sets) if s == specs), None)
 
     def _shrink_defaults(self, specs: dict, ir: KernelIR, uses: list[BlockUse], cfg: Config,
                          layouts: list[CallLayout], report: VmemReport, chip: Chip) -> tuple:
@@ -202,7 +225,7 @@ class Kernel:
             if report.verdict == "fits":
                 break
             blocks = list(cfg["block_sizes"])
-            shrinkable = [u for u in uses if u.role != "lane" and any(c < blocks[u.index] for c in candidates(u))]
+            shrinkable = [u for u in uses if u.role in ("sublane", "leading") and any(c < blocks[u.index] for c in candidates(u))]
             if not shrinkable:
                 break
             use = max(shrinkable, key=lambda u: blocks[u.index])
@@ -359,13 +382,12 @@ def _vmem_diagnostics(report: VmemReport, layouts: list[CallLayout], chip: Chip,
             resident = [o for o in lay.operands if o.memory == "resident"]
             advice = ("keep inner-loop operands in HBM with pallas_loop_type='emit_pipeline', single-buffer them "
                       "(pallas_load_buffer_count=1) or use smaller blocks") if resident else "use smaller blocks"
-            fix = None
             diags.append(error(
                 "HPL300",
                 f"out of VMEM on {chip.name}: buffers need {fmt_bytes(total)} but at most "
                 f"{fmt_bytes(chip.max_vmem_limit_bytes)} can be requested ({fmt_bytes(chip.vmem_capacity_bytes)} "
                 f"capacity); {advice}",
-                rng, related=related, fix=fix,
+                rng, related=related,
                 data={"total_bytes": total, "suggest_loop_type": "emit_pipeline" if resident else None},
             ))
         elif total > chip.default_scoped_vmem_bytes:
@@ -422,7 +444,7 @@ def _kernel_plan(ir: KernelIR, layouts: list[CallLayout], chip: Chip) -> KernelP
 
 
 def _header(kernel: Kernel, specs: dict[str, ArgSpec], cfg: Config, chip: Chip, report: VmemReport) -> str:
-    where = os.path.basename(kernel.module.path) if kernel.module.path else "<source>"
+    where = os.path.basename(kernel.path) if kernel.path else "<source>"
     return (
         f'"""Pallas TPU kernel generated by helion-ls from `{kernel.name}` ({where}:{kernel.range.start.line + 1}).\n\n'
         f"Shapes: {format_args(specs)}\n"

@@ -28,16 +28,22 @@ class ConfigError(ValueError):
     """A config that cannot be parsed or has a value of the wrong kind."""
 
 
+class _FrozenDict(tuple):
+    """A dict value made hashable (sorted items); thaws back to a dict."""
+
+
 def _freeze(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return tuple(_freeze(v) for v in value)
     if isinstance(value, dict):
-        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+        return _FrozenDict(sorted((k, _freeze(v)) for k, v in value.items()))
     return value
 
 
 def _thaw(value: Any) -> Any:
-    """Lists print as lists, like Helion's Config does."""
+    """Lists print as lists, like Helion's Config does; dicts stay dicts."""
+    if isinstance(value, _FrozenDict):
+        return {k: _thaw(v) for k, v in value}
     if isinstance(value, tuple):
         return [_thaw(v) for v in value]
     return value

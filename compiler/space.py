@@ -1,8 +1,10 @@
 """Block-size legality, default configs and the config space of a kernel for given shapes.
 
-TPU rule (Mosaic): of a block's last two dims, the last must be a multiple of 128 and the second-minor a
-multiple of 8, unless the block spans the whole dimension. Inner-loop blocks must also divide the loop's
-extent (the loop slices a resident block or streams whole blocks).
+TPU rules (Mosaic): of a block's last two dims, the last must be a multiple of 128 and the second-minor a
+multiple of 8, unless the block spans the whole dimension; a rank-1 block must span the array, be a multiple
+of 1024, or be a power of two of at least 128 * (4 / itemsize). A block size that tiles several tensors must
+satisfy every rule it meets. Inner-loop blocks must also divide the loop's extent (the loop slices a
+resident block or streams whole blocks).
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import LOOP_TYPES, Config
-from .diagnostics import Diagnostic, Fix, Range, error, hint
+from .diagnostics import Diagnostic, Range, error, hint
 from .ir import InnerLoop, KernelIR, walk
 
-LANE, SUBLANE, LEADING = "lane", "sublane", "leading"
+LANE, SUBLANE, LEADING, RANK1 = "lane", "sublane", "leading", "rank1"
+_MIN = {LANE: 128, SUBLANE: 8, LEADING: 1}
 
 
 @dataclass(frozen=True)
@@ -26,28 +29,41 @@ class BlockUse:
 
     index: int
     extent: int
-    role: str  # lane | sublane | leading
+    roles: frozenset[str]  # lane | sublane | leading | rank1, one per kind of dim it tiles
     tensors: tuple[str, ...]
     inner: bool  # tiles an inner (non-grid) loop
     range: Range
-    itemsize: int = 4
+    itemsize: int = 4  # smallest itemsize among the tensors it tiles
+
+    @property
+    def role(self) -> str:
+        """The strictest role, for messages and defaults."""
+        for r in (RANK1, LANE, SUBLANE):
+            if r in self.roles:
+                return r
+        return LEADING
+
+    def minimum(self) -> int:
+        """Smallest legal block below the full extent."""
+        lo = max((_MIN.get(r, 1) for r in self.roles), default=1)
+        if RANK1 in self.roles:
+            lo = max(lo, 128 * max(1, 4 // self.itemsize))
+        return lo
 
 
 def block_uses(ir: KernelIR, ranges: list[Range], extents: list[int]) -> list[BlockUse]:
     inner_blocks = {d.block_index for lp in ir.inner_loops for d in lp.dims if d.block_index is not None}
     uses = []
     for i, dims in enumerate(ir.block_size_dims):
-        role = LEADING
-        names, itemsize = [], 4
+        roles, names, itemsize = set(), [], 4
         for tensor, dim in dims:
             nd = len(tensor.value.shape)
-            r = LANE if dim == nd - 1 else (SUBLANE if dim == nd - 2 else LEADING)
-            if r == LANE or (r == SUBLANE and role == LEADING):
-                role = r
+            roles.add(RANK1 if nd == 1 else LANE if dim == nd - 1 else SUBLANE if dim == nd - 2 else LEADING)
             if tensor.name not in names:
                 names.append(tensor.name)
             itemsize = min(itemsize, tensor.value.dtype.itemsize)
-        uses.append(BlockUse(i, extents[i], role, tuple(names), i in inner_blocks, ranges[i], itemsize))
+        uses.append(BlockUse(i, extents[i], frozenset(roles or {LEADING}), tuple(names), i in inner_blocks,
+                             ranges[i], itemsize))
     return uses
 
 
@@ -56,18 +72,22 @@ def legal(use: BlockUse, value: int) -> bool:
         return True
     if use.inner and use.extent % value:
         return False
-    if use.role == LANE:
-        return value % 128 == 0
-    if use.role == SUBLANE:
-        return value % 8 == 0
-    return value >= 1
+    if value < 1:
+        return False
+    if LANE in use.roles and value % 128:
+        return False
+    if SUBLANE in use.roles and value % 8:
+        return False
+    if RANK1 in use.roles:
+        power_of_two = value & (value - 1) == 0
+        return value % 1024 == 0 or (power_of_two and value >= 128 * max(1, 4 // use.itemsize))
+    return True
 
 
 def candidates(use: BlockUse) -> list[int]:
     """Legal block sizes worth trying: powers of two in range plus the full extent."""
     out = []
-    lo = {LANE: 128, SUBLANE: 8, LEADING: 1}[use.role]
-    v = lo
+    v = use.minimum()
     while v < use.extent:
         if legal(use, v):
             out.append(v)
@@ -77,7 +97,7 @@ def candidates(use: BlockUse) -> list[int]:
 
 
 def default_block(use: BlockUse) -> int:
-    target = {LANE: 512, SUBLANE: 256, LEADING: 1}[use.role]
+    target = {RANK1: 1024, LANE: 512, SUBLANE: 256, LEADING: 1}[use.role]
     ok = [c for c in candidates(use) if c <= max(target, 1)]
     return ok[-1] if ok else candidates(use)[0]
 
@@ -99,18 +119,20 @@ def check_blocks(uses: list[BlockUse], values: list[int], given: bool) -> list[D
                                   f"of {', '.join(use.tensors)}", use.range))
             continue
         best = nearest_legal(use, value)
-        what = {LANE: "the lane (last) dim", SUBLANE: "the sublane (second-to-last) dim", LEADING: "a dim"}[use.role]
+        what = {LANE: "the lane (last) dim", SUBLANE: "the sublane (second-to-last) dim", LEADING: "a dim",
+                RANK1: "the only dim of a 1-D block"}[use.role]
         if use.inner and use.extent % value:
             reason = f"must divide the inner loop's extent {use.extent}"
             code = "HPL201"
         else:
-            rule = {LANE: "a multiple of 128", SUBLANE: "a multiple of 8"}.get(use.role, "positive")
+            rule = {LANE: "a multiple of 128", SUBLANE: "a multiple of 8",
+                    RANK1: f"a multiple of 1024 or a power of two >= {use.minimum()}"}.get(use.role, "positive")
             reason = f"must be {rule} or the full {use.extent}"
             code = "HPL200"
         msg = (f"block_sizes[{use.index}]={value} tiles {what} of {', '.join(use.tensors) or 'the loop'} "
                f"(size {use.extent}): {reason}; try {best}")
-        diags.append(error(code, msg, use.range, data={"block_index": use.index, "suggested": best},
-                           fix=None if not given else Fix(f"Use block size {best}", use.range, str(best))))
+        diags.append(error(code, msg, use.range, data={"block_index": use.index, "suggested": best,
+                                                       "from_decorator": given}))
     return diags
 
 

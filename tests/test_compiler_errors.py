@@ -49,7 +49,7 @@ def test_bad_block_size_on_tile_line():
     assert d.code == "HPL200"
     assert "block_sizes[1]=100" in d.message and "multiple of 128" in d.message and "try 128" in d.message
     assert d.range.start.line == 8 and d.range.start.character == 4
-    assert d.fix is not None and d.fix.new_text == "128"
+    assert d.data["block_index"] == 1 and d.data["suggested"] == 128
 
 
 def test_inner_block_must_divide():

@@ -119,7 +119,7 @@ def test_other_chips_are_labelled_uncalibrated() -> None:
 
 
 def test_space_prunes_configs_that_do_not_fit_vmem(attention: compiler.Kernel) -> None:
-    problem = Problem(attention.module.source, "attention", attention.shape_sets[1], "v7x")
+    problem = Problem(attention.source, "attention", attention.shape_sets[1], "v7x")
     space = KernelSpace(problem, attention, attention.config_space(problem.args, "v7x"))
     ok, reason = space.is_valid(compiler.Config(SEED_UNROLL))
     assert not ok and "out of VMEM" in reason and "v7x" in reason

@@ -128,10 +128,7 @@ class OpBuilder:
         ndim = len(x.shape)
         if dim is not None:
             dims = dim if isinstance(dim, tuple) else (dim,)
-            try:
-                dims = tuple(d % ndim if ndim else 0 for d in dims)
-            except TypeError:
-                raise UserError("HPL106", f"{name}: dim must be an integer", rng) from None
+            dims = tuple(_check_dim(d, ndim, name, rng) for d in dims)
             dim = dims if isinstance(dim, tuple) else dims[0]
         if name in ("max", "min") and dim is not None:
             fn = torch.amax if name == "max" else torch.amin
@@ -151,7 +148,7 @@ class OpBuilder:
                          meta, rng)
 
     def softmax(self, name: str, x: Value, dim: int, dtype: torch.dtype | None, rng: Range) -> Value:
-        dim = dim % max(1, len(x.shape))
+        dim = _check_dim(dim, len(x.shape), name, rng)
         fn = torch.softmax if name == "softmax" else torch.log_softmax
         return self.make(name, (x,), {"dim": dim, "dtype": dtype}, lambda t, dim, dtype: fn(t, dim, dtype=dtype), rng)
 
@@ -227,6 +224,16 @@ class OpBuilder:
         out.producer = op
         self.emit(op)
         return out
+
+
+def _check_dim(dim: Any, ndim: int, name: str, rng: Range) -> int:
+    """A dim argument as torch accepts it: -ndim <= dim < ndim (a scalar accepts 0 and -1)."""
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise UserError("HPL106", f"{name}: dim must be a constant integer", rng)
+    size = max(1, ndim)
+    if not -size <= dim < size:
+        raise UserError("HPL105", f"{name}: dim {dim} is out of range for a {ndim}-d tensor", rng)
+    return dim % size
 
 
 def _tensorize(x: Any, y: Any) -> tuple:

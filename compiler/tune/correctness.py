@@ -93,7 +93,7 @@ def check_compiled(ck: CompiledKernel, seed: int = 0) -> CorrectnessResult:
         return done("failed", f"the generated kernel raised {type(exc).__name__}: {_first_line(exc)}")
     try:
         want = run_reference(
-            ck.kernel.module.source,
+            ck.kernel.source,
             ck.kernel.name,
             theirs,
             block_sizes=list(ck.config.get("block_sizes", [])),

@@ -419,7 +419,7 @@ def _gate(
 def decorator_line(kernel: Kernel, config: Mapping[str, Any]) -> str:
     """`@helion.kernel(<the decorator's other arguments>, config=helion.Config(...))` to paste."""
     cfg = repr(Config(dict(config)))
-    text = _range_text(kernel.module.source, kernel.decorator_range)
+    text = _range_text(kernel.source, kernel.decorator_range)
     try:
         node = ast.parse(text.strip(), mode="eval").body
     except SyntaxError:
