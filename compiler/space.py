@@ -15,9 +15,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from .codegen.plan_builder import multi_dim_tile_loops
 from .config import LOOP_TYPES, Config
 from .diagnostics import Diagnostic, Range, error, hint
-from .ir import InnerLoop, KernelIR, walk
+from .ir import GridLoop, InnerLoop, KernelIR, Load, walk
 
 LANE, SUBLANE, LEADING, RANK1 = "lane", "sublane", "leading", "rank1"
 _MIN = {LANE: 128, SUBLANE: 8, LEADING: 1}
@@ -148,6 +149,7 @@ class ConfigSpace:
     n_blocks: int = 0
     n_loops: int = 0
     n_loads: int = 0
+    n_orders: int = 0  # multi-dim hl.tile loops (loop_orders entries)
 
     @property
     def size(self) -> int:
@@ -160,6 +162,13 @@ class ConfigSpace:
         if self.n_loops:
             loops = [point[f"pallas_loop_type[{i}]"] for i in range(self.n_loops)]
             values["pallas_loop_type"] = loops[0] if len(set(loops)) == 1 else loops
+        if self.n_orders:
+            orders = [list(point.get(f"loop_orders[{i}]", ())) for i in range(self.n_orders)]
+            orders = [o or list(range(n)) for o, n in zip(orders, self._order_sizes(), strict=True)]
+            if any(o != sorted(o) for o in orders):
+                values["loop_orders"] = orders
+            else:
+                values.pop("loop_orders", None)
         if self.n_loads:
             bufs = [point[f"pallas_load_buffer_count[{i}]"] for i in range(self.n_loads)]
             if any(b != 2 for b in bufs):
@@ -168,8 +177,13 @@ class ConfigSpace:
                 values.pop("pallas_load_buffer_count", None)
         return Config(values)
 
+    def _order_sizes(self) -> list[int]:
+        sizes = {int(n.split("[")[1][:-1]): len(v[0]) for n, v in self.dimensions if n.startswith("loop_orders")}
+        return [sizes.get(i, 0) for i in range(self.n_orders)]
+
     def point_of(self, config: Config) -> dict[str, Any]:
         point = {}
+        orders = list(config.get("loop_orders", []))
         blocks = list(config.get("block_sizes", []))
         loops = config.get("pallas_loop_type", "unroll")
         bufs = config.get("pallas_load_buffer_count", 2)
@@ -180,6 +194,8 @@ class ConfigSpace:
                 point[name] = blocks[i] if i < len(blocks) else values[0]
             elif key == "pallas_loop_type":
                 point[name] = loops if isinstance(loops, str) else (loops[i] if i < len(loops) else values[0])
+            elif key == "loop_orders":
+                point[name] = tuple(orders[i]) if i < len(orders) else values[0]
             else:
                 point[name] = bufs if isinstance(bufs, int) else (bufs[i] if i < len(bufs) else 2)
         return point
@@ -202,7 +218,25 @@ def build_space(ir: KernelIR, uses: list[BlockUse]) -> ConfigSpace:
     n_loads = len(ir.loads) if buffered else 0
     for i in range(n_loads):
         dims.append((f"pallas_load_buffer_count[{i}]", [2, 1] if i in buffered else [2]))
-    return ConfigSpace(dims, Config(), len(uses), n_loops, n_loads)
+    # the launch-grid order matters when some input block stays put along a grid axis (its copy is skipped
+    # while consecutive steps keep it); other multi-dim loops keep their written order
+    tile_loops = multi_dim_tile_loops(ir)
+    for i, lp in enumerate(tile_loops):
+        perms = [tuple(range(len(lp.dims)))]
+        if isinstance(lp, GridLoop) and _order_matters(ir, lp):
+            perms = [tuple(p) for p in itertools.permutations(range(len(lp.dims)))]
+        dims.append((f"loop_orders[{i}]", perms))
+    return ConfigSpace(dims, Config(), len(uses), n_loops, n_loads, len(tile_loops))
+
+
+def _order_matters(ir: KernelIR, grid: GridLoop) -> bool:
+    own = {d.loop_id for d in grid.dims}
+    for n in walk(grid.body):
+        if isinstance(n, Load):
+            used = {it[1].axis for it in n.index if it[0] in ("tile", "grid", "id") and it[1].loop_id in own}
+            if used and len(used) < len(grid.dims):
+                return True
+    return False
 
 
 def loops_of(ir: KernelIR) -> list[InnerLoop]:

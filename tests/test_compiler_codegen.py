@@ -150,3 +150,23 @@ def test_per_block_rows_stay_legal_on_tpu():
     inputs = make_inputs(ck.args)
     expected = run_reference(path.read_text(), "rms_norm_bwd", [t.clone() for t in inputs], block_sizes=[128])
     assert compare(ck(*[t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]), expected) is None
+
+
+def test_loop_orders_permute_the_launch_grid():
+    import torch
+
+    from compiler.check import compare
+    from compiler.reference import make_inputs, run_reference
+
+    path = EXAMPLES / "bmm.py"
+    kernel = compiler.load(path).kernels["bmm"]
+    args = "a=f32[2, 256, 512], b=f32[2, 512, 256]"
+    assert any(n == "loop_orders[0]" and len(v) == 6 for n, v in kernel.config_space(args).dimensions)
+    ck = kernel.compile(args=args, config={"block_sizes": [1, 128, 128, 512], "loop_orders": [[2, 0, 1]]})
+    assert ck.plan.calls[0].grid == (2, 2, 2)
+    assert "lambda tile_n, tile_b, tile_m:" in ck.source and "tile_n = pl.program_id(0)" in ck.source
+    inputs = make_inputs(ck.args)
+    expected = run_reference(path.read_text(), "bmm", [t.clone() for t in inputs], block_sizes=[1, 128, 128, 512])
+    assert compare(ck(*[t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]), expected) is None
+    with pytest.raises(compiler.CompileError, match="permutation"):
+        kernel.compile(args=args, config={"loop_orders": [[0, 0, 1]]})

@@ -29,7 +29,7 @@ def _uses_single_buffered_resident(config: dict) -> bool:
 
 
 def test_attention_picks_unroll_at_8k_and_avoids_double_buffered_unroll_at_32k() -> None:
-    options = TuneOptions(max_evals=60, verify=False)
+    options = TuneOptions(max_evals=150, verify=False)
     short = tune(_problem("attention", 0), options)
     long = tune(_problem("attention", 1), options)
     assert short.best.config["pallas_loop_type"] == "unroll"

@@ -103,7 +103,7 @@ class KernelWriter(RegionWriter):
         grid = lay.grid
         self.out.add(0, f"def {lay.name}({sig}):", grid.header_range)
         self.out.add(1, f'"""Device kernel for the `{self.ir.name}` grid loop (one grid step = one block of each tile)."""')
-        for axis, d in enumerate(grid.dims):
+        for axis, d in enumerate(lay.grid_dims):
             self.out.add(1, f"{self.grid_names[(d.loop_id, d.axis)]} = pl.program_id({axis})", grid.header_range)
         for o in lay.outputs:
             if o.kind == "inout" and o.memory != "hbm" and self._needs_copy_in(o):

@@ -64,6 +64,11 @@ class CallLayout:
     scratch: dict[tuple[int, str], str]  # (inner loop index, carried name) -> scratch ref name
     scratch_plan: list[Scratch]
     plan: CallPlan | None = None
+    order: tuple[int, ...] = ()  # grid.dims positions in launch-grid order (loop_orders)
+
+    @property
+    def grid_dims(self) -> list[TileDim]:
+        return [self.grid.dims[i] for i in self.order] if self.order else list(self.grid.dims)
 
     @property
     def inputs(self) -> list[OperandLayout]:
@@ -72,6 +77,30 @@ class CallLayout:
     @property
     def outputs(self) -> list[OperandLayout]:
         return [o for o in self.operands if o.kind in ("output", "inout")]
+
+
+def multi_dim_tile_loops(ir: KernelIR) -> list[GridLoop | InnerLoop]:
+    """hl.tile loops over several dims, in program order: what Helion's `loop_orders` entries refer to."""
+    loops = [n for n in walk(ir.host) if isinstance(n, GridLoop | InnerLoop)]
+    return [lp for lp in loops if len(lp.dims) > 1 and lp.dims[0].api == "tile"]
+
+
+def grid_order(ir: KernelIR, grid: GridLoop, loop_orders: object) -> list[int]:
+    """The permutation `loop_orders` gives this grid loop (identity when it gives none)."""
+    identity = list(range(len(grid.dims)))
+    if not isinstance(loop_orders, list | tuple):
+        return identity
+    loops = multi_dim_tile_loops(ir)
+    if grid not in loops:
+        return identity
+    i = loops.index(grid)
+    if i >= len(loop_orders):
+        return identity
+    order = loop_orders[i]
+    if not isinstance(order, list | tuple) or sorted(order) != identity:
+        raise UserError("HPL109", f"loop_orders[{i}] must be a permutation of {identity}, got {order!r}",
+                        grid.header_range)
+    return list(order)
 
 
 def loop_strategy(config_loop_type: object, loop: InnerLoop) -> str:
@@ -85,8 +114,10 @@ def loop_strategy(config_loop_type: object, loop: InnerLoop) -> str:
 def build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chip: Chip) -> CallLayout:
     loop_type = config.get("pallas_loop_type")
     bufs = config.get("pallas_load_buffer_count")
-    grid_dims = {(d.loop_id, d.axis): i for i, d in enumerate(grid.dims)}
-    grid_names = [py_name(d.name) for d in grid.dims]
+    order = grid_order(ir, grid, config.get("loop_orders"))
+    dims = [grid.dims[i] for i in order]  # the launch grid in the chosen loop order (first = outermost)
+    grid_dims = {(d.loop_id, d.axis): i for i, d in enumerate(dims)}
+    grid_names = [py_name(d.name) for d in dims]
     operands: dict[tuple, OperandLayout] = {}
     by_node: dict[int, OperandLayout] = {}
     load_order = {id(n): i for i, n in enumerate(ir.loads)}
@@ -153,7 +184,7 @@ def build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chip
     _name_refs(ops)
     scratch_names, scratch_plan = _scratch(grid, loop_type)
     layout = CallLayout(grid, f"{py_name(ir.name)}_kernel" + (f"_{call_index}" if call_index else ""), ops, by_node,
-                        scratch_names, scratch_plan)
+                        scratch_names, scratch_plan, order=tuple(order))
     layout.plan = _call_plan(layout, loop_type, chip)
     return layout
 
@@ -350,10 +381,11 @@ def _call_plan(layout: CallLayout, loop_type: object, chip: Chip) -> CallPlan:
     visit(grid.body)
     semantics = []
     outs = [o for o in layout.operands if o.kind in ("output", "inout")]
-    for axis in range(len(grid.dims)):
+    dims = layout.grid_dims
+    for axis in range(len(dims)):
         parallel = all(axis in o.grid_axes for o in outs)
         semantics.append("parallel" if parallel else "arbitrary")
-    grid_shape = tuple(d.steps for d in grid.dims)
+    grid_shape = tuple(d.steps for d in dims)
     return CallPlan(
         name=layout.name, range=grid.header_range or grid.range, grid=grid_shape,
         dimension_semantics=tuple(semantics), operands=tuple(operands), scratch=tuple(layout.scratch_plan),
