@@ -85,7 +85,7 @@ def cmd_compile(ns: argparse.Namespace) -> int:
     if kernel is None:
         print_diagnostics(module.diagnostics, ns.file)
         print(f"helion-pallas: no kernel {ns.kernel or ''} in {ns.file}".replace("  ", " "), file=sys.stderr)
-        return 1 if errors or module.kernels else 2
+        return 1 if errors else 2  # a file that does not parse is a diagnostic; a missing kernel is usage
     try:
         args = parse_args_text(ns.args) if ns.args else None
         config = Config.parse(ns.config) if ns.config else None

@@ -1,0 +1,77 @@
+"""`helion-pallas compile` and `check` as a user runs them: output formats and exit codes."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+from conftest import EXAMPLES
+
+import compiler
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "compiler.cli", *args], capture_output=True, text=True, timeout=600)
+
+
+def test_emit_json_has_vmem_and_diagnostics():
+    res = run("compile", str(EXAMPLES / "attention.py"), "-k", "attention", "--shape-set", "1",
+              "--config", '{"block_sizes": [1, 512, 512], "pallas_loop_type": "unroll"}', "--emit", "json")
+    assert res.returncode == 1  # out of VMEM is an error diagnostic
+    data = json.loads(res.stdout)
+    assert data["vmem"]["verdict"] == "out_of_vmem"
+    assert {"total_bytes", "limit_bytes", "capacity_bytes", "buffers"} <= set(data["vmem"])
+    oom = [d for d in data["diagnostics"] if d["code"] == "HPL300"]
+    assert oom and oom[0]["severity"] == "error" and set(oom[0]["range"]) == {"start", "end"}
+    assert data["source"].startswith('"""Pallas TPU kernel') and data["source_map"]
+
+
+def test_emit_pallas_and_vmem_with_args_and_printed_config():
+    cfg = "helion.Config(block_sizes=[1, 256, 256], pallas_loop_type='emit_pipeline')"
+    args = "q=f32[1, 2, 256, 128], k=f32[1, 2, 512, 128], v=f32[1, 2, 512, 128]"
+    res = run("compile", str(EXAMPLES / "attention.py"), "--args", args, "--config", cfg)
+    assert res.returncode == 0 and "pltpu.emit_pipeline(" in res.stdout
+    res = run("compile", str(EXAMPLES / "attention.py"), "--args", args, "--config", cfg, "--emit", "vmem")
+    assert res.returncode == 0 and "inner-pipeline buffer" in res.stdout and "-> fits" in res.stdout
+
+
+def test_emit_mosaic():
+    res = run("compile", str(EXAMPLES / "add.py"), "--args", "x=f32[64, 256], y=f32[64, 256]", "--emit", "mosaic")
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "func.func" in res.stdout or "tpu." in res.stdout
+
+
+@pytest.mark.parametrize("args,code", [
+    (["compile", "no/such/file.py"], 2),
+    (["compile", str(EXAMPLES / "add.py"), "--config", "{not json"], 2),
+    (["compile", str(EXAMPLES / "add.py"), "--args", "x=f32[8, 128]"], 1),
+    (["compile", str(EXAMPLES / "add.py"), "--shape-set", "7"], 1),
+    (["compile", str(EXAMPLES / "add.py"), "-k", "nope"], 2),
+])
+def test_exit_codes(args, code):
+    res = run(*args)
+    assert res.returncode == code, (res.stdout, res.stderr)
+    if code == 1:
+        assert "error HPL" in res.stderr
+
+
+def test_check_prints_a_table(tmp_path):
+    res = run("check", str(EXAMPLES / "softmax.py"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "softmax" in res.stdout and "1 passed, 0 failed" in res.stdout
+
+
+def test_check_reports_compile_errors(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text((EXAMPLES / "add.py").read_text().replace("x[block] + y[block]", "x[block] + z[block]"))
+    res = run("check", str(bad))
+    assert res.returncode == 1 and "compile error: HPL102" in res.stdout and "0 passed, 1 failed" in res.stdout
+
+
+def test_call_with_wrong_shapes_is_a_clear_error():
+    ck = compiler.load(EXAMPLES / "add.py").kernels["add"].compile(args="x=f32[64, 256], y=f32[64, 256]")
+    with pytest.raises(ValueError, match=r"compiled for f32\[64, 256\], called with f32\[64, 128\]"):
+        ck(torch.zeros(64, 256), torch.zeros(64, 128))
+    with pytest.raises(TypeError, match="expected 2 arguments"):
+        ck(torch.zeros(64, 256))
