@@ -75,11 +75,11 @@ class VmemReport:
 
     def table(self) -> str:
         """A plain-text table, as printed by `helion-pallas compile --emit vmem` and shown in hovers."""
-        head = f"{'buffer':<22} {'role':<30} {'block':<22} {'dtype':<9} {'bufs':>4} {'bytes':>12}"
+        head = f"{'buffer':<22} {'role':<33} {'block':<22} {'dtype':<9} {'bufs':>4} {'bytes':>12}"
         lines = [head, "-" * len(head)]
         for r in self.rows:
             block = "[" + ", ".join("-" if d is None else str(d) for d in r.block_shape) + "]"
-            lines.append(f"{r.name:<22} {r.role:<30} {block:<22} {r.dtype:<9} {r.buffer_count:>4} {fmt_bytes(r.bytes):>12}")
+            lines.append(f"{r.name:<22} {r.role:<33} {block:<22} {r.dtype:<9} {r.buffer_count:>4} {fmt_bytes(r.bytes):>12}")
         lines.append("-" * len(head))
         lines.append(
             f"total {fmt_bytes(self.total_bytes)} | requested limit {fmt_bytes(self.limit_bytes)} | default scoped "
