@@ -51,6 +51,10 @@ class KernelWriter(RegionWriter):
                 continue
             if d in op.dynamic:
                 parts.append(op.dynamic[d])
+            elif it[0] in ("grid", "id") and d in op.inner_axes:
+                td = it[1]
+                var = self.loop_vars[(td.loop_id, td.axis)]
+                parts.append(var if it[0] == "id" or not td.begin else f"{var} + {td.begin}")
             elif it[0] == "tile" and d in op.inner_axes:
                 td: TileDim = it[1]
                 var = self.loop_vars[(td.loop_id, td.axis)]

@@ -137,8 +137,6 @@ def build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chip
         streaming = None
         for it in n.index:
             if it[0] in ("tile", "grid", "id") and it[1].loop_id in inner_ids:
-                if it[0] != "tile":
-                    raise UserError("HPL202", "inside an inner loop, index with its tile (hl.grid / tile.id indices of inner loops are not supported)", n.range)
                 lp = inner_ids[it[1].loop_id]
                 if streaming is None or lp.depth < streaming.depth:
                     streaming = lp
@@ -262,6 +260,16 @@ def _new_operand(n: Load | Store, streaming: InnerLoop | None, memory: str, grid
                     expr = name if kind == "id" or not td.begin else f"{name} + {td.begin}"
                 outer_idx.append(expr)
                 inner_idx.append(expr)
+            elif kind != "tile":  # an hl.grid index (or tile.id) of an inner loop: one row per iteration
+                inner_axes.append(d)
+                inner_name = py_name(td.name)
+                if memory == "hbm":
+                    block.append(None)
+                    inner_idx.append(inner_name if kind == "id" or not td.begin else f"{inner_name} + {td.begin}")
+                else:
+                    block.append(shape[d])
+                    inner_idx.append("0")
+                outer_idx.append("0")
             else:  # a tile of an inner loop
                 inner_axes.append(d)
                 if memory == "hbm":
