@@ -13,12 +13,14 @@ from typing import Literal
 
 from .diagnostics import Range
 
-Memory = Literal["vmem_block", "resident", "hbm"]
+Memory = Literal["vmem_block", "resident", "hbm", "smem"]
 """Where an operand lives.
 vmem_block: a block of it is DMA'd into VMEM for each outer grid step (top-level BlockSpec pipeline).
 resident:   the block spans the whole extent of an inner loop (unroll / fori_loop strategies); the inner loop
             slices it in VMEM.
 hbm:        left in HBM (`memory_space=pl.ANY`); a nested `pltpu.emit_pipeline` streams `block_shape` blocks.
+smem:       a small table read only one element at a time (`biases[g]`): the whole array in SMEM, where
+            dynamic scalar reads are cheap and need no vector alignment.
 """
 
 

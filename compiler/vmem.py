@@ -30,6 +30,7 @@ ROLES = {
     ("hbm", "input"): "inner-pipeline buffer",
     ("hbm", "output"): "inner-pipeline buffer",
     ("hbm", "inout"): "inner-pipeline buffer",
+    ("smem", "input"): "scalar table (SMEM)",
 }
 
 
@@ -105,7 +106,7 @@ def operand_row(op: Operand, call: str) -> VmemRow:
 
 
 def call_rows(call: CallPlan) -> list[VmemRow]:
-    rows = [operand_row(op, call.name) for op in call.operands]
+    rows = [operand_row(op, call.name) for op in call.operands if op.memory != "smem"]
     for s in call.scratch:
         if s.role == "counter":  # lives in SMEM
             continue

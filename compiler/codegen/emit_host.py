@@ -121,6 +121,8 @@ class HostWriter(RegionWriter):
     def _spec(self, o: OperandLayout) -> str:
         if o.memory == "hbm":
             return "pl.BlockSpec(memory_space=pl.ANY),  # " + f"{o.tensor.name}: stays in HBM, streamed by emit_pipeline"
+        if o.memory == "smem":
+            return "pl.BlockSpec(memory_space=pltpu.SMEM),  # " + f"{o.tensor.name}: scalar reads, whole table in SMEM"
         block = literal(tuple(o.block_shape))
         block = block.replace("None", "pl.Squeezed()")
         mode = f", pipeline_mode=pl.Buffered({o.buffer_count})" if o.kind != "output" and o.buffer_count != 2 and not all(

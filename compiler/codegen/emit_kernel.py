@@ -36,12 +36,14 @@ class KernelWriter(RegionWriter):
     def out_ref(self, op: OperandLayout) -> str:
         if op.memory == "hbm":
             return self.block_refs[(id(op), "out")]
-        return op.ref_name if op.kind == "output" else f"{op.ref_name[:-4]}_out_ref"
+        return op.ref_name if op.kind == "output" else f"{op.ref_name.rsplit('_', 1)[0]}_out_ref"
 
     def index_text(self, op: OperandLayout, items: tuple) -> str:
         parts = []
         if op.memory == "hbm":
             return "..."
+        if op.memory == "smem":
+            return ", ".join(self._scalar_index(it) for it in items if it[0] != "newaxis")
         d = 0
         for it in items:
             if it[0] == "newaxis":
@@ -68,6 +70,13 @@ class KernelWriter(RegionWriter):
         if all(p == ":" for p in parts):
             return "..."
         return ", ".join(parts)
+
+    def _scalar_index(self, it: tuple) -> str:
+        if it[0] == "int":
+            return str(it[1])
+        td: TileDim = it[1]
+        var = self.grid_names.get((td.loop_id, td.axis)) or self.loop_vars[(td.loop_id, td.axis)]
+        return var if it[0] == "id" or not td.begin else f"{var} + {td.begin}"
 
     def load_expr(self, node: Load) -> str:
         op = self.layout.by_node[id(node)]

@@ -179,6 +179,9 @@ def build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chip
             o.buffer_count = _buffer_count(bufs, o.load_index, o.buffer_count)
         if o.memory != "hbm" and all(b is not None and b == s for b, s in zip(o.block_shape, o.tensor.value.shape, strict=True)):
             o.buffer_count = 1  # a block equal to the whole array is fetched once
+    for o in ops:
+        if _scalar_table(o):
+            o.memory, o.block_shape, o.buffer_count, o.grid_axes, o.dynamic = "smem", tuple(o.tensor.value.shape), 1, (), {}
     _name_refs(ops)
     scratch_names, scratch_plan = _scratch(grid, loop_type)
     layout = CallLayout(grid, f"{py_name(ir.name)}_kernel" + (f"_{call_index}" if call_index else ""), ops, by_node,
@@ -297,6 +300,17 @@ def _new_operand(n: Load | Store, streaming: InnerLoop | None, memory: str, grid
     )
 
 
+SMEM_TABLE_BYTES = 64 * 1024  # a scalar table larger than this stays in VMEM
+
+
+def _scalar_table(o: OperandLayout) -> bool:
+    """An input only ever read one element at a time (every dim indexed by an int / hl.grid index / tile.id)."""
+    value = o.tensor.value
+    return (o.kind == "input" and o.memory != "hbm" and bool(value.shape)
+            and value.meta.numel() * value.dtype.itemsize <= SMEM_TABLE_BYTES
+            and all(it[0] in ("int", "grid", "id", "newaxis") for it in o.items))
+
+
 def _tiled_layout_dim(d: int, shape: tuple[int, ...]) -> bool:
     """A block may not squeeze one of the last two dims (the (8, 128)-tiled ones) unless the array's is 1."""
     return d >= len(shape) - 2 and shape[d] != 1
@@ -306,7 +320,7 @@ def _name_refs(ops: list[OperandLayout]) -> None:
     used: dict[str, int] = {}
     for o in ops:
         base = py_name(o.tensor.name)
-        suffix = {"hbm": "_hbm"}.get(o.memory, "_ref")
+        suffix = {"hbm": "_hbm", "smem": "_smem"}.get(o.memory, "_ref")
         name = base + suffix
         if name in used:
             used[name] += 1

@@ -289,6 +289,15 @@ class Dispatcher:
     def torch_fn(self, name: str, args: list, kwargs: dict, rng: Range) -> Any:
         if name in ("empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like"):
             return self.alloc(name, args, kwargs, rng)
+        if name == "broadcast_tensors":
+            tensors = [a for a in args if isinstance(a, Value)]
+            if len(tensors) != len(args):
+                raise UserError("HPL103", "torch.broadcast_tensors takes tensors", rng)
+            try:
+                shape = tuple(torch.broadcast_shapes(*(t.shape for t in tensors)))
+            except RuntimeError as exc:
+                raise UserError("HPL105", f"broadcast_tensors: {exc}", rng) from None
+            return tuple(t if t.shape == shape else self.ops.broadcast_to(t, shape, rng) for t in tensors)
         if name == "promote_types":
             if len(args) != 2 or not all(isinstance(a, torch.dtype) for a in args):
                 raise UserError("HPL103", "torch.promote_types(dtype, dtype)", rng)
