@@ -340,7 +340,7 @@ class Tracer(ExpressionEvaluator):
             return ht
         return self._view_base(source, rng)
 
-    def index_items(self, tensor: Value, index: Any, rng: Range) -> tuple[tuple, ...]:
+    def index_items(self, tensor: Value, index: Any, rng: Range, for_store: bool = False) -> tuple[tuple, ...]:
         items = list(index) if isinstance(index, tuple) else [index]
         flat: list[Any] = []
         for it in items:
@@ -369,6 +369,10 @@ class Tracer(ExpressionEvaluator):
                 d = it.dim
                 if not any(lp.dims and d.loop_id == lp.dims[0].loop_id for lp in self.loops):
                     raise UserError("HPL202", f"tile `{d.name}` is used outside its loop", rng)
+                if d.extent > tensor.shape[dim] and tensor.shape[dim] == 1 and not for_store:
+                    out.append(("full",))  # a size-1 dim broadcasts against the tile (e.g. a [1, N] bias)
+                    dim += 1
+                    continue
                 if d.extent > tensor.shape[dim]:
                     raise UserError(
                         "HPL105",
@@ -439,7 +443,7 @@ class Tracer(ExpressionEvaluator):
                                           "argument or allocation can be written", rng)
             ht.origin, ht.base = "view", root
         index = self.eval(target.slice)
-        items = self.index_items(base, index, rng)
+        items = self.index_items(base, index, rng, for_store=True)
         if any(it[0] == "newaxis" for it in items):
             raise UserError("HPL202", "`None` is not allowed in a store index", rng)
         block = [it[1].block_size if it[0] == "tile" else base.shape[i] for i, it in enumerate(items)

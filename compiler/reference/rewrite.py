@@ -1,4 +1,4 @@
-"""Source rewrite that lets Tiles act as indices: `x[tile_m, :]` becomes `x[__hl_key__((tile_m, slice(None)))]`.
+"""Source rewrite that lets Tiles act as indices: `x[tile_m, :]` becomes `x[__hl_key__((tile_m, slice(None)), x)]`.
 
 Only the subscript key is wrapped, so loads, stores, `+=` and `del` keep Python's own evaluation order;
 the key function is the identity for anything that holds no Tile. Annotations are left alone.
@@ -26,7 +26,10 @@ class _WrapKeys(ast.NodeTransformer):
         if isinstance(key, ast.Tuple):
             elts = [_slice_call(e) if isinstance(e, ast.Slice) else e for e in key.elts]
             key = ast.copy_location(ast.Tuple(elts, ast.Load()), key)
-        node.slice = ast.copy_location(ast.Call(ast.Name(KEY_NAME, ast.Load()), [key], []), key)
+        args = [key]
+        if isinstance(node.value, ast.Name):  # the tensor itself, so size-1 dims can broadcast against tiles
+            args.append(ast.Name(node.value.id, ast.Load()))
+        node.slice = ast.copy_location(ast.Call(ast.Name(KEY_NAME, ast.Load()), args, []), key)
         return node
 
     def visit_arg(self, node: ast.arg) -> ast.arg:

@@ -56,13 +56,23 @@ class Tile:
         return f"Tile({self.begin}:{self.end}, block_size={self.block_size})"
 
 
-def index_key(key: object) -> object:
-    """Turn Tiles inside a subscript key into slices; every other key is returned unchanged."""
-    if isinstance(key, Tile):
-        return key.as_slice()
-    if type(key) is tuple:
-        return tuple(k.as_slice() if isinstance(k, Tile) else k for k in key)
-    return key
+def index_key(key: object, base: object = None) -> object:
+    """Turn Tiles inside a subscript key into slices; every other key is returned unchanged.
+
+    A tile over a dim of size 1 of `base` (a tensor) takes that whole dim, which then broadcasts, as Helion
+    does for e.g. a [1, N] bias indexed `bias[tile_m, tile_n]`.
+    """
+    shape = tuple(base.shape) if isinstance(base, torch.Tensor) else None
+    keys = key if type(key) is tuple else (key,)
+    plain = shape is not None and not any(k is None or k is Ellipsis for k in keys)
+    out = []
+    for dim, k in enumerate(keys):
+        if isinstance(k, Tile):
+            broadcast = plain and dim < len(shape) and shape[dim] == 1 and k.end > 1
+            out.append(slice(None) if broadcast else k.as_slice())
+        else:
+            out.append(k)
+    return tuple(out) if type(key) is tuple else out[0]
 
 
 def iter_tiles(begin: int, end: int, block_size: int) -> Iterator[Tile]:
