@@ -47,7 +47,14 @@ def unwrap(v: Any) -> Any:
 def _as_int(v: Any, what: str, rng: Range) -> int:
     v = unwrap(v)
     if isinstance(v, bool) or not isinstance(v, int):
-        raise UserError("HPL106", f"{what} must be a compile-time integer, got {type(v).__name__}", rng)
+        if isinstance(v, Value | Tile | TileId):
+            got = "a value computed on the device (such as tile.begin or a loaded tensor)"
+        elif isinstance(v, float):
+            got = f"the float {v!r}"
+        else:
+            got = f"a {type(v).__name__}"
+        raise UserError("HPL106", f"{what} must be an integer known at compile time (from shapes, constants or "
+                                  f"int arguments), not {got}", rng)
     if abs(v) > _MAX_INT:
         raise UserError("HPL105", f"{what} {v} is too large", rng)
     return v
