@@ -36,6 +36,7 @@ WHERE = {  # label in the table -> what it means
         "the block spans the inner loop's whole extent; the loop slices it in VMEM",
     ),
     "hbm": ("HBM + pipeline", "left in HBM (`pl.ANY`); `pltpu.emit_pipeline` streams blocks into VMEM"),
+    "smem": ("SMEM scalar table", "read one element at a time; the whole (small) array sits in SMEM"),
 }
 
 
