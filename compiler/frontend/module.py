@@ -207,3 +207,25 @@ def normalized_hash(nodes: list[ast.stmt], constants: dict[str, Any]) -> str:
 def source_hash(fn: ast.FunctionDef, helpers: list[ast.FunctionDef], constants: dict[str, Any]) -> str:
     """The kernel's identity for stored tuning results (see `normalized_hash`)."""
     return normalized_hash([fn, *helpers], constants)
+
+
+def target_name(target: ast.expr, axis: int) -> str:
+    """The loop variable naming dim `axis` of a `for` target (`tile_m`, or `tile[1]` for a single name)."""
+    if isinstance(target, ast.Name):
+        return target.id if axis == 0 else f"{target.id}[{axis}]"
+    if isinstance(target, ast.Tuple | ast.List) and axis < len(target.elts):
+        elt = target.elts[axis]
+        return elt.id if isinstance(elt, ast.Name) else f"tile{axis}"
+    return f"tile{axis}"
+
+
+def assigned_names(stmts: list[ast.stmt]) -> set[str]:
+    """Names a block of statements assigns (loop-carried candidates)."""
+    names: set[str] = set()
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                names.add(node.target.id)
+    return names

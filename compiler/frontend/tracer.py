@@ -30,7 +30,7 @@ from ..ir import (
 from ..specs import ArgSpec, TensorSpec
 from .dispatch import Dispatcher
 from .expressions import BINOPS, ExpressionEvaluator
-from .module import ModuleInfo
+from .module import ModuleInfo, assigned_names, target_name
 from .ops import OpBuilder
 from .values import BlockSize, BlockSizeTable, NamedConst, Tile, TileId, TileLoopSpec
 
@@ -245,7 +245,7 @@ class Tracer(ExpressionEvaluator):
                 block, index = int(b), b.index
             if block <= 0:
                 raise UserError("HPL109", f"block size must be positive, got {block}", header)
-            name = _target_name(stmt.target, axis)
+            name = target_name(stmt.target, axis)
             dims.append(TileDim(loop_id, axis, extent, min(block, max(1, extent - begin)) if index is None else block,
                                 begin, spec.api, index, name))
         tiles = [Tile(d) for d in dims]
@@ -271,7 +271,7 @@ class Tracer(ExpressionEvaluator):
         self.env = saved_env
 
     def _inner_loop(self, stmt: ast.For, dims: list[TileDim], bound: Any, rng: Range) -> None:
-        assigned = _assigned_names(stmt.body)
+        assigned = assigned_names(stmt.body)
         carried = []
         for name in sorted(assigned):
             cur = self.env.get(name)
@@ -493,23 +493,3 @@ class Tracer(ExpressionEvaluator):
 
 def _scalar(v: Any) -> Any:
     return v.value if isinstance(v, NamedConst) else v
-
-
-def _target_name(target: ast.expr, axis: int) -> str:
-    if isinstance(target, ast.Name):
-        return target.id if axis == 0 else f"{target.id}[{axis}]"
-    if isinstance(target, ast.Tuple | ast.List) and axis < len(target.elts):
-        elt = target.elts[axis]
-        return elt.id if isinstance(elt, ast.Name) else f"tile{axis}"
-    return f"tile{axis}"
-
-
-def _assigned_names(stmts: list[ast.stmt]) -> set[str]:
-    names: set[str] = set()
-    for stmt in stmts:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                names.add(node.id)
-            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
-                names.add(node.target.id)
-    return names

@@ -1,5 +1,8 @@
 """Search strategies over a finite config space: exhaustive enumeration, or pattern search with restarts.
 
+(Slightly over 500 lines on purpose: both strategies share the budget, batching, pruning and progress
+bookkeeping, and read best side by side.)
+
 The space protocol (`SearchSpace`) — all a strategy knows about kernels:
 
     space.dimensions                 a sequence of dimensions; each has `.name` (str) and `.values` (a finite,
