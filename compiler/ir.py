@@ -69,6 +69,7 @@ class TileDim:
     api: Literal["tile", "grid"]
     block_index: int | None  # index into config block_sizes, None when fixed
     name: str
+    parent: TileDim | None = None  # `hl.tile(t.begin, t.end)`: this loop walks the range of grid tile `t`
 
     @property
     def steps(self) -> int:

@@ -100,6 +100,8 @@ class KernelWriter(RegionWriter):
         if as_id or dim.api == "grid":
             return var if not dim.begin or as_id else f"{var} + {dim.begin}"
         text = f"{var} * {dim.block_size}"
+        if dim.parent is not None:
+            return f"{self.tile_begin(dim.parent)} + {text}"
         return text + (f" + {dim.begin}" if dim.begin else "")
 
     # -- the kernel function ---------------------------------------------------------------------------

@@ -273,6 +273,23 @@ def _new_operand(n: Load | Store, streaming: InnerLoop | None, memory: str, grid
                     block.append(shape[d])
                     inner_idx.append("0")
                 outer_idx.append("0")
+            elif td.parent is not None:  # a sub-tile of a grid tile: blocks live inside that tile's block
+                p = grid_dims.get((td.parent.loop_id, td.parent.axis))
+                if p is None or td.parent.block_size % td.block_size:
+                    raise UserError("HPL101", f"`{td.name}` must sub-tile a launch-grid tile with a block size that "
+                                              f"divides {td.parent.block_size}", n.range)
+                inner_axes.append(d)
+                grid_axes.add(p)
+                name = grid_names[p]
+                per = td.parent.block_size // td.block_size
+                outer_idx.append(name)
+                if memory == "hbm":
+                    block.append(td.block_size)
+                    inner_name = py_name(td.name)
+                    inner_idx.append(f"{name} * {per} + {inner_name}")
+                else:
+                    block.append(td.parent.block_size)
+                    inner_idx.append(name)
             else:  # a tile of an inner loop
                 inner_axes.append(d)
                 if memory == "hbm":

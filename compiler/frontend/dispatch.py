@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..diagnostics import Range, UserError
-from ..ir import Value
+from ..ir import Op, TileDim, Value
 from .ops import BINARY_FUNCS, CASTS, REDUCTIONS, UNARY
 from .values import DEVICE_SENTINEL, BlockSize, Module, NamedConst, Tile, TileId, TileLoopSpec
 
@@ -271,7 +271,10 @@ class Dispatcher:
                     raise UserError("HPL103", f"hl.{api}(begins, ends) needs two lists of equal length", rng)
                 begins, extents = extents, tuple(_as_int(e, f"hl.{api} end", rng) for e in second)
         else:
-            if len(args) > 1:
+            parent = self._enclosing_tile(args) if len(args) == 2 else None
+            if parent is not None:
+                begins, extents = (0,), (parent.block_size,)
+            elif len(args) > 1:
                 begins, extents = (_as_int(args[0], "begin", rng),), (_as_int(args[1], "end", rng),)
             else:
                 begins, extents = (0,), (_as_int(first, f"hl.{api} size", rng),)
@@ -289,7 +292,22 @@ class Dispatcher:
             blocks = (block if isinstance(block, BlockSize) else _as_int(block, "block_size", rng),) * n
         if api == "grid" and block is not None:
             raise UserError("HPL103", "hl.grid takes no block_size", rng)
-        return TileLoopSpec(api, extents, begins, blocks, multi)
+        parent = None if multi else self._enclosing_tile(args) if len(args) == 2 else None
+        if parent is not None:
+            if api != "tile" or (parent.extent - parent.begin) % parent.block_size:
+                raise UserError("HPL101", f"sub-tiling `{parent.name}` needs hl.tile and a block size that divides "
+                                          f"its extent {parent.extent}", rng)
+        return TileLoopSpec(api, extents, begins, blocks, multi, parent)
+
+    @staticmethod
+    def _enclosing_tile(args: list) -> TileDim | None:
+        """`(t.begin, t.end)` of one launch-grid tile `t`: the bounds of a sub-tiling loop."""
+        ops = [a.producer for a in args if isinstance(a, Value)]
+        if len(ops) != 2 or any(not isinstance(o, Op) for o in ops):
+            return None
+        if ops[0].kind == "tile_begin" and ops[1].kind == "tile_end" and ops[0].args[0] == ops[1].args[0]:
+            return ops[0].args[0]
+        return None
 
     # -- torch functions -------------------------------------------------------------------------------
 

@@ -247,7 +247,7 @@ class Tracer(ExpressionEvaluator):
                 raise UserError("HPL109", f"block size must be positive, got {block}", header)
             name = target_name(stmt.target, axis)
             dims.append(TileDim(loop_id, axis, extent, min(block, max(1, extent - begin)) if index is None else block,
-                                begin, spec.api, index, name))
+                                begin, spec.api, index, name, spec.parent))
         tiles = [Tile(d) for d in dims]
         bound = tuple(tiles) if spec.multi else tiles[0]
         if self.in_device:
@@ -383,10 +383,11 @@ class Tracer(ExpressionEvaluator):
                     out.append(("grid", d))
                 else:
                     out.append(("tile", d))
-                    if d.block_index is not None:
-                        ht = self.tensors.get(tensor.id)
-                        if ht is not None:
-                            self.block_dims.setdefault(d.block_index, []).append((ht, dim))
+                    ht = self.tensors.get(tensor.id)
+                    # a sub-tiled grid tile is as constrained as the sub-tiles that index tensors
+                    for owner in (d, d.parent):
+                        if owner is not None and owner.block_index is not None and ht is not None:
+                            self.block_dims.setdefault(owner.block_index, []).append((ht, dim))
             elif isinstance(it, TileId):
                 out.append(("id", it.dim))
             elif isinstance(it, slice):

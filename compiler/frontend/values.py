@@ -59,6 +59,7 @@ class TileLoopSpec:
     begins: tuple[int, ...]
     block_sizes: tuple[int | BlockSize | None, ...]
     multi: bool  # called with a list/size (targets get a tuple)
+    parent: TileDim | None = None  # hl.tile(t.begin, t.end): sub-tiles of an enclosing tile `t`
 
 
 DEVICE_SENTINEL = Module("torch.device")
