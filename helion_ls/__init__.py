@@ -10,6 +10,7 @@ Layout (data flows top to bottom; lower modules never import higher ones):
   check_client.py   the lowering / libtpu stages, sent to `check_worker.py` (a separate process).
   tuning.py         background tuning: `compiler.cli tune` subprocesses, progress, cancel, stale.
   store.py          a cached view of the tuner's results store for code lenses.
+  pacing.py         workspace/codeLens/refresh pacing that never starves an editor's lens requests.
   watch.py          watchdog observers for the results store and workspace Python files.
   edits.py          decorator rewrite for applying configs (pure text + ast).
   positions.py      maps positions between two texts of the same (normalised) kernel.

@@ -1,7 +1,8 @@
 """Wiring: the server object, the long-lived parts it owns, and the registration of every feature.
 
 Feature logic lives in `features/`; this module only builds the parts (compile pool, check worker,
-analyzer, tuner, store views, watcher, loop monitor) and connects their callbacks to LSP messages.
+analyzer, tuner, store views, watcher, loop monitor, lens refresh pacing) and connects their callbacks to
+LSP messages.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from .check_client import CheckClient
 from .compile_pool import CompilePool
 from .lsp import UTF16
 from .monitor import LoopMonitor
+from .pacing import RefreshPacer
 from .settings import Settings, SettingsRegistry
 from .store import StoreView
 from .tuning import Tuner
@@ -26,6 +28,7 @@ from .watch import Watcher
 log = logging.getLogger(__name__)
 
 VERSION = "0.1.0"
+REFRESH_TIMEOUT = 10.0  # seconds a client may take to answer workspace/codeLens/refresh
 
 
 class HelionServer(LanguageServer):
@@ -48,8 +51,8 @@ class HelionServer(LanguageServer):
         self.stores: dict[str, StoreView] = {}
         self.watcher: Watcher | None = None
         self.monitor = LoopMonitor()
-        self.lens_refresh_task: asyncio.Task | None = None  # see features.codelens.request_refresh
-        self.lens_refresh_wanted = False
+        self.lenses = RefreshPacer(self.refresh_lenses)  # features call `lenses.changed()`
+        self.client_shows_tuning_progress = False  # initializationOptions.clientShowsTuningProgress
         self.startup_problems: list[
             str
         ] = []  # settings problems found in initialize, reported once initialized
@@ -69,6 +72,18 @@ class HelionServer(LanguageServer):
         self.protocol.notify(
             "helion/diagnosticsStage", {"uri": uri, "version": version, "stage": stage, "final": final}
         )
+
+    async def refresh_lenses(self) -> bool:
+        """Ask the client to re-request code lenses, if it can; True when it answered."""
+        caps = self.client_capabilities.workspace
+        if caps is None or caps.code_lens is None or not caps.code_lens.refresh_support:
+            return False
+        try:
+            await asyncio.wait_for(self.workspace_code_lens_refresh_async(None), REFRESH_TIMEOUT)
+        except Exception as exc:  # an old or busy client: lenses refresh on the next edit instead
+            log.info("codeLens/refresh failed: %r", exc)
+            return False
+        return True
 
     def store_for(self, settings: Settings) -> StoreView:
         view = StoreView(settings.store_path)

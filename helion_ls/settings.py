@@ -16,6 +16,9 @@ from compiler.chips import canonical_name
 
 EVALUATORS = ("model", "compile", "tpu")
 CLIENT_ONLY = ("interpreter",)  # read by the VS Code client; accepted and ignored here
+# initializationOptions in which a client describes itself (not settings; read once in initialize):
+# clientShowsTuningProgress: true = it shows helion/tuningState itself, so no $/progress per tuning job
+CLIENT_ANNOUNCEMENTS = ("clientShowsTuningProgress",)
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,11 @@
 
 The tuner runs in its own process group on a temporary copy of the document text, so a crash or a hang
 there is a state change here ("failed"), never a dead server; cancel and staleness kill the whole group.
-Progress arrives as JSON lines on the child's stderr (`--progress jsonl`), the result as JSON on stdout
-(`--json`), and the child writes every trial to the store itself. At most `limit` jobs run at once; the
+Progress arrives as JSON lines on the child's stderr (`--progress jsonl`), with the phase: "searching"
+(the search, and the refine step of slow evaluators) then "verifying" (the correctness gate on the winner).
+The result arrives as JSON on stdout (`--json`), printed after the child closed the store (it writes every
+trial itself): a successful result ends the job at once, while the child's interpreter shutdown (1-2 s of
+worker pool, jax and torch teardown) is reaped in the background. At most `limit` jobs run at once; the
 rest wait in FIFO order ("queued"). A job whose kernel source hash changes while it is queued or running
 becomes "stale": its result belongs to code that no longer exists, so it is stopped and never applied.
 Every state change goes to `on_change(job)`; this module knows nothing about LSP.
@@ -29,6 +32,8 @@ log = logging.getLogger(__name__)
 FINAL = ("done", "failed", "cancelled", "stale")
 STREAM_LIMIT = 16 * 1024 * 1024
 KILL_GRACE = 3.0  # seconds between SIGTERM and SIGKILL
+EXIT_GRACE = 10.0  # seconds a tuner that printed its result may take to exit before its group is killed
+PHASES = {"search": "searching", "refine": "searching", "verify": "verifying"}  # CLI phase -> job phase
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,7 @@ class TuneSpec:
 class TuneJob:
     spec: TuneSpec
     state: str = "queued"
+    phase: str | None = None  # while running: "searching" | "verifying"
     evaluated: int = 0
     total: int = 0
     best: dict[str, Any] | None = None
@@ -163,6 +169,7 @@ class Tuner:
         if not job.active:
             return
         job.state = state
+        job.phase = "searching" if state == "running" else None
         if message is not None:
             job.message = message
         if state in FINAL:
@@ -221,17 +228,36 @@ class Tuner:
         self._conclude(job, code, stdout, tail)
 
     async def _communicate(self, job: TuneJob) -> tuple[bytes, list[str]]:
-        """Follow progress until the tuner exits; then reap what it left in its process group."""
+        """Follow progress until the tuner exits (a successful result ends the job before that); then reap
+        what it left in its process group."""
         proc = job.proc
         assert proc is not None and proc.stdout is not None
-        out_task = asyncio.create_task(proc.stdout.read())
         tail: list[str] = []  # last non-JSON stderr lines, for failure messages
-        err_task = asyncio.create_task(self._follow(job, tail))
-        await proc.wait()
-        with contextlib.suppress(ProcessLookupError):  # stray children would hold the pipes open
-            os.killpg(proc.pid, signal.SIGKILL)
-        await asyncio.wait({out_task, err_task}, timeout=5)
-        return (out_task.result() if out_task.done() else b""), tail
+        tasks = [
+            asyncio.ensure_future(_read_result(proc.stdout)),
+            asyncio.ensure_future(_exited(proc)),
+            asyncio.ensure_future(self._follow(job, tail)),
+        ]
+        read, exited, _ = tasks
+        try:
+            await asyncio.wait({read, exited}, return_when=asyncio.FIRST_COMPLETED)
+            if read.done():
+                result = _json_result(read.result())
+                if job.active and result is not None and result.get("best"):
+                    self._succeed(job, result)
+                printed = time.time()
+                try:
+                    await asyncio.wait_for(asyncio.shield(exited), None if job.active else EXIT_GRACE)
+                    log.debug("tuner pid %d exited %.1f s after its result", proc.pid, time.time() - printed)
+                except TimeoutError:
+                    log.warning("tuner pid %d did not exit %.0f s after its result", proc.pid, EXIT_GRACE)
+            with contextlib.suppress(ProcessLookupError):  # stray children would hold the pipes open
+                os.killpg(proc.pid, signal.SIGKILL)
+            await asyncio.wait(tasks, timeout=5)
+            return (read.result() if read.done() else b""), tail
+        finally:
+            for task in tasks:
+                task.cancel()
 
     async def _follow(self, job: TuneJob, tail: list[str]) -> None:
         assert job.proc is not None and job.proc.stderr is not None
@@ -249,20 +275,26 @@ class Tuner:
             return
         job.evaluated = int(event.get("evaluated") or job.evaluated)
         job.total = int(event.get("total") or job.total)
+        job.phase = PHASES.get(event.get("phase"), job.phase)
         if event.get("best_config") is not None:
             job.best = {"config": event["best_config"], "seconds": event.get("best_seconds")}
         if event.get("event") == "progress":
             self.on_change(job)
 
+    def _succeed(self, job: TuneJob, result: dict[str, Any]) -> None:
+        job.result = result
+        if result.get("best"):
+            job.best = result["best"]
+        job.evaluated = int(result.get("evaluated") or job.evaluated)
+        log.info(
+            "tuning %s [%d] done after %.1f s", job.spec.kernel, job.spec.shape_set, time.time() - job.started
+        )
+        self._set(job, "done", None)
+
     def _conclude(self, job: TuneJob, code: int | None, stdout: bytes, tail: list[str]) -> None:
         result = _json_result(stdout)
         if code == 0 and result is not None:
-            job.result = result
-            best = result.get("best")
-            if best:
-                job.best = best
-            job.evaluated = int(result.get("evaluated") or job.evaluated)
-            self._set(job, "done", None)
+            self._succeed(job, result)
             return
         if code is not None and code < 0:
             why = f"the tuner was killed by signal {-code}"
@@ -282,6 +314,24 @@ def _json_line(text: str) -> dict[str, Any] | None:
     except json.JSONDecodeError:
         return None
     return value if isinstance(value, dict) and "event" in value else None
+
+
+async def _read_result(stream: asyncio.StreamReader) -> bytes:
+    """stdout up to the end of the JSON value the tuner prints last, or to its end."""
+    data = b""
+    while chunk := await stream.read(64 * 1024):
+        data += chunk
+        if data.rstrip().endswith((b"}", b"]")) and _json_result(data) is not None:
+            break
+    return data
+
+
+async def _exited(proc: asyncio.subprocess.Process) -> int:
+    """The exit status once the process itself exited. (`Process.wait()` also waits until every process
+    that inherited its pipes closed them: a stray child would keep it waiting.)"""
+    while proc.returncode is None:
+        await asyncio.sleep(0.05)
+    return proc.returncode
 
 
 def _json_result(stdout: bytes) -> dict[str, Any] | None:

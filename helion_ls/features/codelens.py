@@ -1,10 +1,11 @@
 """Code lenses per shape set, above its `# helion: args(...)` line (or the decorator when there is none).
 
   shapes in use (opens the generated module) · "Tune on <chip>" when the store has no result
-  "Tuning… n/N" while a tuner runs (click to cancel)
+  "Tuning… n/N" while a tuner searches, "Verifying best…" while it checks the winner (click to cancel)
   "Best: <short config> — <est. time, TF/s or GB/s> (× vs current)" · "Apply"
 Results come from the tuning store (cached, read in a thread), so runs made elsewhere show up; the
-watcher calls `store_changed` when another process writes the store.
+watcher calls `store_changed` when another process writes the store. The tuner's state is read when a
+request is answered (never cached), and refreshes are paced by `ls.lenses` (see pacing.py).
 """
 
 from __future__ import annotations
@@ -26,8 +27,6 @@ from ..tuning import TuneJob
 from .hover import SHOW_GENERATED
 
 log = logging.getLogger(__name__)
-
-REFRESH_INTERVAL = 0.5  # seconds: progress events are frequent, refreshes need not be
 
 
 def fmt_seconds(s: float) -> str:
@@ -98,6 +97,14 @@ def _shapes_title(view: KernelView, unit: Unit) -> str:
     return "  ".join(f"{', '.join(names)}: {spec}" for spec, names in groups.items())
 
 
+def _progress_title(job: TuneJob) -> str:
+    if job.state == "queued":
+        return "Tuning queued…"
+    if job.phase == "verifying":
+        return "Verifying best…"
+    return f"Tuning… {job.evaluated}{f'/{job.total}' if job.total else ''}"
+
+
 def unit_lenses(
     ls: HelionServer,
     uri: str,
@@ -114,13 +121,7 @@ def unit_lenses(
     job = ls.tuner.jobs.get((uri, view.name, unit.index))
     cancel = {"uri": uri, "kernel": view.name}
     if job is not None and job.active:
-        if job.state == "queued":
-            lenses.append(_lens(rng, "Tuning queued… (cancel)", "helion.cancelTuning", cancel))
-        else:
-            total = f"/{job.total}" if job.total else ""
-            lenses.append(
-                _lens(rng, f"Tuning… {job.evaluated}{total} (cancel)", "helion.cancelTuning", cancel)
-            )
+        lenses.append(_lens(rng, f"{_progress_title(job)} (cancel)", "helion.cancelTuning", cancel))
         return lenses
     if summary is None:
         failed = (
@@ -162,32 +163,6 @@ async def lenses_for(ls: HelionServer, uri: str) -> list[types.CodeLens]:
     return out
 
 
-async def refresh(ls: HelionServer) -> None:
-    """Ask the client to re-request lenses, if it can."""
-    caps = ls.client_capabilities.workspace
-    if caps is None or caps.code_lens is None or not caps.code_lens.refresh_support:
-        return
-    try:
-        await ls.workspace_code_lens_refresh_async(None)
-    except Exception as exc:  # an old or busy client: lenses refresh on the next edit instead
-        log.info("codeLens/refresh failed: %s", exc)
-
-
-def request_refresh(ls: HelionServer) -> None:
-    """Refresh now, or once more right after the refresh in progress (at most every REFRESH_INTERVAL)."""
-    ls.lens_refresh_wanted = True
-    if ls.lens_refresh_task is not None and not ls.lens_refresh_task.done():
-        return
-
-    async def run() -> None:
-        while ls.lens_refresh_wanted:
-            ls.lens_refresh_wanted = False
-            await refresh(ls)
-            await asyncio.sleep(REFRESH_INTERVAL)
-
-    ls.lens_refresh_task = asyncio.create_task(run())
-
-
 def store_changed(ls: HelionServer, path: str) -> None:
     """The watcher saw the store at `path` change (possibly written by another process)."""
     store = ls.stores.get(path)
@@ -197,13 +172,9 @@ def store_changed(ls: HelionServer, path: str) -> None:
     async def check() -> None:
         if await ls.pool.call(store.changed):
             log.info("tuning store %s changed; refreshing code lenses", path)
-            request_refresh(ls)
+            ls.lenses.changed()
 
     asyncio.create_task(check())
-
-
-def job_changed(ls: HelionServer, job: TuneJob) -> None:
-    request_refresh(ls)
 
 
 def register(ls: HelionServer) -> None:
@@ -212,4 +183,7 @@ def register(ls: HelionServer) -> None:
         uri = params.text_document.uri
         if uri not in ls.analyzer.docs or not ls.analyzer.docs[uri].open:
             return []
-        return await lenses_for(ls, uri)
+        token = ls.lenses.fetch_started()
+        found = await lenses_for(ls, uri)
+        ls.lenses.fetch_done(token)
+        return found

@@ -3,8 +3,9 @@
 helion.tune {uri, kernel, shapeSet|null} · helion.tuneFile {uri} · helion.cancelTuning {uri|null, kernel|null}
 helion.applyConfig {uri, kernel, shapeSet|null, config, configs?}: the decorator edit goes through
 workspace/applyEdit against the document version it was computed from. Tuning state changes become
-helion/tuningState notifications, a cancellable $/progress per job, refreshed lenses and a message at
-the end.
+helion/tuningState notifications, refreshed lenses and a message at the end, plus a cancellable
+$/progress per job unless the client announced (initializationOptions.clientShowsTuningProgress) that it
+shows tuning progress itself from the notifications.
 """
 
 from __future__ import annotations
@@ -88,6 +89,7 @@ def _job_json(job: TuneJob) -> dict[str, Any]:
         "kernel": job.spec.kernel,
         "shapeSet": job.spec.shape_set,
         "state": job.state,
+        "phase": job.phase,
         "evaluated": job.evaluated,
         "total": job.total,
         "best": job.best,
@@ -128,6 +130,8 @@ class JobProgress:
                 ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
                 return
             message = f"{snap['evaluated']}/{snap['total'] or '?'} configs"
+            if snap["phase"] == "verifying":
+                message = f"verifying the best of {snap['evaluated']} configs"
             if snap["best"] and snap["best"].get("seconds"):
                 message += f", best {codelens.fmt_seconds(snap['best']['seconds'])}"
             pct = int(100 * snap["evaluated"] / snap["total"]) if snap["total"] else None
@@ -141,14 +145,16 @@ def connect_tuner(ls: HelionServer) -> None:
         snap = _job_json(job)
         ls.protocol.notify("helion/tuningState", snap)
         caps = ls.client_capabilities.window
-        wants_progress = caps is not None and bool(caps.work_done_progress)
+        wants_progress = (
+            caps is not None and bool(caps.work_done_progress) and not ls.client_shows_tuning_progress
+        )
         if id(job) not in progress and job.state == "running" and wants_progress:
             progress[id(job)] = JobProgress(ls, job)
         if id(job) in progress:
             progress[id(job)].queue.put_nowait(snap)
             if job.state in FINAL:
                 progress.pop(id(job))
-        codelens.request_refresh(ls)
+        ls.lenses.changed()
         name = f"{job.spec.kernel} (shape set {job.spec.shape_set})"
         if job.state == "done":
             best = job.best or {}

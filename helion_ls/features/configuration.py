@@ -10,6 +10,7 @@ from typing import Any
 from lsprotocol import types
 
 from ..server import HelionServer, folder_path
+from ..settings import CLIENT_ANNOUNCEMENTS
 from ..warmup import compile_warm_up
 from ..watch import Watcher
 from . import codelens, diagnostics
@@ -69,13 +70,21 @@ def register(ls: HelionServer) -> None:
     @ls.feature(types.INITIALIZE)
     def initialize(ls: HelionServer, params: types.InitializeParams) -> None:
         base = folder_path(params.root_uri) if params.root_uri else None
-        ls.startup_problems = ls.settings.set_initial(params.initialization_options, base)
+        options = params.initialization_options
+        if isinstance(options, dict):
+            ls.client_shows_tuning_progress = options.get("clientShowsTuningProgress") is True
+            options = {k: v for k, v in options.items() if k not in CLIENT_ANNOUNCEMENTS}
+        ls.startup_problems = ls.settings.set_initial(options, base)
         ls.tuner.set_limit(ls.settings.default.max_concurrent_tunings)
 
     @ls.feature(types.INITIALIZED)
     async def initialized(ls: HelionServer, params: types.InitializedParams) -> None:
         ls.monitor.start()
-        warm = asyncio.ensure_future(ls.pool.call(_warm_up, ls.settings.default.chip))
+        # a compile, so on the compile threads: the quick thread must answer the first lens request at once
+        # (an editor's lens debounce is the mean time of its recent lens requests: one slow request slows
+        # the lens updates that follow, tuning progress included)
+        chip = ls.settings.default.chip
+        warm = asyncio.ensure_future(ls.pool.run(("warm-up", chip), lambda: _warm_up(chip), lambda: None))
         warm.add_done_callback(
             lambda f: f.cancelled() or f.exception() and log.error("warm-up failed: %r", f.exception())
         )
@@ -105,7 +114,7 @@ def register(ls: HelionServer) -> None:
         await pull_configuration(ls)
         for uri in list(ls.analyzer.docs):
             diagnostics.schedule(ls, uri, compile=True)
-        await codelens.refresh(ls)
+        ls.lenses.changed()
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     async def folders_changed(ls: HelionServer, params: types.DidChangeWorkspaceFoldersParams) -> None:

@@ -1,0 +1,56 @@
+"""Pacing of workspace/codeLens/refresh: never a second refresh before the client acted on the first.
+
+VS Code answers a refresh by restarting a timer (the mean duration of its recent lens requests, at least
+250 ms) and requests lenses when the timer fires; a refresh arriving before that restarts the timer. A
+server that refreshes on a fixed clock faster than that timer starves the editor: its lenses freeze while
+what they show changes several times a second (a tuner's progress). So after a refresh the next one waits
+until the client fetched lenses (a request that started after the refresh was answered, and completed),
+or until `ack_timeout` passed (no editor shows lenses, or the client ignores refreshes), and never comes
+sooner than `min_interval` after the previous one. Lens requests read the live state, so whatever changed
+meanwhile is in the next fetch. Knows nothing about LSP: `send` does the request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+
+
+class RefreshPacer:
+    def __init__(
+        self, send: Callable[[], Awaitable[bool]], min_interval: float = 0.25, ack_timeout: float = 5.0
+    ):
+        """`send()` asks the client to refresh and says whether it did (False: it cannot or failed)."""
+        self._send = send
+        self.min_interval = min_interval
+        self.ack_timeout = ack_timeout
+        self.sent = 0  # refreshes the client answered
+        self._wanted = False
+        self._fetched = asyncio.Event()  # the client fetched lenses since the last refresh
+        self._fetched.set()
+        self._task: asyncio.Task | None = None
+
+    def changed(self) -> None:
+        """Something the lenses show changed: refresh as soon as the pacing allows."""
+        self._wanted = True
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._run())
+
+    def fetch_started(self) -> int:
+        """Call when a lens request starts; pass the result to `fetch_done` when it was answered."""
+        return self.sent
+
+    def fetch_done(self, token: int) -> None:
+        if token == self.sent:  # started after the latest refresh: the client acted on it
+            self._fetched.set()
+
+    async def _run(self) -> None:
+        while self._wanted:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._fetched.wait(), self.ack_timeout)
+            self._wanted = False
+            if await self._send():
+                self.sent += 1
+                self._fetched.clear()
+            await asyncio.sleep(self.min_interval)

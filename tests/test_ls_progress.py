@@ -1,0 +1,141 @@
+"""End to end: tuning progress for a client that shows it itself (initializationOptions
+clientShowsTuningProgress, as the VS Code client sends): helion/tuningState carries the phase, code lenses
+show the tuner's live state while it runs, the server makes no $/progress of its own, and the final
+message still comes.
+
+The tuner is paused (SIGSTOP) right after a notification arrives, so the lens request that follows must
+show exactly the state that notification reported, however fast the tuner would otherwise move on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+from test_ls_support import (
+    attr,
+    make_workspace,
+    open_doc,
+    rec,
+    request,
+    server_config,
+    stage_diagnostics,
+    start,
+)
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+FINAL = ("done", "failed", "cancelled", "stale")
+
+
+@pytest_lsp.fixture(config=server_config(), scope="module")
+async def client(lsp_client: LanguageClient, tmp_path_factory):
+    ws = make_workspace(tmp_path_factory.mktemp("progress"))
+    lsp_client.ws = ws
+    await start(
+        lsp_client,
+        ws,
+        libtpu=False,
+        executor="inline",
+        tuneMaxEvals=200,  # inline model evaluations: ~2 s of search, reported every 0.25 s
+        clientShowsTuningProgress=True,
+    )
+    yield
+    await lsp_client.shutdown_session()
+
+
+def notes(client: LanguageClient, uri: str) -> list:
+    return [p for p in rec(client).of("helion/tuningState") if attr(p, "uri") == uri]
+
+
+async def tuner_lens(client: LanguageClient, uri: str) -> str:
+    """The title of the tuning lens of shape set 0 (the second lens on its args line)."""
+    found = await client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    line = found[0].range.start.line
+    return [lens.command.title for lens in found if lens.range.start.line == line][1]
+
+
+async def follow_refreshes(client: LanguageClient, uri: str, seen: list[str], stop: asyncio.Event) -> None:
+    """Fetch lenses after every refresh, as an editor does; record the tuning lens each time."""
+    count = rec(client).refreshes
+    while True:
+        await rec(client).wait(lambda count=count: stop.is_set() or rec(client).refreshes > count, 120)
+        if stop.is_set():
+            return
+        count = rec(client).refreshes
+        seen.append(await tuner_lens(client, uri))
+
+
+async def paused_lens(client: LanguageClient, uri: str, pid: int) -> tuple[object, str]:
+    """Pause the tuner, let what it already wrote arrive, then: the latest notification and the lens."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        await asyncio.sleep(0.5)
+        return notes(client, uri)[-1], await tuner_lens(client, uri)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+async def test_lenses_show_the_live_state_and_the_server_makes_no_progress_of_its_own(client):
+    path = client.ws / "attention.py"
+    uri = open_doc(client, path)
+    await stage_diagnostics(client, uri, 1, "front")
+    seen: list[str] = []
+    stop = asyncio.Event()
+    editor = asyncio.ensure_future(follow_refreshes(client, uri, seen, stop))
+    await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(
+            command="helion.tune", arguments=[{"uri": uri, "kernel": "attention", "shapeSet": 0}]
+        )
+    )
+    await rec(client).wait(lambda: any(attr(p, "state") == "running" for p in notes(client, uri)), 60)
+    stats = await request(client, "helion/stats", {})
+    pid = next(t["pid"] for t in stats["tuners"] if t["kernel"] == "attention")
+
+    # searching: pause at a report of some (not all) configs evaluated
+    def searching():
+        return any(
+            attr(p, "phase") == "searching" and 0 < attr(p, "evaluated") < attr(p, "total")
+            for p in notes(client, uri)
+        )
+
+    await rec(client).wait(searching, 90)
+    note, title = await paused_lens(client, uri, pid)
+    assert attr(note, "phase") == "searching" and attr(note, "evaluated") > 0, note
+    assert title == f"Tuning… {attr(note, 'evaluated')}/{attr(note, 'total')} (cancel)"
+
+    # verifying: the correctness gate on the winner
+    await rec(client).wait(lambda: attr(notes(client, uri)[-1], "phase") == "verifying", 60)
+    note, title = await paused_lens(client, uri, pid)
+    assert (attr(note, "state"), attr(note, "phase")) == ("running", "verifying")
+    assert title == "Verifying best… (cancel)"
+
+    # refreshes came during the run, and the lenses fetched after them showed progress
+    assert seen[0] == "Tuning queued… (cancel)" or seen[0].startswith("Tuning… "), seen
+    assert any(re.fullmatch(r"Tuning… [1-9]\d*/200 \(cancel\)", t) for t in seen), seen
+
+    done = await rec(client).wait(
+        lambda: next((p for p in notes(client, uri) if attr(p, "state") in FINAL), None)
+    )
+    assert attr(done, "state") == "done" and attr(done, "phase") is None, done
+    phases = [attr(p, "phase") for p in notes(client, uri)]
+    first_verifying = phases.index("verifying")
+    assert phases[0] is None and set(phases[1:first_verifying]) == {"searching"}
+    assert set(phases[first_verifying:-1]) == {"verifying"} and phases[-1] is None
+
+    # no work-done progress from the server, but still the final message; no complaint about the option
+    assert not [t for t in client.progress_reports if str(t).startswith("helion-tune-")]
+    await rec(client).wait(
+        lambda: any("Tuned attention (shape set 0) on v7x [model]" in m.message for m in client.messages), 5
+    )
+    assert not [m.message for m in client.messages if "clientShowsTuningProgress" in m.message]
+    assert (await tuner_lens(client, uri)).startswith("Best: ")
+    stop.set()
+    await editor
