@@ -19,7 +19,7 @@ import {
 } from "vscode-languageclient/node";
 import { chooseInterpreter, judgeProbe, PROBE_SCRIPT, SERVER_ARGS, type InterpreterChoice, type ProbeOutcome } from "./interpreter";
 import { pythonExtensionInterpreter } from "./pythonEnv";
-import { readSettings, SETTING_KEYS, type HelionSettings } from "./settings";
+import { initializationOptions, readSettings, SETTING_KEYS, type HelionSettings } from "./settings";
 import type { TuningStateParams } from "./tuningModel";
 
 export type ServerStatus =
@@ -236,7 +236,7 @@ export class HelionServer implements vscode.Disposable {
             this.stderrTail = [...this.stderrTail.slice(1 - STDERR_TAIL), line];
           }),
       },
-      initializationOptions: settingsFor(initial),
+      initializationOptions: initializationOptions(settingsFor(initial)),
       synchronize: { configurationSection: "helion" },
       middleware: {
         workspace: {

@@ -97,6 +97,15 @@ export function readSettings(raw: Readonly<Record<string, unknown>> | undefined,
   };
 }
 
+/**
+ * The server's initializationOptions: the settings, plus what this client tells the server about itself.
+ * `clientShowsTuningProgress`: tuning.ts shows a cancellable notification per run from helion/tuningState,
+ * so the server should not add a $/progress of its own.
+ */
+export function initializationOptions(settings: HelionSettings): HelionSettings & { clientShowsTuningProgress: true } {
+  return { ...settings, clientShowsTuningProgress: true };
+}
+
 /** The levels a setting can be written at, narrowest first. */
 export type SettingTarget = "workspaceFolder" | "workspace" | "global";
 

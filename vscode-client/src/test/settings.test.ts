@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { DEFAULT_SETTINGS, expandPath, readSettings, SETTING_KEYS, settingTarget } from "../settings";
+import { DEFAULT_SETTINGS, expandPath, initializationOptions, readSettings, SETTING_KEYS, settingTarget } from "../settings";
 
 test("no settings gives the contract's defaults", () => {
   assert.deepEqual(readSettings(undefined), { ...DEFAULT_SETTINGS });
@@ -95,4 +95,11 @@ test("a setting is written at the narrowest level that already sets it", () => {
   assert.equal(settingTarget({ workspaceValue: "v6e" }, true), "workspace");
   assert.equal(settingTarget({}, true), "workspace");
   assert.equal(settingTarget(undefined, false), "global");
+});
+
+test("the initialization options are the settings plus the tuning-progress announcement", () => {
+  const settings = readSettings({ chip: "v6e", tuneMaxEvals: 30 });
+  assert.deepEqual(initializationOptions(settings), { ...settings, clientShowsTuningProgress: true });
+  assert.equal(settings.chip, "v6e"); // the settings object itself is left as it was
+  assert.equal("clientShowsTuningProgress" in settings, false);
 });
