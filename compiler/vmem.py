@@ -90,9 +90,10 @@ class VmemReport:
         return "\n".join(lines)
 
 
-def fmt_bytes(n: float) -> str:
+def fmt_bytes(n: float, mib_digits: int = 2) -> str:
+    """Human-readable bytes; hovers use one MiB digit, reports two."""
     if n >= MiB:
-        return f"{n / MiB:.2f} MiB"
+        return f"{n / MiB:.{mib_digits}f} MiB"
     if n >= 1024:
         return f"{n / 1024:.1f} KiB"
     return f"{int(n)} B"

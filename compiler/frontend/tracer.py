@@ -259,6 +259,13 @@ class Tracer(ExpressionEvaluator):
         loop = GridLoop(rng, tuple(dims), [], header)
         self.host.append(loop)
         saved_env = dict(self.env)
+        self._trace_body(loop, stmt, bound, rng)
+        # names bound inside the grid loop are device values: they do not exist after it
+        self.env = saved_env
+
+    def _trace_body(self, loop: GridLoop | InnerLoop, stmt: ast.For, bound: Any, rng: Range) -> None:
+        """Bind the loop variables and trace the body into the loop's region, then return to the outer one."""
+        outer_region = self.region
         self.loops.append(loop)
         self.region = loop.body
         try:
@@ -266,9 +273,7 @@ class Tracer(ExpressionEvaluator):
             self.exec_block(stmt.body)
         finally:
             self.loops.pop()
-            self.region = self.host
-        # names bound inside the grid loop are device values: they do not exist after it
-        self.env = saved_env
+            self.region = outer_region
 
     def _inner_loop(self, stmt: ast.For, dims: list[TileDim], bound: Any, rng: Range) -> None:
         assigned = assigned_names(stmt.body)
@@ -286,14 +291,7 @@ class Tracer(ExpressionEvaluator):
         before = dict(self.env)
         for c in carried:
             self.env[c.name] = c.phi
-        self.loops.append(loop)
-        self.region = loop.body
-        try:
-            self.assign(stmt.target, bound, rng)
-            self.exec_block(stmt.body)
-        finally:
-            self.loops.pop()
-            self.region = outer_region
+        self._trace_body(loop, stmt, bound, rng)
         for c in carried:
             nxt = self.env[c.name]
             if not isinstance(nxt, Value) or nxt.space != "device":

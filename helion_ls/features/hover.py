@@ -19,12 +19,12 @@ from typing import Any
 from lsprotocol import types
 
 from compiler.diagnostics import Position, Range
+from compiler.vmem import fmt_bytes as compiler_fmt_bytes
 
 from ..documents import KernelView, Loaded
 from ..lsp import from_lsp_position, to_lsp_range
 from ..server import HelionServer
 
-MiB = 1024 * 1024
 BAR_CELLS = 24
 CODE_LINES = 30  # per excerpt; the full module is one click away
 SHOW_GENERATED = "helion-ls.showGeneratedCode"
@@ -41,11 +41,7 @@ WHERE = {  # label in the table -> what it means
 
 
 def fmt_bytes(n: float) -> str:
-    if n >= MiB:
-        return f"{n / MiB:.1f} MiB"
-    if n >= 1024:
-        return f"{n / 1024:.1f} KiB"
-    return f"{int(n)} B"
+    return compiler_fmt_bytes(n, mib_digits=1)
 
 
 def vmem_bar(total: int, limit: int, capacity: int) -> str:
