@@ -170,3 +170,13 @@ def test_loop_orders_permute_the_launch_grid():
     assert compare(ck(*[t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]), expected) is None
     with pytest.raises(compiler.CompileError, match="permutation"):
         kernel.compile(args=args, config={"loop_orders": [[0, 0, 1]]})
+
+
+def test_scalar_table_reads_go_to_smem():
+    """`biases[g]` with a dynamic g: a vector load from VMEM is unaligned on TPU, so the table lives in SMEM."""
+    from conftest import MORE_KERNELS
+
+    kernel = compiler.load(MORE_KERNELS / "scalar_table.py").kernels["scalar_lookup"]
+    ck = kernel.compile(config={"pallas_loop_type": "emit_pipeline"})
+    assert "pl.BlockSpec(memory_space=pltpu.SMEM)" in ck.source and "biases_smem[g]" in ck.source
+    assert all(r.name != "biases" for r in ck.vmem.rows)
