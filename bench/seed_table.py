@@ -141,8 +141,8 @@ def fit(with_llo: bool) -> None:
 
         p, ck = points[0]
         result = tpu_compile(ck.source, ck.entry, ck.arg_structs(), CHIP)
-        per_step = estimate(ck.plan, CHIP, c).breakdown["vector"] / ck.plan.calls[0].grid_steps
-        units = vector_seconds(result.categories) / V7X.llo_vector_op_seconds
+        per_step = estimate(ck.plan, CHIP, c).work["vector"] / ck.plan.calls[0].grid_steps
+        units = vector_seconds(result.categories, "v7x") / V7X.llo_vector_op_seconds
         print(
             f"fitted llo_vector_op_seconds = {per_step / units:.4g} s ({units:.0f} VPU-op equivalents per step "
             f"of {p.label}; constants.py: {V7X.llo_vector_op_seconds:.4g})"

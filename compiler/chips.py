@@ -63,6 +63,8 @@ class Chip:
     max_vmem_limit_bytes: int
     hbm_bandwidth: float  # bytes / second, per TensorCore
     bf16_flops: float  # FLOP / second, per TensorCore
+    int8_flops: float  # OP / second with int8 operands; 0 where the MXU has no int8 mode (jax tpu_info)
+    fp8_flops: float  # FLOP / second with 8-bit float operands; 0 where the MXU has no fp8 mode
     num_lanes: int
     num_sublanes: int
     mxu_column_size: int
@@ -111,6 +113,8 @@ def get_chip(name: str) -> Chip:
         max_vmem_limit_bytes=min(extra["max_vmem_limit"], info.vmem_capacity_bytes),
         hbm_bandwidth=float(info.mem_bw_bytes_per_second),
         bf16_flops=float(info.bf16_ops_per_second),
+        int8_flops=float(info.int8_ops_per_second),
+        fp8_flops=float(info.fp8_ops_per_second),
         num_lanes=info.num_lanes,
         num_sublanes=info.num_sublanes,
         mxu_column_size=info.mxu_column_size,
@@ -121,6 +125,8 @@ def get_chip(name: str) -> Chip:
             "vmem_capacity_bytes": "jax 0.10.2 tpu_info",
             "hbm_bandwidth": "jax 0.10.2 tpu_info",
             "bf16_flops": "jax 0.10.2 tpu_info",
+            "int8_flops": "jax 0.10.2 tpu_info",
+            "fp8_flops": "jax 0.10.2 tpu_info",
             "default_scoped_vmem_bytes": "libtpu 0.0.42.1 deviceless compile, shared notes",
             "max_vmem_limit_bytes": "libtpu 0.0.42.1 deviceless compile, shared notes",
             "topology_name": "jax.experimental.topologies names accepted by libtpu 0.0.42.1",

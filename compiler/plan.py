@@ -73,12 +73,17 @@ class Work:
     mxu_padded: the same with m padded to the sublane tile and n, k to 128 (what the MXU really does).
     vpu_elems:  elementwise vector work in elements, each operand counted on padded (8|16, 128) tiles.
     eup_elems:  transcendental elements (exp, exp2, log, rsqrt, tanh, sigmoid, reciprocal), padded.
+    mxu_f32, mxu_int8, mxu_fp8: the parts of mxu_padded whose operands are f32 / 8-bit integers / 8-bit
+                floats (the MXU runs them at other rates than bf16); the rest of mxu_padded is bf16-class.
     """
 
     mxu_flops: float = 0.0
     mxu_padded: float = 0.0
     vpu_elems: float = 0.0
     eup_elems: float = 0.0
+    mxu_f32: float = 0.0
+    mxu_int8: float = 0.0
+    mxu_fp8: float = 0.0
 
     def __add__(self, other: Work) -> Work:
         return Work(
@@ -86,10 +91,21 @@ class Work:
             self.mxu_padded + other.mxu_padded,
             self.vpu_elems + other.vpu_elems,
             self.eup_elems + other.eup_elems,
+            self.mxu_f32 + other.mxu_f32,
+            self.mxu_int8 + other.mxu_int8,
+            self.mxu_fp8 + other.mxu_fp8,
         )
 
     def scaled(self, k: float) -> Work:
-        return Work(self.mxu_flops * k, self.mxu_padded * k, self.vpu_elems * k, self.eup_elems * k)
+        return Work(
+            self.mxu_flops * k,
+            self.mxu_padded * k,
+            self.vpu_elems * k,
+            self.eup_elems * k,
+            self.mxu_f32 * k,
+            self.mxu_int8 * k,
+            self.mxu_fp8 * k,
+        )
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,23 @@ def _vreg_elems(v: Value) -> float:
     return padded_elems(tuple(v.shape), v.dtype) * min(1.0, v.dtype.itemsize / 4)
 
 
+_FP8 = {getattr(torch, n) for n in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
+        if hasattr(torch, n)}
+
+
+def mxu_operand_class(a: torch.dtype, b: torch.dtype) -> str:
+    """Which MXU rate a dot runs at: "f32" when an operand is 32-bit (jnp.dot promotes the other), "int8"
+    for two 8-bit integer operands, "fp8" for two 8-bit floats, else "bf16" (bf16/f16 operands)."""
+    if torch.float32 in (a, b) or torch.float64 in (a, b):
+        return "f32"
+    if a.itemsize == b.itemsize == 1:
+        if a in _FP8 and b in _FP8:
+            return "fp8"
+        if not a.is_floating_point and not b.is_floating_point:
+            return "int8"
+    return "bf16"
+
+
 def op_work(op: Op) -> Work:
     outs = op.outputs()
     if op.kind in _NO_VECTOR_WORK:
@@ -56,7 +73,9 @@ def op_work(op: Op) -> Work:
         rows = sublane_rows(a.dtype)
         pm, pn, pk = -(-m // rows) * rows, -(-n // 128) * 128, -(-k // 128) * 128
         acc_work = _vreg_elems(outs[0]) if len(op.args) > 2 else 0.0
-        return Work(flops, 2.0 * bsz * pm * pn * pk, acc_work, 0.0)
+        padded = 2.0 * bsz * pm * pn * pk
+        kind = mxu_operand_class(a.dtype, b.dtype)
+        return Work(flops, padded, acc_work, 0.0, **({f"mxu_{kind}": padded} if kind != "bf16" else {}))
     ins = [a for a in op.args if isinstance(a, Value)]
     size = max([_vreg_elems(v) for v in ins + list(outs)] or [0.0])
     if op.kind in ("softmax", "log_softmax"):

@@ -1,33 +1,49 @@
-"""Every constant of the analytic TPU performance model (compiler/tune/model.py), with its source.
+"""Every constant of the analytic TPU performance model (compiler/tune/model.py), per chip, with its source.
 
-Chip facts (HBM bandwidth, bf16 peak, VMEM) are not here: they come from `compiler.chips`. What is here is
-how fast a TensorCore gets through the work the plan counts, and what each pipeline step costs beyond it.
+Chip facts (HBM bandwidth, bf16 / int8 / fp8 peaks, VMEM) are not here: they come from `compiler.chips`
+(jax's tpu_info, i.e. the Cloud TPU data sheets). What is here is how fast a TensorCore gets through the
+work the plan counts, and what each pipeline step, copy and call costs beyond it. Each chip's constants
+carry a `sources` entry per constant; `describe()` prints them.
 
-Sources used below:
-  [seed]   the seed's measurements on TPU v7x (shared/notes/tpu-chips-and-performance.md): flash attention
-           [8, 32, S, 256] bf16, non-causal: `unroll` 892 TF/s at S=8k, `emit_pipeline` 653 TF/s at 8k and
-           695 TF/s at 32k. `SEED_POINTS` names the configs the seed ran (block sizes as below).
-  [fit]    solved from the three [seed] points with the other constants held fixed; `bench/seed_table.py
-           --fit` repeats the derivation and prints the values.
-  [pallas] how Pallas TPU pipelining works (jax 0.10.2 `pallas_call` / `pltpu.emit_pipeline` source): the
-           next step's input blocks are fetched while the current step computes; an input whose block
-           index does not change is not copied again; a nested pipeline starts cold on every outer step.
+Sources named below:
+  [guide]   the JAX Pallas TPU matmul guide's measured table (jax-ml/jax docs/pallas/tpu/matmul.ipynb, TPU
+            v5e, bf16 matmuls 1024-8192, blocks 128^3 and (512, 1024, 1024)); bench/published.py copies it
+            with its source, bench/model_vs_published.py checks the model against it and two more public
+            v5e tables (bench/calibrate.py --chip v5e re-derives the [guide] fits).
+  [seed]    the seed's measurements on TPU v7x (shared/notes/tpu-chips-and-performance.md): flash attention
+            [8, 32, S, 256] bf16, non-causal: `unroll` 892 TF/s at S=8k, `emit_pipeline` 653 TF/s at 8k and
+            695 TF/s at 32k. `SEED_POINTS` names the configs the seed ran. bench/seed_table.py --fit
+            re-derives the [seed] fits.
+  [libtpu]  the libtpu 0.0.42.1 deviceless compile of the same 256x512x256 dot with bf16, f32 and int8
+            operands (bench/calibrate.py --mxu-dtypes): f32 issues twice the MXU pushes (vmatmul) of bf16 on
+            every chip from v4 to v7x; int8 half of them on v5e/v5p/v6e, the same number on v7x (no int8
+            MXU mode: matches tpu_info's zero int8 rate), and v4 rejects int8 matmuls.
+  [pallas]  how Pallas TPU pipelining works (jax 0.10.2 `pallas_call` / `pltpu.emit_pipeline` source).
   [assumed] a round engineering figure that no measurement here pins down; stated so it can be replaced.
+  [from X]  no measurement on this chip pins it: chip X's value, carried over as stated.
+A JSON written by bench/tpu_measure.py on a real TPU feeds bench/calibrate.py, which refits the fitted
+constants of that chip from it (README: "Calibrating on a TPU").
 
-Model figures are estimates for a named chip. Only v7x is calibrated; other chips reuse v7x's per-clock
-rates scaled by their bf16 peak and are labelled uncalibrated.
+Model figures are estimates for a named chip; `calibrated` says whether any constant of that chip was fitted
+to measurements on it (v5e: [guide], v7x: [seed]).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..chips import Chip
 
 
 @dataclass(frozen=True)
 class ModelConstants:
-    """Rates and overheads of one TensorCore.
+    """Rates and overheads of one TensorCore of `chip`.
 
-    mxu_efficiency:  η_mxu, the fraction of the bf16 peak a large padded matmul sustains.
+    mxu_efficiency:  η_mxu, the fraction of a dtype's MXU peak a large padded matmul sustains.
+    f32_mxu_ratio:   MXU rate with f32 operands relative to bf16 (Mosaic's default f32 contraction).
     vpu_rate:        elementwise vector work per second, in 32-bit-lane elements (Work.vpu_elems units).
     eup_rate:        transcendental elements per second (Work.eup_elems units).
     overlap_straight: ω for straight-line code (one grid step, an unrolled inner loop): the share of the
@@ -37,14 +53,20 @@ class ModelConstants:
     step_overhead:   τ_step, seconds per grid step of a pallas_call (pipeline bookkeeping, DMA issue/wait).
     pipeline_iteration_overhead: τ_inner for an emit_pipeline iteration (it is a grid step of its own).
     fori_iteration_overhead:     τ_inner for a fori_loop iteration (scalar loop control, dynamic slicing).
-    dma_latency:     L, seconds from issuing a batch of DMAs to the first byte landing.
+    dma_latency:     L, seconds from issuing a batch of DMAs to its completion, beyond the bytes' own time.
+    dma_efficiency:  the fraction of the HBM bandwidth a stream of block copies sustains.
+    call_overhead:   seconds one call of a kernel costs beyond its grid steps, as a wall-clock benchmark of
+                     the jitted function sees it (dispatch, launch, the round trip of block_until_ready).
     llo_vector_op_seconds: seconds per vector instruction (one vreg) of libtpu's compiled kernel, used to
                      refine the estimate from a compiled kernel's op counts (a transcendental counts as
                      vpu_rate / eup_rate of them).
-    calibrated:      whether the rates were fitted to measurements on this chip.
+    calibrated:      whether any constant was fitted to measurements on this chip.
+    sources:         constant name -> where its value comes from.
     """
 
+    chip: str
     mxu_efficiency: float
+    f32_mxu_ratio: float
     vpu_rate: float
     eup_rate: float
     overlap_straight: float
@@ -53,54 +75,149 @@ class ModelConstants:
     pipeline_iteration_overhead: float
     fori_iteration_overhead: float
     dma_latency: float
+    dma_efficiency: float
+    call_overhead: float
     llo_vector_op_seconds: float
     calibrated: bool
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    def mxu_rate(self, kind: str, chip: Chip) -> float:
+        """Sustained MXU FLOP/s for operands of class `kind` ("bf16", "f32", "int8", "fp8") on `chip`.
+
+        int8 / fp8 run at the chip's own peak for them; where tpu_info lists none, Mosaic computes them
+        at the bf16 rate ([libtpu]: same MXU pushes as bf16 on v7x)."""
+        if kind == "f32":
+            peak = chip.bf16_flops * self.f32_mxu_ratio
+        elif kind == "int8":
+            peak = chip.int8_flops or chip.bf16_flops
+        elif kind == "fp8":
+            peak = chip.fp8_flops or chip.bf16_flops
+        else:
+            peak = chip.bf16_flops
+        return self.mxu_efficiency * peak
+
+    def describe(self) -> str:
+        """Every constant with its value and source, one per line."""
+        lines = [f"model constants for {self.chip} ({'calibrated' if self.calibrated else 'uncalibrated'}):"]
+        for name in CONSTANT_NAMES:
+            lines.append(f"  {name:<28} {getattr(self, name):<12.4g} {self.sources.get(name, '(no source)')}")
+        return "\n".join(lines)
 
 
-# v7x (TPU7x), one TensorCore.
-V7X = ModelConstants(
-    # [assumed] big bf16 matmuls on TPUs sustain ~90-95% of peak; the seed's attention points are VPU-bound
-    # and do not pin this down (they only constrain overlap_loop·min(MXU, VPU) together).
-    mxu_efficiency=0.93,
-    # [fit] from `unroll` 892 TF/s at 8k ([2, 512, 2048]): ~1.11 ps of vector work per attention score.
-    vpu_rate=9.807e12,
-    # [assumed] the EUP accepts one vreg per cycle against four VALU slots: a quarter of the VPU rate.
-    eup_rate=9.807e12 / 4,
-    # [pallas] straight-line code is one basic block: the LLO scheduler interleaves MXU pushes with the
-    # softmax of the previous tile freely.
-    overlap_straight=1.0,
-    # [fit] from `emit_pipeline` 695 TF/s at 32k; with it (and the assumed τ and L) 653 TF/s at 8k follows.
-    overlap_loop=0.714,
-    # [assumed] the commonly quoted Pallas TPU cost of one grid step, ~0.35 µs.
-    step_overhead=0.35e-6,
-    # [assumed] an emit_pipeline iteration does what a grid step does (DMA issue + wait, semaphores,
-    # index maps), so it costs the same.
-    pipeline_iteration_overhead=0.35e-6,
-    # [assumed] a fori_loop iteration is a scalar loop plus address arithmetic: a small fraction of a step.
-    fori_iteration_overhead=0.05e-6,
-    # [assumed] ~0.5 µs from DMA issue to completion of a small copy on a TensorCore.
-    dma_latency=0.5e-6,
-    # [fit] libtpu 0.0.42.1 compiles one grid step of the seed's 8k `unroll` config to 57 472 VPU and 8 832 EUP
-    # instructions (92 800 VPU-equivalents), which must take the 9.28 µs the vector_rate fit gives it.
-    llo_vector_op_seconds=1.0e-10,
+CONSTANT_NAMES = tuple(f.name for f in fields(ModelConstants) if f.name not in ("chip", "calibrated", "sources"))
+
+
+def _constants(chip: str, calibrated: bool, **figures: tuple[float, str]) -> ModelConstants:
+    """ModelConstants from name=(value, source) pairs: a constant cannot be given without its source."""
+    missing = set(CONSTANT_NAMES) - set(figures)
+    if missing:
+        raise TypeError(f"{chip}: no value for {sorted(missing)}")
+    values = {name: value for name, (value, _) in figures.items()}
+    sources = {name: source for name, (_, source) in figures.items()}
+    return ModelConstants(chip=chip, calibrated=calibrated, sources=sources, **values)
+
+
+def _carried(base: ModelConstants, chip: str, bf16_flops: float, calibrated: bool = False,
+             **own: tuple[float, str]) -> ModelConstants:
+    """`base`'s constants on another chip: vector rates scaled by the bf16 peak ratio, the rest as they are,
+    each source saying so; `own` replaces any of them."""
+    scale = bf16_flops / _PEAKS[base.chip]
+    figures: dict[str, tuple[float, str]] = {}
+    for name in CONSTANT_NAMES:
+        value, source = getattr(base, name), base.sources[name]
+        if name in ("vpu_rate", "eup_rate"):
+            figures[name] = (value * scale, f"[from {base.chip}, scaled by the bf16 peak ratio {scale:.3f}: "
+                                            f"assumed] {source}")
+        elif name == "llo_vector_op_seconds":
+            figures[name] = (value / scale, f"[from {base.chip}, scaled like vpu_rate] {source}")
+        else:
+            figures[name] = (value, f"[from {base.chip}] {source}")
+    figures.update(own)
+    return _constants(chip, calibrated, **figures)
+
+
+# bf16 peaks per TensorCore (jax 0.10.2 tpu_info, as compiler.chips reads them): what per-chip rates are
+# scaled by when carried from one chip to another (a test checks they match compiler.chips).
+_PEAKS = {"v4": 137.5e12, "v5e": 197e12, "v5p": 229.5e12, "v6e": 920e12, "v7x": 1155e12}
+
+# [seed] fits of v7x's vector rate and loop overlap (bench/seed_table.py --fit); v5e's are derived from them.
+_SEED_VPU_RATE = 9.816e12
+_SEED_OVERLAP_LOOP = 0.6715
+_V5E_SCALE = _PEAKS["v5e"] / _PEAKS["v7x"]
+
+_LIBTPU_F32 = "[libtpu] an f32 dot issues 2x the MXU pushes of the same bf16 dot on v4, v5e, v5p, v6e and v7x"
+
+# TPU v5e, one TensorCore. The per-step, latency, call and MXU constants are fitted to the [guide]'s plain
+# table (6 points); its transposed-RHS and fused-ReLU tables and a second public v5e table are predictions.
+V5E = _constants(
+    "v5e",
     calibrated=True,
+    mxu_efficiency=(1.0, "[guide] fit, at its bound: once the restarts of our nested K pipeline are charged "
+                         "(which the guide's flat grid does not pay) no MXU inefficiency is left to fit"),
+    f32_mxu_ratio=(0.5, _LIBTPU_F32),
+    vpu_rate=(_SEED_VPU_RATE * _V5E_SCALE, f"[from v7x, scaled by the bf16 peak ratio {_V5E_SCALE:.3f}: "
+                                           "assumed] [seed] fit"),
+    eup_rate=(_SEED_VPU_RATE * _V5E_SCALE / 4, "[assumed] a quarter of vpu_rate (one EUP slot against four "
+                                               "VALU slots)"),
+    overlap_straight=(1.0, "[pallas] straight-line code is one basic block the LLO scheduler interleaves"),
+    overlap_loop=(_SEED_OVERLAP_LOOP, "[from v7x] [seed] fit"),
+    step_overhead=(0.309e-6, "[guide] fit: 128^3 blocks at 4096 and 8192, where the ~0.35 µs step time is "
+                             "all overhead"),
+    pipeline_iteration_overhead=(0.309e-6, "[assumed] an emit_pipeline iteration does what a grid step "
+                                          "does (DMA issue + wait, semaphores, index maps): = step_overhead"),
+    fori_iteration_overhead=(0.05e-6, "[assumed] a scalar loop plus address arithmetic"),
+    dma_latency=(0.0, "[guide] fit (to 0): 128^3 steps cost the same whatever their DMA, and a restart of "
+                      "the K pipeline no more than its bytes; issue and wait are in step_overhead"),
+    dma_efficiency=(1.0, "[assumed] the data-sheet bandwidth: no published memory-bound Pallas run pins it"),
+    call_overhead=(101.8e-6, "[guide] fit: mostly its 1024 points (the guide's timeit includes Python "
+                             "dispatch; its XLA matmul of 1024^3 takes 119 µs for ~20 µs of work)"),
+    llo_vector_op_seconds=(1.0e-10 / _V5E_SCALE, "[from v7x, scaled like vpu_rate] [seed] fit"),
 )
 
-_V7X_PEAK = 1155e12  # the bf16 peak V7X's rates were fitted against (compiler.chips v7x, jax tpu_info)
+# TPU v7x (TPU7x), one TensorCore: the vector rate and the loop overlap are fitted to the [seed] table; the
+# per-step, latency, call and MXU constants are v5e's [guide] fits (no v7x measurement separates them).
+V7X = _constants(
+    "v7x",
+    calibrated=True,
+    mxu_efficiency=(V5E.mxu_efficiency, "[from v5e] " + V5E.sources["mxu_efficiency"]),
+    f32_mxu_ratio=(0.5, _LIBTPU_F32),
+    # [seed] fit from `unroll` 892 TF/s at 8k ([2, 512, 2048]): ~1.1 ps of vector work per attention score
+    vpu_rate=(_SEED_VPU_RATE, "[seed] fit: `unroll` at 8k, blocks [2, 512, 2048] (892 TF/s)"),
+    eup_rate=(_SEED_VPU_RATE / 4, "[assumed] a quarter of vpu_rate (one EUP slot against four VALU slots)"),
+    overlap_straight=(1.0, "[pallas] straight-line code is one basic block the LLO scheduler interleaves"),
+    overlap_loop=(_SEED_OVERLAP_LOOP, "[seed] fit: `emit_pipeline` at 32k (695 TF/s); 653 TF/s at 8k is then predicted"),
+    step_overhead=(V5E.step_overhead, "[from v5e] " + V5E.sources["step_overhead"]),
+    pipeline_iteration_overhead=(V5E.pipeline_iteration_overhead,
+                                 "[from v5e] " + V5E.sources["pipeline_iteration_overhead"]),
+    fori_iteration_overhead=(V5E.fori_iteration_overhead, "[assumed] a scalar loop plus address arithmetic"),
+    dma_latency=(V5E.dma_latency, "[from v5e] " + V5E.sources["dma_latency"]),
+    dma_efficiency=(1.0, "[assumed] the data-sheet bandwidth: no published memory-bound Pallas run pins it"),
+    call_overhead=(V5E.call_overhead, "[from v5e] " + V5E.sources["call_overhead"]),
+    # libtpu 0.0.42.1 compiles one grid step of the seed's 8k `unroll` config to 57 472 VPU and 8 832 EUP
+    # instructions (92 800 VPU-equivalents), which must take the vector time the vpu_rate fit gives it.
+    llo_vector_op_seconds=(1.0e-10, "[seed] fit: the 8k `unroll` step's libtpu op counts against the "
+                                    "vpu_rate fit (bench/seed_table.py --fit-llo)"),
+)
+
+V6E = _carried(V7X, "v6e", _PEAKS["v6e"])
+V5P = _carried(V5E, "v5p", _PEAKS["v5p"])
+V4 = _carried(V5E, "v4", _PEAKS["v4"])
+
+CHIP_CONSTANTS = {c.chip: c for c in (V4, V5E, V5P, V6E, V7X)}
 
 
-def constants_for(chip_name: str, bf16_flops: float) -> ModelConstants:
-    """The constants of a chip: v7x's own, else v7x's scaled by the chip's bf16 peak (uncalibrated)."""
-    if chip_name == "v7x":
-        return V7X
-    scale = bf16_flops / _V7X_PEAK
-    return replace(
-        V7X,
-        vpu_rate=V7X.vpu_rate * scale,
-        eup_rate=V7X.eup_rate * scale,
-        llo_vector_op_seconds=V7X.llo_vector_op_seconds / scale,
-        calibrated=False,
-    )
+def constants_for(chip_name: str) -> ModelConstants:
+    """The model constants of a chip (compiler.chips names)."""
+    try:
+        return CHIP_CONSTANTS[chip_name]
+    except KeyError:
+        raise ValueError(f"no model constants for chip {chip_name!r}") from None
+
+
+def with_values(base: ModelConstants, source: str, **values: float) -> ModelConstants:
+    """`base` with some constants replaced (a fit's result), each source naming `source`."""
+    sources = dict(base.sources) | {name: source for name in values}
+    return replace(base, sources=sources, **values)
 
 
 @dataclass(frozen=True)

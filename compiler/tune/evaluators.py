@@ -140,6 +140,7 @@ class ModelEvaluator(Evaluator):
             "calibrated": est.calibrated,
             "bound": est.bound,
             "breakdown": est.breakdown,
+            "work": est.work,
         }
         return Measurement(est.seconds, metrics)
 
@@ -167,7 +168,7 @@ class CompileEvaluator(Evaluator):
             )
         per_call = {dump.name: dump.categories for dump in result.kernels}
         compiled = {
-            call.name: vector_seconds(cats)
+            call.name: vector_seconds(cats, ck.chip.name)
             for call in ck.plan.calls
             for name, cats in per_call.items()
             if call.name in name and not any(lp.strategy != "unroll" for lp in call.inner_loops)
@@ -186,13 +187,14 @@ class CompileEvaluator(Evaluator):
         return Measurement(est.seconds, metrics)
 
 
-def vector_seconds(categories: Mapping[str, int]) -> float:
-    """Vector-unit seconds of one grid step from libtpu's static op counts of straight-line code."""
-    from .constants import V7X
+def vector_seconds(categories: Mapping[str, int], chip: str) -> float:
+    """Vector-unit seconds of one grid step on `chip` from libtpu's static op counts of straight-line code."""
+    from .constants import constants_for
 
-    ops = sum(categories.get(c, 0) for c in ("vector_alu", "cross_lane", "vector_load", "vector_store"))
-    eup = categories.get("transcendental", 0) * V7X.vpu_rate / V7X.eup_rate
-    return (ops + eup) * V7X.llo_vector_op_seconds
+    c = constants_for(chip)
+    ops = sum(categories.get(k, 0) for k in ("vector_alu", "cross_lane", "vector_load", "vector_store"))
+    eup = categories.get("transcendental", 0) * c.vpu_rate / c.eup_rate
+    return (ops + eup) * c.llo_vector_op_seconds
 
 
 class TpuEvaluator(Evaluator):

@@ -1,23 +1,29 @@
 """An analytic per-grid-step TPU performance model of a compiled kernel, read off its Pallas plan.
 
 Why a model: there is no TPU here, and a search needs thousands of evaluations per second; the model costs
-a fraction of a millisecond once the plan exists. It is an estimate for a named chip, calibrated on v7x
-against the seed's measurements (see constants.py), and is reported as such everywhere.
+a fraction of a millisecond once the plan exists. It is an estimate for a named chip, calibrated against
+published measurements and the seed's (constants.py says which constant comes from where), and is
+reported as such everywhere.
 
-Per `pallas_call` (calls run one after another):
+Per kernel: one fixed call overhead (what a wall-clock benchmark of one call sees beyond the kernel's own
+steps), then per `pallas_call` (calls run one after another):
 - Grid steps run in lexicographic order. Between consecutive steps the outermost grid axis that moved
   decides which blocks change: an operand whose block index depends on that axis or an inner one is
   copied (inputs fetched for the next step, outputs written back), the others are not. Steps are grouped
   by that axis, so the cost is a sum over grid axes, not over steps.
 - A step costs max(compute + τ_step, DMA of the double-buffered copies it hides) plus the copies of
   single-buffered operands, which cannot overlap the compute that still reads the old block.
-- Compute: MXU time (padded FLOPs / (η·peak)) and VPU+EUP time overlap: max + (1−ω)·min, with ω for
-  straight-line code (outer step body, unrolled inner loops) or for one iteration of a looped inner loop.
-- emit_pipeline inner loops stream their HBM operands: each iteration is max(compute + τ_inner, its DMA)
-  and every outer step pays the first fetch (the nested pipeline starts cold) and the last write-back.
-  Loop-carried values live in VMEM scratch, loaded and stored once per iteration.
+- Compute: MXU time (padded FLOPs / (η · the rate of the operands' dtype)) and VPU+EUP time overlap:
+  max + (1−ω)·min, with ω for straight-line code (outer step body, unrolled inner loops) or for one
+  iteration of a looped inner loop.
+- emit_pipeline inner loops stream their HBM operands through a nested pipeline, which jax starts cold on
+  every outer step: its first fetch is exposed and its last write-back is waited for (a restart). Each
+  iteration but the last prefetches the next blocks: max(compute + τ_inner, that DMA); the last one only
+  computes. Loop-carried values live in VMEM scratch, loaded and stored once per iteration.
 - fori_loop iterations pay τ_fori and the loop-boundary overlap; unrolled iterations pay neither.
 - Prologue: the first step's input blocks with nothing to hide behind; epilogue: the last output blocks.
+- A DMA of b bytes takes L + b / (HBM bandwidth · DMA efficiency).
+`Estimate.breakdown` splits the total exactly into its causes (the terms add up to `seconds`).
 May import: compiler.plan, compiler.chips, compiler.codegen.work (padding rules), this package's constants.
 """
 
@@ -49,17 +55,29 @@ _TORCH_DTYPES = {
 # vector work per 32-bit-lane element of a VMEM load or store, as codegen/work.py counts it
 _LOAD_STORE_COST = 0.5
 
+BREAKDOWN = (
+    "compute",  # MXU and vector work after their overlap, every outer step and inner iteration
+    "step_overhead",  # τ_step per grid step
+    "inner_overhead",  # τ_inner per emit_pipeline / fori_loop iteration
+    "exposed_dma",  # outer (BlockSpec) copies not hidden behind a step's compute
+    "inner_exposed_dma",  # emit_pipeline copies not hidden behind an iteration's compute
+    "pipeline_restarts",  # the cold first fetch and last write-back of every nested pipeline run
+    "prologue",  # the first step's inputs
+    "epilogue",  # the last step's outputs
+    "launch",  # the per-call overhead
+)
+
 
 @dataclass(frozen=True)
 class Estimate:
     """The model's estimate of one kernel run on one chip. Every figure is an estimate for `chip`.
 
-    seconds:          estimated wall time of the whole kernel (all pallas_calls).
+    seconds:          estimated wall time of one call of the kernel (all pallas_calls).
     flops, hbm_bytes: algorithmic FLOPs and compulsory HBM traffic (from the plan).
     dma_bytes:        bytes the generated code actually moves (re-fetches included).
     roofline_seconds: max(flops / peak, hbm_bytes / bandwidth): no kernel can be faster.
-    breakdown:        seconds by cause (mxu, vector, exposed_dma, step_overhead, inner_overhead,
-                      pipeline_bubbles, prologue, epilogue); compute terms are before overlap.
+    breakdown:        seconds by cause (keys: BREAKDOWN); the terms add up to `seconds`.
+    work:             MXU and vector seconds before they overlap ("mxu", "vector").
     bound:            what limits the steady state: "mxu", "vector", "hbm" or "overhead".
     """
 
@@ -72,6 +90,7 @@ class Estimate:
     bound: str
     calibrated: bool
     breakdown: dict[str, float] = field(default_factory=dict)
+    work: dict[str, float] = field(default_factory=dict)
 
     @property
     def tflops(self) -> float:
@@ -100,6 +119,7 @@ class Estimate:
             "bound": self.bound,
             "dma_bytes": self.dma_bytes,
             "breakdown": dict(self.breakdown),
+            "work": dict(self.work),
         }
 
 
@@ -118,21 +138,24 @@ def estimate(
     compiled_vector: per pallas_call name, vector seconds of one grid step measured from the compiled
     kernel's op counts; it replaces the plan's count for that call's straight-line code.
     """
-    c = constants or constants_for(chip.name, chip.bf16_flops)
-    totals: dict[str, float] = {}
-    seconds = dma_bytes = 0.0
+    c = constants or constants_for(chip.name)
+    totals = dict.fromkeys(BREAKDOWN, 0.0)
+    work = {"mxu": 0.0, "vector": 0.0}
+    dma_bytes = 0.0
     bounds: list[tuple[float, str]] = []
     for call in plan.calls:
         model = _CallModel(call, chip, c, (compiled_vector or {}).get(call.name))
-        seconds += model.seconds
         dma_bytes += model.dma_bytes
         bounds.append((model.seconds, model.bound))
         for k, v in model.breakdown.items():
-            totals[k] = totals.get(k, 0.0) + v
+            totals[k] += v
+        for k, v in model.work.items():
+            work[k] += v
+    totals["launch"] = c.call_overhead
     bound = max(bounds)[1] if bounds else "overhead"
     return Estimate(
         chip.name,
-        seconds,
+        sum(totals.values()),
         plan.flops,
         plan.hbm_bytes,
         dma_bytes,
@@ -140,6 +163,7 @@ def estimate(
         bound,
         c.calibrated,
         totals,
+        work,
     )
 
 
@@ -151,63 +175,67 @@ def _block_bytes(op: Operand) -> int:
     )
 
 
+@dataclass
+class _StepParts:
+    """One outer grid step, by cause (seconds)."""
+
+    compute: float = 0.0
+    inner_overhead: float = 0.0
+    inner_exposed: float = 0.0
+    restarts: float = 0.0
+    mxu: float = 0.0
+    vector: float = 0.0
+    inner_dma_bytes: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return self.compute + self.inner_overhead + self.inner_exposed + self.restarts
+
+
 class _CallModel:
-    """The estimate of one pallas_call; attributes seconds, dma_bytes, bound and breakdown."""
+    """The estimate of one pallas_call; attributes seconds, dma_bytes, bound, breakdown and work."""
 
     def __init__(self, call: CallPlan, chip: Chip, c: ModelConstants, vector_override: float | None):
         self.call, self.chip, self.c = call, chip, c
         self.vector_override = vector_override
-        self.breakdown: dict[str, float] = {}
         grid = call.grid or (1,)
         steps = math.prod(grid)
-        self.dma_bytes = 0.0
 
-        compute, mxu, vector = self._step_compute()
-        step = compute + c.step_overhead
+        parts = self._step()
+        step = parts.total + c.step_overhead
 
         # Transitions between consecutive steps, grouped by the outermost grid axis that moves.
         outer = [op for op in call.operands if op.memory != "hbm"]
-        run = prologue_bytes = epilogue_bytes = 0.0
-        exposed = 0.0
+        exposed = dma_bytes = 0.0
         for axis in range(len(grid)):
             n = math.prod(grid[: axis + 1]) - math.prod(grid[:axis])
             if n <= 0:
                 continue
             changed = [op for op in outer if op.grid_axes and max(op.grid_axes) >= axis]
             double, single = self._copy_bytes(changed)
-            t_double = self._dma_seconds(double)
-            t_single = self._dma_seconds(single)
-            run += n * (max(step, t_double) + t_single)
-            exposed += n * (max(0.0, t_double - step) + t_single)
-            self.dma_bytes += n * (double + single)
-        run += step  # the last step prefetches nothing
+            exposed += n * (max(0.0, self._dma_seconds(double) - step) + self._dma_seconds(single))
+            dma_bytes += n * (double + single)
 
-        for op in outer:
-            b = _block_bytes(op)
-            if op.kind in ("input", "inout"):
-                prologue_bytes += b
-            if op.kind in ("output", "inout"):
-                epilogue_bytes += b
-        prologue = self._dma_seconds(prologue_bytes)
-        epilogue = self._dma_seconds(epilogue_bytes)
-        self.dma_bytes += prologue_bytes + epilogue_bytes + steps * self.inner_dma_bytes
-        self.seconds = prologue + run + epilogue
-
+        prologue_bytes = sum(_block_bytes(op) for op in outer if op.kind in ("input", "inout"))
+        epilogue_bytes = sum(_block_bytes(op) for op in outer if op.kind in ("output", "inout"))
+        self.dma_bytes = dma_bytes + prologue_bytes + epilogue_bytes + steps * parts.inner_dma_bytes
         self.breakdown = {
-            "mxu": steps * mxu,
-            "vector": steps * vector,
-            "exposed_dma": exposed,
+            "compute": steps * parts.compute,
             "step_overhead": steps * c.step_overhead,
-            "inner_overhead": steps * self.inner_overhead,
-            "pipeline_bubbles": steps * self.bubbles,
-            "prologue": prologue,
-            "epilogue": epilogue,
+            "inner_overhead": steps * parts.inner_overhead,
+            "exposed_dma": exposed,
+            "inner_exposed_dma": steps * parts.inner_exposed,
+            "pipeline_restarts": steps * parts.restarts,
+            "prologue": self._dma_seconds(prologue_bytes),
+            "epilogue": self._dma_seconds(epilogue_bytes),
         }
+        self.seconds = sum(self.breakdown.values())
+        self.work = {"mxu": steps * parts.mxu, "vector": steps * parts.vector}
         steady = {
-            "mxu": steps * mxu,
-            "vector": steps * vector,
-            "hbm": exposed + steps * self.inner_exposed,
-            "overhead": steps * (c.step_overhead + self.inner_overhead + self.bubbles),
+            "mxu": self.work["mxu"],
+            "vector": self.work["vector"],
+            "hbm": exposed + steps * (parts.inner_exposed + parts.restarts),
+            "overhead": steps * (c.step_overhead + parts.inner_overhead),
         }
         if steady["hbm"] > 0.25 * self.seconds:
             self.bound = "hbm"
@@ -216,35 +244,45 @@ class _CallModel:
 
     # -- compute of one outer step ------------------------------------------------------------------------
 
+    def _mxu_seconds(self, w: Work) -> float:
+        """MXU time of the work: each operand class at its own rate (constants.ModelConstants.mxu_rate)."""
+        c, chip = self.c, self.chip
+        bf16 = w.mxu_padded - w.mxu_f32 - w.mxu_int8 - w.mxu_fp8
+        seconds = bf16 / c.mxu_rate("bf16", chip)
+        for kind, flops in (("f32", w.mxu_f32), ("int8", w.mxu_int8), ("fp8", w.mxu_fp8)):
+            if flops:
+                seconds += flops / c.mxu_rate(kind, chip)
+        return seconds
+
     def _overlap(self, w: Work, omega: float, vector: float | None = None) -> tuple[float, float, float]:
         """(time, mxu seconds, vector seconds) of straight-line work with overlap ω."""
-        mxu = w.mxu_padded / (self.c.mxu_efficiency * self.chip.bf16_flops)
+        mxu = self._mxu_seconds(w)
         if vector is None:
             vector = w.vpu_elems / self.c.vpu_rate + w.eup_elems / self.c.eup_rate
         return max(mxu, vector) + (1.0 - omega) * min(mxu, vector), mxu, vector
 
-    def _step_compute(self) -> tuple[float, float, float]:
-        """Compute seconds of one grid step, and its MXU and vector parts before overlap."""
+    def _step(self) -> _StepParts:
+        """One grid step: its straight-line compute, then each looped inner loop."""
         c = self.c
+        parts = _StepParts()
         straight = self.call.outer_work
-        looped = 0.0
-        mxu_total = vector_total = 0.0
-        self.inner_overhead = self.bubbles = self.inner_dma_bytes = self.inner_exposed = 0.0
         for lp in self.call.inner_loops:
             if lp.strategy == "unroll":
                 straight = straight + lp.work.scaled(lp.trips)
                 continue
-            work = lp.work + self._carried_traffic(lp)
-            t, mxu, vector = self._overlap(work, c.overlap_loop)
-            mxu_total += lp.trips * mxu
-            vector_total += lp.trips * vector
+            t, mxu, vector = self._overlap(lp.work + self._carried_traffic(lp), c.overlap_loop)
+            parts.compute += lp.trips * t
+            parts.mxu += lp.trips * mxu
+            parts.vector += lp.trips * vector
             if lp.strategy == "fori_loop":
-                looped += lp.trips * (t + c.fori_iteration_overhead)
-                self.inner_overhead += lp.trips * c.fori_iteration_overhead
+                parts.inner_overhead += lp.trips * c.fori_iteration_overhead
             else:
-                looped += self._pipeline_time(lp, t)
+                self._pipeline(lp, t, parts)
         t, mxu, vector = self._overlap(straight, c.overlap_straight, self.vector_override)
-        return t + looped, mxu + mxu_total, vector + vector_total
+        parts.compute += t
+        parts.mxu += mxu
+        parts.vector += vector
+        return parts
 
     def _carried_traffic(self, lp: InnerLoop) -> Work:
         """A looped body reloads and restores its loop-carried values (VMEM scratch) every iteration."""
@@ -257,22 +295,20 @@ class _CallModel:
         )
         return Work(0.0, 0.0, 2 * _LOAD_STORE_COST * elems, 0.0)
 
-    def _pipeline_time(self, lp: InnerLoop, iteration: float) -> float:
-        """Seconds per outer step of a nested emit_pipeline: cold start, trips iterations, drain."""
+    def _pipeline(self, lp: InnerLoop, iteration: float, parts: _StepParts) -> None:
+        """A nested emit_pipeline run (one per outer step): cold first fetch, iterations that prefetch the
+        next blocks behind their compute (the last has nothing left to fetch), last write-back."""
         c = self.c
         streamed = [op for op in self.call.operands if op.memory == "hbm" and op.inner_loop == lp.index]
         double, single = self._copy_bytes(streamed)
         t_double, t_single = self._dma_seconds(double), self._dma_seconds(single)
-        per_iteration = max(iteration + c.pipeline_iteration_overhead, t_double) + t_single
+        busy = iteration + c.pipeline_iteration_overhead
         first = self._dma_seconds(sum(_block_bytes(op) for op in streamed if op.kind in ("input", "inout")))
         last = self._dma_seconds(sum(_block_bytes(op) for op in streamed if op.kind in ("output", "inout")))
-        self.inner_overhead += lp.trips * c.pipeline_iteration_overhead
-        self.bubbles += first + last
-        self.inner_exposed += lp.trips * (
-            max(0.0, t_double - iteration - c.pipeline_iteration_overhead) + t_single
-        )
-        self.inner_dma_bytes += lp.trips * (double + single)
-        return first + lp.trips * per_iteration + last
+        parts.inner_overhead += lp.trips * c.pipeline_iteration_overhead
+        parts.inner_exposed += (lp.trips - 1) * max(0.0, t_double - busy) + lp.trips * t_single
+        parts.restarts += first + last
+        parts.inner_dma_bytes += lp.trips * (double + single)
 
     # -- DMA ----------------------------------------------------------------------------------------------
 
@@ -291,7 +327,7 @@ class _CallModel:
         return double, single
 
     def _dma_seconds(self, nbytes: float) -> float:
-        """One batch of copies issued together: one latency, then the bytes at HBM bandwidth."""
+        """One batch of copies issued together: one latency, then the bytes at the sustained bandwidth."""
         if nbytes <= 0:
             return 0.0
-        return self.c.dma_latency + nbytes / self.chip.hbm_bandwidth
+        return self.c.dma_latency + nbytes / (self.chip.hbm_bandwidth * self.c.dma_efficiency)

@@ -1,0 +1,194 @@
+"""Fit the performance model's constants of one chip to measurements, and show where each [libtpu] figure
+comes from.
+
+    python bench/calibrate.py --chip v5e                      # re-derive the [guide] fits in constants.py
+    python bench/calibrate.py --chip v6e --measured m.json    # fit to a bench/tpu_measure.py run on a TPU
+    python bench/calibrate.py --mxu-dtypes                    # MXU pushes per dtype, per chip (needs libtpu)
+
+Every point is compiled with our compiler and estimated from its plan (the same path the tuner uses); the
+fit minimises the squared log error of model over measured seconds with scipy's least_squares. It prints
+the fitted values beside constants.py's, the per-point errors before and after, and the lines to paste
+into constants.py (with "[fit] <what>" sources). Fitted parameters (--params):
+  step     step_overhead and pipeline_iteration_overhead (one value: an emit_pipeline iteration is a step)
+  latency  dma_latency            call     call_overhead           mxu     mxu_efficiency
+  vector   vpu_rate (eup_rate keeps its ratio)   overlap   overlap_loop   dma   dma_efficiency
+Default: step latency call mxu, plus vector / overlap / dma when --measured is given (a tpu_measure.py run
+has attention, softmax and rms_norm points that pin them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from published import REPO, TABLES, Point, points  # noqa: E402
+
+import compiler  # noqa: E402
+from compiler.chips import get_chip  # noqa: E402
+from compiler.plan import KernelPlan  # noqa: E402
+from compiler.tune.constants import ModelConstants, constants_for, with_values  # noqa: E402
+from compiler.tune.model import estimate  # noqa: E402
+
+# parameter -> (constant names it sets, scale of the printed value, unit, lower and upper bound)
+PARAMS = {
+    "step": (("step_overhead", "pipeline_iteration_overhead"), 1e-6, "µs", 0.0, 5.0),
+    "latency": (("dma_latency",), 1e-6, "µs", 0.0, 5.0),
+    "call": (("call_overhead",), 1e-6, "µs", 0.0, 1000.0),
+    "mxu": (("mxu_efficiency",), 1.0, "", 0.3, 1.0),
+    "vector": (("vpu_rate",), 1e12, "/ps", 0.1, 100.0),
+    "overlap": (("overlap_loop",), 1.0, "", 0.0, 1.0),
+    "dma": (("dma_efficiency",), 1.0, "", 0.3, 1.0),
+}
+DEFAULT_PARAMS = ("step", "latency", "call", "mxu")
+MEASURED_PARAMS = ("step", "latency", "call", "mxu", "vector", "overlap", "dma")
+
+
+@dataclass(frozen=True)
+class Modelled:
+    point: Point
+    plan: KernelPlan
+    seconds: float  # measured
+
+    def model(self, constants: ModelConstants | None = None) -> float:
+        return estimate(self.plan, get_chip(self.plan.chip), constants).seconds
+
+    def error(self, constants: ModelConstants | None = None) -> float:
+        """Model over measured, minus one."""
+        return self.model(constants) / self.seconds - 1
+
+
+@cache
+def _module(file: str) -> compiler.Module:
+    return compiler.load((REPO / file).read_text())
+
+
+def compile_point(point: Point, chip: str) -> Modelled:
+    """Compile the point's kernel at its shapes and config for `chip`; the measured time in seconds."""
+    kernel = _module(point.file).kernels[point.kernel]
+    ck = kernel.compile(args=kernel.resolve_args(point.args), config=point.config, chip=chip)
+    seconds = point.seconds if point.seconds is not None else ck.plan.flops / (point.tflops * 1e12)
+    return Modelled(point, ck.plan, seconds)
+
+
+def load_measured(path: str | os.PathLike) -> tuple[str, list[Point]]:
+    """The chip and points of a bench/tpu_measure.py JSON file (points it could not measure are left out)."""
+    data = json.loads(Path(path).read_text())
+    out = []
+    for m in data["points"]:
+        if m.get("seconds") is None:
+            continue
+        out.append(Point("measured", m["file"], m["kernel"], m["args"], m["config"], m["size"], m["label"],
+                         seconds=m["seconds"]))
+    return data["chip"], out
+
+
+def with_params(base: ModelConstants, names: Sequence[str], x: Sequence[float], source: str) -> ModelConstants:
+    values: dict[str, float] = {}
+    for name, v in zip(names, x, strict=True):
+        constants, scale, *_ = PARAMS[name]
+        for c in constants:
+            values[c] = v * scale
+    if "vpu_rate" in values:
+        values["eup_rate"] = values["vpu_rate"] * base.eup_rate / base.vpu_rate
+    return with_values(base, source, **values)
+
+
+def fit(pts: Sequence[Modelled], base: ModelConstants, names: Sequence[str], source: str) -> ModelConstants:
+    """Least-squares fit of `names` (PARAMS keys) to the log errors of `pts`, starting from `base`."""
+    from scipy.optimize import least_squares
+
+    start, lo, hi = [], [], []
+    for name in names:
+        constants, scale, _, low, high = PARAMS[name]
+        start.append(min(max(getattr(base, constants[0]) / scale, low), high))
+        lo.append(low)
+        hi.append(high)
+
+    def residuals(x: Sequence[float]) -> list[float]:
+        c = with_params(base, names, x, source)
+        return [math.log(p.model(c) / p.seconds) for p in pts]
+
+    result = least_squares(residuals, start, bounds=(lo, hi))
+    return with_params(base, names, result.x, source)
+
+
+def geomean_error(errors: Sequence[float]) -> float:
+    """exp(mean |log(model / measured)|) - 1: the typical relative error, either direction."""
+    return math.exp(sum(abs(math.log1p(e)) for e in errors) / len(errors)) - 1 if errors else 0.0
+
+
+def mxu_dtypes() -> None:
+    """[libtpu]: MXU pushes of one 256x512x256 dot per operand dtype and chip, from the deviceless compile."""
+    from compiler.checks import libtpu_available, tpu_compile
+
+    if not libtpu_available():
+        print("libtpu is not installed (pip install libtpu==0.0.42.1)")
+        return
+    source = (REPO / "bench/kernels/dot_dtypes.py").read_text()
+    kernel = compiler.load(source).kernels["dot"]
+    print("MXU pushes (llo vmatmul) of one [256, 512] x [512, 256] dot, libtpu 0.0.42.1, relative to bf16:")
+    for chip in ("v4", "v5e", "v5p", "v6e", "v7x"):
+        counts = {}
+        for dtype in ("bf16", "f32", "int8"):
+            ck = kernel.compile(args=kernel.resolve_args(f"x={dtype}[256, 512], y={dtype}[512, 256]"),
+                                config={"block_sizes": [256, 256]}, chip=chip)
+            result = tpu_compile(ck.source, ck.entry, ck.arg_structs(), get_chip(chip))
+            counts[dtype] = result.categories.get("matmul") if result.ok else None
+        cells = "  ".join(
+            f"{d} {n} ({n / counts['bf16']:.2f}x)" if n is not None else f"{d} rejected" for d, n in counts.items()
+        )
+        print(f"  {chip:<4} {cells}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chip", default="v5e", help="the chip whose constants to fit (default v5e)")
+    parser.add_argument("--measured", metavar="JSON", help="a bench/tpu_measure.py result to fit to")
+    parser.add_argument("--params", nargs="+", choices=sorted(PARAMS), help="what to fit (see above)")
+    parser.add_argument("--mxu-dtypes", action="store_true", help="show the [libtpu] MXU pushes per dtype")
+    args = parser.parse_args()
+    if args.mxu_dtypes:
+        mxu_dtypes()
+        return 0
+    chip = args.chip
+    if args.measured:
+        chip, pts = load_measured(args.measured)
+        what = f"bench/tpu_measure.py run {Path(args.measured).name} on {chip}"
+    else:
+        pts = points(chip, "fit")
+        what = ", ".join(sorted({TABLES[p.table].title for p in pts}))
+    if not pts:
+        print(f"no measurements of {chip} to fit to (published tables cover v5e and v7x; use --measured)")
+        return 1
+    names = args.params or (MEASURED_PARAMS if args.measured else DEFAULT_PARAMS)
+    base = constants_for(chip)
+    modelled = [compile_point(p, chip) for p in pts]
+    fitted = fit(modelled, base, names, f"[fit] {what}")
+    print(f"Fitting {', '.join(names)} of {chip} to {len(modelled)} points ({what})")
+    print(f"{'point':<44} {'measured':>12} {'constants.py':>13} {'fitted':>9}")
+    for m in modelled:
+        print(f"{m.point.kernel + ' ' + m.point.label:<44} {m.seconds * 1e3:10.4f}ms "
+              f"{100 * m.error(base):+12.1f}% {100 * m.error(fitted):+8.1f}%")
+    before = geomean_error([m.error(base) for m in modelled])
+    after = geomean_error([m.error(fitted) for m in modelled])
+    print(f"geometric-mean error: {100 * before:.1f}% with constants.py, {100 * after:.1f}% fitted")
+    print("\nfitted values (constants.py now):")
+    for name in names:
+        for c in PARAMS[name][0]:
+            print(f"  {c:<28} {getattr(fitted, c):<12.4g} ({getattr(base, c):.4g})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

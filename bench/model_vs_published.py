@@ -1,0 +1,152 @@
+"""The performance model against every published TPU measurement it is calibrated or checked against.
+
+For each point of bench/published.py the kernel (bench/kernels/matmul.py, examples/attention.py) is compiled
+with our compiler at the measured shape and config for the measured chip, and the model estimates the plan
+of that generated code. Printed per table: measured vs model per point and the error; then the rank order
+of the configs within each size; the summary comes last: geometric-mean error, worst point, rank order and
+the seed's figures against the goals (every point within ±25 %, geometric-mean error ≤ 12 %, rank order
+right within each size, the seed's figures within ±10 %). Exit status 0 when every goal is met.
+
+Our matmul streams K with a nested emit_pipeline, which starts cold for every output block; the measured
+kernels have K as a grid axis and do not. The "restarts" column is that part of our estimate.
+All model figures are ESTIMATES for the named chip.
+
+    python bench/model_vs_published.py [--table KEY ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from calibrate import Modelled, compile_point, geomean_error  # noqa: E402
+from published import REPO, TABLES, points  # noqa: E402
+
+import compiler  # noqa: E402
+from compiler.chips import get_chip  # noqa: E402
+from compiler.tune.constants import SEED_POINTS  # noqa: E402
+from compiler.tune.model import estimate  # noqa: E402
+
+GOAL_POINT = 0.25
+GOAL_GEOMEAN = 0.12
+GOAL_SEED = 0.10
+
+
+def _time(seconds: float) -> str:
+    return f"{seconds * 1e3:.4f} ms" if seconds < 1 else f"{seconds:.3f} s"
+
+
+def _name(m: Modelled) -> str:
+    p = m.point
+    return p.label if p.label.startswith(p.kernel) else f"{p.kernel} {p.label}"
+
+
+def _ranks(group: list[Modelled]) -> tuple[list[str], list[str]]:
+    """Labels of a size's points, fastest first: by measurement and by the model."""
+    measured = [m.point.label for m in sorted(group, key=lambda m: m.seconds)]
+    modelled = [m.point.label for m in sorted(group, key=lambda m: m.model())]
+    return measured, modelled
+
+
+def table_report(key: str, modelled: list[Modelled]) -> list[tuple[str, bool]]:
+    """Print one table; returns (size label, rank order right) per size with more than one point."""
+    t = TABLES[key]
+    print(f"\n[{key}] {t.title} — TPU {t.chip}, {'fitted to' if t.role == 'fit' else 'predicted (not fitted)'}")
+    print(f"  source: {t.source}")
+    if t.notes:
+        print(f"  measured: {t.notes}")
+    print(f"  {'point':<44} {'measured':>12} {'model':>12} {'error':>7} {'restarts':>9}")
+    for m in modelled:
+        est = estimate(m.plan, get_chip(t.chip))
+        restarts = est.breakdown["pipeline_restarts"] / est.seconds
+        print(
+            f"  {_name(m):<44} {_time(m.seconds):>12} {_time(est.seconds):>12} "
+            f"{100 * m.error():+6.1f}% {100 * restarts:8.1f}%"
+        )
+    ranks = []
+    by_size: dict[int, list[Modelled]] = defaultdict(list)
+    for m in modelled:
+        by_size[m.point.size].append(m)
+    for size, group in by_size.items():
+        if len(group) < 2:
+            continue
+        measured, model = _ranks(group)
+        right = measured == model
+        ranks.append((f"{key} {size}", right))
+        print(f"  rank at {size}: measured {' < '.join(measured)}; model {'agrees' if right else ' < '.join(model)}")
+    return ranks
+
+
+def seed_oom() -> bool:
+    """The seed's 32k `unroll` config ran out of VMEM on v7x: does our compile say so?"""
+    kernel = compiler.load((REPO / "examples/attention.py").read_text()).kernels["attention"]
+    (oom,) = [p for p in SEED_POINTS if p.tflops is None]
+    return kernel.compile(shape_set=oom.shape_set, config=oom.config, chip="v7x").vmem.verdict == "out_of_vmem"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--table", nargs="+", choices=sorted(TABLES), help="only these tables")
+    args = parser.parse_args()
+    keys = args.table or list(TABLES)
+    print("Performance model vs published TPU measurements (model figures are ESTIMATES for the named chip)")
+    everything: list[Modelled] = []
+    ranks: list[tuple[str, bool]] = []
+    for key in keys:
+        modelled = [compile_point(p, TABLES[key].chip) for p in points() if p.table == key]
+        everything += modelled
+        ranks += table_report(key, modelled)
+
+    errors = [m.error() for m in everything]
+    geomean = geomean_error(errors)
+    worst = max(everything, key=lambda m: abs(math.log1p(m.error())))
+    seed = [m for m in everything if m.point.table == "seed"]
+    oom = seed_oom() if "seed" in keys else True
+    fitted = [m for m in everything if TABLES[m.point.table].role == "fit"]
+    checked = [m for m in everything if TABLES[m.point.table].role == "check"]
+    within = sum(abs(e) <= GOAL_POINT for e in errors)
+    ranks_right = sum(right for _, right in ranks)
+    goals = {
+        f"every point within ±{GOAL_POINT:.0%}": within == len(errors),
+        f"geometric-mean error ≤ {GOAL_GEOMEAN:.0%}": geomean <= GOAL_GEOMEAN,
+        "rank order right within each size": ranks_right == len(ranks),
+        f"seed figures within ±{GOAL_SEED:.0%}, 32k unroll out of VMEM": all(
+            abs(m.error()) <= GOAL_SEED for m in seed
+        )
+        and oom,
+    }
+    print("\nSummary")
+    print(
+        f"  {len(everything)} points on {', '.join(sorted({TABLES[k].chip for k in keys}))} "
+        f"({len(fitted)} fitted to, {len(checked)} predicted); {within} within ±{GOAL_POINT:.0%}"
+    )
+    print(
+        f"  geometric-mean error {100 * geomean:.1f}% (points fitted to "
+        f"{100 * geomean_error([m.error() for m in fitted]):.1f}%, predicted points "
+        f"{100 * geomean_error([m.error() for m in checked]):.1f}%)"
+    )
+    print(
+        f"  worst point: [{worst.point.table}] {_name(worst)}: "
+        f"{_time(worst.seconds)} measured, {_time(worst.model())} model ({100 * worst.error():+.1f}%)"
+    )
+    wrong = [label for label, right in ranks if not right]
+    print(f"  rank order within each size: {ranks_right} of {len(ranks)} right" + (f", wrong: {wrong}" if wrong else ""))
+    if seed:
+        cells = ", ".join(
+            f"{m.point.label} {m.point.tflops:.0f} → {m.plan.flops / m.model() / 1e12:.0f} TF/s "
+            f"({100 * (m.seconds / m.model() - 1):+.1f}%)"
+            for m in seed
+        )
+        print(f"  seed (v7x): {cells}; 32k unroll {'out of VMEM' if oom else 'FITS (the seed ran out of VMEM)'}")
+    for goal, met in goals.items():
+        print(f"  {'met' if met else 'NOT MET':>7}: {goal}")
+    return 0 if all(goals.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,164 @@
+"""Published TPU measurements the performance model is calibrated or checked against, with their sources.
+
+Each table names where its numbers come from (repository, file, commit, cell), the chip, how it was measured,
+and whether the model's constants were fitted to it ("fit") or it is a prediction ("check"). Every point is
+a kernel of this repository (bench/kernels/, examples/) at the shape and config of the measured kernel, so
+the model estimates the code our compiler generates for it (bench/model_vs_published.py).
+
+Numbers are copied as published (seconds per call, the mean of `timeit` over 100 calls after a compile call,
+which includes Python dispatch); the seed's are TF/s, converted with the kernel's FLOPs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+MATMUL = "bench/kernels/matmul.py"
+ATTENTION = "examples/attention.py"
+
+
+@dataclass(frozen=True)
+class Table:
+    key: str
+    chip: str
+    role: str  # "fit": constants were fitted to it; "check": a prediction
+    title: str
+    source: str
+    notes: str = ""
+
+
+@dataclass(frozen=True)
+class Point:
+    table: str
+    file: str  # kernel file, relative to the repository
+    kernel: str
+    args: str  # argument specs as in '# helion: args(...)'
+    config: dict
+    size: int  # what the rank order is grouped by (matrix size, sequence length)
+    label: str
+    seconds: float | None = None  # measured seconds per call (None: measured as TF/s)
+    tflops: float | None = None
+    extra: dict = field(default_factory=dict)
+
+
+_GUIDE = (
+    "jax-ml/jax docs/pallas/tpu/matmul.ipynb (https://docs.jax.dev/en/latest/pallas/tpu/matmul.html), "
+    "unchanged from its first commit 39ec5dacb4 (2024-07-16) to cec06d116c (2026-08-08)"
+)
+_GUIDE_HOW = (
+    "TPU v5e (v5 lite), jnp.ones inputs, mean of timeit over 100 calls of the jitted kernel after one call; "
+    "the guide's kernel has a (M/bm, N/bn, K/bk) grid with an f32 VMEM accumulator"
+)
+_SQTIAN = (
+    "sqtian/PALLAS_TPU_KERNEL_MATMUL plots/benchmark_results_20250430_161137.json at commit 5535ed5680; "
+    "kernels src/kernels/matmul_v4_bf16.py (128^3) and matmul_v5_large_block.py (512, 1024, 1024)"
+)
+_SQTIAN_HOW = (
+    "TPU v5e (create_tpu_then_ssh.sh: v5litepod-1), jax.random.normal inputs, mean of timeit over 100 calls; "
+    "the same kernel as the guide's. The file does not record the dtype: bf16, because its XLA reference "
+    "times match the guide's bf16 XLA times within 2% (0.827 vs 0.827 ms at 4096, 6.01 vs 6.05 ms at 8192)"
+)
+
+TABLES = {
+    t.key: t
+    for t in (
+        Table("guide", "v5e", "fit", "JAX Pallas TPU matmul guide, bf16 matmul (cell RjU3sSTUWzIk)",
+              _GUIDE, _GUIDE_HOW),
+        Table("guide-rhs-t", "v5e", "check", "same guide, fused right-hand-side transpose (cell AcBMHhKLhkDp)",
+              _GUIDE, _GUIDE_HOW),
+        Table("guide-relu", "v5e", "check", "same guide, fused ReLU activation (cell BOu7WBCBlHpN)",
+              _GUIDE, _GUIDE_HOW),
+        Table("sqtian", "v5e", "check", "a second public v5e run of the guide's kernel, with 2048",
+              _SQTIAN, _SQTIAN_HOW),
+        Table("seed", "v7x", "fit", "the seed's flash attention [8, 32, S, 256] bf16 (TF/s)",
+              "shared/notes/tpu-chips-and-performance.md (compiler/tune/constants.py SEED_POINTS)",
+              "TPU v7x, one TensorCore; 32k unroll is out of VMEM"),
+    )
+}
+
+SMALL_BLOCKS = (128, 128, 128)
+LARGE_BLOCKS = (512, 1024, 1024)
+
+
+def _matmul(table: str, kernel: str, size: int, blocks: tuple[int, int, int], seconds: float) -> Point:
+    bm, bk, bn = blocks  # the guide's order; our config is [M block, N block, K block]
+    config = {"block_sizes": [min(bm, size), min(bn, size), min(bk, size)], "pallas_loop_type": "emit_pipeline"}
+    return Point(
+        table,
+        MATMUL,
+        kernel,
+        f"x=bf16[{size}, {size}], y=bf16[{size}, {size}]",
+        config,
+        size,
+        f"{size}^3 bm,bk,bn={bm},{bk},{bn}",
+        seconds=seconds,
+    )
+
+
+def _guide(table: str, kernel: str, small: tuple[float, ...], large: tuple[float, ...]) -> list[Point]:
+    sizes = (1024, 4096, 8192)
+    return [_matmul(table, kernel, s, SMALL_BLOCKS, t) for s, t in zip(sizes, small, strict=True)] + [
+        _matmul(table, kernel, s, LARGE_BLOCKS, t) for s, t in zip(sizes, large, strict=True)
+    ]
+
+
+POINTS: list[Point] = [
+    # "Matmul time:" lines of the guide's outputs, seconds, as printed
+    *_guide(
+        "guide",
+        "matmul",
+        (0.00029766598949208854, 0.011771515250438824, 0.09183577066054567),
+        (0.00012708659982308746, 0.00088908776990138, 0.006099433819763363),
+    ),
+    *_guide(
+        "guide-rhs-t",
+        "matmul_rhs_t",
+        (0.0003029372810851783, 0.012017967159627005, 0.09500920018996112),
+        (0.00012131539988331496, 0.0008790623804088682, 0.006107717020204291),
+    ),
+    *_guide(
+        "guide-relu",
+        "matmul_relu",
+        (0.00030103540048003196, 0.011807117109419778, 0.09181861146935262),
+        (0.00012622540001757442, 0.000896632740041241, 0.006130605939542875),
+    ),
+    # "time_ms" of "V4: BFloat16" (128^3) and "V5: Large Block" (512, 1024, 1024), converted to seconds
+    *[
+        _matmul("sqtian", "matmul", s, SMALL_BLOCKS, ms / 1e3)
+        for s, ms in ((1024, 0.27452846999949543), (2048, 1.5037150700027269), (4096, 11.583154940003624),
+                      (8192, 90.3991762700025))
+    ],
+    *[
+        _matmul("sqtian", "matmul", s, LARGE_BLOCKS, ms / 1e3)
+        for s, ms in ((1024, 0.11148088000027201), (2048, 0.20492447999913566), (4096, 0.8680527300020913),
+                      (8192, 6.040728699999818))
+    ],
+]
+
+
+def _seed_points() -> list[Point]:
+    from compiler.tune.constants import SEED_POINTS
+
+    lengths = {0: 8192, 1: 32768}
+    out = []
+    for p in SEED_POINTS:
+        if p.tflops is None:
+            continue
+        s = lengths[p.shape_set]
+        args = ", ".join(f"{n}=bf16[8, 32, {s}, 256]" for n in ("q", "k", "v"))
+        out.append(Point("seed", ATTENTION, p.kernel, args, dict(p.config), s, p.label, tflops=p.tflops))
+    return out
+
+
+POINTS += _seed_points()
+
+
+def points(chip: str | None = None, role: str | None = None) -> list[Point]:
+    """The published points, optionally of one chip and/or one role ("fit" / "check")."""
+    return [
+        p
+        for p in POINTS
+        if (chip is None or TABLES[p.table].chip == chip) and (role is None or TABLES[p.table].role == role)
+    ]
