@@ -86,7 +86,7 @@ class HostTensor:
     value: Value  # its current host value
     name: str
     origin: Literal["arg", "alloc", "derived", "view"]
-    init: Literal["empty", "zeros", "ones", "full"] | None = None
+    init: Literal["empty", "zeros", "ones", "full", "copy"] | None = None  # copy: `x.clone()` of another tensor
     fill: float = 0.0
     base: HostTensor | None = None  # for a stored view (reshape/view of an arg or allocation): that tensor
 
@@ -154,6 +154,16 @@ class KernelIR:
     inner_loops: list[InnerLoop]
     loads: list[Load]  # in source order (pallas_load_buffer_count order)
     range: Range
+
+
+VIEW_OPS = frozenset({"reshape", "permute", "index", "broadcast_to"})  # host ops that alias their input in torch
+
+
+def viewed(v: Value) -> Value:
+    """The tensor a chain of torch views of `v` (`.view`, `.T`, `x[0]`, `.expand`) looks at; `v` when none."""
+    while isinstance(v.producer, Op) and v.producer.kind in VIEW_OPS and isinstance(v.producer.args[0], Value):
+        v = v.producer.args[0]
+    return v
 
 
 def walk(nodes: list[Node]):

@@ -41,6 +41,8 @@ class Operand:
     index_map: str  # printed index map, e.g. "lambda b, m: (b, 0, 0)"
     ranges: tuple[Range, ...]  # source ranges of every access this operand serves
     load_index: int | None = None  # position among the kernel's loads (pallas_load_buffer_count order)
+    reads_old: bool = False  # inout only: its old block is copied into VMEM (read-modify-write, partial stores);
+    # otherwise its input side stays in HBM, aliased so elements the kernel does not write keep their values
 
     @property
     def block_elems(self) -> int:

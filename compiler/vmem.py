@@ -32,6 +32,11 @@ ROLES = {
     ("hbm", "inout"): "inner-pipeline buffer",
     ("smem", "input"): "scalar table (SMEM)",
 }
+READ_BACK = {  # in/out operands whose old block is copied in: input and output buffers both in VMEM
+    "vmem_block": "in/out block (read back)",
+    "resident": "resident in/out (read back)",
+    "hbm": "inner-pipeline in/out (read back)",
+}
 
 
 @dataclass(frozen=True)
@@ -102,8 +107,11 @@ def fmt_bytes(n: float, mib_digits: int = 2) -> str:
 def operand_row(op: Operand, call: str) -> VmemRow:
     dtype = _DTYPES[op.dtype]
     tile = padded_bytes(op.block_shape, dtype)
-    return VmemRow(op.tensor, ROLES[(op.memory, op.kind)], op.block_shape, op.dtype, tile, op.buffer_count,
-                   tile * op.buffer_count, call)
+    role, bufs = ROLES[(op.memory, op.kind)], op.buffer_count
+    if op.kind == "inout" and op.reads_old:
+        whole = op.memory != "hbm" and op.block_shape == op.array_shape
+        role, bufs = READ_BACK[op.memory], bufs + (1 if whole else 2)  # + the output side's buffers
+    return VmemRow(op.tensor, role, op.block_shape, op.dtype, tile, bufs, tile * bufs, call)
 
 
 def call_rows(call: CallPlan) -> list[VmemRow]:

@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 from ..diagnostics import UserError
-from ..ir import GridLoop, KernelIR, Load, Op, Return, TileDim, Value
-from .emit_base import RESERVED, Names, Output, RegionWriter
+from ..ir import VIEW_OPS, GridLoop, KernelIR, Load, Op, Return, Store, TileDim, Value, viewed, walk
+from .emit_base import RESERVED, Names, Output, RegionWriter, flat
 from .exprs import dtype_text, literal
-from .plan_builder import CallLayout, OperandLayout, py_name
+from .plan_builder import CallLayout, OperandLayout
 
 
 class HostWriter(RegionWriter):
@@ -18,7 +18,7 @@ class HostWriter(RegionWriter):
         self.kernel_kwargs = kernel_kwargs
         self.call_index = {id(lay.grid): i for i, lay in enumerate(layouts)}
         self.mutated = mutated
-        reserved = RESERVED | {lay.name for lay in layouts} | {py_name(ir.name)} | set(ir.params)
+        reserved = RESERVED | {lay.name for lay in layouts} | {ir.name} | set(ir.params)
         super().__init__(ir.host, Names(reserved), out)
         for lay in layouts:  # tensors a pallas_call reads or writes are used by it: they need names
             for o in lay.operands:
@@ -36,7 +36,7 @@ class HostWriter(RegionWriter):
         static = ", ".join(f'"{s}"' for s in scalars + ["interpret"]) + ","
         self.out.add(0, f"@functools.partial(jax.jit, static_argnames=({static}))")
         params = ", ".join(tensors + scalars) + (", " if tensors or scalars else "") + "*, interpret=False"
-        self.out.add(0, f"def {py_name(ir.name)}({params}):", ir.range)
+        self.out.add(0, f"def {ir.name}({params}):", ir.range)  # named as the kernel (callers look it up)
         returns = "its outputs" + (f", then the updated {', '.join(self.mutated)}" if self.mutated else "")
         self.out.add(1, f'"""Runs `{ir.name}`; returns {returns}. '
                         'On CPU pass interpret=pltpu.InterpretParams()."""')
@@ -86,7 +86,7 @@ class HostWriter(RegionWriter):
         self.out.add(2, f"grid={literal(plan.grid)},")
         self.out.add(2, "in_specs=[")
         for o in ins:
-            self.out.add(3, self._spec(o), o.ranges[0])
+            self.out.add(3, self._spec(o, input_side=True), o.ranges[0])
         self.out.add(2, "],")
         out_specs = [self._spec(o) for o in outs]
         if len(outs) == 1:
@@ -117,8 +117,34 @@ class HostWriter(RegionWriter):
             if o.tensor.base is not None:
                 root = o.tensor.root.value
                 self.out.add(1, f"{self._host_name(root)} = {self._host_name(o.tensor.value)}.reshape{literal(tuple(root.shape))}")
+        self._refresh_views(grid, {o.tensor.root.value.id for o in outs}, {o.tensor.value.id for o in outs})
 
-    def _spec(self, o: OperandLayout) -> str:
+    def _refresh_views(self, grid: GridLoop, roots: set[int], results: set[int]) -> None:
+        """Torch views see writes to the tensor they view; jax arrays are values. Views made before this call
+        of a tensor it wrote, and used after it, are taken again from the new contents."""
+        pos = self.ir.host.index(grid)
+        later: set[int] = set()
+        for n in self.ir.host[pos + 1:]:
+            if isinstance(n, Op):
+                later.update(a.id for a in flat(n.args) if isinstance(a, Value))
+            elif isinstance(n, Return):
+                later.update(v.id for v in n.values if isinstance(v, Value))
+            elif isinstance(n, GridLoop):
+                later.update(a.tensor.value.id for a in walk(n.body) if isinstance(a, Load | Store))
+        views = [n for n in self.ir.host[:pos] if isinstance(n, Op) and n.kind in VIEW_OPS
+                 and viewed(n.out).id in roots and n.out.id not in results and n.out.id in self.names.of]
+        for n in reversed(views):  # a view another refreshed view is taken from must be refreshed first
+            if n.out.id in later:
+                later.add(n.args[0].id)
+        for n in views:
+            if n.out.id in later:
+                self.out.add(1, f"{self.names.of[n.out.id]} = {self.expr(n)[0]}  # the view sees the new contents",
+                             n.range)
+
+    def _spec(self, o: OperandLayout, input_side: bool = False) -> str:
+        if input_side and o.kind == "inout" and not o.reads_old and o.memory != "hbm":
+            return (f"pl.BlockSpec(memory_space=pl.ANY),  # {o.tensor.name}: aliased to the output, not read "
+                    "(elements the kernel does not write keep their values)")
         if o.memory == "hbm":
             return "pl.BlockSpec(memory_space=pl.ANY),  # " + f"{o.tensor.name}: stays in HBM, streamed by emit_pipeline"
         if o.memory == "smem":

@@ -6,9 +6,10 @@ from __future__ import annotations
 from ..diagnostics import UserError
 from ..frontend.values import NamedConst
 from ..ir import InnerLoop, KernelIR, Load, Node, Op, Store, TileDim, walk
+from . import outputs
 from .emit_base import RESERVED, Names, Output, RegionWriter, flat
 from .exprs import dtype_text, literal
-from .plan_builder import STEP, CallLayout, OperandLayout, loop_strategy, py_name
+from .plan_builder import STEP, CallLayout, OperandLayout, alias_param, loop_strategy, py_name
 
 
 class KernelWriter(RegionWriter):
@@ -21,7 +22,8 @@ class KernelWriter(RegionWriter):
         self.loop_vars: dict[tuple[int, int], str] = {}
         self.strategy: dict[int, str] = {}
         self.block_refs: dict[tuple[int, str], str] = {}  # (id(operand), "in"/"out") -> ref in a pipeline body
-        names = Names(RESERVED | {o.ref_name for o in layout.operands} | set(layout.scratch.values())
+        names = Names(RESERVED | {o.ref_name for o in layout.operands} | {alias_param(o) for o in layout.operands}
+                      | set(layout.scratch.values())
                       | set(self.grid_names.values()) | {layout.name})
         super().__init__(layout.grid.body, names, out)
         self.helpers = self.writer.helpers
@@ -29,9 +31,12 @@ class KernelWriter(RegionWriter):
     # -- refs and indexing -----------------------------------------------------------------------------
 
     def in_ref(self, op: OperandLayout) -> str:
+        """Where reads come from: a written tensor's current contents live in its output block."""
+        if op.kind != "input":
+            return self.out_ref(op)
         if op.memory == "hbm":
-            return self.block_refs[(id(op), "in" if op.kind != "output" else "out")]
-        return op.ref_name if op.kind == "input" else self.out_ref(op)
+            return self.block_refs[(id(op), "in")]
+        return op.ref_name
 
     def out_ref(self, op: OperandLayout) -> str:
         if op.memory == "hbm":
@@ -40,8 +45,6 @@ class KernelWriter(RegionWriter):
 
     def index_text(self, op: OperandLayout, items: tuple) -> str:
         parts = []
-        if op.memory == "hbm":
-            return "..."
         if op.memory == "smem":
             return ", ".join(self._scalar_index(it) for it in items if it[0] != "newaxis")
         d = 0
@@ -51,13 +54,11 @@ class KernelWriter(RegionWriter):
             if op.block_shape[d] is None:
                 d += 1
                 continue
-            if d in op.dynamic:
-                parts.append(op.dynamic[d])
-            elif it[0] in ("grid", "id") and d in op.inner_axes:
-                td = it[1]
-                var = self.loop_vars[(td.loop_id, td.axis)]
-                parts.append(var if it[0] == "id" or not td.begin else f"{var} + {td.begin}")
-            elif it[0] == "tile" and d in op.inner_axes:
+            if it[0] == "int":  # one row of a whole-dim block
+                parts.append(str(it[1]))
+            elif it[0] in ("grid", "id"):  # one row: a launch-grid or inner-loop index into a whole-dim block
+                parts.append(self._scalar_index(it))
+            elif it[0] == "tile" and d in op.inner_axes and op.memory != "hbm":  # a streamed block is the tile
                 td: TileDim = it[1]
                 var = self.loop_vars[(td.loop_id, td.axis)]
                 start = f"{var} * {td.block_size}" + (f" + {td.begin}" if td.begin else "")
@@ -108,7 +109,7 @@ class KernelWriter(RegionWriter):
 
     def write(self) -> KernelWriter:
         lay = self.layout
-        params = [o.ref_name for o in lay.inputs]
+        params = [alias_param(o) for o in lay.inputs]
         params += [self._sig_out(o) for o in lay.outputs]
         params += [s.name for s in lay.scratch_plan]
         consts = self._named_consts()
@@ -121,22 +122,31 @@ class KernelWriter(RegionWriter):
         for axis, d in enumerate(lay.grid_dims):
             self.out.add(1, f"{self.grid_names[(d.loop_id, d.axis)]} = pl.program_id({axis})", grid.header_range)
         for o in lay.outputs:
-            if o.kind == "inout" and o.memory != "hbm" and self._needs_copy_in(o):
-                self.out.add(1, f"{self.out_ref(o)}[...] = {o.ref_name}[...]", o.ranges[0])
+            if o.reads_old and o.memory != "hbm":
+                names = [self.grid_names[(d.loop_id, d.axis)] for d in lay.grid_dims]
+                self._copy_in(1, o, o.ref_name, self.out_ref(o), list(o.grid_axes), [d.steps for d in lay.grid_dims],
+                              names)
         self.region(1, grid.body)
         return self
+
+    def _copy_in(self, indent: int, o: OperandLayout, src: str, dst: str, axes: list[int], steps: list[int],
+                 names: list[str]) -> None:
+        """The old contents of a block that is read back (or only partly written) go into its output block
+        once, when the first step of a run of steps visiting that block begins (outputs.py)."""
+        cond = outputs.first_visit(axes, steps, names)
+        copy = f"{dst}[...] = {src}[...]"
+        if cond is None:
+            self.out.add(indent, f"{copy}  # old contents of `{o.tensor.name}`: read back or partly written", o.ranges[0])
+            return
+        fn = self.names.fresh(f"copy_in_{py_name(o.tensor.name)}")
+        self.out.add(indent, f"@pl.when({cond})  # first step on this block of `{o.tensor.name}`", o.ranges[0])
+        self.out.add(indent, f"def {fn}():")
+        self.out.add(indent + 1, copy, o.ranges[0])
 
     def _sig_out(self, o: OperandLayout) -> str:
         if o.memory == "hbm":
             return o.ref_name if o.kind == "output" else f"{o.ref_name[:-4]}_out_hbm"
         return self.out_ref(o)
-
-    def _needs_copy_in(self, o: OperandLayout) -> bool:
-        return any(
-            isinstance(n, Load) and self.layout.by_node.get(id(n)) is o
-            or isinstance(n, Store) and self.layout.by_node.get(id(n)) is o and n.accumulate
-            for n in walk(self.layout.grid.body)
-        )
 
     def _named_consts(self) -> list[str]:
         found: dict[str, NamedConst] = {}
@@ -165,7 +175,7 @@ class KernelWriter(RegionWriter):
         block = []
         d = 0
         for it in n.index:
-            if op.block_shape[d] is not None and d not in op.dynamic:
+            if op.block_shape[d] is not None and it[0] in ("tile", "full"):
                 block.append(it[1].block_size if it[0] == "tile" else op.tensor.value.shape[d])
             d += 1
         value, _ = self.ref(n.value)
@@ -174,7 +184,7 @@ class KernelWriter(RegionWriter):
             sym = {"add": "+", "sub": "-", "mul": "*", "div": "/"}.get(n.accumulate)
             if sym is None:
                 raise UserError("HPL101", f"in-place `{n.accumulate}` stores are not supported", n.range)
-            current = f"{self.in_ref(op)}[{idx}]" if op.memory == "hbm" else f"{ref}[{idx}]"
+            current = f"{ref}[{idx}]"
             value = f"{current} {sym} {value if self.ref(n.value)[1] else '(' + value + ')'}"
             atomic = False
         else:
@@ -277,7 +287,7 @@ class KernelWriter(RegionWriter):
         for o in streamed:
             base = o.ref_name[:-4]
             spec = self._inner_spec(o)
-            if o.kind in ("input", "inout"):
+            if o.kind == "input" or o.reads_old:
                 name = self.names.fresh(f"{base}_blk" if o.kind == "input" else f"{base}_in_blk")
                 self.block_refs[(id(o), "in")] = name
                 params.append(name)
@@ -306,6 +316,11 @@ class KernelWriter(RegionWriter):
                 self.out.add(indent + 1, f"{var} = {step}" if len(loop.dims) == 1 else f"{var} = ({step} // {rest}) % {d.steps}")
                 rest *= d.steps
             self.out.add(indent + 1, f"{counter}[0] = {step} + 1")
+        for o in streamed:
+            if o.reads_old:
+                names = [self.loop_vars.get((d.loop_id, d.axis), "") for d in loop.dims]
+                self._copy_in(indent + 1, o, self.block_refs[(id(o), "in")], self.block_refs[(id(o), "out")],
+                              outputs.inner_axes_used(o), [d.steps for d in loop.dims], names)
         for c in loop.carried:
             scratch = lay.scratch[(loop.index, c.name)]
             read = f"{scratch}[...]" if c.phi.shape else f"{scratch}[0]"

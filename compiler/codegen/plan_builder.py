@@ -19,6 +19,7 @@ from ..diagnostics import Range, UserError
 from ..ir import GridLoop, HostTensor, InnerLoop, KernelIR, Load, Node, Op, Store, TileDim, walk
 from ..plan import CallPlan, Operand, Scratch
 from ..plan import InnerLoop as PlanInnerLoop
+from . import outputs
 from .work import padded_bytes, region_work, temporaries_bytes
 
 JNP_DTYPES = {
@@ -52,7 +53,7 @@ class OperandLayout:
     ranges: list[Range] = field(default_factory=list)
     load_index: int | None = None
     inner_index_map: str | None = None
-    dynamic: dict[int, str] = field(default_factory=dict)  # dim -> index expression used inside the kernel
+    reads_old: bool = False  # inout: the old block is copied in (outputs.py); else its input side stays in HBM
 
 
 @dataclass
@@ -161,19 +162,7 @@ def build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chip
         by_node[id(n)] = op
 
     visit(grid.body, [])
-    ops = list(operands.values())
-    # tensors written by the call: arguments and already-initialised buffers keep their contents (aliasing)
-    for o in ops:
-        root = o.tensor.root
-        if o.kind == "output" and (root.origin == "arg" or root.init not in (None, "empty")):
-            o.kind = "inout"
-    out_patterns: dict[int, OperandLayout] = {}
-    for o in ops:
-        if o.kind in ("output", "inout"):
-            prev = out_patterns.get(o.tensor.value.id)
-            if prev is not None and prev is not o:
-                raise UserError("HPL202", f"`{o.tensor.name}` is stored with two different index patterns in one loop; Pallas needs one output block per tensor", o.ranges[0])
-            out_patterns[o.tensor.value.id] = o
+    ops = outputs.resolve(ir, grid, list(operands.values()), by_node, dims)
     for o in ops:
         if o.load_index is not None and o.kind != "output":
             o.buffer_count = _buffer_count(bufs, o.load_index, o.buffer_count)
@@ -181,13 +170,21 @@ def build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chip
             o.buffer_count = 1  # a block equal to the whole array is fetched once
     for o in ops:
         if _scalar_table(o):
-            o.memory, o.block_shape, o.buffer_count, o.grid_axes, o.dynamic = "smem", tuple(o.tensor.value.shape), 1, (), {}
+            o.memory, o.block_shape, o.buffer_count, o.grid_axes = "smem", tuple(o.tensor.value.shape), 1, ()
     _name_refs(ops)
-    scratch_names, scratch_plan = _scratch(grid, loop_type)
+    scratch_names, scratch_plan = _scratch(grid, loop_type, ops)
     layout = CallLayout(grid, f"{py_name(ir.name)}_kernel" + (f"_{call_index}" if call_index else ""), ops, by_node,
                         scratch_names, scratch_plan, order=tuple(order))
     layout.plan = _call_plan(layout, loop_type, chip)
     return layout
+
+
+def alias_param(o: OperandLayout) -> str:
+    """The kernel parameter of an operand's input side: a write-only in/out operand's old contents stay in
+    HBM (it is passed only to be aliased)."""
+    if o.kind == "inout" and not o.reads_old and o.memory != "hbm":
+        return f"{o.ref_name.rsplit('_', 1)[0]}_in_hbm"
+    return o.ref_name
 
 
 def _pattern(items: tuple) -> tuple:
@@ -219,7 +216,6 @@ def _new_operand(n: Load | Store, streaming: InnerLoop | None, memory: str, grid
     inner_idx: list[str] = []
     grid_axes: set[int] = set()
     inner_axes: list[int] = []
-    dynamic: dict[int, str] = {}
     d = 0
     for it in n.index:
         kind = it[0]
@@ -230,8 +226,7 @@ def _new_operand(n: Load | Store, streaming: InnerLoop | None, memory: str, grid
             outer_idx.append("0")
             inner_idx.append("0")
         elif kind == "int":
-            if _tiled_layout_dim(d, shape):
-                dynamic[d] = str(it[1])
+            if _tiled_layout_dim(d, shape):  # one row of a (8, 128)-tiled dim: the whole dim, indexed in the kernel
                 block.append(shape[d])
                 outer_idx.append("0")
                 inner_idx.append("0")
@@ -244,8 +239,6 @@ def _new_operand(n: Load | Store, streaming: InnerLoop | None, memory: str, grid
             g = grid_dims.get((td.loop_id, td.axis))
             if g is not None and kind != "tile" and _tiled_layout_dim(d, shape):
                 # one row of a dim the TPU tiles (last two): keep the whole dim in VMEM, index it in the kernel
-                name = grid_names[g]
-                dynamic[d] = name if kind == "id" or not td.begin else f"{name} + {td.begin}"
                 block.append(shape[d])
                 outer_idx.append("0")
                 inner_idx.append("0")
@@ -313,7 +306,7 @@ def _new_operand(n: Load | Store, streaming: InnerLoop | None, memory: str, grid
     return OperandLayout(
         tensor=n.tensor, items=n.index, loop=streaming, kind="input", memory=memory, block_shape=tuple(block),
         buffer_count=2, ref_name="", index_map=index_map, grid_axes=tuple(sorted(grid_axes)),
-        inner_axes=tuple(inner_axes), inner_index_map=inner_map, dynamic=dynamic,
+        inner_axes=tuple(inner_axes), inner_index_map=inner_map,
     )
 
 
@@ -347,9 +340,12 @@ def _name_refs(ops: list[OperandLayout]) -> None:
         o.ref_name = name
 
 
-def _scratch(grid: GridLoop, loop_type: object) -> tuple[dict, list[Scratch]]:
+def _scratch(grid: GridLoop, loop_type: object, ops: list[OperandLayout]) -> tuple[dict, list[Scratch]]:
     names: dict[tuple[int, str], str] = {}
     plan: list[Scratch] = []
+    # a streamed block read back over several pipeline steps is copied in at its first step: that needs the step
+    revisited = {id(o.loop) for o in ops if o.memory == "hbm" and o.reads_old and outputs.first_visit(
+        outputs.inner_axes_used(o), [d.steps for d in o.loop.dims], [d.name for d in o.loop.dims])}
 
     def visit(nodes: list[Node]) -> None:
         for n in nodes:
@@ -363,7 +359,7 @@ def _scratch(grid: GridLoop, loop_type: object) -> tuple[dict, list[Scratch]]:
                         dtype = c.phi.dtype
                         plan.append(Scratch(name, tuple(c.phi.shape) or (1,), JNP_DTYPES[dtype], dtype.itemsize,
                                             "carried", n.range))
-                    if _uses_own_position(n):
+                    if _uses_own_position(n) or id(n) in revisited:
                         name = f"{py_name(n.dims[0].name)}_step"
                         names[(n.index, STEP)] = name
                         plan.append(Scratch(name, (1,), "int32", 4, "counter", n.range))
@@ -399,7 +395,7 @@ def _call_plan(layout: CallLayout, loop_type: object, chip: Chip) -> CallPlan:
             buffer_count=o.buffer_count, grid_axes=o.grid_axes,
             inner_loop=o.loop.index if o.loop is not None else None, inner_axes=o.inner_axes,
             index_map=o.inner_index_map if o.memory == "hbm" else o.index_map, ranges=tuple(o.ranges),
-            load_index=o.load_index,
+            load_index=o.load_index, reads_old=o.reads_old,
         ))
     inner = []
 
@@ -422,7 +418,8 @@ def _call_plan(layout: CallLayout, loop_type: object, chip: Chip) -> CallPlan:
     outs = [o for o in layout.operands if o.kind in ("output", "inout")]
     dims = layout.grid_dims
     for axis in range(len(dims)):
-        parallel = all(axis in o.grid_axes for o in outs)
+        # parallel axes must form a prefix of the grid: after the first arbitrary axis, all are arbitrary
+        parallel = all(axis in o.grid_axes for o in outs) and "arbitrary" not in semantics
         semantics.append("parallel" if parallel else "arbitrary")
     grid_shape = tuple(d.steps for d in dims)
     return CallPlan(

@@ -401,6 +401,8 @@ class Dispatcher:
             return math.prod(x.shape)
         if name == "stride":
             raise UserError("HPL101", "strides are not meaningful on TPU; use sizes", rng)
+        if name == "clone" and not self.t.in_device:  # a new tensor with x's contents (contiguous/detach alias x)
+            return self.ops.make("clone", (x,), {}, lambda t: t.clone(), rng, space="host")
         if name in ("contiguous", "clone", "detach"):
             return x
         if name in UNARY:

@@ -322,6 +322,8 @@ class Tracer(ExpressionEvaluator):
         prod = value.producer
         if isinstance(prod, Op) and prod.kind == "alloc":
             ht = HostTensor(value, value.hint or "buf", "alloc", prod.kwargs["init"], prod.kwargs.get("value", 0.0))
+        elif isinstance(prod, Op) and prod.kind == "clone":
+            ht = HostTensor(value, value.hint or "buf", "alloc", "copy")
         else:
             ht = HostTensor(value, value.hint or "t", "derived")
         self.tensors[value.id] = ht

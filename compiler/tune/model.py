@@ -216,7 +216,7 @@ class _CallModel:
             exposed += n * (max(0.0, self._dma_seconds(double) - step) + self._dma_seconds(single))
             dma_bytes += n * (double + single)
 
-        prologue_bytes = sum(_block_bytes(op) for op in outer if op.kind in ("input", "inout"))
+        prologue_bytes = sum(_block_bytes(op) for op in outer if op.kind == "input" or op.reads_old)
         epilogue_bytes = sum(_block_bytes(op) for op in outer if op.kind in ("output", "inout"))
         self.dma_bytes = dma_bytes + prologue_bytes + epilogue_bytes + steps * parts.inner_dma_bytes
         self.breakdown = {
@@ -303,7 +303,7 @@ class _CallModel:
         double, single = self._copy_bytes(streamed)
         t_double, t_single = self._dma_seconds(double), self._dma_seconds(single)
         busy = iteration + c.pipeline_iteration_overhead
-        first = self._dma_seconds(sum(_block_bytes(op) for op in streamed if op.kind in ("input", "inout")))
+        first = self._dma_seconds(sum(_block_bytes(op) for op in streamed if op.kind == "input" or op.reads_old))
         last = self._dma_seconds(sum(_block_bytes(op) for op in streamed if op.kind in ("output", "inout")))
         parts.inner_overhead += lp.trips * c.pipeline_iteration_overhead
         parts.inner_exposed += (lp.trips - 1) * max(0.0, t_double - busy) + lp.trips * t_single
@@ -319,7 +319,7 @@ class _CallModel:
         An input is fetched, an output written back, an in/out block both."""
         double = single = 0.0
         for op in ops:
-            b = _block_bytes(op) * (2 if op.kind == "inout" else 1)
+            b = _block_bytes(op) * (2 if op.kind == "inout" and op.reads_old else 1)
             if op.buffer_count >= 2:
                 double += b
             else:
