@@ -7,6 +7,7 @@ import sys
 import textwrap
 
 import pytest
+import torch
 from conftest import EXAMPLES
 
 import compiler
@@ -180,3 +181,23 @@ def test_scalar_table_reads_go_to_smem():
     ck = kernel.compile(config={"pallas_loop_type": "emit_pipeline"})
     assert "pl.BlockSpec(memory_space=pltpu.SMEM)" in ck.source and "biases_smem[g]" in ck.source
     assert all(r.name != "biases" for r in ck.vmem.rows)
+
+
+def test_host_function_keeps_a_leading_underscore(tmp_path):
+    src = """import torch
+import helion
+import helion.language as hl
+
+
+@helion.kernel()
+def _double(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size()):
+        out[tile] = x[tile] * 2
+    return out
+"""
+    ck = compiler.load(src).kernels["_double"].compile(args="x=f32[16, 128]")
+    assert "\ndef _double(x, *, interpret=False):" in ck.source
+    x = torch.randn(16, 128)
+    torch.testing.assert_close(ck(x), x * 2)
+

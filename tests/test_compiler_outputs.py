@@ -30,13 +30,14 @@ def test_row_update_over_hl_grid_in_place():
 
 
 def test_one_dim_hl_grid_in_place():
-    assert_matches_torch("""
+    ck = assert_matches_torch("""
         @helion.kernel()
         def inc(x: torch.Tensor) -> torch.Tensor:
             for i in hl.grid(x.size(0)):
                 x[i] = x[i] + 1
             return x
     """, [torch.arange(16.0)], lambda x: x.add_(1))
+    assert not ck.check_lowering()  # TPUs cannot store a scalar to VMEM: the lane is merged into its row
 
 
 def test_point_store_into_zeros_keeps_the_zeros():
@@ -45,7 +46,7 @@ def test_point_store_into_zeros_keeps_the_zeros():
         out[5, 77] = x[5, 77]
         return out
 
-    assert_matches_torch("""
+    ck = assert_matches_torch("""
         @helion.kernel()
         def one_point(x: torch.Tensor) -> torch.Tensor:
             out = torch.zeros_like(x)
@@ -53,6 +54,7 @@ def test_point_store_into_zeros_keeps_the_zeros():
                 out[5, 77] = x[5, 77]
             return out
     """, [torch.randn(16, 128)], torch_fn)
+    assert "one lane of the row" in ck.source and not ck.check_lowering()
 
 
 def test_constant_index_stores_share_one_block():
@@ -226,6 +228,21 @@ def test_inner_hl_grid_writes_part_of_a_zeroed_block(loop_type):
             return out
     """, [torch.randn(16, 128)], lambda x: torch.cat([x[:, :2] + 1, torch.zeros(16, 254)], 1),
         {"pallas_loop_type": loop_type})
+
+
+@pytest.mark.parametrize("loop_type", STRATEGIES)
+def test_nested_hl_grid_point_stores(loop_type):
+    ck = assert_matches_torch("""
+        @helion.kernel()
+        def plus_row(x: torch.Tensor) -> torch.Tensor:
+            n, m = x.size()
+            out = torch.zeros_like(x)
+            for i in hl.grid(n):
+                for j in hl.grid(m):
+                    out[i, j] = x[i, j] + i
+            return out
+    """, [torch.randn(4, 128)], lambda x: x + torch.arange(4.0)[:, None], {"pallas_loop_type": loop_type})
+    assert not ck.check_lowering()
 
 
 def test_grid_writes_some_rows_of_a_zeroed_buffer():

@@ -44,9 +44,17 @@ class KernelWriter(RegionWriter):
         return op.ref_name if op.kind == "output" else f"{op.ref_name.rsplit('_', 1)[0]}_out_ref"
 
     def index_text(self, op: OperandLayout, items: tuple) -> str:
-        parts = []
         if op.memory == "smem":
             return ", ".join(self._scalar_index(it) for it in items if it[0] != "newaxis")
+        parts = [text for text, _ in self.index_parts(op, items)]
+        if all(p == ":" for p in parts):
+            return "..."
+        return ", ".join(parts)
+
+    def index_parts(self, op: OperandLayout, items: tuple) -> list[tuple[str, bool]]:
+        """The index of each dim of the block as the kernel sees it (squeezed dims dropped), and whether it
+        picks one element (a scalar index into a whole-dim block)."""
+        parts = []
         d = 0
         for it in items:
             if it[0] == "newaxis":
@@ -55,22 +63,20 @@ class KernelWriter(RegionWriter):
                 d += 1
                 continue
             if it[0] == "int":  # one row of a whole-dim block
-                parts.append(str(it[1]))
+                parts.append((str(it[1]), True))
             elif it[0] in ("grid", "id"):  # one row: a launch-grid or inner-loop index into a whole-dim block
-                parts.append(self._scalar_index(it))
+                parts.append((self._scalar_index(it), True))
             elif it[0] == "tile" and d in op.inner_axes and op.memory != "hbm":  # a streamed block is the tile
                 td: TileDim = it[1]
                 var = self.loop_vars[(td.loop_id, td.axis)]
                 start = f"{var} * {td.block_size}" + (f" + {td.begin}" if td.begin else "")
                 if self.strategy.get(td.loop_id) == "fori_loop":
                     start = f"pl.multiple_of({start}, {td.block_size})" if not td.begin else start
-                parts.append(f"pl.ds({start}, {td.block_size})")
+                parts.append((f"pl.ds({start}, {td.block_size})", False))
             else:
-                parts.append(":")
+                parts.append((":", False))
             d += 1
-        if all(p == ":" for p in parts):
-            return "..."
-        return ", ".join(parts)
+        return parts
 
     def _scalar_index(self, it: tuple) -> str:
         if it[0] == "int":
@@ -194,6 +200,15 @@ class KernelWriter(RegionWriter):
             atomic = True
         if n.value.dtype != dtype:
             value = f"{value if atomic else '(' + value + ')'}.astype({dtype_text(dtype)})"
+        parts = self.index_parts(op, n.index) if op.memory != "smem" else []
+        if parts and parts[-1][1]:  # one lane: TPUs store whole vectors, so merge it into its row
+            lanes = op.block_dims_visible()[-1]
+            row = ", ".join([p for p, _ in parts[:-1]] + [":"])
+            row = "..." if set(row.split(", ")) == {":"} else row
+            iota = f"jax.lax.broadcasted_iota(jnp.int32, ({lanes},), 0)"
+            self.out.add(indent, f"{ref}[{row}] = jnp.where({iota} == {parts[-1][0]}, jnp.expand_dims({value}, -1), "
+                                 f"{ref}[{row}])  # one lane of the row", n.range)
+            return
         self.out.add(indent, f"{ref}[{idx}] = {value}", n.range)
 
     # -- inner loops -----------------------------------------------------------------------------------

@@ -55,6 +55,10 @@ class OperandLayout:
     inner_index_map: str | None = None
     reads_old: bool = False  # inout: the old block is copied in (outputs.py); else its input side stays in HBM
 
+    def block_dims_visible(self) -> tuple[int, ...]:
+        """The block's shape as the kernel sees it (squeezed dims dropped)."""
+        return tuple(b for b in self.block_shape if b is not None)
+
 
 @dataclass
 class CallLayout:
