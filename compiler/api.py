@@ -8,6 +8,7 @@ import dataclasses
 import logging
 import os
 import traceback
+from collections import OrderedDict
 from collections.abc import Mapping
 from functools import cached_property
 from typing import Any
@@ -83,6 +84,9 @@ class Kernel:
         self.shape_sets: list[dict[str, ArgSpec]] = definition.shape_sets
         self.shape_set_ranges: list[Range] = definition.shape_set_ranges
         self.params = [a.arg for a in definition.node.args.args]
+        # traces by (shapes, given block sizes): configs differing only in strategy, buffering or loop order
+        # share one (the tuner compiles ~20 such variants per block-size choice); the IR is not mutated
+        self._traces: OrderedDict[tuple, tuple[KernelIR, list[BlockUse], BlockSizeTable]] = OrderedDict()
 
     def __repr__(self) -> str:
         return f"<compiler.Kernel {self.name}>"
@@ -120,10 +124,13 @@ class Kernel:
         return configs[0] if configs else None
 
     def compile(self, args: Any = None, config: Config | Mapping | str | None = None, chip: str | Chip = "v7x",
-                shape_set: int | None = None) -> CompiledKernel:
-        """Compile for one shape set + config + chip. Raises CompileError (never another exception)."""
+                shape_set: int | None = None, *, emit: bool = True) -> CompiledKernel:
+        """Compile for one shape set + config + chip. Raises CompileError (never another exception).
+
+        emit=False skips writing the module text (the result has a plan and a VMEM report but no source and
+        cannot be called): for callers that only model it, such as the tuner's search."""
         try:
-            return self._compile(args, config, chip, shape_set)
+            return self._compile(args, config, chip, shape_set, emit)
         except CompileError:
             raise
         except Exception as exc:  # noqa: BLE001 - internal errors must not escape to the user
@@ -149,6 +156,11 @@ class Kernel:
         given = config.get("block_sizes")
         if given is not None and not (isinstance(given, list) and all(isinstance(b, int) for b in given)):
             raise CompileError([error("HPL109", "block_sizes must be a list of integers", self.decorator_range)])
+        key = (format_args(specs), None if given is None else tuple(given))
+        cached = self._traces.get(key)
+        if cached is not None:
+            self._traces.move_to_end(key)
+            return cached
         provisional = BlockSizeTable(given, lambda i, extent: min(extent, 128))
         try:
             ir = Tracer(self.info, self.definition.node, specs, provisional).run()
@@ -157,6 +169,9 @@ class Kernel:
         except RecursionError:
             raise CompileError([error("HPL101", "kernel nests too deeply to analyse", self.range)]) from None
         uses = block_uses(ir, provisional.ranges, provisional.extents)
+        self._traces[key] = (ir, uses, provisional)
+        if len(self._traces) > _TRACE_CACHE_SIZE:
+            self._traces.popitem(last=False)
         return ir, uses, provisional
 
     def _fill_defaults(self, config: Config, uses: list[BlockUse], ir: KernelIR) -> Config:
@@ -168,7 +183,8 @@ class Kernel:
             values["pallas_loop_type"] = "unroll"
         return Config(values)
 
-    def _compile(self, args: Any, config: Any, chip: str | Chip, shape_set: int | None) -> CompiledKernel:
+    def _compile(self, args: Any, config: Any, chip: str | Chip, shape_set: int | None, emit: bool = True
+                 ) -> CompiledKernel:
         chip = _chip(chip)
         specs = self.resolve_args(args, shape_set)
         if config is None and args is None:
@@ -206,9 +222,11 @@ class Kernel:
         diags.extend(_vmem_diagnostics(report, layouts, chip, cfg))
         mutated = sorted({o.tensor.root.name for lay in layouts for o in lay.operands
                           if o.kind == "inout" and o.tensor.root.origin == "arg"}, key=ir.params.index)
-        header = _header(self, specs, cfg, chip, report)
+        source, source_map = "", []
         try:
-            source, source_map = emit_module(ir, layouts, dict(cfg), header, self.path, mutated)
+            if emit:
+                header = _header(self, specs, cfg, chip, report)
+                source, source_map = emit_module(ir, layouts, dict(cfg), header, self.path, mutated)
         except UserError as exc:
             raise CompileError([exc.diagnostic(self.range)]) from None
         plan = _kernel_plan(ir, layouts, chip)
@@ -257,6 +275,7 @@ class Kernel:
 
 
 _TUNED = {"block_sizes", "pallas_loop_type", "pallas_load_buffer_count"}
+_TRACE_CACHE_SIZE = 256
 
 
 class CompiledKernel:
@@ -285,6 +304,8 @@ class CompiledKernel:
     def __call__(self, *args: Any) -> Any:
         from .runtime import load_entry, run
 
+        if not self.source:
+            raise RuntimeError(f"{self!r} was compiled with emit=False: it has no code to run")
         if self._fn is None:
             self._fn = load_entry(self.source, self.entry, f"<pallas {self.kernel.name}>")
         return run(self._fn, self.kernel.params, self.args, self.chip, args, self.mutated)

@@ -22,6 +22,7 @@ from .specs import SpecError, parse_args_text  # noqa: E402
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     ns = parser.parse_args(argv)
+    ns.exit_when_done = argv is None  # from the command line: `tune` ends the process once it has printed
     try:
         return ns.handler(ns)
     except BrokenPipeError:

@@ -92,8 +92,8 @@ def test_a_wrong_best_candidate_is_disqualified_and_the_next_one_checked(tmp_pat
     first, second = ranking[0].config, ranking[1].config
     original = compiler.api.Kernel.compile
 
-    def miscompile(self, args=None, config=None, chip="v7x", shape_set=None):
-        ck = original(self, args, config, chip, shape_set)
+    def miscompile(self, args=None, config=None, chip="v7x", shape_set=None, **kwargs):
+        ck = original(self, args, config, chip, shape_set, **kwargs)
         if dict(ck.config) == first:  # the generated code of this one config computes the wrong thing
             ck.source = ck.source.replace("axis=1)", "axis=0)")
         return ck
@@ -140,3 +140,78 @@ def test_compile_evaluator_refines_with_libtpu() -> None:
     assert best.metrics["refined_from_op_counts"] == ["add_kernel"]
     assert best.metrics["op_categories"]["vector_alu"] > 0
     assert result.to_json()["estimate"] is True
+
+
+def test_search_compiles_each_config_once_and_checks_only_the_winner(monkeypatch) -> None:
+    import compiler.tune.driver as driver
+
+    problem = _problem("attention", 0)
+    compiles: list[str] = []
+    checks: list[dict] = []
+    original = compiler.api.Kernel.compile
+
+    def counting(self, args=None, config=None, chip="v7x", shape_set=None, **kwargs):
+        compiles.append(repr(compiler.Config(dict(config))))
+        return original(self, args, config, chip, shape_set, **kwargs)
+
+    def fake_verify(problem, config, seed=0):
+        checks.append(dict(config))
+        return driver.CorrectnessResult("ok", "checked", "small")
+
+    monkeypatch.setattr(compiler.api.Kernel, "compile", counting)
+    monkeypatch.setattr(driver, "verify", fake_verify)
+    result = tune(problem, TuneOptions(max_evals=120))
+    assert len(compiles) == len(set(compiles))  # pruning and evaluating one config: one compile
+    assert len(compiles) < result.evaluated + result.pruned  # some OOM configs were pruned unseen
+    assert checks == [result.best.config]
+
+
+def test_vmem_frontier_prunes_only_configs_that_do_not_fit() -> None:
+    import random
+
+    from compiler.tune.driver import KernelSpace
+
+    implied = 0
+    for name, shape_set in (("attention", 1), ("bmm", 0)):
+        problem = _problem(name, shape_set)
+        kernel = problem.load_kernel()
+        space = KernelSpace(problem, kernel, kernel.config_space(problem.args, "v7x"))
+        rng = random.Random(1)
+        for _ in range(400):
+            config = space.to_config({n: rng.choice(v) for n, v in space.space.dimensions})
+            if space._implied_oom(config):
+                implied += 1
+                assert problem.compile(config, emit=False).vmem.verdict == "out_of_vmem", dict(config)
+            space.is_valid(config)
+    assert implied > 100
+
+
+def test_gate_gives_up_after_the_winner_and_the_runner_up(monkeypatch) -> None:
+    import compiler.tune.driver as driver
+
+    checks: list[dict] = []
+
+    def always_wrong(problem, config, seed=0):
+        checks.append(dict(config))
+        return driver.CorrectnessResult("wrong", "bad", "small")
+
+    monkeypatch.setattr(driver, "verify", always_wrong)
+    result = tune(_problem("softmax", 1), TuneOptions())
+    assert result.best is None and len(checks) == 2
+    assert [r["config"] for r in result.rejected] == checks
+
+
+def test_the_warm_up_runs_a_real_check() -> None:
+    from compiler.tune.evaluators import warm_up
+
+    assert warm_up() == "ok"
+
+
+def test_a_plan_only_compile_has_the_same_plan_and_no_code() -> None:
+    kernel = compiler.load(EXAMPLES / "attention.py").kernels["attention"]
+    full = kernel.compile(shape_set=0, config=SEED_UNROLL)
+    plan_only = kernel.compile(shape_set=0, config=SEED_UNROLL, emit=False)
+    assert plan_only.plan == full.plan and plan_only.vmem.total_bytes == full.vmem.total_bytes
+    assert plan_only.source == "" and full.source
+    with pytest.raises(RuntimeError, match="emit=False"):
+        plan_only()

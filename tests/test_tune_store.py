@@ -356,3 +356,18 @@ def test_file_deleted_while_another_process_has_it_open(tmp_path):
     finally:
         proc.kill()
     assert sqlite3.connect(path).execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_many_trials_in_one_transaction(tmp_path):
+    with TuningStore(tmp_path / "s.sqlite") as store:
+        run = store.start_run(KEY)
+        rows = [({"block_sizes": [b]}, b * 1e-6, "ok", {"tflops": 1.0}) for b in (64, 128, 256)]
+        rows.append(({"block_sizes": [4096]}, None, "pruned", {"reason": "out of VMEM"}))
+        before = store.data_version()
+        store.record_trials(KEY, rows, run)
+        assert store.data_version() != before
+        assert [t.verdict for t in store.trials(KEY, run_id=run)].count("ok") == 3
+        assert store.best(KEY).config == {"block_sizes": [64]}
+        with pytest.raises(ValueError, match="verdict"):
+            store.record_trials(KEY, [({"block_sizes": [8]}, None, "bogus", None)], run)
+        assert len(store.trials(KEY)) == 4  # the bad batch wrote nothing

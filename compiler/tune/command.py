@@ -6,12 +6,20 @@ table of the best configs and the decorator line to paste. --json prints one obj
 when there are several); --progress jsonl writes one JSON event per line on stderr. Model figures are
 estimates for the named chip and are labelled so. Exit status: 0 ok, 1 nothing valid found or the
 kernel has errors, 2 usage (bad file, kernel, shape set, executor).
+
+Where the time goes: the model search runs in this process; the executor runs the correctness gate (and
+the compile / tpu evaluators). With the model evaluator the default `local` executor is one worker,
+started first and warmed up (imports, a tiny interpret-mode check) while the search runs; each shape
+set's winner goes to it as soon as its search ends, while the next shape set is searched. Run from the
+command line, the process exits as soon as the results are printed (no interpreter teardown).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import signal
 import sys
 import threading
@@ -22,9 +30,9 @@ from typing import Any, TextIO
 from ..api import Kernel, load
 from ..chips import CHIP_NAMES, canonical_name
 from ..diagnostics import CompileError, Diagnostic
-from .driver import TuneOptions, TuneProgress, TuneResult, tune
-from .evaluators import EVALUATORS, EvaluatorUnavailable, Problem, get_evaluator, probe_tpu
-from .executors import Executor, ExecutorError, make_executor
+from .driver import TuneOptions, TuneProgress, TuneResult, TuneRun
+from .evaluators import EVALUATORS, EvaluatorUnavailable, Problem, get_evaluator, probe_tpu, warm_up
+from .executors import Executor, ExecutorError, LocalExecutor, make_executor
 from .store import StoreError, TuningStore
 
 OK, NOTHING_VALID, USAGE = 0, 1, 2
@@ -69,12 +77,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
-    """Run `tune` for parsed arguments; returns the exit status."""
+    """Run `tune` for parsed arguments; returns the exit status (or, with ns.exit_when_done, ends the
+    process with it as soon as the output is out)."""
     try:
-        return _run(ns)
+        status = _run(ns)
     except UsageError as exc:
         print(f"helion-pallas tune: error: {exc}", file=sys.stderr)
-        return USAGE
+        status = USAGE
+    if getattr(ns, "exit_when_done", False):
+        exit_now(status)
+    return status
 
 
 def _run(ns: argparse.Namespace) -> int:
@@ -86,22 +98,25 @@ def _run(ns: argparse.Namespace) -> int:
         chip = canonical_name(ns.chip)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    problems, failed = _problems(ns, chip)
-    if not problems:
-        return NOTHING_VALID
-    unavailable = get_evaluator(ns.evaluator).available()
-    if unavailable:
-        print(f"helion-pallas tune: the {ns.evaluator} evaluator cannot run: {unavailable}", file=sys.stderr)
-        return NOTHING_VALID
-    store = _open_store(ns.store)
-    stop = threading.Event()
-    restore = _on_signals(stop)
-    executor = refine = None
+    executor = refine = store = None
+    restore: Callable[[], None] = lambda: None  # noqa: E731
     try:
         try:
-            executor = make_executor(ns.executor, {"CPU": 1.0})
+            executor = make_executor(_gate_executor_spec(ns), {"CPU": 1.0})
         except ExecutorError as exc:
             raise UsageError(str(exc)) from None
+        if isinstance(executor, LocalExecutor):
+            executor.submit(warm_up)  # runs while this process compiles and searches
+        problems, failed = _problems(ns, chip)
+        if not problems:
+            return NOTHING_VALID
+        unavailable = get_evaluator(ns.evaluator).available()
+        if unavailable:
+            print(f"helion-pallas tune: the {ns.evaluator} evaluator cannot run: {unavailable}", file=sys.stderr)
+            return NOTHING_VALID
+        store = _open_store(ns.store)
+        stop = threading.Event()
+        restore = _on_signals(stop)
         if ns.evaluator == "tpu":
             try:
                 refine = make_executor(ns.executor, {"TPU": 1.0})
@@ -128,6 +143,24 @@ def _run(ns: argparse.Namespace) -> int:
     return OK if results and found and not failed else NOTHING_VALID
 
 
+def _gate_executor_spec(ns: argparse.Namespace) -> str:
+    """The model needs no workers, only the gate does, and one is enough: `local` means `local:1` then."""
+    return "local:1" if ns.evaluator == "model" and ns.executor == "local" else ns.executor
+
+
+def exit_now(status: int) -> None:
+    """End the process with `status` once its output is out: skip the interpreter's teardown (jax, torch,
+    thread joins take a second or two after the results are printed). Not when Ray is connected: its
+    shutdown hook stops the local cluster's processes."""
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        sys.exit(status)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(status)
+
+
 def _tune_all(
     ns: argparse.Namespace,
     problems: list[Problem],
@@ -137,22 +170,24 @@ def _tune_all(
     store: TuningStore | None,
     stop: threading.Event,
 ) -> list[TuneResult]:
-    results = []
+    """Search each problem in turn, sending each winner to the gate before searching the next; then collect
+    the verdicts and print the results in order."""
+    runs: list[TuneRun] = []
     bar = _ProgressBar(sys.stderr) if sys.stderr.isatty() and not ns.json and not ns.progress else None
     for problem in problems:
         if stop.is_set():
             break
-        progress = _progress_sink(ns, bar)
         try:
-            result = tune(
+            run = TuneRun(
                 problem,
                 options,
                 executor=executor,
                 refine_executor=refine,
                 store=store,
-                progress=progress,
+                progress=_progress_sink(ns, bar),
                 should_stop=stop,
             )
+            run.start_gate()
         except CompileError as exc:
             _print_diagnostics(problem, exc)
             continue
@@ -162,6 +197,10 @@ def _tune_all(
         finally:
             if bar is not None:
                 bar.finish()
+        runs.append(run)
+    results = []
+    for run in runs:
+        result = run.finish()
         results.append(result)
         if not ns.json:
             print(format_result(result))

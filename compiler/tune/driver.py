@@ -2,16 +2,19 @@
 
 Phases:
 1. search   the model scores configs (search.py: exhaustive when the space is small, else pattern search,
-            bounded by evaluations or seconds, deterministic for a seed). A config that does not compile or
-            does not fit VMEM is pruned before any evaluation (`KernelSpace.is_valid`), counted by reason.
+            bounded by evaluations or seconds, deterministic for a seed). The model is static analysis:
+            it runs here, in-process, on each config's compile, which is done once per config
+            (`KernelSpace`). A config that does not compile or does not fit VMEM is pruned, counted by
+            reason; one whose blocks are all at least those of a config that does not fit VMEM is pruned
+            without compiling (VMEM only grows with block sizes).
 2. refine   (evaluator "compile" or "tpu") the best model candidates go to the slow evaluator, which may
             reject them (libtpu) or replace the estimate by a measurement (TPU).
-3. verify   candidates in rank order go through the correctness gate (correctness.py) until one passes;
-            a wrong result disqualifies a config and the next one is checked.
+3. verify   the winner goes through the correctness gate (correctness.py); when it is wrong, the runner-up
+            (`gate_attempts` in all).
 Every trial (evaluated, pruned, failed, wrong) is recorded in the results store under its evaluator.
 
-The driver process compiles (static analysis, no user code runs) to prune; evaluations and the gate run
-on executors (worker processes or Ray), since they execute generated and user code.
+No user code runs in the driver process: the search only compiles and models. The gate, and the compile
+and tpu evaluators, run on executors (worker processes or Ray), since they execute generated and user code.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +36,7 @@ from ..diagnostics import CompileError
 from ..space import ConfigSpace
 from ..vmem import fmt_bytes
 from .correctness import CorrectnessResult
-from .evaluators import Problem, evaluate, get_evaluator, verify
+from .evaluators import ModelEvaluator, Problem, evaluate, get_evaluator, verify
 from .executors import Executor, InlineExecutor
 from .keys import TrialKey
 from .search import Dimension, Evaluated, SearchProgress, search
@@ -47,7 +51,7 @@ class TuneOptions:
     seed: int = 0
     top: int = 5  # configs listed in the result
     refine: int = 4  # candidates handed to a compile/tpu evaluator
-    gate_attempts: int = 5  # candidates the correctness gate may reject before giving up
+    gate_attempts: int = 2  # candidates the correctness gate checks: the winner, then the runner-up
     verify: bool = True
 
 
@@ -147,44 +151,98 @@ class TuneResult:
 
 
 class KernelSpace:
-    """compiler.space.ConfigSpace as a search space; `is_valid` compiles (cached) and prunes what does
-    not compile or does not fit VMEM."""
+    """compiler.space.ConfigSpace as a search space that also scores configs with the model.
 
-    def __init__(self, problem: Problem, kernel: Kernel, space: ConfigSpace, cache_size: int = 4096):
+    Each config is compiled once: `is_valid` prunes what does not compile or does not fit VMEM and keeps
+    the model's outcome of the rest for `evaluate`. Configs that differ only in the block sizes of the
+    launch grid share a VMEM frontier: grid blocks at least as large as some that did not fit cannot fit
+    either (every buffer and temporary grows with them), so they are pruned unseen. Inner-loop blocks are
+    not compared: a smaller one can need more VMEM (an unrolled loop keeps more iterations' temporaries).
+    """
+
+    def __init__(self, problem: Problem, kernel: Kernel, space: ConfigSpace, cache_size: int = 65536):
         self.problem = problem
         self.kernel = kernel
         self.space = space
         self.chip = get_chip(problem.chip)
         self.dimensions = [Dimension(name, tuple(values)) for name, values in space.dimensions]
-        self._verdicts: OrderedDict[str, tuple[bool, str]] = OrderedDict()
+        self._outcomes: OrderedDict[str, tuple[bool, str, tuple[float | None, dict[str, Any]] | None]] = (
+            OrderedDict()
+        )
         self._cache_size = cache_size
+        self._too_big: dict[str, list[tuple[int, ...]]] = {}  # VMEM frontier per other settings
+        self._grid_blocks: frozenset[int] | None = None  # block_sizes indices that tile the launch grid
+        self._oom = (
+            f"out of VMEM: needs more than the {fmt_bytes(self.chip.max_vmem_limit_bytes)} a kernel can "
+            f"request on {self.chip.name}"
+        )
+        self.compiles = 0
 
     def to_config(self, point: dict[str, Any]) -> Config:
         return self.space.to_config(point)
 
-    def is_valid(self, config: Mapping[str, Any]) -> tuple[bool, str]:
+    def _vmem_class(self, config: Mapping[str, Any]) -> tuple[str, tuple[int, ...]] | None:
+        """(every setting but the grid's block sizes and the loop order, the grid's block sizes); None
+        while the grid's blocks are not known yet."""
+        blocks = config.get("block_sizes")
+        grid = self._grid_blocks
+        if grid is None or not isinstance(blocks, list | tuple) or not all(isinstance(b, int) for b in blocks):
+            return None
+        inner = [b if i not in grid else None for i, b in enumerate(blocks)]
+        rest = {k: v for k, v in config.items() if k not in ("block_sizes", "loop_orders")}
+        return repr((Config(rest), inner)), tuple(b for i, b in enumerate(blocks) if i in grid)
+
+    def _implied_oom(self, config: Mapping[str, Any]) -> bool:
+        cls = self._vmem_class(config)
+        if cls is None:
+            return False
+        key, blocks = cls
+        return any(
+            len(small) == len(blocks) and all(b >= s for b, s in zip(blocks, small, strict=True))
+            for small in self._too_big.get(key, ())
+        )
+
+    def _outcome(self, config: Mapping[str, Any]) -> tuple[bool, str, tuple[float | None, dict[str, Any]] | None]:
         key = repr(Config(dict(config)))
-        if key in self._verdicts:
-            self._verdicts.move_to_end(key)
-            return self._verdicts[key]
-        try:
-            ck = self.problem.compile(config)
-        except CompileError as exc:
-            codes = ", ".join(sorted({d.code for d in exc.diagnostics if d.is_error})) or "error"
-            verdict = (False, f"rejected by the compiler ({codes})")
+        if key in self._outcomes:
+            self._outcomes.move_to_end(key)
+            return self._outcomes[key]
+        if self._implied_oom(config):
+            outcome: tuple[bool, str, Any] = (False, self._oom, None)
         else:
-            if ck.vmem.verdict == "out_of_vmem":
-                verdict = (
-                    False,
-                    f"out of VMEM: needs more than the {fmt_bytes(self.chip.max_vmem_limit_bytes)} "
-                    f"a kernel can request on {self.chip.name}",
-                )
+            self.compiles += 1
+            try:
+                ck = self.problem.compile(config, emit=False)
+            except CompileError as exc:
+                codes = ", ".join(sorted({d.code for d in exc.diagnostics if d.is_error})) or "error"
+                outcome = (False, f"rejected by the compiler ({codes})", None)
             else:
-                verdict = (True, "")
-        self._verdicts[key] = verdict
-        if len(self._verdicts) > self._cache_size:
-            self._verdicts.popitem(last=False)
-        return verdict
+                if self._grid_blocks is None:
+                    self._grid_blocks = frozenset(
+                        i for lp in ck.plan.loops if lp.kind == "grid" for i in lp.block_size_indices if i is not None
+                    )
+                if ck.vmem.verdict == "out_of_vmem":
+                    outcome = (False, self._oom, None)
+                    cls = self._vmem_class(config)
+                    if cls is not None:
+                        self._too_big.setdefault(cls[0], []).append(cls[1])
+                else:
+                    outcome = (True, "", ModelEvaluator().measure(ck).outcome())
+        self._outcomes[key] = outcome
+        if len(self._outcomes) > self._cache_size:
+            self._outcomes.popitem(last=False)
+        return outcome
+
+    def is_valid(self, config: Mapping[str, Any]) -> tuple[bool, str]:
+        ok, reason, _ = self._outcome(config)
+        return ok, reason
+
+    def evaluate(self, config: Mapping[str, Any]) -> tuple[float | None, dict[str, Any]]:
+        """The model's (seconds, metrics) of a config, from its one compile."""
+        ok, reason, outcome = self._outcome(config)
+        if outcome is None:
+            return None, {"error": reason}
+        return outcome
 
     def seed_points(self, configs: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Starting points from known configs (default, decorator, stored best) that belong to the space."""
@@ -208,130 +266,214 @@ def tune(
 ) -> TuneResult:
     """Tune one kernel for one shape set on one chip. Raises CompileError when the kernel cannot be
     analysed for these arguments at all, EvaluatorUnavailable when the evaluator cannot run."""
-    start = time.monotonic()
-    executor = executor or InlineExecutor()
-    kernel = problem.load_kernel()
-    space = KernelSpace(problem, kernel, kernel.config_space(problem.args, problem.chip))
-    key = TrialKey(kernel.source_hash, problem.shape_key, problem.chip)
-    model_key = key.with_evaluator("model")
-    run_id = store.start_run(model_key, {"seed": options.seed, "path": problem.path}) if store else None
+    run = TuneRun(
+        problem,
+        options,
+        executor=executor,
+        refine_executor=refine_executor,
+        store=store,
+        progress=progress,
+        should_stop=should_stop,
+    )
+    run.start_gate()
+    return run.finish()
 
-    def emit(phase: str, evaluated: int, pruned: int, total: int | None, best: Candidate | None) -> None:
-        if progress is not None:
-            progress(
-                TuneProgress(
-                    problem.kernel,
-                    problem.shape_set,
-                    phase,
-                    evaluated,
-                    pruned,
-                    total,
-                    None if best is None else best.seconds,
-                    None if best is None else best.config,
+
+class TuneRun:
+    """One tuning run in two steps, so that whoever tunes several shape sets can search the next one while
+    a worker checks this one's winner: constructing it searches (and refines); `start_gate()` sends the
+    winner to the correctness gate without waiting; `finish()` waits for the verdict (checking the
+    runner-up when the winner is wrong), records it and returns the TuneResult. Constructing raises what
+    `tune` raises."""
+
+    def __init__(
+        self,
+        problem: Problem,
+        options: TuneOptions,
+        *,
+        executor: Executor | None = None,
+        refine_executor: Executor | None = None,
+        store: TuningStore | None = None,
+        progress: Callable[[TuneProgress], None] | None = None,
+        should_stop: Callable[[], bool] | threading.Event | None = None,
+    ):
+        self.start = time.monotonic()
+        self.problem, self.options, self.store, self.progress = problem, options, store, progress
+        self.executor = executor or InlineExecutor()
+        self.kernel = kernel = problem.load_kernel()
+        self.space = space = KernelSpace(problem, kernel, kernel.config_space(problem.args, problem.chip))
+        self.key = TrialKey(kernel.source_hash, problem.shape_key, problem.chip)
+        model_key = self.key.with_evaluator("model")
+        self.run_id = store.start_run(model_key, {"seed": options.seed, "path": problem.path}) if store else None
+        self.rejected: list[dict[str, Any]] = []
+        self.notes: list[str] = []
+        self._pending: Future[CorrectnessResult] | None = None
+        self._done = False
+        trials: list[tuple[dict[str, Any], float | None, str, dict[str, Any]]] = []
+
+        def on_progress(p: SearchProgress) -> None:
+            best = None if p.best_config is None else dict(p.best_config)
+            self._emit("search", p.evaluated, p.pruned, p.total_estimate, p.best_score, best)
+
+        def on_result(r: Evaluated) -> None:
+            trials.append((dict(r.config), r.score, "ok" if r.score is not None else "failed", r.info))
+
+        def on_pruned(config: Mapping[str, Any], reason: str) -> None:
+            trials.append((dict(config), None, "pruned", {"reason": reason}))
+
+        seeds = [kernel.default_config(problem.args, problem.chip)]
+        if kernel.decorator_config is not None:
+            seeds.append(kernel.decorator_config)
+        if store is not None and (stored := store.best(model_key)) is not None:
+            seeds.append(stored.config)
+        try:
+            try:
+                self.result = search(
+                    space,
+                    space.evaluate,
+                    executor=InlineExecutor(),
+                    seeds=space.seed_points(seeds),
+                    max_evals=options.max_evals,
+                    max_seconds=options.budget,
+                    seed=options.seed,
+                    progress=on_progress,
+                    on_result=on_result,
+                    on_pruned=on_pruned,
+                    should_stop=should_stop,
                 )
-            )
-
-    def on_progress(p: SearchProgress) -> None:
-        if progress is not None:
-            progress(
-                TuneProgress(
-                    problem.kernel,
-                    problem.shape_set,
-                    "search",
-                    p.evaluated,
-                    p.pruned,
-                    p.total_estimate,
-                    p.best_score,
-                    None if p.best_config is None else dict(p.best_config),
+            finally:
+                if store is not None:
+                    store.record_trials(model_key, trials, self.run_id)
+            ranked = sorted((r for r in self.result.evaluated if r.score is not None), key=lambda r: r.score)
+            self.candidates = [Candidate(dict(r.config), r.score, dict(r.info), "model") for r in ranked]
+            self.evaluated, self.pruned = len(self.result.evaluated), self.result.pruned
+            if options.evaluator != "model" and self.candidates:
+                self._emit_best("refine", self.candidates[0])
+                self.candidates = _refine(
+                    problem,
+                    options,
+                    self.candidates,
+                    refine_executor or self.executor,
+                    self.key.with_evaluator(options.evaluator),
+                    store,
+                    self.run_id,
+                    self.rejected,
                 )
+        except BaseException:
+            self._finish_run("failed")
+            raise
+
+    def _emit(
+        self,
+        phase: str,
+        evaluated: int | None = None,
+        pruned: int | None = None,
+        total: int | None = None,
+        best_seconds: float | None = None,
+        best_config: dict[str, Any] | None = None,
+    ) -> None:
+        if self.progress is None:
+            return
+        self.progress(
+            TuneProgress(
+                self.problem.kernel,
+                self.problem.shape_set,
+                phase,
+                self.evaluated if evaluated is None else evaluated,
+                self.pruned if pruned is None else pruned,
+                total,
+                best_seconds,
+                best_config,
             )
-
-    def on_result(r: Evaluated) -> None:
-        if store is not None:
-            verdict = "ok" if r.score is not None else "failed"
-            store.record_trial(model_key, dict(r.config), r.score, verdict, r.info, run_id)
-
-    def on_pruned(config: Mapping[str, Any], reason: str) -> None:
-        if store is not None:
-            store.record_trial(model_key, dict(config), None, "pruned", {"reason": reason}, run_id)
-
-    seeds = [kernel.default_config(problem.args, problem.chip)]
-    if kernel.decorator_config is not None:
-        seeds.append(kernel.decorator_config)
-    if store is not None and (stored := store.best(model_key)) is not None:
-        seeds.append(stored.config)
-    status = "failed"
-    try:
-        result = search(
-            space,
-            functools.partial(evaluate, problem, "model"),
-            executor=executor,
-            seeds=space.seed_points(seeds),
-            max_evals=options.max_evals,
-            max_seconds=options.budget,
-            seed=options.seed,
-            progress=on_progress,
-            on_result=on_result,
-            on_pruned=on_pruned,
-            should_stop=should_stop,
         )
-        ranked = sorted((r for r in result.evaluated if r.score is not None), key=lambda r: r.score)
-        candidates = [Candidate(dict(r.config), r.score, dict(r.info), "model") for r in ranked]
-        evaluated, pruned = len(result.evaluated), result.pruned
-        rejected: list[dict[str, Any]] = []
-        notes: list[str] = []
-        best_so_far = candidates[0] if candidates else None
-        if options.evaluator != "model" and candidates:
-            emit("refine", evaluated, pruned, None, best_so_far)
-            candidates = _refine(
-                problem,
-                options,
-                candidates,
-                refine_executor or executor,
-                key.with_evaluator(options.evaluator),
-                store,
-                run_id,
-                rejected,
-            )
-        best = None
-        if options.verify:
-            emit("verify", evaluated, pruned, None, candidates[0] if candidates else None)
-            best, candidates = _gate(
-                problem,
-                options,
-                candidates,
-                executor,
-                key.with_evaluator(options.evaluator),
-                store,
-                run_id,
-                rejected,
-            )
-        elif candidates:
-            best = candidates[0]
-            notes.append("correctness not checked (verification was switched off)")
-        if best is not None and best.correctness is not None and best.correctness.verdict == "unverified":
-            notes.append(f"correctness not verified: {best.correctness.message}")
-        status = "cancelled" if result.stop_reason == "cancelled" else "done"
+
+    def _emit_best(self, phase: str, best: Candidate | None, total: int | None = None) -> None:
+        seconds, config = (None, None) if best is None else (best.seconds, best.config)
+        self._emit(phase, None, None, total, seconds, config)
+
+    def start_gate(self) -> None:
+        """Send the winner to the correctness gate (on the executor) and return at once."""
+        if self.options.verify and self.candidates and self._pending is None:
+            self._emit_best("verify", self.candidates[0])
+            self._pending = self.executor.submit(verify, self.problem, self.candidates[0].config, self.options.seed)
+
+    def finish(self) -> TuneResult:
+        """Wait for the gate's verdicts and return the result (once)."""
+        if self._done:
+            raise RuntimeError("TuneRun.finish() was already called")
+        self._done = True
+        try:
+            candidates = self.candidates
+            best = None
+            if self.options.verify:
+                self.start_gate()
+                best, candidates = self._gate()
+            elif candidates:
+                best = candidates[0]
+                self.notes.append("correctness not checked (verification was switched off)")
+            if best is not None and best.correctness is not None and best.correctness.verdict == "unverified":
+                self.notes.append(f"correctness not verified: {best.correctness.message}")
+        except BaseException:
+            self._finish_run("failed")
+            raise
+        self._finish_run("cancelled" if self.result.stop_reason == "cancelled" else "done")
         out = TuneResult(
-            problem,
-            options.evaluator,
+            self.problem,
+            self.options.evaluator,
             best,
-            candidates[: options.top],
-            evaluated,
-            pruned,
-            dict(result.pruned_reasons),
-            rejected,
-            result.strategy,
-            result.stop_reason,
-            time.monotonic() - start,
-            decorator_line(kernel, best.config) if best else None,
-            notes,
+            candidates[: self.options.top],
+            self.evaluated,
+            self.pruned,
+            dict(self.result.pruned_reasons),
+            self.rejected,
+            self.result.strategy,
+            self.result.stop_reason,
+            time.monotonic() - self.start,
+            decorator_line(self.kernel, best.config) if best else None,
+            self.notes,
         )
-        emit("done", evaluated, pruned, evaluated, best)
+        self._emit_best("done", best, self.evaluated)
         return out
-    finally:
-        if store is not None and run_id is not None:
-            store.finish_run(run_id, status)
+
+    def _finish_run(self, status: str) -> None:
+        if self.store is not None and self.run_id is not None:
+            self.store.finish_run(self.run_id, status)
+            self.run_id = None
+
+    def _gate(self) -> tuple[Candidate | None, list[Candidate]]:
+        """Check candidates best first, `gate_attempts` at most; the first that is not wrong is the best.
+        Returns it and the ranking without the disqualified ones."""
+        key = self.key.with_evaluator(self.options.evaluator)
+        remaining = list(self.candidates)
+        for i, cand in enumerate(self.candidates[: self.options.gate_attempts]):
+            # an exception here means the gate itself broke (not the config): the caller reports it
+            if i == 0 and self._pending is not None:
+                check = self._pending.result()
+            else:
+                check = self.executor.submit(verify, self.problem, cand.config, self.options.seed).result()
+            if check.verdict in ("ok", "unverified"):
+                best = Candidate(cand.config, cand.seconds, cand.metrics, cand.evaluator, check)
+                return best, [best if c is cand else c for c in remaining]
+            remaining.remove(cand)
+            self.rejected.append(
+                {
+                    "config": cand.config,
+                    "evaluator": "correctness",
+                    "why": check.message,
+                    "verdict": check.verdict,
+                    "shapes": check.shapes,
+                }
+            )
+            if self.store is not None:
+                self.store.record_trial(
+                    key,
+                    cand.config,
+                    None,
+                    "wrong" if check.verdict == "wrong" else "failed",
+                    {"correctness": check.to_json()} | cand.metrics,
+                    self.run_id,
+                )
+        return None, remaining
 
 
 def _refine(
@@ -373,47 +515,6 @@ def _refine(
             else:
                 kept.append(Candidate(cand.config, seconds, info, options.evaluator))
     return sorted(kept, key=lambda c: c.seconds)
-
-
-def _gate(
-    problem: Problem,
-    options: TuneOptions,
-    ranked: list[Candidate],
-    executor: Executor,
-    key: TrialKey,
-    store: TuningStore | None,
-    run_id: str | None,
-    rejected: list[dict[str, Any]],
-) -> tuple[Candidate | None, list[Candidate]]:
-    """Check candidates best first; the first that is not wrong is the best. Returns it and the ranking
-    without the disqualified ones."""
-    remaining = list(ranked)
-    for cand in ranked[: options.gate_attempts]:
-        # an exception here means the gate itself broke (not the config): the caller reports it
-        check = executor.submit(verify, problem, cand.config, options.seed).result()
-        if check.verdict in ("ok", "unverified"):
-            best = Candidate(cand.config, cand.seconds, cand.metrics, cand.evaluator, check)
-            return best, [best if c is cand else c for c in remaining]
-        remaining.remove(cand)
-        rejected.append(
-            {
-                "config": cand.config,
-                "evaluator": "correctness",
-                "why": check.message,
-                "verdict": check.verdict,
-                "shapes": check.shapes,
-            }
-        )
-        if store is not None:
-            store.record_trial(
-                key,
-                cand.config,
-                None,
-                "wrong" if check.verdict == "wrong" else "failed",
-                {"correctness": check.to_json()} | cand.metrics,
-                run_id,
-            )
-    return None, remaining
 
 
 def decorator_line(kernel: Kernel, config: Mapping[str, Any]) -> str:

@@ -9,9 +9,10 @@
            Refuses (EvaluatorUnavailable) where no TPU of the asked chip is visible.
 
 compile and tpu are too slow to drive a search: the driver searches with the model and hands them the
-best candidates. Everything here that compiles or runs a kernel executes in worker processes through an
-executor; the functions they run (`evaluate`, `verify`, `probe_tpu`) are top-level and take a picklable
-`Problem`, so they cross process (and Ray) boundaries.
+best candidates. compile, tpu and the correctness gate execute in worker processes through an
+executor; the functions they run (`evaluate`, `verify`, `probe_tpu`, `warm_up`) are top-level and take a
+picklable `Problem`, so they cross process (and Ray) boundaries. (The model itself needs no worker: the
+driver runs it in-process on each config's one compile.)
 """
 
 from __future__ import annotations
@@ -56,10 +57,13 @@ class Problem:
     def load_kernel(self) -> Kernel:
         return _kernel(self.source, self.kernel)
 
-    def compile(self, config: Mapping[str, Any]) -> CompiledKernel:
-        """Compile (raises CompileError); the last few compiles of a process are reused, so pruning and
-        evaluating one config in the same process compiles it once."""
+    def compile(self, config: Mapping[str, Any], emit: bool = True) -> CompiledKernel:
+        """Compile (raises CompileError). The last few compiles of a process are kept, so that refining or
+        checking a config compiles it once. emit=False: plan and VMEM report only (enough for the model),
+        not kept."""
         cfg = Config(dict(config))
+        if not emit:
+            return self.load_kernel().compile(args=self.args, config=cfg, chip=self.chip, emit=False)
         key = (self.source, self.kernel, self.shape_key, self.chip, repr(cfg))
         ck = _recent.get(key)
         if ck is None:
@@ -308,6 +312,30 @@ def evaluate(
 def verify(problem: Problem, config: Mapping[str, Any], seed: int = 0) -> CorrectnessResult:
     """The correctness gate for one config (runs user code: only in a worker)."""
     return check_config(problem.load_kernel(), problem.args, config, get_chip(problem.chip), seed)
+
+
+_WARM_UP_SOURCE = """
+import helion
+import helion.language as hl
+import torch
+
+@helion.kernel(static_shapes=True)
+def warm(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size()):
+        out[tile] = torch.exp(x[tile]) * 2.0
+    return out
+"""
+
+
+def warm_up() -> str:
+    """Run first in a fresh gate worker while the driver searches: the imports and first-call costs of the
+    gate (torch, jax, Pallas interpret mode, the eager reference; about half of a first check) are paid
+    before the winner arrives. Returns the tiny check's verdict."""
+    ck = _kernel(_WARM_UP_SOURCE, "warm").compile(args={"x": "f32[8, 128]"}, chip="v7x")
+    from .correctness import check_compiled
+
+    return check_compiled(ck).verdict
 
 
 def probe_tpu(chip: str) -> str | None:

@@ -25,7 +25,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -379,6 +379,37 @@ class TuningStore:
                 "INSERT INTO trials (source_hash, shape_key, chip, evaluator, compiler_version, config, "
                 "seconds, verdict, metrics, run_id, timestamp) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 row,
+            ),
+            write=True,
+        )
+
+    def record_trials(
+        self,
+        key: TrialKey,
+        trials: Sequence[tuple[Mapping[str, Any], float | None, str, Mapping[str, Any] | None]],
+        run_id: str | None = None,
+    ) -> None:
+        """Keep many trials, (config, seconds, verdict, metrics) each, in one transaction (a search records
+        a thousand in the time one commit per trial would take for a few hundred)."""
+        if key.evaluator is None:
+            raise ValueError("record_trials needs a key with an evaluator")
+        now = time.time()
+        rows = []
+        for config, seconds, verdict, metrics in trials:
+            if verdict not in VERDICTS:
+                raise ValueError(f"verdict must be one of {VERDICTS}, not {verdict!r}")
+            rows.append((
+                key.source_hash, key.shape_key, key.chip, key.evaluator, key.compiler_version,
+                _dumps(dict(config)), None if seconds is None else float(seconds), verdict,
+                _dumps(dict(metrics or {})), run_id, now,
+            ))  # fmt: skip
+        if not rows:
+            return
+        self._run(
+            lambda c: c.executemany(
+                "INSERT INTO trials (source_hash, shape_key, chip, evaluator, compiler_version, config, "
+                "seconds, verdict, metrics, run_id, timestamp) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
             ),
             write=True,
         )
