@@ -215,3 +215,9 @@ def test_a_plan_only_compile_has_the_same_plan_and_no_code() -> None:
     assert plan_only.source == "" and full.source
     with pytest.raises(RuntimeError, match="emit=False"):
         plan_only()
+
+
+def test_a_time_budget_is_a_cap_not_a_target() -> None:
+    # the editor passes a budget (tuneBudgetSeconds): the search still ends when it has converged
+    result = tune(_problem("bmm", 0), TuneOptions(budget=3600, verify=False))
+    assert result.strategy == "pattern" and result.stop_reason == "converged"

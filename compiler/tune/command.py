@@ -67,8 +67,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="where evaluations run: local (process pool, default), local:N, inline, ray, ray:ADDRESS",
     )
     budget = parser.add_mutually_exclusive_group()
-    budget.add_argument("--budget", type=float, metavar="SECONDS", help="search time per shape set")
-    budget.add_argument("--max-evals", type=int, metavar="N", help="search evaluations per shape set")
+    budget.add_argument(
+        "--budget", type=float, metavar="SECONDS", help="at most this search time per shape set (it usually converges sooner)"
+    )
+    budget.add_argument("--max-evals", type=int, metavar="N", help="at most this many search evaluations per shape set")
     parser.add_argument("--store", metavar="PATH", help="results store (default: the user cache directory)")
     parser.add_argument("--seed", type=int, default=0, help="search seed (results are deterministic for it)")
     parser.add_argument("--top", type=int, default=5, help="configs to list per shape set (default 5)")

@@ -46,13 +46,14 @@ from .store import TuningStore
 @dataclass(frozen=True)
 class TuneOptions:
     evaluator: str = "model"
-    max_evals: int | None = None  # search evaluations
-    budget: float | None = None  # search seconds
+    max_evals: int | None = None  # at most this many search evaluations
+    budget: float | None = None  # at most this many search seconds
     seed: int = 0
     top: int = 5  # configs listed in the result
     refine: int = 4  # candidates handed to a compile/tpu evaluator
     gate_attempts: int = 2  # candidates the correctness gate checks: the winner, then the runner-up
     verify: bool = True
+    restarts: int = 8  # pattern-search restarts once searchers converge; then the search ends, budget or not
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,7 @@ class TuneResult:
     rejected: list[dict[str, Any]]  # candidates the refine phase or the gate disqualified, with why
     strategy: str
     stop_reason: str
-    elapsed: float
+    elapsed: float  # seconds of this run's own work: search, refine and the gate's checks
     decorator: str | None
     notes: list[str] = field(default_factory=list)
 
@@ -335,6 +336,7 @@ class TuneRun:
                     seeds=space.seed_points(seeds),
                     max_evals=options.max_evals,
                     max_seconds=options.budget,
+                    max_restarts=options.restarts,
                     seed=options.seed,
                     progress=on_progress,
                     on_result=on_result,
@@ -362,6 +364,7 @@ class TuneRun:
         except BaseException:
             self._finish_run("failed")
             raise
+        self.work_seconds = time.monotonic() - self.start  # the gate's checks are added as they arrive
 
     def _emit(
         self,
@@ -428,7 +431,7 @@ class TuneRun:
             self.rejected,
             self.result.strategy,
             self.result.stop_reason,
-            time.monotonic() - self.start,
+            self.work_seconds,
             decorator_line(self.kernel, best.config) if best else None,
             self.notes,
         )
@@ -451,6 +454,7 @@ class TuneRun:
                 check = self._pending.result()
             else:
                 check = self.executor.submit(verify, self.problem, cand.config, self.options.seed).result()
+            self.work_seconds += check.seconds
             if check.verdict in ("ok", "unverified"):
                 best = Candidate(cand.config, cand.seconds, cand.metrics, cand.evaluator, check)
                 return best, [best if c is cand else c for c in remaining]
