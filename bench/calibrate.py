@@ -81,16 +81,17 @@ def compile_point(point: Point, chip: str) -> Modelled:
     return Modelled(point, ck.plan, seconds)
 
 
-def load_measured(path: str | os.PathLike) -> tuple[str, list[Point]]:
-    """The chip and points of a bench/tpu_measure.py JSON file (points it could not measure are left out)."""
+def load_measured(path: str | os.PathLike) -> tuple[str, bool, list[Point]]:
+    """The chip, whether it was measured in interpret mode (on a CPU: not TPU times), and the measured
+    points of a bench/tpu_measure.py JSON file (points it could not measure are left out)."""
     data = json.loads(Path(path).read_text())
     out = []
     for m in data["points"]:
         if m.get("seconds") is None:
             continue
-        out.append(Point("measured", m["file"], m["kernel"], m["args"], m["config"], m["size"], m["label"],
-                         seconds=m["seconds"]))
-    return data["chip"], out
+        out.append(Point("measured", m["file"], m["kernel"], m["args"], m["config"], m["size"],
+                         f"{m['group']} {m['label']}", seconds=m["seconds"]))  # fmt: skip
+    return data["chip"], bool(data.get("interpret")), out
 
 
 def with_params(base: ModelConstants, names: Sequence[str], x: Sequence[float], source: str) -> ModelConstants:
@@ -163,7 +164,10 @@ def main() -> int:
         return 0
     chip = args.chip
     if args.measured:
-        chip, pts = load_measured(args.measured)
+        chip, interpret, pts = load_measured(args.measured)
+        if interpret:
+            print(f"{args.measured} was measured in interpret mode on a CPU: its times say nothing about a TPU")
+            return 1
         what = f"bench/tpu_measure.py run {Path(args.measured).name} on {chip}"
     else:
         pts = points(chip, "fit")

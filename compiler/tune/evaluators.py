@@ -22,7 +22,7 @@ import glob
 import statistics
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -223,13 +223,7 @@ class TpuEvaluator(Evaluator):
                 scalars[name] = value
             else:
                 arrays.append(jax.device_put(to_jax(value)))
-        for _ in range(self.warmup):  # the first call compiles
-            jax.block_until_ready(fn(*arrays, **scalars))
-        times = []
-        for _ in range(self.repeats):
-            start = time.perf_counter()
-            jax.block_until_ready(fn(*arrays, **scalars))
-            times.append(time.perf_counter() - start)
+        times = time_calls(lambda: jax.block_until_ready(fn(*arrays, **scalars)), self.warmup, self.repeats)
         seconds = statistics.median(times)
         metrics = _figures(seconds, ck, False) | {
             "repeats": self.repeats,
@@ -237,6 +231,19 @@ class TpuEvaluator(Evaluator):
             "device_kind": jax.devices()[0].device_kind,
         }
         return Measurement(seconds, metrics)
+
+
+def time_calls(call: Callable[[], object], warmup: int, repeats: int) -> list[float]:
+    """Wall seconds of `repeats` calls after `warmup` untimed ones (the first call compiles); `call` must
+    wait for its result (jax.block_until_ready)."""
+    for _ in range(warmup):
+        call()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return times
 
 
 def _tpu_device_files() -> list[str]:

@@ -1,0 +1,239 @@
+"""Measure, on a machine with a TPU, what the performance model is calibrated against, and write it as JSON
+for bench/calibrate.py.
+
+What it measures (the kernels of this repository, compiled by our compiler, timed by the `tpu` evaluator:
+warm-up calls, then the median of device-synchronised calls):
+  seed     flash attention (examples/attention.py) at 8k and 32k with each strategy (emit_pipeline on the
+           seed's [2, 1024, 2048] blocks, unroll and fori_loop on [2, 512, 2048]); configs that do not fit
+           VMEM are recorded as such, not run
+  kernels  softmax, batch_softmax, bmm and rms_norm backward at the seed's shapes, each with its default
+           config and the config the model tunes for this chip
+  matmul   the matmul table of the JAX Pallas TPU guide (bench/kernels/matmul.py: plain, transposed RHS,
+           fused ReLU; 1024-8192 with (128, 128, 128) and (512, 1024, 1024) blocks, plus 2048)
+Every config is first put through the correctness gate (reduced shapes against the eager reference); one
+that is wrong is recorded with its verdict and not timed. Each point records the model's estimate beside
+the measurement.
+
+    python bench/tpu_measure.py [--out FILE.json] [--only seed kernels matmul] [--repeats 20]
+    python bench/calibrate.py --measured FILE.json      # fit the chip's constants to it
+
+--interpret runs the same logic on a CPU in TPU interpret mode (--chip required; times say nothing about a
+TPU and bench/calibrate.py refuses them); --tiny uses small shapes (the test of this script does both).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import sys
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from published import MATMUL, REPO, points  # noqa: E402
+
+SEED_KERNELS = ("softmax", "batch_softmax", "bmm", "rms_norm_bwd")
+GROUPS = ("seed", "kernels", "matmul")
+
+
+@dataclass
+class Target:
+    """One kernel at one shape and config to measure (the JSON keeps these fields per point)."""
+
+    group: str
+    file: str
+    kernel: str
+    args: str
+    config: dict[str, Any]
+    size: int
+    label: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _attention_targets(tiny: bool) -> Iterator[Target]:
+    from compiler.tune.constants import SEED_PIPELINE, SEED_UNROLL
+
+    lengths = (256,) if tiny else (8192, 32768)
+    batch, heads, dim, dtype = (1, 2, 128, "f32") if tiny else (8, 32, 256, "bf16")
+    pipeline = [1, 128, 128] if tiny else SEED_PIPELINE["block_sizes"]
+    resident = [1, 128, 128] if tiny else SEED_UNROLL["block_sizes"]
+    for s in lengths:
+        args = ", ".join(f"{n}={dtype}[{batch}, {heads}, {s}, {dim}]" for n in "qkv")
+        length = f"{s // 1024}k" if s >= 1024 else str(s)
+        for strategy, blocks in (("emit_pipeline", pipeline), ("unroll", resident), ("fori_loop", resident)):
+            yield Target("seed", "examples/attention.py", "attention", args,
+                         {"block_sizes": blocks, "pallas_loop_type": strategy}, s, f"{length} {strategy}")
+    if tiny:  # the seed's one out-of-VMEM point, compiled (never run) so that the tiny run records one too
+        args = ", ".join(f"{n}=bf16[8, 32, 32768, 256]" for n in "qkv")
+        yield Target("seed", "examples/attention.py", "attention", args, dict(SEED_UNROLL), 32768,
+                     "32k unroll (compiled only)")
+
+
+def _kernel_targets(chip: str, tiny: bool, tune_evals: int) -> Iterator[Target]:
+    import compiler
+    from compiler.reference import load_module
+    from compiler.specs import format_args
+    from compiler.tune.driver import TuneOptions, tune
+    from compiler.tune.evaluators import Problem
+
+    for name in SEED_KERNELS:
+        path = REPO / "examples" / f"{name}.py"
+        source = path.read_text()
+        kernel = compiler.load(source).kernels[name]
+        if tiny:
+            small = load_module(source, filename=str(path)).namespace["SMALL"]
+            specs = kernel.resolve_args(small)
+        else:
+            specs = kernel.shape_sets[0]
+        args = format_args(specs)
+        configs = {"default": dict(kernel.default_config(specs, chip))}
+        result = tune(Problem(source, name, specs, chip, str(path)), TuneOptions(max_evals=tune_evals, verify=False))
+        if result.best is not None and compiler.Config(result.best.config) != compiler.Config(configs["default"]):
+            configs["tuned"] = result.best.config
+        for which, config in configs.items():
+            yield Target("kernels", f"examples/{name}.py", name, args, config, 0, which)
+
+
+def _matmul_targets(tiny: bool) -> Iterator[Target]:
+    if tiny:
+        for kernel, blocks in (("matmul", [128, 128, 128]), ("matmul", [128, 256, 256]),
+                               ("matmul_rhs_t", [128, 128, 128]), ("matmul_relu", [128, 128, 128])):  # fmt: skip
+            yield Target("matmul", MATMUL, kernel, "x=f32[256, 256], y=f32[256, 256]",
+                         {"block_sizes": blocks, "pallas_loop_type": "emit_pipeline"}, 256, f"256^3 blocks {blocks}")
+        return
+    seen = set()
+    for p in points():
+        if p.file != MATMUL:
+            continue
+        key = (p.kernel, p.args, json.dumps(p.config, sort_keys=True))
+        if key not in seen:
+            seen.add(key)
+            yield Target("matmul", p.file, p.kernel, p.args, dict(p.config), p.size, p.label)
+
+
+def targets(chip: str, groups: list[str], tiny: bool, tune_evals: int) -> list[Target]:
+    out: list[Target] = []
+    if "seed" in groups:
+        out += _attention_targets(tiny)
+    if "kernels" in groups:
+        out += _kernel_targets(chip, tiny, tune_evals)
+    if "matmul" in groups:
+        out += _matmul_targets(tiny)
+    return out
+
+
+def measure(target: Target, chip: str, interpret: bool, warmup: int, repeats: int) -> dict[str, Any]:
+    """Compile, check, time and model one target: its JSON record."""
+    import compiler
+    from compiler.chips import get_chip
+    from compiler.diagnostics import CompileError
+    from compiler.tune.correctness import check_config
+    from compiler.tune.evaluators import TpuEvaluator, time_calls
+    from compiler.tune.model import estimate
+
+    record: dict[str, Any] = asdict(target) | {"seconds": None}
+    kernel = compiler.load((REPO / target.file).read_text()).kernels[target.kernel]
+    specs = kernel.resolve_args(target.args)
+    try:
+        ck = kernel.compile(args=specs, config=target.config, chip=chip)
+    except CompileError as exc:
+        return record | {"status": "compile error", "error": "; ".join(d.message for d in exc.diagnostics)}
+    record |= {"config": dict(ck.config), "flops": ck.plan.flops, "hbm_bytes": ck.plan.hbm_bytes,
+               "vmem_bytes": ck.vmem.total_bytes,
+               "model_seconds": estimate(ck.plan, get_chip(chip)).seconds}  # fmt: skip
+    if ck.vmem.verdict == "out_of_vmem":
+        return record | {"status": "out of VMEM"}
+    check = check_config(kernel, specs, dict(ck.config), get_chip(chip))
+    record["correctness"] = check.verdict
+    if check.verdict not in ("ok", "unverified"):
+        return record | {"status": f"not timed: {check.verdict} ({check.message})"}
+    if interpret:
+        from compiler.reference import make_inputs
+
+        inputs = make_inputs(specs, seed=0)
+        times = time_calls(lambda: ck(*[a.clone() if hasattr(a, "clone") else a for a in inputs]), warmup, repeats)
+        seconds = statistics.median(times)
+        return record | {"status": "measured (interpret mode, CPU)", "seconds": seconds, "min_seconds": min(times),
+                         "repeats": repeats}  # fmt: skip
+    evaluator = TpuEvaluator()
+    evaluator.warmup, evaluator.repeats = warmup, repeats
+    m = evaluator.measure(ck)
+    return record | {"status": "measured", "seconds": m.seconds, "min_seconds": m.metrics["min_seconds"],
+                     "repeats": repeats, "device_kind": m.metrics["device_kind"]}  # fmt: skip
+
+
+def detect_chip() -> str:
+    """The chip jax sees (compiler.chips name), or exit with why not."""
+    from compiler.chips import CHIP_NAMES, get_chip
+    from compiler.tune.evaluators import _tpu_device_files
+
+    if not _tpu_device_files():
+        sys.exit("tpu_measure: no TPU on this machine (use --interpret --chip NAME to exercise the script)")
+    import jax
+
+    kind = jax.devices()[0].device_kind
+    for name in CHIP_NAMES:
+        if get_chip(name).device_kind == kind:
+            return name
+    sys.exit(f"tpu_measure: jax sees {kind!r}, which compiler.chips does not know")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", help="JSON file to write (default: tpu_measure_<chip>_<date>.json)")
+    parser.add_argument("--only", nargs="+", choices=GROUPS, help="measure only these groups")
+    parser.add_argument("--chip", help="the chip (default: the TPU jax sees; required with --interpret)")
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--tune-evals", type=int, default=150, help="model evaluations for the tuned configs")
+    parser.add_argument("--interpret", action="store_true", help="CPU, TPU interpret mode: logic only")
+    parser.add_argument("--tiny", action="store_true", help="small shapes")
+    args = parser.parse_args(argv)
+    if args.interpret:
+        if not args.chip:
+            parser.error("--interpret needs --chip")
+        os.environ.setdefault("JAX_PLATFORMS", "cpu")
+        os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
+    from compiler.chips import canonical_name
+
+    chip = canonical_name(args.chip) if args.chip else detect_chip()
+    groups = args.only or list(GROUPS)
+    date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    out_path = Path(args.out or f"tpu_measure_{chip}_{date[:10]}.json")
+    import jax
+
+    records = []
+    for target in targets(chip, groups, args.tiny, args.tune_evals):
+        record = measure(target, chip, args.interpret, args.warmup, args.repeats)
+        records.append(record)
+        seconds = f"{record['seconds'] * 1e3:10.4f} ms" if record["seconds"] is not None else " " * 13
+        model = record.get("model_seconds")
+        print(f"{target.group:<8} {target.kernel + ' ' + target.label:<56} {seconds}  {record['status']}"
+              + (f" (model {model * 1e3:.4f} ms)" if model else ""), flush=True)  # fmt: skip
+    payload = {
+        "tool": "bench/tpu_measure.py",
+        "chip": chip,
+        "interpret": args.interpret,
+        "date": date,
+        "jax": jax.__version__,
+        "devices": sorted({d.device_kind for d in jax.devices()}),
+        "warmup": args.warmup,
+        "repeats": args.repeats,
+        "points": records,
+    }
+    out_path.write_text(json.dumps(payload, indent=1))
+    measured = sum(r["seconds"] is not None for r in records)
+    print(f"{measured} of {len(records)} points measured on {chip}"
+          + (" (INTERPRET MODE: not TPU times)" if args.interpret else "") + f"; wrote {out_path}")  # fmt: skip
+    print(f"next: python bench/calibrate.py --measured {out_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""bench/tpu_measure.py's logic on a CPU (TPU interpret mode, tiny shapes), and the calibration that reads
+its JSON (bench/calibrate.py)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "bench"))
+
+import calibrate  # noqa: E402
+import tpu_measure  # noqa: E402
+
+from compiler.tune.constants import constants_for, with_values  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    out = tmp_path_factory.mktemp("measure") / "v5e.json"
+    argv = ["--interpret", "--tiny", "--chip", "v5e", "--only", "seed", "matmul", "--warmup", "0", "--repeats", "1",
+            "--out", str(out)]  # fmt: skip
+    assert tpu_measure.main(argv) == 0
+    return out
+
+
+def test_it_checks_times_and_models_every_point_and_records_what_does_not_fit(measured) -> None:
+    data = json.loads(measured.read_text())
+    assert data["chip"] == "v5e" and data["interpret"] is True and data["tool"] == "bench/tpu_measure.py"
+    points = data["points"]
+    labels = [(p["group"], p["kernel"], p["label"]) for p in points]
+    assert labels == [
+        ("seed", "attention", "256 emit_pipeline"),
+        ("seed", "attention", "256 unroll"),
+        ("seed", "attention", "256 fori_loop"),
+        ("seed", "attention", "32k unroll (compiled only)"),
+        ("matmul", "matmul", "256^3 blocks [128, 128, 128]"),
+        ("matmul", "matmul", "256^3 blocks [128, 256, 256]"),
+        ("matmul", "matmul_rhs_t", "256^3 blocks [128, 128, 128]"),
+        ("matmul", "matmul_relu", "256^3 blocks [128, 128, 128]"),
+    ]
+    for p in points:
+        assert p["model_seconds"] > 0 and p["flops"] > 0
+        if "compiled only" in p["label"]:
+            assert p["status"] == "out of VMEM" and p["seconds"] is None and "correctness" not in p
+        else:
+            assert p["correctness"] == "ok" and p["seconds"] > 0 and p["repeats"] == 1
+            assert p["config"]["pallas_loop_type"] in ("emit_pipeline", "unroll", "fori_loop")
+
+
+def test_calibration_refuses_interpret_mode_times(measured, capsys, monkeypatch) -> None:
+    monkeypatch.setattr(sys, "argv", ["calibrate.py", "--measured", str(measured)])
+    assert calibrate.main() == 1
+    assert "interpret mode" in capsys.readouterr().out
+
+
+def test_calibration_reads_the_json_and_recovers_the_constants_behind_it(measured, tmp_path) -> None:
+    # Replace the (meaningless) interpret-mode times by what known constants predict: fitting the file must
+    # then give those constants back.
+    truth = with_values(constants_for("v5e"), "[test]", step_overhead=0.5e-6, pipeline_iteration_overhead=0.5e-6,
+                        call_overhead=40e-6, mxu_efficiency=0.8)  # fmt: skip
+    data = json.loads(measured.read_text())
+    for p in data["points"]:
+        if p["seconds"] is not None:
+            modelled = calibrate.compile_point(calibrate.Point("x", p["file"], p["kernel"], p["args"], p["config"],
+                                                               p["size"], p["label"], seconds=1.0), "v5e")  # fmt: skip
+            p["seconds"] = modelled.model(truth)
+    path = tmp_path / "synthetic.json"
+    path.write_text(json.dumps(data))
+    chip, interpret, pts = calibrate.load_measured(path)
+    assert chip == "v5e" and interpret and len(pts) == 7
+    modelled = [calibrate.compile_point(p, chip) for p in pts]
+    fitted = calibrate.fit(modelled, constants_for("v5e"), ("step", "call", "mxu"), "[fit] synthetic")
+    assert fitted.step_overhead == pytest.approx(0.5e-6, rel=0.02)
+    assert fitted.call_overhead == pytest.approx(40e-6, rel=0.02)
+    assert fitted.mxu_efficiency == pytest.approx(0.8, rel=0.05)
+    assert calibrate.geomean_error([m.error(fitted) for m in modelled]) < 0.005
+
+
+def test_the_seed_kernels_are_measured_with_their_default_and_tuned_configs() -> None:
+    import compiler
+
+    got = list(tpu_measure._kernel_targets("v5e", tiny=True, tune_evals=12))
+    assert {t.kernel for t in got} == set(tpu_measure.SEED_KERNELS)
+    for t in got:
+        assert t.group == "kernels" and t.label in ("default", "tuned")
+        kernel = compiler.load((REPO / t.file).read_text()).kernels[t.kernel]
+        assert kernel.compile(args=t.args, config=t.config, chip="v5e", emit=False).vmem.verdict != "out_of_vmem"
+    defaults = [t for t in got if t.label == "default"]
+    assert len(defaults) == 4
