@@ -22,6 +22,7 @@ from .frontend.module import KernelDef, ModuleInfo, parse_module, source_hash, u
 from .frontend.tracer import Tracer
 from .frontend.values import BlockSizeTable
 from .ir import GridLoop, KernelIR, Load, Store, walk
+from .masks import insert_masks
 from .plan import AccessInfo, KernelPlan, LoopInfo
 from .space import BlockUse, ConfigSpace, block_uses, build_space, candidates, check_blocks, default_block
 from .specs import ArgSpec, SpecError, TensorSpec, coerce_args, format_args
@@ -164,6 +165,7 @@ class Kernel:
         provisional = BlockSizeTable(given, lambda i, extent: min(extent, 128))
         try:
             ir = Tracer(self.info, self.definition.node, specs, provisional).run()
+            insert_masks(ir)
         except UserError as exc:
             raise CompileError([exc.diagnostic(self.range)]) from None
         except RecursionError:
@@ -451,12 +453,14 @@ def _kernel_plan(ir: KernelIR, layouts: list[CallLayout], chip: Chip) -> KernelP
         g = lay.grid
         loops.append(LoopInfo(g.header_range or g.range, "grid", g.dims[0].api, tuple(d.extent for d in g.dims),
                               tuple(d.block_size for d in g.dims), tuple(d.block_index for d in g.dims),
-                              tuple(d.steps for d in g.dims), "grid"))
+                              tuple(d.steps for d in g.dims), "grid", tuple(d.begin for d in g.dims),
+                              tuple(d.tail for d in g.dims)))
         for lp in lay.plan.inner_loops:
             node = ir.inner_loops[lp.index]
             loops.append(LoopInfo(node.range, "inner", node.dims[0].api, tuple(d.extent for d in node.dims),
                                   tuple(d.block_size for d in node.dims), tuple(d.block_index for d in node.dims),
-                                  tuple(d.steps for d in node.dims), lp.strategy))
+                                  tuple(d.steps for d in node.dims), lp.strategy, tuple(d.begin for d in node.dims),
+                                  tuple(d.tail for d in node.dims)))
         for n in walk(g.body):
             if isinstance(n, Load | Store):
                 op = lay.by_node[id(n)]

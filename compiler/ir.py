@@ -75,6 +75,25 @@ class TileDim:
     def steps(self) -> int:
         return max(1, -(-(self.extent - self.begin) // self.block_size))
 
+    @property
+    def partial(self) -> bool:
+        """Can a block of this tile run past the end? Then its padding is masked (compiler/masks.py).
+
+        A sub-tile's blocks live inside its grid tile's block, whose last one may itself be partial.
+        """
+        own = (self.extent - self.begin) % self.block_size != 0
+        return own or (self.parent is not None and self.parent.partial)
+
+    @property
+    def may_be_empty(self) -> bool:
+        """Can a whole block lie past the end? (sub-tiles of a partial grid tile's last block)"""
+        return self.parent is not None and self.parent.partial
+
+    @property
+    def tail(self) -> int:
+        """Elements in the last block when it is partial (0 when the blocks divide the range)."""
+        return (self.extent - self.begin) % self.block_size
+
 
 IndexItem = tuple  # ("tile", TileDim) | ("full",) | ("newaxis",) | ("int", int) | ("grid", TileDim) | ("id", TileDim)
 

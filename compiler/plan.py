@@ -134,6 +134,20 @@ class LoopInfo:
     block_size_indices: tuple[int | None, ...]  # position in config block_sizes (None = fixed/hl.grid)
     steps: tuple[int, ...]  # cdiv(extent, block) per dim
     strategy: str  # "grid" for the launch grid, else the inner-loop strategy
+    begins: tuple[int, ...] = ()  # where each dim's range starts (hl.tile(begin, end))
+    tails: tuple[int, ...] = ()  # elements in each dim's last block when it is partial (masked), else 0
+
+    def tail_notes(self) -> list[str]:
+        """`masked tail: 1000 = 7×128 + 104` for each dim whose last block is partial."""
+        notes = []
+        for i, tail in enumerate(self.tails):
+            if tail:
+                begin = self.begins[i] if i < len(self.begins) else 0
+                n = self.extents[i] - begin
+                full = (n - tail) // self.block_sizes[i]
+                span = f"{n}" if not begin else f"{n} ({begin}..{self.extents[i]})"
+                notes.append(f"masked tail: {span} = {full}×{self.block_sizes[i]} + {tail}")
+        return notes
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,8 @@
 TPU rules (Mosaic): of a block's last two dims, the last must be a multiple of 128 and the second-minor a
 multiple of 8, unless the block spans the whole dimension; a rank-1 block must span the array, be a multiple
 of 1024, or be a power of two of at least 128 * (4 / itemsize). A block size that tiles several tensors must
-satisfy every rule it meets. Inner-loop blocks must also divide the loop's extent (the loop slices a
-resident block or streams whole blocks).
+satisfy every rule it meets. A block need not divide its loop's extent: the last block is partial and masked
+(compiler/masks.py). Only a sub-tile's block must divide its grid tile's block, which holds the sub-tiles.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ class BlockUse:
     inner: bool  # tiles an inner (non-grid) loop
     range: Range
     itemsize: int = 4  # smallest itemsize among the tensors it tiles
+    divides: bool = False  # must divide `extent` (a sub-tile inside its grid tile's block)
 
     @property
     def role(self) -> str:
@@ -54,6 +55,7 @@ class BlockUse:
 
 def block_uses(ir: KernelIR, ranges: list[Range], extents: list[int]) -> list[BlockUse]:
     inner_blocks = {d.block_index for lp in ir.inner_loops for d in lp.dims if d.block_index is not None}
+    sub_blocks = {d.block_index for lp in ir.inner_loops for d in lp.dims if d.parent is not None}
     uses = []
     for i, dims in enumerate(ir.block_size_dims):
         roles, names, itemsize = set(), [], 4
@@ -64,14 +66,14 @@ def block_uses(ir: KernelIR, ranges: list[Range], extents: list[int]) -> list[Bl
                 names.append(tensor.name)
             itemsize = min(itemsize, tensor.value.dtype.itemsize)
         uses.append(BlockUse(i, extents[i], frozenset(roles or {LEADING}), tuple(names), i in inner_blocks,
-                             ranges[i], itemsize))
+                             ranges[i], itemsize, i in sub_blocks))
     return uses
 
 
 def legal(use: BlockUse, value: int) -> bool:
     if value >= use.extent:
         return True
-    if use.inner and use.extent % value:
+    if use.divides and use.extent % value:
         return False
     if value < 1:
         return False
@@ -122,8 +124,8 @@ def check_blocks(uses: list[BlockUse], values: list[int], given: bool) -> list[D
         best = nearest_legal(use, value)
         what = {LANE: "the lane (last) dim", SUBLANE: "the sublane (second-to-last) dim", LEADING: "a dim",
                 RANK1: "the only dim of a 1-D block"}[use.role]
-        if use.inner and use.extent % value:
-            reason = f"must divide the inner loop's extent {use.extent}"
+        if use.divides and use.extent % value:
+            reason = f"a sub-tile's block must divide its grid tile's block {use.extent}"
             code = "HPL201"
         else:
             rule = {LANE: "a multiple of 128", SUBLANE: "a multiple of 8",

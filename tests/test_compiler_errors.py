@@ -52,19 +52,18 @@ def test_bad_block_size_on_tile_line():
     assert d.data["block_index"] == 1 and d.data["suggested"] == 128
 
 
-def test_inner_block_must_divide():
+def test_sub_tile_block_must_divide_its_grid_tile():
+    """Inner blocks may leave a partial last block (masked), but sub-tiles live inside their grid tile's block."""
     d = error_of("""
         @helion.kernel()
         def k(x: torch.Tensor) -> torch.Tensor:
-            out = torch.empty([x.size(0)], dtype=x.dtype, device=x.device)
+            out = torch.empty_like(x)
             for tm in hl.tile(x.size(0)):
-                acc = hl.zeros([tm], dtype=torch.float32)
-                for tn in hl.tile(x.size(1)):
-                    acc = acc + x[tm, tn].sum(-1)
-                out[tm] = acc
+                for ts in hl.tile(tm.begin, tm.end):
+                    out[ts, :] = x[ts, :] * 2
             return out
-    """, args="x=f32[64, 384]", config={"block_sizes": [64, 256]})
-    assert d.code == "HPL201" and "divide" in d.message and d.range.start.line == 10
+    """, args="x=f32[128, 256]", config={"block_sizes": [64, 24]})
+    assert d.code == "HPL201" and "divide" in d.message and "block 64" in d.message and d.range.start.line == 9
 
 
 def test_wrong_arity():

@@ -152,7 +152,7 @@ class HostWriter(RegionWriter):
         block = literal(tuple(o.block_shape))
         block = block.replace("None", "pl.Squeezed()")
         mode = f", pipeline_mode=pl.Buffered({o.buffer_count})" if o.kind != "output" and o.buffer_count != 2 and not all(
-            b == s for b, s in zip(o.block_shape, o.tensor.value.shape, strict=True)) else ""
+            b is not None and b >= s for b, s in zip(o.block_shape, o.tensor.value.shape, strict=True)) else ""
         note = {"vmem_block": "", "resident": f"  # {o.tensor.name}: whole inner-loop extent resident in VMEM"}[o.memory]
         return f"pl.BlockSpec({block}, {o.index_map}{mode}),{note}"
 

@@ -115,6 +115,10 @@ class ExprWriter:
             return f"jnp.where({', '.join(self.arg(x, False) for x in a)})", True
         if k == "clamp":
             return f"jnp.clip({self.arg(a[0], False)}, {literal(kw['min'])}, {literal(kw['max'])})", True
+        if k == "mask":
+            return self.mask(op)
+        if k == "mean" and kw.get("valid"):
+            return self.masked_mean(op)
         if k in REDUCE_FN:
             dim = kw.get("dim")
             extra = "" if dim is None else f", axis={literal(dim)}"
@@ -174,11 +178,46 @@ class ExprWriter:
             begin = self.tile_begin(dim) if k != "tile_id" else self.tile_begin(dim, as_id=True)
             if k == "tile_end":
                 end = f"{begin} + {dim.block_size}"
-                if (dim.extent - dim.begin) % dim.block_size:
-                    return f"jnp.minimum({end}, {dim.extent})", True
+                if dim.partial:
+                    return f"jnp.minimum({end}, {self.tile_limit(dim)})", True
                 return end, False
             return begin, " " not in begin
         raise NotImplementedError(f"no jnp spelling for op {k!r}")
+
+    def tile_limit(self, dim: TileDim) -> str:
+        """Where a tile's valid range ends (exclusive): its loop's end; a sub-tile's is its grid tile's."""
+        return self.tile_limit(dim.parent) if dim.parent is not None else str(dim.extent)
+
+    def valid_count(self, dim: TileDim) -> str:
+        """Valid elements in the current block of a partial tile (at least 1, so a mean never divides by 0)."""
+        return f"jnp.clip({self.tile_limit(dim)} - ({self.tile_begin(dim)}), 1, {dim.block_size})"
+
+    def mask(self, op: Op) -> tuple[str, bool]:
+        """`where(valid, x, fill)`: positions past a partial tile's end (and blocks wholly past it) read `fill`."""
+        x, fill = op.args
+        shape = literal(tuple(op.outputs()[0].shape))
+        conds = [f"{self.tile_begin(d)} + jax.lax.broadcasted_iota(jnp.int32, {shape}, {axis}) < {self.tile_limit(d)}"
+                 for axis, d in op.kwargs["dims"]]
+        conds += [f"{self.tile_begin(d)} < {self.tile_limit(d)}" for d in op.kwargs["live"]]
+        cond = conds[0] if len(conds) == 1 else " & ".join(f"({c})" for c in conds)
+        return f"jnp.where({cond}, {self.arg(x, False)}, {self.arg(fill, False)})", True
+
+    def masked_mean(self, op: Op) -> tuple[str, bool]:
+        """A mean over partial tiles divides the (masked) sum by the valid count, not the block."""
+        x, kw = op.args[0], op.kwargs
+        out = op.outputs()[0]
+        dims = kw["dim"]
+        axes = set(range(len(x.shape))) if dims is None else {
+            d % len(x.shape) for d in (dims if isinstance(dims, tuple | list) else (dims,))}
+        valid = kw["valid"]
+        fixed = math.prod(x.shape[i] for i in axes) // math.prod(d.block_size for d in valid)
+        count = " * ".join([str(fixed)] * (fixed != 1) + [self.valid_count(d) for d in valid])
+        extra = "" if dims is None else f", axis={literal(dims)}" + (", keepdims=True" if kw.get("keepdim") else "")
+        compute = out.dtype if out.dtype.is_floating_point else torch.float32
+        text = f"jnp.sum({self.arg(x, False)}{extra}) / ({count}).astype({dtype_text(compute)})"
+        if compute != out.dtype:
+            return f"({text}).astype({dtype_text(out.dtype)})", True
+        return text, False
 
     def dot(self, op: Op) -> tuple[str, bool]:
         a, b = op.args[0], op.args[1]

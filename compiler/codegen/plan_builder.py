@@ -20,7 +20,7 @@ from ..ir import GridLoop, HostTensor, InnerLoop, KernelIR, Load, Node, Op, Stor
 from ..plan import CallPlan, Operand, Scratch
 from ..plan import InnerLoop as PlanInnerLoop
 from . import outputs
-from .work import padded_bytes, region_work, temporaries_bytes
+from .work import padded_bytes, region_work, sublane_rows, temporaries_bytes
 
 JNP_DTYPES = {
     torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16", torch.int32: "int32",
@@ -147,6 +147,8 @@ def build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chip
                     streaming = lp
         strategy = loop_strategy(loop_type, streaming) if streaming else None
         memory = "vmem_block" if streaming is None else ("hbm" if strategy == "emit_pipeline" else "resident")
+        if memory == "hbm" and not _streamable(n, streaming):
+            memory = "resident"  # emit_pipeline cannot fetch this operand's blocks: the loop slices it in VMEM
         if memory == "hbm" and not any(
             it[0] == "tile" and it[1].loop_id == loops[-1].dims[0].loop_id for it in n.index
         ) and loops[-1] is not streaming:
@@ -170,7 +172,7 @@ def build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chip
     for o in ops:
         if o.load_index is not None and o.kind != "output":
             o.buffer_count = _buffer_count(bufs, o.load_index, o.buffer_count)
-        if o.memory != "hbm" and all(b is not None and b == s for b, s in zip(o.block_shape, o.tensor.value.shape, strict=True)):
+        if o.memory != "hbm" and all(b is not None and b >= s for b, s in zip(o.block_shape, o.tensor.value.shape, strict=True)):
             o.buffer_count = 1  # a block equal to the whole array is fetched once
     for o in ops:
         if _scalar_table(o):
@@ -291,13 +293,11 @@ def _new_operand(n: Load | Store, streaming: InnerLoop | None, memory: str, grid
                 inner_axes.append(d)
                 if memory == "hbm":
                     block.append(td.block_size)
-                    if td.begin % td.block_size:
-                        raise UserError("HPL202", f"tile `{td.name}` starts at {td.begin}, not a multiple of its block size {td.block_size}", n.range)
-                    off = td.begin // td.block_size
+                    off = td.begin // td.block_size  # _streamable: begin is a whole number of blocks
                     inner_name = py_name(td.name)
                     inner_idx.append(inner_name if not off else f"{inner_name} + {off}")
                 else:
-                    block.append(shape[d])
+                    block.append(resident_extent(td, d, shape, n.tensor.value.dtype))
                     inner_idx.append("0")
                 outer_idx.append("0")
         d += 1
@@ -345,8 +345,11 @@ def _name_refs(ops: list[OperandLayout]) -> None:
 
 
 def _scratch(grid: GridLoop, loop_type: object, ops: list[OperandLayout]) -> tuple[dict, list[Scratch]]:
+    """Carried values of emit_pipeline loops live in VMEM scratch; a loop that needs its own position (tile
+    attributes, masks, operands it slices resident in VMEM) counts its steps in SMEM."""
     names: dict[tuple[int, str], str] = {}
     plan: list[Scratch] = []
+    sliced = {o.loop.index for o in ops if o.memory == "resident" and o.loop is not None}
     # a streamed block read back over several pipeline steps is copied in at its first step: that needs the step
     revisited = {id(o.loop) for o in ops if o.memory == "hbm" and o.reads_old and outputs.first_visit(
         outputs.inner_axes_used(o), [d.steps for d in o.loop.dims], [d.name for d in o.loop.dims])}
@@ -363,8 +366,10 @@ def _scratch(grid: GridLoop, loop_type: object, ops: list[OperandLayout]) -> tup
                         dtype = c.phi.dtype
                         plan.append(Scratch(name, tuple(c.phi.shape) or (1,), JNP_DTYPES[dtype], dtype.itemsize,
                                             "carried", n.range))
-                    if _uses_own_position(n) or id(n) in revisited:
+                    if _uses_own_position(n) or id(n) in revisited or n.index in sliced:
                         name = f"{py_name(n.dims[0].name)}_step"
+                        if any(s.name == name for s in plan):
+                            name = f"{py_name(n.dims[0].name)}_{n.index}_step"
                         names[(n.index, STEP)] = name
                         plan.append(Scratch(name, (1,), "int32", 4, "counter", n.range))
                 visit(n.body)
@@ -377,15 +382,65 @@ STEP = "#step"  # key of an emit_pipeline loop's step counter in CallLayout.scra
 
 
 def _uses_own_position(loop: InnerLoop) -> bool:
-    """Does the loop body read its tiles' begin/end/index/id? (emit_pipeline then needs a step counter)."""
+    """Does the loop body read its tiles' begin/end/index/id or mask them? (emit_pipeline then needs a step
+    counter). Any op naming one of the loop's tiles in its arguments does."""
     own = {(d.loop_id, d.axis) for d in loop.dims}
     for n in walk(loop.body):
-        if isinstance(n, Op) and n.kind in ("tile_begin", "tile_end", "tile_id", "iota"):
-            for a in n.args:
-                dim = a[1] if isinstance(a, tuple) and len(a) == 2 else a
+        if isinstance(n, Op):
+            for dim in _flat_items(list(n.args) + list(n.kwargs.values())):
                 if isinstance(dim, TileDim) and (dim.loop_id, dim.axis) in own:
                     return True
     return False
+
+
+def _flat_items(items: list):
+    for a in items:
+        if isinstance(a, tuple | list):
+            yield from _flat_items(list(a))
+        else:
+            yield a
+
+
+def _tiling(d: int, shape: tuple[int, ...], dtype: torch.dtype) -> int:
+    """How finely the TPU lays out array dim `d` in HBM/VMEM: (sublane rows, 128 lanes) tiles; 1 for leading dims."""
+    if len(shape) == 1:
+        return 1024
+    if d == len(shape) - 1:
+        return 128
+    if d == len(shape) - 2:
+        return sublane_rows(dtype)
+    return 1
+
+
+def _streamable(n: Load | Store, loop: InnerLoop) -> bool:
+    """Can emit_pipeline fetch this access's blocks? Its blocks are counted from 0 in whole blocks, and the last
+    block of a partial tile is copied up to the next layout tile, which must not pass the array's end (the
+    TPU pads arrays to whole tiles; interpret mode checks the exact bounds)."""
+    shape = n.tensor.value.shape
+    d = 0
+    for it in n.index:
+        if it[0] == "newaxis":
+            continue
+        if it[0] == "tile" and it[1].loop_id == loop.dims[0].loop_id:
+            td: TileDim = it[1]
+            if td.begin % td.block_size or td.may_be_empty:
+                return False
+            if td.partial and shape[d] % _tiling(d, shape, n.tensor.value.dtype):
+                return False
+        d += 1
+    return True
+
+
+def resident_extent(td: TileDim, d: int, shape: tuple[int, ...], dtype: torch.dtype) -> int:
+    """The block size of array dim `d` when an inner loop slices it resident in VMEM: the whole dim, padded up
+    to a legal block when the loop's last (partial or offset) block runs past the array's end."""
+    need = td.begin + td.steps * td.block_size
+    if need <= shape[d]:
+        return shape[d]
+    if len(shape) == 1:  # a rank-1 block is a multiple of 1024 or a power of two
+        return min(-(-need // 1024) * 1024, 1 << (need - 1).bit_length())
+    mult = _tiling(d, shape, dtype) if d >= len(shape) - 2 else 1
+    return -(-need // mult) * mult
 
 
 def _call_plan(layout: CallLayout, loop_type: object, chip: Chip) -> CallPlan:

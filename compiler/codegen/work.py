@@ -80,6 +80,8 @@ def op_work(op: Op) -> Work:
     size = max([_vreg_elems(v) for v in ins + list(outs)] or [0.0])
     if op.kind in ("softmax", "log_softmax"):
         return Work(0, 0, 4 * size, size)
+    if op.kind == "mask":  # iota, add, compare (and the & of several), select
+        return Work(0, 0, (3 + len(op.kwargs["dims"]) - 1) * size, 0)
     if op.kind in TRANSCENDENTAL:
         return Work(0, 0, size, size)
     return Work(0, 0, size, 0)

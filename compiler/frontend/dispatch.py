@@ -76,6 +76,13 @@ def _shape_arg(args: list, tracer_blocks: Any, rng: Range) -> tuple[int, ...]:
     return tuple(out)
 
 
+def _shape_tiles(args: list) -> tuple:
+    """Per shape entry, the tile it was given as (its dim then spans that tile), else None."""
+    if len(args) == 1 and isinstance(unwrap(args[0]), tuple | list):
+        args = list(unwrap(args[0]))
+    return tuple(a.dim if isinstance(a, Tile) else None for a in args)
+
+
 class Dispatcher:
     def __init__(self, tracer: Tracer):
         self.t = tracer
@@ -242,7 +249,7 @@ class Dispatcher:
                 raise UserError("HPL103", f"hl.{name}: dtype must be a torch dtype", rng)
             if not isinstance(value, int | float | bool):
                 raise UserError("HPL106", f"hl.{name}: the fill value must be a number", rng)
-            return self.ops.full(shape, value, dtype, rng)
+            return self.ops.full(shape, value, dtype, rng, tiles=_shape_tiles([args[0]]))
         if name == "arange":
             vals = [_as_int(a, "hl.arange argument", rng) for a in args]
             if len(vals) != 1:
@@ -293,10 +300,8 @@ class Dispatcher:
         if api == "grid" and block is not None:
             raise UserError("HPL103", "hl.grid takes no block_size", rng)
         parent = None if multi else self._enclosing_tile(args) if len(args) == 2 else None
-        if parent is not None:
-            if api != "tile" or (parent.extent - parent.begin) % parent.block_size:
-                raise UserError("HPL101", f"sub-tiling `{parent.name}` needs hl.tile and a block size that divides "
-                                          f"its extent {parent.extent}", rng)
+        if parent is not None and api != "tile":
+            raise UserError("HPL101", f"sub-tiling `{parent.name}` needs hl.tile", rng)
         return TileLoopSpec(api, extents, begins, blocks, multi, parent)
 
     @staticmethod
@@ -342,7 +347,7 @@ class Dispatcher:
                 fill = {"zeros_like": 0.0, "ones_like": 1.0, "empty_like": 0.0}.get(name)
                 if fill is None:
                     fill = unwrap(args[1] if len(args) > 1 else kwargs.get("fill_value"))
-                return self.ops.full(base.shape, fill, kwargs.get("dtype", base.dtype), rng)
+                return self.ops.full(base.shape, fill, kwargs.get("dtype", base.dtype), rng, like=base)
             raise UserError("HPL101", f"torch.{name} inside a device loop: use hl.zeros / hl.full", rng)
         if name.endswith("_like"):
             if not args or not isinstance(args[0], Value):
@@ -493,7 +498,7 @@ class Dispatcher:
             fill = unwrap(args[1] if len(args) > 1 else kwargs.get("fill_value", 0.0)) if init == "full" else (
                 1.0 if init == "ones" else 0.0)
             if self.t.in_device:
-                return ops.full(shape, fill, dtype, rng)
+                return ops.full(shape, fill, dtype, rng, tiles=_shape_tiles(args[:1]))
             return self.host_alloc(shape, dtype, init, fill, rng)
         if name == "flatten":
             return ops.reshape(x, (-1,), rng)

@@ -201,10 +201,17 @@ class OpBuilder:
         """Value indexing with None / : / ... / ints (no gathers)."""
         return self.make("index", (x,), {"items": items}, lambda t, items: t[items], rng)
 
-    def full(self, shape: tuple[int, ...], value: Any, dtype: torch.dtype, rng: Range, space: str = "device") -> Value:
+    def full(self, shape: tuple[int, ...], value: Any, dtype: torch.dtype, rng: Range, space: str = "device",
+             tiles: tuple | None = None, like: Value | None = None) -> Value:
+        """A constant block; `tiles` (per dim, a TileDim or None) or `like` say which dims span tiles."""
         meta = torch.empty(shape, dtype=dtype, device="meta")
         out = Value(_narrow(meta), space)
-        op = Op(rng, "full", (), {"shape": tuple(shape), "value": value, "dtype": out.dtype}, out)
+        kwargs = {"shape": tuple(shape), "value": value, "dtype": out.dtype}
+        if tiles and any(t is not None for t in tiles):
+            kwargs["tiles"] = tuple(tiles)
+        if like is not None:
+            kwargs["like"] = like
+        op = Op(rng, "full", (), kwargs, out)
         out.producer = op
         self.emit(op)
         return out

@@ -246,8 +246,9 @@ class Tracer(ExpressionEvaluator):
             if block <= 0:
                 raise UserError("HPL109", f"block size must be positive, got {block}", header)
             name = target_name(stmt.target, axis)
-            dims.append(TileDim(loop_id, axis, extent, min(block, max(1, extent - begin)) if index is None else block,
-                                begin, spec.api, index, name, spec.parent))
+            # a block larger than the range is the whole range (a Pallas block may not be larger than its dim)
+            dims.append(TileDim(loop_id, axis, extent, min(block, max(1, extent - begin)), begin, spec.api, index,
+                                name, spec.parent))
         tiles = [Tile(d) for d in dims]
         bound = tuple(tiles) if spec.multi else tiles[0]
         if self.in_device:

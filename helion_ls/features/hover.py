@@ -204,6 +204,10 @@ def loop_markdown(view: KernelView, hits: list[tuple[int, Any, Any]]) -> str:
         strategy = "grid (BlockSpec pipeline)" if loop.strategy == "grid" else f"`{loop.strategy}`"
         table.append(f"| {label} | {_shape(loop.extents)} | {blocks} | {_shape(loop.steps)} | {strategy} |")
     parts.append("\n".join(table))
+    tails = {note: None for _, _ck, loop in hits for note in loop.tail_notes()}
+    if tails:
+        parts.append("\n".join(f"- {note} (the last block is partial: loads past the end are masked out of "
+                                "reductions and dots, stores past it are dropped)" for note in tails))
     if first.kind == "inner":
         parts.append(
             "Strategies: `emit_pipeline` streams blocks from HBM (VMEM independent of the extent), `unroll` keeps "
