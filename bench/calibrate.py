@@ -4,6 +4,7 @@ comes from.
     python bench/calibrate.py --chip v5e                      # re-derive the [guide] fits in constants.py
     python bench/calibrate.py --chip v6e --measured m.json    # fit to a bench/tpu_measure.py run on a TPU
     python bench/calibrate.py --mxu-dtypes                    # MXU pushes per dtype, per chip (needs libtpu)
+    python bench/calibrate.py --show v7x                      # every constant of a chip with its source
 
 Every point is compiled with our compiler and estimated from its plan (the same path the tuner uses); the
 fit minimises the squared log error of model over measured seconds with scipy's least_squares. It prints
@@ -158,7 +159,11 @@ def main() -> int:
     parser.add_argument("--measured", metavar="JSON", help="a bench/tpu_measure.py result to fit to")
     parser.add_argument("--params", nargs="+", choices=sorted(PARAMS), help="what to fit (see above)")
     parser.add_argument("--mxu-dtypes", action="store_true", help="show the [libtpu] MXU pushes per dtype")
+    parser.add_argument("--show", metavar="CHIP", help="print a chip's constants with their sources")
     args = parser.parse_args()
+    if args.show:
+        print(constants_for(args.show).describe())
+        return 0
     if args.mxu_dtypes:
         mxu_dtypes()
         return 0

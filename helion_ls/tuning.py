@@ -5,8 +5,8 @@ there is a state change here ("failed"), never a dead server; cancel and stalene
 Progress arrives as JSON lines on the child's stderr (`--progress jsonl`), with the phase: "searching"
 (the search, and the refine step of slow evaluators) then "verifying" (the correctness gate on the winner).
 The result arrives as JSON on stdout (`--json`), printed after the child closed the store (it writes every
-trial itself): a successful result ends the job at once, while the child's interpreter shutdown (1-2 s of
-worker pool, jax and torch teardown) is reaped in the background. At most `limit` jobs run at once; the
+trial itself): a successful result ends the job at once. The tuner ends its process as soon as it has
+printed; should it linger (Ray, a stuck worker), it is reaped in the background. At most `limit` jobs run at once; the
 rest wait in FIFO order ("queued"). A job whose kernel source hash changes while it is queued or running
 becomes "stale": its result belongs to code that no longer exists, so it is stopped and never applied.
 Every state change goes to `on_change(job)`; this module knows nothing about LSP.

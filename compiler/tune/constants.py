@@ -161,10 +161,10 @@ V5E = _constants(
                                                "VALU slots)"),
     overlap_straight=(1.0, "[pallas] straight-line code is one basic block the LLO scheduler interleaves"),
     overlap_loop=(_SEED_OVERLAP_LOOP, "[from v7x] [seed] fit"),
-    step_overhead=(0.309e-6, "[guide] fit: 128^3 blocks at 4096 and 8192, where the ~0.35 µs step time is "
-                             "all overhead"),
-    pipeline_iteration_overhead=(0.309e-6, "[assumed] an emit_pipeline iteration does what a grid step "
-                                          "does (DMA issue + wait, semaphores, index maps): = step_overhead"),
+    step_overhead=(0.309e-6, "[guide] fit, one value with pipeline_iteration_overhead: the guide's K steps "
+                             "are grid steps, ours emit_pipeline iterations; [assumed] they cost the same"),
+    pipeline_iteration_overhead=(0.309e-6, "[guide] fit: its 128^3 points at 4096 and 8192, where each K "
+                                           "step's ~0.35 µs is all overhead (compute ~40 ns, DMA ~80 ns)"),
     fori_iteration_overhead=(0.05e-6, "[assumed] a scalar loop plus address arithmetic"),
     dma_latency=(0.0, "[guide] fit (to 0): 128^3 steps cost the same whatever their DMA, and a restart of "
                       "the K pipeline no more than its bytes; issue and wait are in step_overhead"),
