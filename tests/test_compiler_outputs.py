@@ -7,6 +7,7 @@ import torch
 from torch_check import STRATEGIES, assert_matches_torch, compile_for
 
 from compiler import CompileError
+from compiler.checks import libtpu_available
 
 torch.manual_seed(0)
 
@@ -215,22 +216,32 @@ def test_row_read_while_rows_are_written_is_sequential():
     """, [torch.randn(4, 128)], torch_fn)
 
 
-@pytest.mark.parametrize("loop_type", STRATEGIES)
+TWO_COLS = """
+    @helion.kernel()
+    def two_cols(x: torch.Tensor) -> torch.Tensor:
+        m, n = x.size()
+        out = torch.zeros([m, 256], dtype=torch.float32, device=x.device)
+        for tm in hl.tile(m):
+            for i in hl.grid(2):
+                out[tm, i] = x[tm, i] + 1
+        return out
+"""
+
+
+@pytest.mark.parametrize("loop_type", ["unroll", "fori_loop"])
 def test_inner_hl_grid_writes_part_of_a_zeroed_block(loop_type):
-    assert_matches_torch("""
-        @helion.kernel()
-        def two_cols(x: torch.Tensor) -> torch.Tensor:
-            m, n = x.size()
-            out = torch.zeros([m, 256], dtype=torch.float32, device=x.device)
-            for tm in hl.tile(m):
-                for i in hl.grid(2):
-                    out[tm, i] = x[tm, i] + 1
-            return out
-    """, [torch.randn(16, 128)], lambda x: torch.cat([x[:, :2] + 1, torch.zeros(16, 254)], 1),
-        {"pallas_loop_type": loop_type})
+    assert_matches_torch(TWO_COLS, [torch.randn(16, 128)],
+                         lambda x: torch.cat([x[:, :2] + 1, torch.zeros(16, 254)], 1), {"pallas_loop_type": loop_type})
 
 
-@pytest.mark.parametrize("loop_type", STRATEGIES)
+def test_streaming_one_lane_at_a_time_is_diagnosed():
+    with pytest.raises(CompileError) as info:
+        compile_for(TWO_COLS, [torch.randn(16, 128)], {"pallas_loop_type": "emit_pipeline"})
+    d = info.value.diagnostics[0]
+    assert d.code == "HPL202" and "one lane wide" in d.message and "`i`" in d.message
+
+
+@pytest.mark.parametrize("loop_type", ["unroll", "fori_loop"])
 def test_nested_hl_grid_point_stores(loop_type):
     ck = assert_matches_torch("""
         @helion.kernel()
@@ -243,6 +254,21 @@ def test_nested_hl_grid_point_stores(loop_type):
             return out
     """, [torch.randn(4, 128)], lambda x: x + torch.arange(4.0)[:, None], {"pallas_loop_type": loop_type})
     assert not ck.check_lowering()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32])
+def test_one_element_read_and_written_along_the_lanes(dtype):
+    # x[i] of a 1-D in/out block: the lane is masked out of its row (read) and merged into it (write)
+    ck = assert_matches_torch("""
+        @helion.kernel()
+        def inc(x: torch.Tensor) -> torch.Tensor:
+            for i in hl.grid(x.size(0)):
+                x[i] += 1
+            return x
+    """, [torch.arange(16).to(dtype)], lambda x: x.add_(1))
+    assert "jnp.sum(jnp.where(" in ck.source
+    if libtpu_available():  # lowering accepts unaligned lane indexing; only the real compiler rejects it
+        assert not [d for d in ck.check_tpu_compile() if d.is_error]
 
 
 def test_grid_writes_some_rows_of_a_zeroed_buffer():

@@ -33,15 +33,17 @@ def compile_for(body: str, inputs: Sequence[Any], config: dict | None = None) ->
 
 
 def assert_matches_torch(body: str, inputs: Sequence[Any], torch_fn: Callable[..., Any], config: dict | None = None,
-                         rtol: float = 1e-5, atol: float = 1e-5) -> compiler.CompiledKernel:
-    """`torch_fn` is the kernel in plain torch (it may write its arguments in place, as the kernel may)."""
+                         rtol: float = 1e-5, atol: float = 1e-5, equal_nan: bool = False) -> compiler.CompiledKernel:
+    """`torch_fn` is the kernel in plain torch (it may write its arguments in place, as the kernel may). NaN
+    counts as a mismatch unless `equal_nan` (uninitialised VMEM shows up as NaN in interpret mode)."""
     ck = compile_for(body, inputs, config)
     ours = [a.clone() if isinstance(a, torch.Tensor) else a for a in inputs]
     theirs = [a.clone() if isinstance(a, torch.Tensor) else a for a in inputs]
     got = ck(*ours)
     want = torch_fn(*theirs)
-    torch.testing.assert_close(got, want, rtol=rtol, atol=atol, equal_nan=False)
+    torch.testing.assert_close(got, want, rtol=rtol, atol=atol, equal_nan=equal_nan)
     for i, (a, b) in enumerate(zip(ours, theirs, strict=True)):
         if isinstance(a, torch.Tensor):
-            torch.testing.assert_close(a, b, rtol=rtol, atol=atol, msg=lambda m, i=i: f"argument {i} after the call: {m}")
+            torch.testing.assert_close(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan,
+                                       msg=lambda m, i=i: f"argument {i} after the call: {m}")
     return ck

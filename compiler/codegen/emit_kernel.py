@@ -3,6 +3,8 @@ indexing, and the three inner-loop strategies (unrolled Python loop, lax.fori_lo
 
 from __future__ import annotations
 
+import torch
+
 from ..diagnostics import UserError
 from ..frontend.values import NamedConst
 from ..ir import InnerLoop, KernelIR, Load, Node, Op, Store, TileDim, walk
@@ -85,9 +87,27 @@ class KernelWriter(RegionWriter):
         var = self.grid_names.get((td.loop_id, td.axis)) or self.loop_vars[(td.loop_id, td.axis)]
         return var if it[0] == "id" or not td.begin else f"{var} + {td.begin}"
 
+    def read(self, op: OperandLayout, ref: str, items: tuple) -> str:
+        """A read of `ref`; one element picked by a dynamic index along the lane dim is taken out of its row
+        with a mask (TPUs cannot address a lane that is not provably 128-aligned)."""
+        if op.memory == "smem":
+            return f"{ref}[{self.index_text(op, items)}]"
+        parts = self.index_parts(op, items)
+        last = [it for it in items if it[0] != "newaxis"]
+        if not (parts and parts[-1][1] and last and last[-1][0] in ("grid", "id")):
+            return f"{ref}[{self.index_text(op, items)}]"
+        row = ", ".join([p for p, _ in parts[:-1]] + [":"])
+        row = "..." if set(row.split(", ")) == {":"} else row
+        iota = f"jax.lax.broadcasted_iota(jnp.int32, ({op.block_dims_visible()[-1]},), 0)"
+        zero = "False" if op.tensor.value.dtype == torch.bool else "0"
+        pick = f"jnp.where({iota} == {parts[-1][0]}, {ref}[{row}], {zero})"
+        if op.tensor.value.dtype == torch.bool:
+            return f"jnp.any({pick}, axis=-1)"
+        return f"jnp.sum({pick}, axis=-1, dtype={dtype_text(op.tensor.value.dtype)})"
+
     def load_expr(self, node: Load) -> str:
         op = self.layout.by_node[id(node)]
-        text = f"{self.in_ref(op)}[{self.index_text(op, node.index)}]"
+        text = self.read(op, self.in_ref(op), node.index)
         if any(it[0] == "newaxis" for it in node.index):
             idx = []
             for it in node.index:
@@ -190,7 +210,7 @@ class KernelWriter(RegionWriter):
             sym = {"add": "+", "sub": "-", "mul": "*", "div": "/"}.get(n.accumulate)
             if sym is None:
                 raise UserError("HPL101", f"in-place `{n.accumulate}` stores are not supported", n.range)
-            current = f"{ref}[{idx}]"
+            current = self.read(op, ref, n.index)
             value = f"{current} {sym} {value if self.ref(n.value)[1] else '(' + value + ')'}"
             atomic = False
         else:

@@ -41,6 +41,51 @@ HELPERS = {
         "    shifted = x - jnp.max(x, axis=axis, keepdims=True)\n"
         "    return shifted - jnp.log(jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True))\n"
     ),
+    "topk": (
+        "def _topk(x, k, axis, largest):\n"
+        "    \"\"\"torch.topk by k rounds of max (TPUs have no sort): values and indices, best first. Like torch,\n"
+        "    NaN ranks above every number; ties go to the lowest index.\"\"\"\n"
+        "    x = jnp.moveaxis(x, axis, -1)\n"
+        "    n = x.shape[-1]\n"
+        "    floating = jnp.issubdtype(x.dtype, jnp.floating)\n"
+        "    worst = -jnp.inf if floating else jnp.iinfo(x.dtype).min\n"
+        "    nan = jnp.isnan(x) if floating else jnp.zeros(x.shape, jnp.bool_)\n"
+        "    key = jnp.where(nan, 0, x if largest else (-x if floating else ~x))\n"
+        "    first = jnp.where(nan if largest else ~nan, 1, 0)  # picked before the rest\n"
+        "    lanes = jax.lax.broadcasted_iota(jnp.int32, x.shape, x.ndim - 1)\n"
+        "    slots = jax.lax.broadcasted_iota(jnp.int32, x.shape[:-1] + (k,), x.ndim - 1)\n"
+        "\n"
+        "    def pick(i, carry):\n"
+        "        taken, values, indices = carry  # taken: 1 where an element was already picked\n"
+        "        free = 1 - taken\n"
+        "        preferred = free * first\n"
+        "        pool = jnp.where(jnp.max(preferred, axis=-1, keepdims=True) > 0, preferred, free) > 0\n"
+        "        best = jnp.max(jnp.where(pool, key, worst), axis=-1, keepdims=True)\n"
+        "        j = jnp.min(jnp.where(pool & (key == best), lanes, n), axis=-1, keepdims=True)\n"
+        "        hit = lanes == j\n"
+        "        value = jnp.max(jnp.where(hit, x, worst), axis=-1, keepdims=True)\n"
+        "        if floating:\n"
+        "            value = jnp.where(jnp.max(jnp.where(hit & nan, 1, 0), axis=-1, keepdims=True) > 0, jnp.nan, value)\n"
+        "        taken = jnp.where(hit, 1, taken)\n"
+        "        return taken, jnp.where(slots == i, value, values), jnp.where(slots == i, j, indices)\n"
+        "\n"
+        "    values = jnp.zeros(x.shape[:-1] + (k,), x.dtype)\n"
+        "    indices = jnp.zeros(x.shape[:-1] + (k,), jnp.int32)\n"
+        "    _, values, indices = jax.lax.fori_loop(0, k, pick, (jnp.zeros(x.shape, jnp.int32), values, indices))\n"
+        "    return jnp.moveaxis(values, -1, axis), jnp.moveaxis(indices, -1, axis)\n"
+    ),
+    "rand": (
+        "def _uniform(index, seed):\n"
+        "    \"\"\"hl.rand: uniform [0, 1) floats from a 32-bit integer hash of (seed, element index) - plain integer\n"
+        "    vector ops, so it runs on any TPU and in interpret mode, and does not depend on block sizes.\"\"\"\n"
+        "    h = index * jnp.int32(-1640531535) + jnp.int32(seed) * jnp.int32(668265263)\n"
+        "    h = h ^ jax.lax.shift_right_logical(h, 16)\n"
+        "    h = h * jnp.int32(0x7FEB352D)\n"
+        "    h = h ^ jax.lax.shift_right_logical(h, 15)\n"
+        "    h = h * jnp.int32(-2073254261)\n"
+        "    h = h ^ jax.lax.shift_right_logical(h, 16)\n"
+        "    return jax.lax.shift_right_logical(h, 8).astype(jnp.float32) * (1.0 / 16777216.0)\n"
+    ),
 }
 
 
@@ -64,6 +109,13 @@ def literal(v: Any) -> str:
     if isinstance(v, tuple):
         return "(" + ", ".join(literal(x) for x in v) + ("," if len(v) == 1 else "") + ")"
     return repr(v)
+
+
+def _cast_scalar(value: Any, dtype: torch.dtype) -> Any:
+    """A fill value as the tensor's dtype holds it (an int tensor padded with 1.0 holds 1)."""
+    if dtype.is_floating_point or isinstance(value, bool) or not isinstance(value, float) or not math.isfinite(value):
+        return value
+    return int(value)
 
 
 def _index_text(items: tuple) -> str:
@@ -159,6 +211,22 @@ class ExprWriter:
             if value == 0:
                 return f"jnp.zeros({shape}, {dtype})", True
             return f"jnp.full({shape}, {literal(value)}, {dtype})", True
+        if k == "pad":
+            return (f"jnp.pad({self.arg(a[0], False)}, {literal(kw['widths'])}, "
+                    f"constant_values={literal(_cast_scalar(kw['value'], out.dtype))})"), True
+        if k in ("cat", "stack"):
+            parts = [self.arg(t, False) if t.dtype == out.dtype else f"{self.arg(t)}.astype({dtype_text(out.dtype)})"
+                     for t in a[0]]
+            fn = "jnp.concatenate" if k == "cat" else "jnp.stack"
+            return f"{fn}(({', '.join(parts)}{',' if len(parts) == 1 else ''}), axis={kw['dim']})", True
+        if k == "gather":
+            return f"jnp.take_along_axis({self.arg(a[0], False)}, {self.arg(a[1], False)}, axis={kw['dim']})", True
+        if k == "topk":
+            self.helpers.add("topk")
+            return f"_topk({self.arg(a[0], False)}, {kw['k']}, {kw['dim']}, {kw['largest']})", True
+        if k == "rand":
+            self.helpers.add("rand")
+            return f"_uniform({self.arg(a[0], False)}, {self.arg(a[1], False)})", True
         if k == "clone":  # jax arrays are values: the pallas_call that writes the clone aliases a copy
             return self.arg(a[0], False), True
         if k == "alloc":

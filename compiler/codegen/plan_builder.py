@@ -265,6 +265,11 @@ def _new_operand(n: Load | Store, streaming: InnerLoop | None, memory: str, grid
             elif kind != "tile":  # an hl.grid index (or tile.id) of an inner loop: one row per iteration
                 inner_axes.append(d)
                 inner_name = py_name(td.name)
+                if memory == "hbm" and d == len(shape) - 1 and shape[d] != 1:
+                    raise UserError("HPL202", f"with emit_pipeline, `{td.name}` indexes the last (lane) dim of "
+                                              f"`{n.tensor.name}` one element at a time: each streamed block would be "
+                                              "one lane wide, which TPUs cannot copy; use pallas_loop_type 'unroll' or "
+                                              "'fori_loop' for this loop", n.range)
                 if memory == "hbm":
                     block.append(None)
                     inner_idx.append(inner_name if kind == "id" or not td.begin else f"{inner_name} + {td.begin}")

@@ -27,6 +27,9 @@ _MATH = {"sqrt": math.sqrt, "exp": math.exp, "log": math.log, "log2": math.log2,
          "fabs": math.fabs, "tanh": math.tanh, "log10": math.log10, "exp2": lambda x: 2.0**x}
 _MATH_CONST = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
 _MAX_INT = 2**62
+RAND_MIX = (1, -1640531535, -2048144777, -1028477379)  # hl.rand counter: per-dim odd multipliers (int32), last dim first
+ATOMICS = {"atomic_add": "add", "atomic_max": "maximum", "atomic_min": "minimum", "atomic_and": "and",
+           "atomic_or": "or", "atomic_xor": "xor", "atomic_xchg": None, "atomic_cas": None}
 
 
 @dataclass(frozen=True)
@@ -206,7 +209,7 @@ class Dispatcher:
             if name == "range":
                 return range(*[_as_int(v, "range()", rng) for v in vals])
             fn = {"float": float, "int": int, "bool": bool, "min": min, "max": max, "abs": abs, "len": len,
-                  "tuple": tuple, "list": list, "round": round, "divmod": divmod,
+                  "tuple": tuple, "list": list, "round": round, "divmod": divmod, "slice": slice,
                   "isinstance": lambda *a: False}[name]
             return fn(*vals)
         except (TypeError, ValueError, OverflowError) as exc:
@@ -261,7 +264,66 @@ class Dispatcher:
             acc = kwargs.get("acc", args[2] if len(args) > 2 else None)
             out_dtype = kwargs.get("out_dtype", args[3] if len(args) > 3 else None)
             return self.ops.dot(args[0], args[1], acc, out_dtype, rng)
+        if name == "rand":
+            return self.rand(args, kwargs, rng)
+        if name in ATOMICS:
+            return self.atomic(name, args, kwargs, rng)
         raise UserError("HPL102", f"`hl.{name}` is not supported by the Pallas backend", rng)
+
+    def rand(self, args: list, kwargs: dict, rng: Range) -> Value:
+        """`hl.rand(shape, seed)`: each element hashes its global index, so the values do not depend on blocks."""
+        if not args or ("seed" not in kwargs and len(args) < 2):
+            raise UserError("HPL103", "hl.rand(shape, seed) needs a shape and a seed", rng)
+        seed = kwargs["seed"] if "seed" in kwargs else args[1]
+        if not (isinstance(unwrap(seed), int) and not isinstance(unwrap(seed), bool)) and not (
+                isinstance(seed, Value) and not seed.shape and not seed.dtype.is_floating_point):
+            raise UserError("HPL103", "hl.rand: the seed must be an integer", rng)
+        entries = unwrap(args[0])
+        entries = list(entries) if isinstance(entries, tuple | list) else [entries]
+        if not 1 <= len(entries) <= len(RAND_MIX):
+            raise UserError("HPL101", f"hl.rand supports 1 to {len(RAND_MIX)} dims", rng)
+        parts = []
+        for e in entries:
+            if isinstance(e, Tile):  # the tile's global indices
+                parts.append(self.ops.arange(e.dim.block_size, torch.int32, ("tile", e.dim), rng))
+            else:
+                parts.append(self.ops.arange(_as_int(e, "an hl.rand size", rng), torch.int32, None, rng))
+        index: Value | None = None
+        for axis, part in enumerate(parts):  # one counter per element: sum of index * an odd constant per dim
+            items = tuple(slice(None) if a == axis else None for a in range(len(parts)))
+            term = self.ops.index(part, items, rng) if len(parts) > 1 else part
+            mix = RAND_MIX[len(parts) - 1 - axis]
+            term = term if mix == 1 else self.ops.binary("mul", term, mix, rng)
+            index = term if index is None else self.ops.binary("add", index, term, rng)
+        return self.ops.rand(index, seed, rng)
+
+    def atomic(self, name: str, args: list, kwargs: dict, rng: Range) -> Value:
+        """`hl.atomic_<op>(target, index, value)`: grid steps run one after another on a TPU core, so an atomic
+        update is a read-modify-write of the target's block; it returns the old values like Helion."""
+        want = 4 if name == "atomic_cas" else 3
+        if len(args) < want - 1:
+            raise UserError("HPL103", f"hl.{name}(target, index, value{', ' if want == 4 else ''}"
+                                      f"{'expected' if want == 4 else ''}) needs more arguments", rng)
+        target, index = args[0], args[1]
+        values = list(args[2:want]) + [kwargs[k] for k in ("value", "cmp", "val") if k in kwargs]
+        if not isinstance(target, Value) or target.space != "host" or not self.t.in_device:
+            raise UserError("HPL101", f"hl.{name} updates a host tensor inside a device loop", rng)
+        index = tuple(index) if isinstance(index, list) else index
+        old = self.t.load(target, index, rng)
+        values = [unwrap(v) for v in values[: want - 2]]
+        if len(values) != want - 2:
+            raise UserError("HPL103", f"hl.{name}: missing value", rng)
+        combine = ATOMICS[name]
+        if name == "atomic_cas":
+            new = self.ops.where(self.ops.binary("eq", old, values[0], rng), values[1], old, rng)
+        elif combine is None:  # atomic_xchg
+            new = values[0]
+        else:
+            new = self.ops.binary(combine, old, values[0], rng)
+        if isinstance(new, Value) and new.dtype != target.dtype:
+            new = self.ops.cast(new, target.dtype, rng)
+        self.t.store_at(target, index, new, None, rng)
+        return old
 
     def loop_spec(self, api: str, args: list, kwargs: dict, rng: Range) -> TileLoopSpec:
         if not args:
@@ -335,6 +397,12 @@ class Dispatcher:
         if name == "result_type":
             metas = [a.meta if isinstance(a, Value) else unwrap(a) for a in args]
             return torch.result_type(*metas)
+        if name in ("cat", "concat", "concatenate", "stack"):
+            tensors = unwrap(args[0] if args else kwargs.get("tensors"))
+            if not isinstance(tensors, tuple | list):
+                raise UserError("HPL103", f"torch.{name} takes a tuple or list of tensors", rng)
+            dim = _as_int(args[1] if len(args) > 1 else kwargs.get("dim", 0), "dim", rng)
+            return self.ops.cat("stack" if name == "stack" else "cat", tuple(tensors), dim, rng)
         if not args:
             raise UserError("HPL103", f"torch.{name} needs arguments", rng)
         return self.method(args[0], name, list(args[1:]), kwargs, rng, from_function=True)
@@ -502,6 +570,33 @@ class Dispatcher:
             return self.host_alloc(shape, dtype, init, fill, rng)
         if name == "flatten":
             return ops.reshape(x, (-1,), rng)
+        if name in ("view_as", "reshape_as"):
+            if not args or not isinstance(args[0], Value):
+                raise UserError("HPL103", f".{name}() needs a tensor", rng)
+            return ops.reshape(x, tuple(args[0].shape), rng)
+        if name == "pad":
+            widths = unwrap(args[0] if args else kwargs.get("pad"))
+            mode = unwrap(args[1] if len(args) > 1 else kwargs.get("mode", "constant"))
+            value = unwrap(args[2] if len(args) > 2 else kwargs.get("value"))
+            if mode != "constant":
+                raise UserError("HPL101", f"pad mode {mode!r} is not supported; use mode='constant'", rng)
+            if not isinstance(widths, tuple | list):
+                raise UserError("HPL103", "pad needs a tuple of widths", rng)
+            value = 0 if value is None else value
+            if not isinstance(value, int | float | bool):
+                raise UserError("HPL106", "pad: the fill value must be a number known at compile time", rng)
+            return ops.pad(x, tuple(_as_int(w, "a pad width", rng) for w in widths), value, rng)
+        if name == "gather":
+            dim = args[0] if args else kwargs.get("dim")
+            index = args[1] if len(args) > 1 else kwargs.get("index")
+            return ops.gather(x, _as_int(dim, "gather dim", rng), index, rng)
+        if name == "topk":
+            k = _as_int(args[0] if args else kwargs.get("k"), "topk k", rng)
+            dim = _as_int(args[1] if len(args) > 1 else kwargs.get("dim", -1), "topk dim", rng)
+            largest = unwrap(args[2] if len(args) > 2 else kwargs.get("largest", True))
+            if not isinstance(largest, bool):
+                raise UserError("HPL106", "topk: largest must be True or False", rng)
+            return ops.topk(x, k, dim, largest, rng)
         if name in ("item", "tolist", "numpy", "cpu", "cuda"):
             raise UserError("HPL101", f".{name}() is not supported in a kernel", rng)
         raise UserError("HPL102", f"`{name}` is not supported by the Pallas backend", rng)

@@ -68,9 +68,9 @@ class ExpressionEvaluator:
         if isinstance(node, ast.Subscript):
             return self.subscript(node, rng)
         if isinstance(node, ast.Tuple):
-            return tuple(self.eval(e) for e in node.elts)
+            return tuple(self.elements(node.elts))
         if isinstance(node, ast.List):
-            return [self.eval(e) for e in node.elts]
+            return self.elements(node.elts)
         if isinstance(node, ast.Slice):
             parts = [None if p is None else self.eval(p) for p in (node.lower, node.upper, node.step)]
             return slice(*parts)
@@ -83,20 +83,25 @@ class ExpressionEvaluator:
             return ""
         raise UserError("HPL101", f"`{type(node).__name__}` expressions are not supported in a kernel", rng)
 
-    def call(self, node: ast.Call) -> Any:
-        rng = Range.of(node)
-        func = self.eval(node.func)
-        args = []
-        for a in node.args:
+    def elements(self, nodes: list[ast.expr]) -> list[Any]:
+        """Items of a tuple/list display or of call arguments; `*seq` splices a tuple, list or size."""
+        out = []
+        for a in nodes:
             if isinstance(a, ast.Starred):
                 value = self.eval(a.value)
                 if isinstance(value, torch.Size):
                     value = tuple(value)
                 if not isinstance(value, tuple | list):
                     raise UserError("HPL101", "only tuples and lists can be unpacked with *", Range.of(a))
-                args.extend(value)
+                out.extend(value)
             else:
-                args.append(self.eval(a))
+                out.append(self.eval(a))
+        return out
+
+    def call(self, node: ast.Call) -> Any:
+        rng = Range.of(node)
+        func = self.eval(node.func)
+        args = self.elements(node.args)
         kwargs = {}
         for kw in node.keywords:
             if kw.arg is None:
@@ -185,4 +190,4 @@ _PYBINOPS: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 _BUILTINS = {"float", "int", "bool", "min", "max", "abs", "len", "range", "tuple", "list", "round", "print",
-             "isinstance", "divmod"}
+             "isinstance", "divmod", "slice"}

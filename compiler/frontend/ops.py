@@ -201,6 +201,53 @@ class OpBuilder:
         """Value indexing with None / : / ... / ints (no gathers)."""
         return self.make("index", (x,), {"items": items}, lambda t, items: t[items], rng)
 
+    def pad(self, x: Value, pad: tuple[int, ...], value: Any, rng: Range) -> Value:
+        """`F.pad(x, (left, right, top, bottom, ...), value=v)`: widths given from the last dim backwards."""
+        if len(pad) % 2 or len(pad) // 2 > len(x.shape):
+            raise UserError("HPL105", f"pad: {len(pad)} widths do not fit a {len(x.shape)}-d tensor", rng)
+        if any(p < 0 for p in pad):
+            raise UserError("HPL101", "pad: negative widths (cropping) are not supported; index the tensor instead", rng)
+        widths = [(0, 0)] * len(x.shape)
+        for i in range(len(pad) // 2):
+            widths[len(x.shape) - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+        return self.make("pad", (x,), {"widths": tuple(widths), "value": value},
+                         lambda t, widths, value: torch.nn.functional.pad(t, pad, value=value), rng)
+
+    def cat(self, name: str, tensors: tuple[Value, ...], dim: int, rng: Range) -> Value:
+        """`torch.cat` / `torch.stack` of a tuple or list of tensors."""
+        if not tensors or not all(isinstance(t, Value) for t in tensors):
+            raise UserError("HPL103", f"torch.{name} takes a non-empty tuple or list of tensors", rng)
+        fn = torch.cat if name == "cat" else torch.stack
+        ndim = len(tensors[0].shape) + (name == "stack")
+        dim = _check_dim(dim, ndim, name, rng)
+        return self.make(name, (tuple(tensors),), {"dim": dim}, lambda ts, dim: fn(ts, dim), rng)
+
+    def gather(self, x: Value, dim: int, index: Value, rng: Range) -> Value:
+        """`torch.gather(x, dim, index)`: out[..., j, ...] = x[..., index[..., j, ...], ...] along `dim`."""
+        if not isinstance(index, Value) or index.dtype.is_floating_point or index.dtype == torch.bool:
+            raise UserError("HPL105", "gather: the index must be an integer tensor", rng)
+        dim = _check_dim(dim, len(x.shape), "gather", rng)
+        if len(index.shape) != len(x.shape) or any(
+                a != b for k, (a, b) in enumerate(zip(index.shape, x.shape, strict=True)) if k != dim):
+            raise UserError("HPL101", f"gather: the index {list(index.shape)} must match the input {list(x.shape)} in "
+                                      f"every dim but {dim}", rng)
+        return self.make("gather", (x, index), {"dim": dim},
+                         lambda t, i, dim: torch.gather(t, dim, i.long()), rng)
+
+    def topk(self, x: Value, k: int, dim: int, largest: bool, rng: Range) -> tuple[Value, Value]:
+        dim = _check_dim(dim, len(x.shape), "topk", rng)
+        if not 0 < k <= x.shape[dim]:
+            raise UserError("HPL105", f"topk: k={k} is out of range for a dim of size {x.shape[dim]}", rng)
+        if x.dtype == torch.bool:
+            raise UserError("HPL105", "topk of a bool tensor is not supported", rng)
+        out = self.make("topk", (x,), {"k": k, "dim": dim, "largest": largest},
+                        lambda t, k, dim, largest: tuple(torch.topk(t, k, dim, largest)), rng)
+        return out  # type: ignore[return-value]
+
+    def rand(self, index: Value, seed: Any, rng: Range) -> Value:
+        """Uniform [0, 1) floats from a counter-based hash of (seed, element index): `hl.rand`."""
+        return self.make("rand", (index, seed), {}, lambda i, s: torch.empty(i.shape, dtype=torch.float32, device="meta"), rng)
+
     def full(self, shape: tuple[int, ...], value: Any, dtype: torch.dtype, rng: Range, space: str = "device",
              tiles: tuple | None = None, like: Value | None = None) -> Value:
         """A constant block; `tiles` (per dim, a TileDim or None) or `like` say which dims span tiles."""

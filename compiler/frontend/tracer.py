@@ -184,22 +184,37 @@ class Tracer(ExpressionEvaluator):
                 value = NamedConst(target.id, value)
             self.env[target.id] = value
         elif isinstance(target, ast.Tuple | ast.List):
-            items = self._unpack(value, len(target.elts), rng)
-            for t, v in zip(target.elts, items, strict=True):
+            starred = [i for i, t in enumerate(target.elts) if isinstance(t, ast.Starred)]
+            if len(starred) > 1:
+                raise UserError("HPL105", "only one starred name is allowed in an assignment", rng)
+            if not starred:
+                items = self._unpack(value, len(target.elts), rng)
+                for t, v in zip(target.elts, items, strict=True):
+                    self.assign(t, v, rng)
+                return
+            s = starred[0]
+            after = len(target.elts) - s - 1
+            items = self._unpack(value, None, rng)
+            if len(items) < len(target.elts) - 1:
+                raise UserError("HPL105", f"expected at least {len(target.elts) - 1} values to unpack, got {len(items)}",
+                                rng)
+            for t, v in zip(target.elts[:s], items[:s], strict=True):
+                self.assign(t, v, rng)
+            self.assign(target.elts[s].value, list(items[s:len(items) - after]), rng)
+            for t, v in zip(target.elts[s + 1:], items[len(items) - after:], strict=True):
                 self.assign(t, v, rng)
         elif isinstance(target, ast.Subscript):
             self.store(target, value, None, rng)
-        elif isinstance(target, ast.Starred):
-            raise UserError("HPL101", "starred assignment is not supported in a kernel", rng)
         else:
             raise UserError("HPL101", f"cannot assign to `{ast.unparse(target)}`", Range.of(target))
 
-    def _unpack(self, value: Any, n: int, rng: Range) -> list:
+    def _unpack(self, value: Any, n: int | None, rng: Range) -> list:
+        """The items of a tuple, list or size (exactly `n` of them unless n is None)."""
         if isinstance(value, torch.Size):
             value = tuple(value)
         if not isinstance(value, tuple | list):
-            raise UserError("HPL105", f"cannot unpack a {type(value).__name__} into {n} names", rng)
-        if len(value) != n:
+            raise UserError("HPL105", f"cannot unpack a {type(value).__name__} into {n or 'several'} names", rng)
+        if n is not None and len(value) != n:
             raise UserError("HPL105", f"expected {n} values to unpack, got {len(value)}", rng)
         return list(value)
 
@@ -432,7 +447,9 @@ class Tracer(ExpressionEvaluator):
         return out
 
     def store(self, target: ast.Subscript, value: Any, accumulate: str | None, rng: Range) -> None:
-        base = self.eval(target.value)
+        self.store_at(self.eval(target.value), self.eval(target.slice), value, accumulate, rng)
+
+    def store_at(self, base: Any, index: Any, value: Any, accumulate: str | None, rng: Range) -> None:
         if not isinstance(base, Value) or base.space != "host":
             raise UserError("HPL101", "stores must write into a host tensor (a kernel argument or allocation)", rng)
         if not self.in_device:
@@ -444,7 +461,6 @@ class Tracer(ExpressionEvaluator):
                 raise UserError("HPL101", f"cannot store into `{ht.name}`: only views (.view / .reshape) of a kernel "
                                           "argument or allocation can be written", rng)
             ht.origin, ht.base = "view", root
-        index = self.eval(target.slice)
         items = self.index_items(base, index, rng, for_store=True)
         if any(it[0] == "newaxis" for it in items):
             raise UserError("HPL202", "`None` is not allowed in a store index", rng)

@@ -16,11 +16,26 @@ import torch
 
 from compiler.reference.kernel import Runtime
 from compiler.reference.matmul_mode import accumulate_dtype
-from compiler.reference.tiles import Tile, default_block_size, iter_tiles
+from compiler.reference.tiles import Tile, default_block_size, index_key, iter_tiles
 
 INDEX_DTYPE = torch.int32
 
-_PUBLIC = ("tile", "grid", "register_block_size", "specialize", "zeros", "full", "arange", "dot")
+_PUBLIC = ("tile", "grid", "register_block_size", "specialize", "zeros", "full", "arange", "dot", "rand",
+           "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg",
+           "atomic_cas")
+_U32 = 0xFFFFFFFF
+_RAND_MIX = (1, 0x9E3779B1, 0x85EBCA77, 0xC2B2AE3D)  # the compiler's per-dim counter multipliers, as uint32
+
+
+def _uniform(index: torch.Tensor, seed: int) -> torch.Tensor:
+    """The compiler's hl.rand hash, bit for bit: int64 arithmetic kept to the low 32 bits."""
+    h = (index * 0x9E3779B1 + seed * 668265263) & _U32
+    h = h ^ (h >> 16)
+    h = (h * 0x7FEB352D) & _U32
+    h = h ^ (h >> 15)
+    h = (h * 0x846CA68B) & _U32
+    h = h ^ (h >> 16)
+    return (h >> 8).to(torch.float32) * (1.0 / 16777216.0)
 
 
 def _dims(value: Any) -> tuple[list[Any], bool]:
@@ -136,6 +151,48 @@ class Language:
             result = acc.to(torch.promote_types(compute, acc.dtype)) + result
         dtype = out_dtype or (acc.dtype if acc is not None else _dot_result_dtype(mat1, mat2))
         return result.to(dtype)
+
+    def rand(self, shape: Any, seed: Any) -> torch.Tensor:
+        """Uniform [0, 1) from a hash of (seed, element index): the same values as the compiled kernel."""
+        entries, _ = _dims(shape)
+        index = torch.zeros((), dtype=torch.int64)
+        for axis, e in enumerate(entries):
+            idx = e.index.to(torch.int64) if isinstance(e, Tile) else torch.arange(operator.index(e))
+            view = [1] * len(entries)
+            view[axis] = -1
+            index = (index + idx.reshape(view) * _RAND_MIX[len(entries) - 1 - axis]) & _U32
+        return _uniform(index.expand(*[_size(e) for e in entries]), int(seed))
+
+    def _atomic(self, target: torch.Tensor, index: Any, new: Any) -> torch.Tensor:
+        key = index_key(tuple(index) if isinstance(index, list) else index, target)
+        old = target[key].clone()
+        target[key] = new(old)
+        return old
+
+    def atomic_add(self, target: torch.Tensor, index: Any, value: Any, sem: str = "relaxed") -> torch.Tensor:
+        return self._atomic(target, index, lambda old: old + value)
+
+    def atomic_max(self, target: torch.Tensor, index: Any, value: Any, sem: str = "relaxed") -> torch.Tensor:
+        return self._atomic(target, index, lambda old: torch.maximum(old, torch.as_tensor(value, dtype=old.dtype)))
+
+    def atomic_min(self, target: torch.Tensor, index: Any, value: Any, sem: str = "relaxed") -> torch.Tensor:
+        return self._atomic(target, index, lambda old: torch.minimum(old, torch.as_tensor(value, dtype=old.dtype)))
+
+    def atomic_and(self, target: torch.Tensor, index: Any, value: Any, sem: str = "relaxed") -> torch.Tensor:
+        return self._atomic(target, index, lambda old: old & value)
+
+    def atomic_or(self, target: torch.Tensor, index: Any, value: Any, sem: str = "relaxed") -> torch.Tensor:
+        return self._atomic(target, index, lambda old: old | value)
+
+    def atomic_xor(self, target: torch.Tensor, index: Any, value: Any, sem: str = "relaxed") -> torch.Tensor:
+        return self._atomic(target, index, lambda old: old ^ value)
+
+    def atomic_xchg(self, target: torch.Tensor, index: Any, value: Any, sem: str = "relaxed") -> torch.Tensor:
+        return self._atomic(target, index, lambda old: value)
+
+    def atomic_cas(self, target: torch.Tensor, index: Any, expected: Any, value: Any,
+                   sem: str = "relaxed") -> torch.Tensor:
+        return self._atomic(target, index, lambda old: torch.where(old == expected, value, old))
 
 
 def _missing(name: str) -> Any:
