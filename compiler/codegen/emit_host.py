@@ -78,6 +78,14 @@ class HostWriter(RegionWriter):
             if o.kind == "inout":
                 aliases[ins.index(o)] = j
         targets = [self._host_name(o.tensor.value) for o in outs]
+        padded = {id(o): _whole_blocks(o) for o in outs if o.kind == "inout" and _whole_blocks(o)}
+        for o in outs:
+            if id(o) in padded:
+                name, shape = self._host_name(o.tensor.value), tuple(o.tensor.value.shape)
+                widths = tuple((0, p - a) for p, a in zip(padded[id(o)], shape, strict=True))
+                self.out.add(1, "if interpret:  # jax's TPU interpret mode cannot alias an array whose edge blocks "
+                                "are partial: whole blocks, cropped after the call", rng)
+                self.out.add(2, f"{name} = jnp.pad({name}, {literal(widths)})")
         lhs = ", ".join(targets) + ("," if len(targets) == 1 else "")
         if len(targets) == 1:
             lhs = targets[0]
@@ -96,8 +104,12 @@ class HostWriter(RegionWriter):
             for o, s in zip(outs, out_specs, strict=True):
                 self.out.add(3, s, o.ranges[0])
             self.out.add(2, "],")
-        shapes = [f"jax.ShapeDtypeStruct({literal(tuple(o.tensor.value.shape))}, {dtype_text(o.tensor.value.dtype)})"
-                  for o in outs]
+        shapes = []
+        for o in outs:
+            shape = literal(tuple(o.tensor.value.shape))
+            if id(o) in padded:
+                shape = f"{literal(padded[id(o)])} if interpret else {shape}"
+            shapes.append(f"jax.ShapeDtypeStruct({shape}, {dtype_text(o.tensor.value.dtype)})")
         self.out.add(2, f"out_shape={shapes[0] if len(shapes) == 1 else '[' + ', '.join(shapes) + ']'},")
         if lay.scratch_plan:
             self.out.add(2, "scratch_shapes=[")
@@ -113,6 +125,12 @@ class HostWriter(RegionWriter):
         self.out.add(2, "),")
         self.out.add(2, "interpret=interpret,")
         self.out.add(1, f")({', '.join(self._host_name(o.tensor.value) for o in ins)})")
+        for o in outs:
+            if id(o) in padded:
+                name = self._host_name(o.tensor.value)
+                crop = ", ".join(f":{a}" for a in o.tensor.value.shape)
+                self.out.add(1, "if interpret:")
+                self.out.add(2, f"{name} = {name}[{crop}]")
         for o in outs:  # a view the kernel wrote: the tensor it views now has those contents
             if o.tensor.base is not None:
                 root = o.tensor.root.value
@@ -176,6 +194,15 @@ class HostWriter(RegionWriter):
 
     def tile_begin(self, dim: TileDim, as_id: bool = False) -> str:
         raise UserError("HPL202", "tile attributes exist only inside device loops", None)
+
+
+def _whole_blocks(o: OperandLayout) -> tuple[int, ...] | None:
+    """The array padded to whole blocks, when its blocks do not divide it (None when they do)."""
+    if o.memory not in ("vmem_block", "resident"):
+        return None
+    shape = tuple(o.tensor.value.shape)
+    whole = tuple(a if b is None else -(-a // b) * b for a, b in zip(shape, o.block_shape, strict=True))
+    return whole if whole != shape else None
 
 
 def _loop_text(grid: GridLoop) -> str:

@@ -198,10 +198,12 @@ class KernelWriter(RegionWriter):
         op = self.layout.by_node[id(n)]
         ref = self.out_ref(op)
         idx = self.index_text(op, n.index)
-        block = []
+        block, spills = [], []
         d = 0
         for it in n.index:
             if op.block_shape[d] is not None and it[0] in ("tile", "full"):
+                if it[0] == "tile" and outputs.spills(it[1], op.tensor.value.shape[d]):
+                    spills.append((len(block), it[1]))
                 block.append(it[1].block_size if it[0] == "tile" else op.tensor.value.shape[d])
             d += 1
         value, _ = self.ref(n.value)
@@ -220,6 +222,11 @@ class KernelWriter(RegionWriter):
             atomic = True
         if n.value.dtype != dtype:
             value = f"{value if atomic else '(' + value + ')'}.astype({dtype_text(dtype)})"
+        if spills:  # the padding of a partial tile would land on valid elements: keep their old values there
+            shape = literal(tuple(block))
+            cond = " & ".join(f"({self.writer.tile_begin(td)} + jax.lax.broadcasted_iota(jnp.int32, {shape}, {axis}) "
+                              f"< {self.writer.tile_limit(td)})" for axis, td in spills)
+            value = f"jnp.where({cond}, {value}, {self.read(op, ref, n.index)})"
         parts = self.index_parts(op, n.index) if op.memory != "smem" else []
         if parts and parts[-1][1]:  # one lane: TPUs store whole vectors, so merge it into its row
             lanes = op.block_dims_visible()[-1]

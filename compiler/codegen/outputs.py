@@ -195,6 +195,16 @@ def _covers(store: Store, o: OperandLayout, launch_id: int) -> bool:
     return True
 
 
+def spills(td: TileDim, size: int) -> bool:
+    """Would the padding of the tile's last block land on valid elements of an array dim of `size`? (The
+    range ends inside the array: Pallas only drops what lies past the array's end.) Such a store keeps the old
+    values there, so it reads them."""
+    limit = td
+    while limit.parent is not None:
+        limit = limit.parent
+    return td.partial and limit.extent < size
+
+
 def _covers_dim(it: tuple, size: int, o: OperandLayout, launch_id: int) -> bool:
     kind = it[0]
     if kind == "full":
@@ -202,6 +212,8 @@ def _covers_dim(it: tuple, size: int, o: OperandLayout, launch_id: int) -> bool:
     if kind == "int":
         return size == 1
     td: TileDim = it[1]
+    if kind == "tile" and spills(td, size):
+        return False
     if td.loop_id == launch_id:
         # a launch-grid tile is the block; a launch-grid index into a whole-dim block writes one row of it
         return kind == "tile"
