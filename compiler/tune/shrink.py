@@ -118,7 +118,7 @@ def reduced_args(
 
     Raises CompileError when `config` does not compile for `args` itself.
     """
-    original = _structure(kernel.compile(args=dict(args), config=dict(config), chip=chip).plan)
+    original = _structure(kernel.compile(args=dict(args), config=dict(config), chip=chip, emit=False).plan)
     blocks = [b for b in config.get("block_sizes", []) if isinstance(b, int)]
     positions = [(n, i) for n, s in args.items() if isinstance(s, TensorSpec) for i in range(len(s.shape))]
     layouts: dict[int, _Layout] = {}
@@ -129,7 +129,7 @@ def reduced_args(
 
     def accept(trial: dict[tuple[str, int], int]) -> bool:
         try:
-            plan = kernel.compile(args=_apply(args, trial), config=dict(config), chip=chip).plan
+            plan = kernel.compile(args=_apply(args, trial), config=dict(config), chip=chip, emit=False).plan
         except CompileError:
             return False
         return _keeps(original, _structure(plan))
