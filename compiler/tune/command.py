@@ -160,6 +160,10 @@ def exit_now(status: int) -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
+    tracker = sys.modules.get("multiprocessing.resource_tracker")
+    if tracker is not None:  # the process pool started it: stop and reap it rather than leave it behind
+        with contextlib.suppress(Exception):
+            tracker._resource_tracker._stop()
     os._exit(status)
 
 
