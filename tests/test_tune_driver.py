@@ -169,7 +169,7 @@ def test_search_compiles_each_config_once_and_checks_only_the_winner(monkeypatch
 def test_vmem_frontier_prunes_only_configs_that_do_not_fit() -> None:
     import random
 
-    from compiler.tune.driver import KernelSpace
+    from compiler.tune.kernel_space import KernelSpace
 
     implied = 0
     for name, shape_set in (("attention", 1), ("bmm", 0)):

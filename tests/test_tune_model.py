@@ -18,8 +18,8 @@ from compiler.tune.constants import (
     V7X,
     constants_for,
 )
-from compiler.tune.driver import KernelSpace
 from compiler.tune.evaluators import Problem
+from compiler.tune.kernel_space import KernelSpace
 from compiler.tune.model import estimate
 
 V7X_CHIP = get_chip("v7x")

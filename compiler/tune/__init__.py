@@ -9,12 +9,13 @@ These four import only the standard library, platformdirs, and lazily ray and `c
 for shape_key), so store and executor worker processes start fast; they know nothing about kernels
 beyond the space protocol `search` documents.
 
-constants    every constant of the performance model, with its source (calibrated on v7x)
+constants    every constant of the performance model, per chip, with its source
 model        analytic per-grid-step TPU model of a compiled kernel's plan (estimates for a named chip)
 evaluators   model / compile (libtpu) / tpu (wall clock) evaluators, and the functions workers run
 shrink       reduced argument shapes that keep a config's tile structure, for correctness runs
 correctness  the gate: generated code on reduced shapes against the eager reference of the original source
-driver       one tuning run: prune (VMEM, compile errors), search, refine, verify, store every trial
+kernel_space a kernel's config space as a search space: one compile per config, model scores, VMEM pruning
+driver       one tuning run: search (in-process), refine, verify the winner, store every trial
 command      the `helion-pallas tune` command line (add_arguments, run)
 
 These import the compiler (`compiler.api` and below); the language server reaches them only through the

@@ -1,5 +1,8 @@
 """The tuning results store: one SQLite file shared by the CLI, the language server and its workers.
 
+(A little over 500 lines on purpose: writing, reading and recovering from damage share one connection and
+one transaction discipline, and read best side by side.)
+
 Every trial is kept (not only the best), so the editor can plot a tuning run and a later run can start
 from what is known. Rows are keyed by `TrialKey` (source hash, shape key, chip, evaluator, compiler
 version); a key with another compiler version is simply never matched.
