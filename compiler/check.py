@@ -1,7 +1,9 @@
 """`helion-pallas check`: run each kernel on small random inputs in TPU interpret mode, for each loop
-strategy, against the eager reference run of the original source, and print a table.
+strategy, and compare it with the eager reference run of the original source and with the file's own
+plain-torch `reference` function when it has one; a disagreement between those two is reported as well.
 
-This executes the user's file (the eager reference), so it is only ever run on request, like their tests.
+This executes the user's file (the eager reference, `reference`), so it is only ever run on request, like
+their tests.
 """
 
 from __future__ import annotations
@@ -51,45 +53,101 @@ def check_file(path: str, kernel_name: str | None, chip: str, loop_types: list[s
     if kernel_name and kernel_name not in module.kernels:
         print(f"helion-pallas: no kernel {kernel_name} in {path}")
         return 2
-    failures = 0
-    rows = [("kernel", "loop type", "config", "result", "seconds")]
+    failures = 0  # table rows that failed
+    notes: list[str] = []  # failures that are not one run: the file's reference raised or disagrees
+    rows = [("kernel", "loop type", "config", "vs eager", "vs reference()", "seconds")]
     for k in kernels:
         specs_text = small if isinstance(small, dict) and len(kernels) == 1 else None
         try:
             specs = {n: parse_spec(v) for n, v in specs_text.items()} if specs_text else k.resolve_args()
         except (SpecError, CompileError) as exc:
-            rows.append((k.name, "-", "-", f"bad inputs: {exc}", "-"))
+            rows.append((k.name, "-", "-", f"bad inputs: {exc}", "-", "-"))
             failures += 1
             continue
         inputs = make_inputs(specs)
+        own = OwnReference.find(ref_module.namespace, k.name, len(module.kernels), inputs)
+        if own is not None and own.error:
+            notes.append(f"{k.name}: {own.name}() failed: {own.error}")
+            own = None
+        disagreement_checked = False
         types = loop_types if _has_inner_loop(k, specs, chip) else ["-"]
         for lt in types:
             start = time.perf_counter()
             try:
                 ck = k.compile(args=specs, config={"pallas_loop_type": lt} if lt != "-" else None, chip=chip)
             except CompileError as exc:
-                rows.append((k.name, lt, "-", f"compile error: {exc}", "-"))
+                rows.append((k.name, lt, "-", f"compile error: {exc}", "-", "-"))
                 failures += 1
                 continue
-            args = [a.clone() if isinstance(a, torch.Tensor) else a for a in inputs]
-            ref_args = [a.clone() if isinstance(a, torch.Tensor) else a for a in inputs]
+            args = _clone(inputs)
+            ref_args = _clone(inputs)
+            own_problem = None
             try:
                 out = ck(*args)
                 expected = run_reference(source, k.name, ref_args, block_sizes=list(ck.config["block_sizes"]))
-                if out is None:
-                    out, expected = tuple(args[k.params.index(m)] for m in ck.mutated), tuple(
-                        ref_args[k.params.index(m)] for m in ck.mutated)
+                in_place = out is None
+                if in_place:
+                    out, expected = _mutated(k, ck, args), _mutated(k, ck, ref_args)
                 problem = compare(out, expected)
+                if own is not None:
+                    wanted = own.expected(k, ck, in_place)
+                    own_problem = compare(out, wanted)
+                    if not disagreement_checked:
+                        disagreement_checked = True
+                        differ = compare(expected, wanted)
+                        if differ:
+                            notes.append(f"{k.name}: the eager reference and {own.name}() disagree: {differ}")
             except Exception as exc:  # noqa: BLE001 - a failing run is a table row, not a crash
                 problem = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}"
             seconds = f"{time.perf_counter() - start:.2f}"
-            rows.append((k.name, lt, ck.config.short(), "ok" if problem is None else f"MISMATCH {problem}", seconds))
-            failures += problem is not None
-    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+            eager = "ok" if problem is None else f"MISMATCH {problem}"
+            mine = "-" if own is None else "ok" if own_problem is None else f"MISMATCH {own_problem}"
+            rows.append((k.name, lt, ck.config.short(), eager, mine, seconds))
+            failures += problem is not None or own_problem is not None
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
-    print(f"{len(rows) - 1 - failures} passed, {failures} failed")
-    return 1 if failures else 0
+    for note in notes:
+        print(note)
+    print(f"{len(rows) - 1 - failures} passed, {failures + len(notes)} failed")
+    return 1 if failures or notes else 0
+
+
+class OwnReference:
+    """The file's own plain-torch `reference` (or `reference_<kernel>` in a file with several kernels), run
+    once on the same inputs. It returns what the kernel returns; for an in-place kernel it may instead
+    update its arguments the same way."""
+
+    def __init__(self, name: str, result: Any = None, args: list[Any] | None = None, error: str = ""):
+        self.name = name
+        self.result = result
+        self.args = args or []
+        self.error = error
+
+    @classmethod
+    def find(cls, namespace: dict[str, Any], kernel: str, n_kernels: int, inputs: list[Any]) -> OwnReference | None:
+        name = f"reference_{kernel}" if f"reference_{kernel}" in namespace else "reference"
+        fn = namespace.get(name)
+        if not callable(fn) or (name == "reference" and n_kernels != 1):
+            return None
+        args = _clone(inputs)
+        try:
+            return cls(name, fn(*args), args)
+        except Exception as exc:  # noqa: BLE001 - the user's function failing is reported, not raised
+            return cls(name, error=f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}")
+
+    def expected(self, kernel: Any, compiled: Any, in_place: bool) -> Any:
+        if in_place and self.result is None:
+            return _mutated(kernel, compiled, self.args)
+        return self.result
+
+
+def _clone(values: list[Any]) -> list[Any]:
+    return [a.clone() if isinstance(a, torch.Tensor) else a for a in values]
+
+
+def _mutated(kernel: Any, compiled: Any, args: list[Any]) -> tuple[Any, ...]:
+    return tuple(args[kernel.params.index(m)] for m in compiled.mutated)
 
 
 def _has_inner_loop(kernel: Any, specs: dict, chip: str) -> bool:

@@ -41,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--emit", choices=["pallas", "json", "vmem", "mosaic"], default="pallas")
     c.set_defaults(handler=cmd_compile)
 
-    k = sub.add_parser("check", help="run kernels on small inputs in interpret mode against the eager reference")
+    k = sub.add_parser("check", help="run kernels on small inputs in interpret mode against the eager reference "
+                                     "and the file's own reference()")
     k.add_argument("file")
     k.add_argument("-k", "--kernel")
     k.add_argument("--chip", default="v7x")

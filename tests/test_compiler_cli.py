@@ -59,7 +59,76 @@ def test_exit_codes(args, code):
 def test_check_prints_a_table(tmp_path):
     res = run("check", str(EXAMPLES / "softmax.py"))
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "softmax" in res.stdout and "1 passed, 0 failed" in res.stdout
+    header, row = res.stdout.splitlines()[:2]
+    assert header.split() == ["kernel", "loop", "type", "config", "vs", "eager", "vs", "reference()", "seconds"]
+    assert row.split()[0] == "softmax" and row.split()[-3:-1] == ["ok", "ok"]
+    assert "1 passed, 0 failed" in res.stdout
+
+
+IN_PLACE = """
+import helion
+import helion.language as hl
+import torch
+
+
+@helion.kernel(static_shapes=True)
+def bump(x: torch.Tensor, y: torch.Tensor) -> None:
+    for t in hl.tile(x.size()):
+        x[t] = x[t] + y[t]
+
+
+def reference(x, y):
+    x {op}= y
+
+
+SMALL = {{"x": "f32[16, 128]", "y": "f32[16, 128]"}}
+"""
+
+
+def _check(path, capsys, loop_types=("unroll",)):
+    from compiler.check import check_file
+
+    code = check_file(str(path), None, "v7x", list(loop_types))
+    return code, capsys.readouterr().out
+
+
+def test_check_runs_the_files_reference_and_reports_disagreement(tmp_path, capsys):
+    bad = tmp_path / "bad_reference.py"
+    bad.write_text((EXAMPLES / "add.py").read_text().replace("return x + y", "return x - y"))
+    code, out = _check(bad, capsys)
+    assert code == 1
+    row = next(line for line in out.splitlines() if line.startswith("add "))
+    assert " ok " in row and "MISMATCH" in row.split(" ok ", 1)[1]  # right vs eager, wrong vs reference()
+    assert "add: the eager reference and reference() disagree" in out
+    assert out.strip().splitlines()[-1] == "0 passed, 2 failed"
+
+
+def test_check_compares_in_place_kernels_with_the_files_reference(tmp_path, capsys):
+    good = tmp_path / "in_place.py"
+    good.write_text(IN_PLACE.format(op="+"))
+    code, out = _check(good, capsys)
+    assert code == 0, out
+    assert out.splitlines()[1].split()[-3:-1] == ["ok", "ok"]
+    wrong = tmp_path / "in_place_wrong.py"
+    wrong.write_text(IN_PLACE.format(op="-"))
+    code, out = _check(wrong, capsys)
+    assert code == 1 and "disagree" in out and "MISMATCH" in out.splitlines()[1]
+
+
+def test_check_reports_a_failing_reference(tmp_path, capsys):
+    broken = tmp_path / "broken_reference.py"
+    broken.write_text((EXAMPLES / "add.py").read_text().replace("return x + y", "return x @ y"))
+    code, out = _check(broken, capsys)
+    assert code == 1
+    assert out.splitlines()[1].split()[-3:-1] == ["ok", "-"]
+    assert "add: reference() failed: RuntimeError" in out and out.strip().endswith("1 passed, 1 failed")
+
+
+def test_check_without_a_reference(tmp_path, capsys):
+    plain = tmp_path / "no_reference.py"
+    plain.write_text((EXAMPLES / "add.py").read_text().replace("def reference(", "def other("))
+    code, out = _check(plain, capsys)
+    assert code == 0 and out.splitlines()[1].split()[-3:-1] == ["ok", "-"]
 
 
 def test_check_reports_compile_errors(tmp_path):
