@@ -1,0 +1,265 @@
+"""Compile and run each case for every config and loop strategy that applies, compare with its plain-torch
+`reference`, and classify: pass, diagnosed (the compiler refused it with a diagnostic), runtime error
+(compiled, then failed) or MISMATCH (compiled, ran and gave a wrong answer: a silent mismatch).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import traceback
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from compiler.diagnostics import CompileError
+
+from .case import Case, load_case
+
+STRATEGIES = ("unroll", "fori_loop", "emit_pipeline")
+SHORT = {"unroll": "u", "fori_loop": "f", "emit_pipeline": "e", None: "grid"}
+
+
+@dataclass
+class Run:
+    """One compile + run: `outcome` is ok | diagnosed | runtime-error | mismatch | rejected | not-rejected."""
+
+    config: dict[str, Any]
+    strategy: str | None
+    outcome: str
+    detail: str = ""
+    seconds: float = 0.0
+
+
+@dataclass
+class CaseResult:
+    name: str
+    summary: str
+    runs: list[Run] = field(default_factory=list)
+    error: str = ""  # the case itself is broken (no kernel, reference raised): a suite bug
+    known: str = ""  # "known mismatch: why" / "known crash: why" from the case's markers
+
+    @property
+    def status(self) -> str:
+        outcomes = {r.outcome for r in self.runs}
+        if self.error:
+            return "case-error"
+        if "mismatch" in outcomes:
+            return "MISMATCH"
+        if "not-rejected" in outcomes:
+            return "not-rejected"
+        if "runtime-error" in outcomes:
+            return "runtime-error"
+        if "diagnosed" in outcomes:
+            return "diagnosed"
+        return "rejected" if outcomes == {"rejected"} else "pass"
+
+    @property
+    def passed(self) -> bool:
+        return self.status in ("pass", "rejected")
+
+
+def tolerance(dtype: torch.dtype) -> dict[str, float]:
+    if dtype in (torch.bfloat16, torch.float16):
+        return {"atol": 2e-2, "rtol": 2e-2}
+    if dtype.is_floating_point:
+        return {"atol": 2e-4, "rtol": 2e-4}
+    return {"atol": 0.0, "rtol": 0.0}
+
+
+def compare(got: Any, want: Any, tol: dict[str, float] | None, what: str = "result") -> str | None:
+    """None when `got` equals `want` (tensors: same shape and dtype, values within tolerance), else why not."""
+    if isinstance(want, tuple | list):
+        if not isinstance(got, tuple | list) or len(got) != len(want):
+            return f"{what}: {_describe(got)}, expected {len(want)} values"
+        for i, (g, w) in enumerate(zip(got, want, strict=True)):
+            problem = compare(g, w, tol, f"{what}[{i}]")
+            if problem:
+                return problem
+        return None
+    if not isinstance(want, torch.Tensor):
+        return None if got == want else f"{what}: {got!r}, expected {want!r}"
+    if not isinstance(got, torch.Tensor):
+        return f"{what}: {_describe(got)}, expected a tensor"
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return f"{what}: {_describe(got)}, expected {_describe(want)}"
+    try:
+        torch.testing.assert_close(got, want, equal_nan=True, **(tol or tolerance(want.dtype)))
+    except AssertionError as exc:
+        lines = [s.strip() for s in str(exc).splitlines() if s.strip()]
+        return f"{what}: " + "; ".join(lines[1:3] or lines[:1])
+    return None
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"{str(value.dtype).replace('torch.', '')}{list(value.shape)}"
+    if isinstance(value, tuple | list):
+        return f"{len(value)} values"
+    return type(value).__name__
+
+
+def _clone(args: Sequence[Any]) -> list[Any]:
+    return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+
+
+def pick(name: str, choices: Sequence[Any], fast: bool, salt: str = "") -> list[Any]:
+    """All choices; in fast mode one, the same one every time for a case (it rotates across cases)."""
+    if not fast or len(choices) <= 1:
+        return list(choices)
+    return [choices[zlib.crc32((name + salt).encode()) % len(choices)]]
+
+
+def run_case(case: Case, fast: bool = False) -> CaseResult:
+    """Every config x loop strategy (a config that pins `pallas_loop_type` keeps it); `fast`: one pair."""
+    known = (f"known mismatch: {case.known_mismatch}" if case.known_mismatch
+             else f"known crash: {case.known_crash}" if case.known_crash else "")
+    result = CaseResult(case.name, case.summary, known=known)
+    kernel = case.kernel
+    try:
+        args = case.make_args()
+        specs = dict(zip(kernel.params, args, strict=True))
+        expected = None
+        ref_args = _clone(args)
+        if case.reference is not None:
+            expected = case.reference(*ref_args)
+    except Exception as exc:  # noqa: BLE001 - a broken case is reported, not raised
+        result.error = f"{type(exc).__name__}: {exc}"
+        return result
+    for config in pick(case.name, case.configs, fast, "config"):
+        try:
+            loops = kernel.config_space(specs).n_loops
+        except CompileError as exc:
+            result.runs.append(_refused(case, config, None, exc, 0.0))
+            continue
+        pinned = config.get("pallas_loop_type")
+        strategies = (pinned,) if pinned else pick(case.name, STRATEGIES, fast)
+        for strategy in strategies if loops else (None,):
+            result.runs.append(_one_run(case, specs, args, expected, ref_args, config, strategy))
+    return result
+
+
+def _one_run(case: Case, specs: dict[str, Any], args: list[Any], expected: Any, ref_args: list[Any],
+             config: dict[str, Any], strategy: str | None) -> Run:
+    cfg = dict(config)
+    if strategy:
+        cfg["pallas_loop_type"] = strategy
+    start = time.perf_counter()
+    try:
+        compiled = case.kernel.compile(args=specs, config=cfg)
+    except CompileError as exc:
+        return _refused(case, config, strategy, exc, time.perf_counter() - start)
+    errors = [d for d in compiled.diagnostics if d.is_error]
+    if errors:  # e.g. out of VMEM: reported on a compiled kernel, which the editor then does not run
+        return _refused(case, config, strategy, CompileError(errors), time.perf_counter() - start)
+    if case.reject is not None:
+        return Run(config, strategy, "not-rejected", f"compiled; expected a diagnostic matching {case.reject!r}",
+                   time.perf_counter() - start)
+    run_args = _clone(args)
+    try:
+        got = compiled(*run_args)
+    except Exception as exc:  # noqa: BLE001 - a crash of compiled code is a result row
+        tb = traceback.extract_tb(exc.__traceback__)
+        where = f" ({tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno})" if tb else ""
+        first = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else ""
+        return Run(config, strategy, "runtime-error", f"{type(exc).__name__}: {first}{where}",
+                   time.perf_counter() - start)
+    if case.check is not None:
+        try:
+            problem = case.check(got, *_clone(args))
+        except Exception as exc:  # noqa: BLE001 - a result the check cannot even inspect is wrong
+            problem = f"check failed on the result: {type(exc).__name__}: {exc}"
+
+    else:
+        problem = compare(got, expected, case.tolerance)
+        for name, g, w in zip(case.kernel.params, run_args, ref_args, strict=True):
+            if problem is None and isinstance(w, torch.Tensor):
+                problem = compare(g, w, case.tolerance, f"argument `{name}` afterwards")
+    seconds = time.perf_counter() - start
+    if problem:
+        return Run(config, strategy, "mismatch", problem, seconds)
+    return Run(config, strategy, "ok", "", seconds)
+
+
+def _refused(case: Case, config: dict[str, Any], strategy: str | None, exc: CompileError, seconds: float) -> Run:
+    errors = [d for d in exc.diagnostics if d.is_error] or list(exc.diagnostics)
+    texts = [f"{d.code} line {d.range.start.line + 1}: {d.message}" for d in errors]
+    detail = "; ".join(texts)
+    if case.reject is not None:
+        if any(re.search(case.reject, f"{d.code} {d.message}") for d in errors):
+            return Run(config, strategy, "rejected", detail, seconds)
+        return Run(config, strategy, "diagnosed", f"expected {case.reject!r}; got {detail}", seconds)
+    return Run(config, strategy, "diagnosed", detail, seconds)
+
+
+def run_all(paths: Iterable[Any], fast: bool = False, progress: Any = None) -> list[CaseResult]:
+    # interpret mode logs a full traceback for every failing kernel callback; the table already says it
+    logging.getLogger("jax._src.callback").setLevel(logging.CRITICAL)
+    results = []
+    for path in paths:
+        try:
+            case = load_case(path)
+        except Exception as exc:  # noqa: BLE001 - a broken case file is reported, the rest still run
+            results.append(CaseResult(path.stem, "", error=f"{type(exc).__name__}: {exc}"))
+            continue
+        res = run_case(case, fast)
+        results.append(res)
+        if progress:
+            progress(res)
+    return results
+
+
+# -- report ---------------------------------------------------------------------------------------------
+
+def _config_text(config: dict[str, Any]) -> str:
+    blocks = config.get("block_sizes")
+    return "x".join(map(str, blocks)) if blocks else "default"
+
+
+def row(res: CaseResult) -> tuple[str, str, str, str]:
+    several = len({_config_text(r.config) for r in res.runs}) > 1
+    cells = []
+    for r in res.runs:
+        label = SHORT.get(r.strategy, str(r.strategy)) + (f"@{_config_text(r.config)}" if several else "")
+        mark = {"ok": "ok", "rejected": "rejected", "mismatch": "MISMATCH", "not-rejected": "ACCEPTED",
+                "runtime-error": "crash"}.get(r.outcome) or r.detail.split(" ", 1)[0]
+        cells.append(f"{label}:{mark}")
+    bad = next((r for r in res.runs if r.outcome == "mismatch"), None) or next(
+        (r for r in res.runs if r.outcome not in ("ok", "rejected")), None)
+    note = res.error or (bad.detail if bad else "")
+    if res.known and res.passed:
+        note = f"[{res.known.split(':')[0]} marked, but it passes: remove the marker] {note}"
+    elif res.known:
+        note = f"[{res.known}] {note}"
+    status = res.status
+    return res.name, status, " ".join(cells), note
+
+
+def summary_line(results: Sequence[CaseResult]) -> str:
+    passed = sum(r.passed for r in results)
+    diagnosed = sum(r.status == "diagnosed" for r in results)
+    mismatches = sum(r.status == "MISMATCH" for r in results)
+    return f"{passed}/{len(results)} kernels pass; {diagnosed} diagnosed; {mismatches} silent mismatches"
+
+
+def report(results: Sequence[CaseResult], width: int = 100) -> str:
+    rows = [("kernel", "result", "runs", "first problem")] + [row(r) for r in results]
+    w0 = max(len(r[0]) for r in rows)
+    w1 = max(len(r[1]) for r in rows)
+    w2 = min(max(len(r[2]) for r in rows), 40)
+    lines = [f"{a.ljust(w0)}  {b.ljust(w1)}  {c.ljust(w2)}  {d[:width]}".rstrip() for a, b, c, d in rows]
+    others = [r for r in results if r.status in ("runtime-error", "not-rejected", "case-error")]
+    if others:
+        lines.append("")
+        lines.append("not a pass and not a diagnostic: " + ", ".join(f"{r.name} ({r.status})" for r in others))
+    lines.append(summary_line(results))
+    return "\n".join(lines)
+
+
+def exit_code(results: Sequence[CaseResult]) -> int:
+    """Non-zero when any kernel compiled and then gave a wrong answer, crashed or was wrongly accepted."""
+    return 1 if any(r.status in ("MISMATCH", "runtime-error", "not-rejected", "case-error") for r in results) else 0

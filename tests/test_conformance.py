@@ -1,0 +1,89 @@
+"""The conformance suite in CI: the fast subset (one config and loop strategy per kernel, rotating), plus the
+runner's own behaviour on small synthetic cases. The whole suite: `python -m tests.conformance`."""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from conformance.case import discover, load_case, passing
+from conformance.runner import exit_code, run_all, run_case, summary_line
+from conftest import REPO
+
+CASES = discover()
+FLOOR = passing()
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_conformance_fast(path):
+    """No kernel may compile and then give a wrong answer or crash; a kernel on the recorded floor
+    (PASSING.txt) must still pass. A case that records a known compiler bug runs in full and must still
+    show it (a fixed bug makes this fail until the marker is removed), then counts as an expected failure."""
+    case = load_case(path)
+    known = case.known_mismatch or case.known_crash
+    res = run_case(case, fast=not known)
+    runs = "; ".join(f"{r.strategy or 'grid'} {r.config or ''}: {r.outcome} {r.detail}" for r in res.runs)
+    assert not res.error, res.error
+    if known:
+        still = "MISMATCH" if case.known_mismatch else "runtime-error"
+        assert res.status == still, f"{case.name} is marked as a known bug but now: {runs}; remove the marker"
+        pytest.xfail(res.known)
+    assert res.status not in ("MISMATCH", "runtime-error", "not-rejected"), runs
+    if case.name in FLOOR:
+        assert res.passed, f"{case.name} is on the passing floor but now: {runs}"
+
+
+def test_passing_floor_names_existing_cases():
+    assert FLOOR, "PASSING.txt is missing or empty"
+    assert FLOOR <= {p.stem for p in CASES}, FLOOR - {p.stem for p in CASES}
+
+
+# -- the runner itself, on cases written for the purpose --------------------------------------------------
+
+KERNEL = '''
+import helion
+import helion.language as hl
+import torch
+
+
+# helion: args(x=f32[16, 128])
+@helion.kernel(static_shapes=True)
+def {name}(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in hl.tile(x.size()):
+        out[t] = {body}
+    return out
+'''
+
+
+def _case(tmp_path, name, body, tail):
+    (tmp_path / f"{name}.py").write_text(KERNEL.format(name=name, body=body) + textwrap.dedent(tail))
+
+
+def test_runner_classifies_and_counts(tmp_path):
+    _case(tmp_path, "right", "x[t] * 2.0", "\ndef reference(x):\n    return x * 2.0\n")
+    _case(tmp_path, "wrong", "x[t] * 2.0", "\ndef reference(x):\n    return x * 3.0\n")
+    _case(tmp_path, "wrong_dtype", "x[t] * 2.0", "\ndef reference(x):\n    return (x * 2.0).double()\n")
+    _case(tmp_path, "writes_input", "x[t] * 2.0",
+          "\ndef reference(x):\n    y = x * 2.0\n    x.zero_()\n    return y\n")
+    _case(tmp_path, "refused", "hl.cumsum(x[t], 0)", "\ndef reference(x):\n    return x.cumsum(0)\n")
+    _case(tmp_path, "rejected", "hl.cumsum(x[t], 0)", "\nREJECT = r'HPL102 .*cumsum'\n")
+    _case(tmp_path, "accepted", "x[t] + 1.0", "\nREJECT = r'HPL102'\n")
+    results = {r.name: r for r in run_all(discover(directory=tmp_path))}
+    status = {name: r.status for name, r in results.items()}
+    assert status == {"right": "pass", "wrong": "MISMATCH", "wrong_dtype": "MISMATCH",
+                      "writes_input": "MISMATCH", "refused": "diagnosed", "rejected": "rejected",
+                      "accepted": "not-rejected"}
+    assert "float64" in results["wrong_dtype"].runs[0].detail
+    assert "argument `x` afterwards" in results["writes_input"].runs[0].detail
+    ordered = [results[n] for n in sorted(results)]
+    assert summary_line(ordered) == "2/7 kernels pass; 1 diagnosed; 3 silent mismatches"
+    assert exit_code(ordered) == 1
+    assert exit_code([results["right"], results["refused"], results["rejected"]]) == 0
+
+
+def test_command_line_ends_with_the_summary(tmp_path):
+    res = subprocess.run([sys.executable, "-m", "tests.conformance", "-k", "loop_type_invalid"], cwd=REPO,
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.strip().splitlines()[-1] == "1/1 kernels pass; 0 diagnosed; 0 silent mismatches"
