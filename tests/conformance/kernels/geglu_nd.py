@@ -22,6 +22,3 @@ def reference(a, b):
 
 CONFIGS = [None, {"block_sizes": [16, 128]}, {"block_sizes": [16, 32]}]
 TOLERANCE = {"atol": 1e-4, "rtol": 1e-4}
-
-
-KNOWN_CRASH = "a kernel whose name starts with `_` is not found in the generated module (KeyError)"

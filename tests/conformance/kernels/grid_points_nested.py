@@ -17,6 +17,3 @@ def grid_points_nested(x: torch.Tensor) -> torch.Tensor:
 
 def reference(x):
     return x - 1.0
-
-
-KNOWN_CRASH = "point stores under a nested hl.grid fail to trace under unroll and fori_loop (Invalid shape for swap)"
