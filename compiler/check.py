@@ -9,6 +9,7 @@ their tests.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Collection
 from typing import Any
 
 import torch
@@ -65,7 +66,8 @@ def check_file(path: str, kernel_name: str | None, chip: str, loop_types: list[s
             failures += 1
             continue
         inputs = make_inputs(specs)
-        own = OwnReference.find(ref_module.namespace, k.name, len(module.kernels), inputs)
+        own = OwnReference.find(module.info.functions, k.name, len(module.kernels), inputs,
+                                lambda name, args: ref_module.namespace[name](*args))
         if own is not None and own.error:
             notes.append(f"{k.name}: {own.name}() failed: {own.error}")
             own = None
@@ -125,14 +127,17 @@ class OwnReference:
         self.error = error
 
     @classmethod
-    def find(cls, namespace: dict[str, Any], kernel: str, n_kernels: int, inputs: list[Any]) -> OwnReference | None:
-        name = f"reference_{kernel}" if f"reference_{kernel}" in namespace else "reference"
-        fn = namespace.get(name)
-        if not callable(fn) or (name == "reference" and n_kernels != 1):
+    def find(cls, functions: Collection[str], kernel: str, n_kernels: int, inputs: list[Any],
+             call: Callable[[str, list[Any]], Any]) -> OwnReference | None:
+        """The file's reference for `kernel` (found statically in `functions`), run on a copy of `inputs`
+        through `call(name, args)`, which leaves `args` updated the way the function updated them; None
+        when the file has none."""
+        name = f"reference_{kernel}" if f"reference_{kernel}" in functions else "reference"
+        if name not in functions or (name == "reference" and n_kernels != 1):
             return None
         args = _clone(inputs)
         try:
-            return cls(name, fn(*args), args)
+            return cls(name, call(name, args), args)
         except Exception as exc:  # noqa: BLE001 - the user's function failing is reported, not raised
             return cls(name, error=f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}")
 
