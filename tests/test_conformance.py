@@ -1,36 +1,43 @@
 """The conformance suite in CI: the fast subset (one config and loop strategy per kernel, rotating), plus the
 runner's own behaviour on small synthetic cases. The whole suite: `python -m tests.conformance`."""
 
+import os
 import subprocess
 import sys
 import textwrap
 
 import pytest
-from conformance.case import discover, load_case, passing
-from conformance.runner import exit_code, run_all, run_case, summary_line
+from conformance.case import discover, passing
+from conformance.runner import exit_code, run_all, summary_line
 from conftest import REPO
 
 CASES = discover()
 FLOOR = passing()
 
 
-@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
-def test_conformance_fast(path):
+@pytest.fixture(scope="session")
+def fast_results():
+    """The fast subset, run once for all the parametrized checks below, on both cores unless pytest-xdist
+    already spreads the tests."""
+    workers = 1 if os.environ.get("PYTEST_XDIST_WORKER") else min(2, os.cpu_count() or 1)
+    return {r.name: r for r in run_all(CASES, fast=True, workers=workers)}
+
+
+@pytest.mark.parametrize("name", [p.stem for p in CASES])
+def test_conformance_fast(name, fast_results):
     """No kernel may compile and then give a wrong answer or crash; a kernel on the recorded floor
     (PASSING.txt) must still pass. A case that records a known compiler bug runs in full and must still
     show it (a fixed bug makes this fail until the marker is removed), then counts as an expected failure."""
-    case = load_case(path)
-    known = case.known_mismatch or case.known_crash
-    res = run_case(case, fast=not known)
+    res = fast_results[name]
     runs = "; ".join(f"{r.strategy or 'grid'} {r.config or ''}: {r.outcome} {r.detail}" for r in res.runs)
     assert not res.error, res.error
-    if known:
-        still = "MISMATCH" if case.known_mismatch else "runtime-error"
-        assert res.status == still, f"{case.name} is marked as a known bug but now: {runs}; remove the marker"
+    if res.known:
+        still = "MISMATCH" if res.known.startswith("known mismatch") else "runtime-error"
+        assert res.status == still, f"{name} is marked as a known bug but now: {runs}; remove the marker"
         pytest.xfail(res.known)
     assert res.status not in ("MISMATCH", "runtime-error", "not-rejected"), runs
-    if case.name in FLOOR:
-        assert res.passed, f"{case.name} is on the passing floor but now: {runs}"
+    if name in FLOOR:
+        assert res.passed, f"{name} is on the passing floor but now: {runs}"
 
 
 def test_passing_floor_names_existing_cases():

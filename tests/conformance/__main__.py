@@ -1,4 +1,4 @@
-"""`python -m tests.conformance [-k NAME] [--fast] [-v]`: run the conformance suite and print its table.
+"""`python -m tests.conformance [-k NAME] [--fast] [-j N] [-v]`: run the conformance suite and print its table.
 
 Exit status 1 when any kernel compiled and then gave a wrong answer (a silent mismatch), crashed at run
 time, or was accepted where a diagnostic is expected.
@@ -23,6 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-k", dest="pattern", help="only cases whose file name contains this")
     parser.add_argument("--fast", action="store_true", help="one loop strategy per case (the CI subset)")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every run as it finishes")
+    parser.add_argument("-j", "--jobs", type=int, default=1, help="run cases in this many processes")
     parser.add_argument("--write-passing", action="store_true",
                         help=f"record the kernels that pass in {PASSING.name} (the floor CI holds; full runs only)")
     ns = parser.parse_args(argv)
@@ -40,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {res.name} {r.strategy or 'grid'} {r.config or ''}: {r.outcome} {r.seconds:.2f}s "
                       f"{r.detail[:200]}", flush=True)
 
-    results = run_all(paths, fast=ns.fast, progress=progress)
+    results = run_all(paths, fast=ns.fast, progress=progress, workers=ns.jobs)
     print(f"({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
     print(report(results), flush=True)
     if ns.write_passing:

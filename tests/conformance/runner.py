@@ -10,8 +10,11 @@ import re
 import time
 import traceback
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -115,9 +118,11 @@ def pick(name: str, choices: Sequence[Any], fast: bool, salt: str = "") -> list[
 
 
 def run_case(case: Case, fast: bool = False) -> CaseResult:
-    """Every config x loop strategy (a config that pins `pallas_loop_type` keeps it); `fast`: one pair."""
+    """Every config x loop strategy (a config that pins `pallas_loop_type` keeps it); `fast`: one pair,
+    except for a case that records a known bug, which always runs in full so that it shows (or not) the bug."""
     known = (f"known mismatch: {case.known_mismatch}" if case.known_mismatch
              else f"known crash: {case.known_crash}" if case.known_crash else "")
+    fast = fast and not known
     result = CaseResult(case.name, case.summary, known=known)
     kernel = case.kernel
     try:
@@ -196,21 +201,35 @@ def _refused(case: Case, config: dict[str, Any], strategy: str | None, exc: Comp
     return Run(config, strategy, "diagnosed", detail, seconds)
 
 
-def run_all(paths: Iterable[Any], fast: bool = False, progress: Any = None) -> list[CaseResult]:
+def run_path(path: Path, fast: bool = False) -> CaseResult:
+    """Load and run one case file; a file that cannot be loaded is a case error, not an exception."""
     # interpret mode logs a full traceback for every failing kernel callback; the table already says it
     logging.getLogger("jax._src.callback").setLevel(logging.CRITICAL)
-    results = []
-    for path in paths:
-        try:
-            case = load_case(path)
-        except Exception as exc:  # noqa: BLE001 - a broken case file is reported, the rest still run
-            results.append(CaseResult(path.stem, "", error=f"{type(exc).__name__}: {exc}"))
-            continue
-        res = run_case(case, fast)
-        results.append(res)
-        if progress:
-            progress(res)
-    return results
+    try:
+        case = load_case(path)
+    except Exception as exc:  # noqa: BLE001 - a broken case file is reported, the rest still run
+        return CaseResult(path.stem, "", error=f"{type(exc).__name__}: {exc}")
+    return run_case(case, fast)
+
+
+def run_all(paths: Sequence[Path], fast: bool = False, progress: Any = None, workers: int = 1) -> list[CaseResult]:
+    """Results in the order of `paths`; `workers` > 1 runs cases in that many fresh processes (jax state is
+    not fork-safe, so they are spawned)."""
+    if workers <= 1:
+        results = []
+        for path in paths:
+            results.append(run_path(path, fast))
+            if progress:
+                progress(results[-1])
+        return results
+    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+        futures = [pool.submit(run_path, path, fast) for path in paths]
+        results = []
+        for future in futures:
+            results.append(future.result())
+            if progress:
+                progress(results[-1])
+        return results
 
 
 # -- report ---------------------------------------------------------------------------------------------
