@@ -23,6 +23,3 @@ def reference(data, offsets):
 
 
 TOLERANCE = {"atol": 1e-2, "rtol": 1e-3}
-
-
-KNOWN_CRASH = "the constant begin 3 makes the last block read past the tensor under unroll and fori_loop (out of bound slice)"

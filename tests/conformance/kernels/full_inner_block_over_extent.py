@@ -17,6 +17,3 @@ def full_inner_block_over_extent(x: torch.Tensor) -> torch.Tensor:
 
 def reference(x):
     return torch.full_like(x, 3.0)
-
-
-KNOWN_CRASH = "inner blocks larger than the tensor: an out-of-bounds read under unroll and fori_loop, an illegal block under emit_pipeline"

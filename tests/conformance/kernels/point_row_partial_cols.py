@@ -16,6 +16,3 @@ def point_row_partial_cols(x: torch.Tensor) -> torch.Tensor:
 
 def reference(x):
     return x * 2.0
-
-
-KNOWN_CRASH = "a constant row index with a column block wider than the row: Mosaic verifier error at run time"
