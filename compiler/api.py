@@ -15,6 +15,7 @@ from typing import Any
 
 from .chips import Chip, get_chip
 from .codegen.emit import emit_module
+from .codegen.placement import describe
 from .codegen.plan_builder import CallLayout, build_call
 from .config import Config, ConfigError, as_config
 from .diagnostics import CompileError, Diagnostic, Range, UserError, error, hint, warning
@@ -464,7 +465,8 @@ def _kernel_plan(ir: KernelIR, layouts: list[CallLayout], chip: Chip) -> KernelP
         for n in walk(g.body):
             if isinstance(n, Load | Store):
                 op = lay.by_node[id(n)]
-                accesses.append(AccessInfo(n.range, n.tensor.name, op.ref_name, isinstance(n, Store)))
+                accesses.append(AccessInfo(n.range, n.tensor.name, op.ref_name, isinstance(n, Store),
+                                           describe(n, lay.modes.get(id(n), ()))))
     return KernelPlan(ir.name, chip.name, tuple(lay.plan for lay in layouts), flops, hbm, tuple(loops), tuple(accesses))
 
 

@@ -95,7 +95,21 @@ class TileDim:
         return (self.extent - self.begin) % self.block_size
 
 
-IndexItem = tuple  # ("tile", TileDim) | ("full",) | ("newaxis",) | ("int", int) | ("grid", TileDim) | ("id", TileDim)
+IndexItem = tuple
+"""How a Load/Store indexes one dim of a host tensor (the first element names the kind):
+("tile", TileDim)              a loop tile's block of positions (dim kept, block_size long)
+("full",)                      the whole dim
+("newaxis",)                   a new size-1 dim (loads only)
+("int", int)                   one constant position (dim dropped)
+("grid", TileDim)              an hl.grid position (dim dropped)
+("id", TileDim)                a tile's block number, `tile.id` (dim dropped)
+("scalar", Value)              one position computed on the device: a 0-d int Value (dim dropped)
+("window", start, size, step)  positions start, start+step, ... (`size` of them); start is an int or a 0-d
+                               int Value (dim kept): `x[t.begin + hl.arange(8)]`, `x[:, 3:67]`, `x[::2]`
+("gather", Value)              an int tensor of positions, torch advanced indexing: the dim is replaced by
+                               the index tensor's dims (`table[idx[tile], :]`; a store scatters)
+Computed positions (scalar, window start, gather) are analysed by `index_exprs`.
+"""
 
 
 @dataclass(eq=False)
@@ -191,3 +205,43 @@ def walk(nodes: list[Node]):
         yield n
         if isinstance(n, GridLoop | InnerLoop):
             yield from walk(n.body)
+
+
+def drop_unused_loads(host: list[Node]) -> None:
+    """Remove loads whose value nothing reads (a block indexed again is re-read where it is used), so they
+    cost no operand, no DMA and no VMEM."""
+    used: set[int] = set()
+    regions: list[list[Node]] = []
+
+    def visit(nodes: list[Node]) -> None:
+        regions.append(nodes)
+        for n in nodes:
+            if isinstance(n, Op):
+                used.update(a.id for a in _flat(n.args) if isinstance(a, Value))
+                used.update(a.id for a in _flat(n.kwargs.values()) if isinstance(a, Value))
+            elif isinstance(n, Load | Store):
+                used.update(it[1].id for it in n.index if it[0] in ("scalar", "window", "gather")
+                            and isinstance(it[1], Value))
+                if isinstance(n, Store):
+                    used.add(n.value.id)
+            elif isinstance(n, Return):
+                used.update(v.id for v in n.values if isinstance(v, Value))
+            if isinstance(n, InnerLoop):
+                for c in n.carried:
+                    used.add(c.init.id)
+                    if c.next is not None:
+                        used.add(c.next.id)
+            if isinstance(n, GridLoop | InnerLoop):
+                visit(n.body)
+
+    visit(host)
+    for region in regions:
+        region[:] = [n for n in region if not (isinstance(n, Load) and n.out.id not in used)]
+
+
+def _flat(items: Any):
+    for a in items:
+        if isinstance(a, tuple | list):
+            yield from _flat(a)
+        else:
+            yield a

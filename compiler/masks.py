@@ -210,8 +210,10 @@ def load_tags(n: Load) -> Tags:
     for it in n.index:
         if it[0] == "tile":
             tags.append(frozenset({it[1]}) if it[1].partial else EMPTY)
-        elif it[0] in ("full", "newaxis"):
+        elif it[0] in ("full", "newaxis", "window"):  # a window's positions all lie inside the array
             tags.append(EMPTY)
+        elif it[0] == "gather":
+            tags.extend([EMPTY] * len(it[1].shape))
     return tuple(tags)
 
 
@@ -272,8 +274,9 @@ def index_tags(tags: Tags, items: tuple) -> Tags:
                 i += 1
         elif it is None:
             out.append(EMPTY)
-        elif isinstance(it, slice):
-            out.append(tags[i])
+        elif isinstance(it, slice):  # a slice that does not start at 0 moves the positions
+            moved = it.start not in (None, 0) or it.step not in (None, 1)
+            out.append(frozenset({OPAQUE}) if moved and tags[i] else tags[i])
             i += 1
         else:
             i += 1
@@ -380,7 +383,12 @@ class _Rewriter:
         tags = self.of(n.value)
         if not any(tags):
             return
-        block = [it for it in n.index if it[0] in ("tile", "full")]
+        block = []
+        for it in n.index:
+            if it[0] in ("tile", "full", "window"):
+                block.append(it)
+            elif it[0] == "gather":
+                block.extend([it] * len(it[1].shape))
         off = len(block) - len(tags)
         for i, t in enumerate(tags):
             for d in t:

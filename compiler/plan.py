@@ -158,6 +158,7 @@ class AccessInfo:
     tensor: str
     operand: str  # Operand.name
     is_store: bool
+    indexing: str = ""  # how computed positions (gathers, windows, device scalars) are carried out
 
 
 @dataclass(frozen=True)

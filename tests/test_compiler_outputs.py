@@ -102,10 +102,15 @@ def test_k_on_the_launch_grid_with_augmented_store():
                          {"block_sizes": [64, 128, 128]}, rtol=1e-4, atol=1e-4)
 
 
-def test_k_outside_the_output_dims_is_diagnosed():
-    with pytest.raises(CompileError) as info:
-        compile_for(KGRID.replace("tm, tn, tk in hl.tile([m, n, k])", "tk, tm, tn in hl.tile([k, m, n])"),
-                    [torch.randn(128, 256), torch.randn(256, 256)], {"block_sizes": [128, 128, 128]})
+def test_k_outside_the_output_dims_runs_innermost_unless_pinned():
+    # written first, K still runs innermost on the launch grid: out's block visits stay consecutive
+    source = KGRID.replace("tm, tn, tk in hl.tile([m, n, k])", "tk, tm, tn in hl.tile([k, m, n])")
+    ck = assert_matches_torch(source, [torch.randn(128, 256), torch.randn(256, 256)], lambda a, b: a @ b,
+                              {"block_sizes": [128, 128, 128]}, rtol=1e-4, atol=1e-4)
+    assert "lambda tm, tn, tk:" in ck.source
+    with pytest.raises(CompileError) as info:  # an explicit loop order the pipeline cannot keep is diagnosed
+        compile_for(source, [torch.randn(128, 256), torch.randn(256, 256)],
+                    {"block_sizes": [128, 128, 128], "loop_orders": [[0, 1, 2]]})
     d = info.value.diagnostics[0]
     assert d.code == "HPL204" and "`tk`" in d.message and "loop_orders" in d.message
     assert d.range.start.line == 11  # the read-modify-write line
@@ -126,16 +131,20 @@ def test_parallel_axes_form_a_prefix_of_the_grid():
 
 
 def test_output_block_revisited_out_of_order_is_diagnosed():
+    source = """
+        @helion.kernel()
+        def first_plane(x: torch.Tensor) -> torch.Tensor:
+            a, b, c = x.size()
+            out = torch.empty([a, c], dtype=x.dtype, device=x.device)
+            for ta, tb, tc in hl.tile([a, b, c], block_size=[8, 1, 128]):
+                out[ta, tc] = x[ta, 0, tc] * 2
+            return out
+    """
+    # left to itself the launch grid runs `tb` innermost, so out's block visits are consecutive
+    ck = assert_matches_torch(source, [torch.randn(8, 2, 256)], lambda x: x[:, 0, :] * 2)
+    assert "lambda ta, tc, tb:" in ck.source
     with pytest.raises(CompileError) as info:
-        compile_for("""
-            @helion.kernel()
-            def first_plane(x: torch.Tensor) -> torch.Tensor:
-                a, b, c = x.size()
-                out = torch.empty([a, c], dtype=x.dtype, device=x.device)
-                for ta, tb, tc in hl.tile([a, b, c], block_size=[8, 1, 128]):
-                    out[ta, tc] = x[ta, 0, tc] * 2
-                return out
-        """, [torch.randn(8, 2, 256)])
+        compile_for(source, [torch.randn(8, 2, 256)], {"loop_orders": [[0, 1, 2]]})
     d = info.value.diagnostics[0]
     assert d.code == "HPL204" and "`tb`" in d.message
 
@@ -234,11 +243,12 @@ def test_inner_hl_grid_writes_part_of_a_zeroed_block(loop_type):
                          lambda x: torch.cat([x[:, :2] + 1, torch.zeros(16, 254)], 1), {"pallas_loop_type": loop_type})
 
 
-def test_streaming_one_lane_at_a_time_is_diagnosed():
-    with pytest.raises(CompileError) as info:
-        compile_for(TWO_COLS, [torch.randn(16, 128)], {"pallas_loop_type": "emit_pipeline"})
-    d = info.value.diagnostics[0]
-    assert d.code == "HPL202" and "one lane wide" in d.message and "`i`" in d.message
+def test_streaming_one_lane_at_a_time_stays_resident():
+    # a block one lane wide cannot be streamed: under emit_pipeline the loop slices the whole row in VMEM
+    ck = assert_matches_torch(TWO_COLS, [torch.randn(16, 128)],
+                              lambda x: torch.cat([x[:, :2] + 1, torch.zeros(16, 254)], 1),
+                              {"pallas_loop_type": "emit_pipeline"})
+    assert all(op.memory != "hbm" for op in ck.plan.calls[0].operands)
 
 
 @pytest.mark.parametrize("loop_type", ["unroll", "fori_loop"])

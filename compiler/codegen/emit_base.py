@@ -60,8 +60,10 @@ def value_uses(nodes: list[Node]) -> dict[int, list[tuple[list[Node], int]]]:
             vals = []
             if isinstance(n, Op):
                 vals = [a for a in flat(n.args) if isinstance(a, Value)]
+            elif isinstance(n, Load):
+                vals = index_values(n.index)
             elif isinstance(n, Store):
-                vals = [n.value]
+                vals = [n.value, *index_values(n.index)]
             elif isinstance(n, InnerLoop):
                 for c in n.carried:
                     uses.setdefault(c.init.id, []).append((None, -1))
@@ -75,6 +77,11 @@ def value_uses(nodes: list[Node]) -> dict[int, list[tuple[list[Node], int]]]:
 
     visit(nodes)
     return uses
+
+
+def index_values(items: tuple) -> list[Value]:
+    """Device values an access's index items read (computed positions, window starts, index tensors)."""
+    return [it[1] for it in items if it[0] in ("scalar", "window", "gather") and isinstance(it[1], Value)]
 
 
 def flat(items):

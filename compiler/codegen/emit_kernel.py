@@ -3,18 +3,18 @@ indexing, and the three inner-loop strategies (unrolled Python loop, lax.fori_lo
 
 from __future__ import annotations
 
-import torch
-
 from ..diagnostics import UserError
+from ..frontend.indexing import Indexer
 from ..frontend.values import NamedConst
 from ..ir import InnerLoop, KernelIR, Load, Node, Op, Store, TileDim, walk
 from . import outputs
 from .emit_base import RESERVED, Names, Output, RegionWriter, flat
+from .emit_index import IndexWriter
 from .exprs import dtype_text, literal
 from .plan_builder import STEP, CallLayout, OperandLayout, alias_param, loop_strategy, py_name
 
 
-class KernelWriter(RegionWriter):
+class KernelWriter(IndexWriter, RegionWriter):
     def __init__(self, ir: KernelIR, layout: CallLayout, config: dict, out: Output):
         self.ir = ir
         self.layout = layout
@@ -45,76 +45,23 @@ class KernelWriter(RegionWriter):
             return self.block_refs[(id(op), "out")]
         return op.ref_name if op.kind == "output" else f"{op.ref_name.rsplit('_', 1)[0]}_out_ref"
 
-    def index_text(self, op: OperandLayout, items: tuple) -> str:
-        if op.memory == "smem":
-            return ", ".join(self._scalar_index(it) for it in items if it[0] != "newaxis")
-        parts = [text for text, _ in self.index_parts(op, items)]
-        if all(p == ":" for p in parts):
-            return "..."
-        return ", ".join(parts)
-
-    def index_parts(self, op: OperandLayout, items: tuple) -> list[tuple[str, bool]]:
-        """The index of each dim of the block as the kernel sees it (squeezed dims dropped), and whether it
-        picks one element (a scalar index into a whole-dim block)."""
-        parts = []
-        d = 0
-        for it in items:
-            if it[0] == "newaxis":
-                continue
-            if op.block_shape[d] is None:
-                d += 1
-                continue
-            if it[0] == "int":  # one row of a whole-dim block
-                parts.append((str(it[1]), True))
-            elif it[0] in ("grid", "id"):  # one row: a launch-grid or inner-loop index into a whole-dim block
-                parts.append((self._scalar_index(it), True))
-            elif it[0] == "tile" and d in op.inner_axes and op.memory != "hbm":  # a streamed block is the tile
-                td: TileDim = it[1]
-                var = self.loop_vars[(td.loop_id, td.axis)]
-                start = f"{var} * {td.block_size}" + (f" + {td.begin}" if td.begin else "")
-                if self.strategy.get(td.loop_id) == "fori_loop":
-                    start = f"pl.multiple_of({start}, {td.block_size})" if not td.begin else start
-                parts.append((f"pl.ds({start}, {td.block_size})", False))
-            else:
-                parts.append((":", False))
-            d += 1
-        return parts
-
-    def _scalar_index(self, it: tuple) -> str:
-        if it[0] == "int":
-            return str(it[1])
-        td: TileDim = it[1]
-        var = self.grid_names.get((td.loop_id, td.axis)) or self.loop_vars[(td.loop_id, td.axis)]
-        return var if it[0] == "id" or not td.begin else f"{var} + {td.begin}"
-
-    def read(self, op: OperandLayout, ref: str, items: tuple) -> str:
-        """A read of `ref`; one element picked by a dynamic index along the lane dim is taken out of its row
-        with a mask (TPUs cannot address a lane that is not provably 128-aligned)."""
-        if op.memory == "smem":
-            return f"{ref}[{self.index_text(op, items)}]"
-        parts = self.index_parts(op, items)
-        last = [it for it in items if it[0] != "newaxis"]
-        if not (parts and parts[-1][1] and last and last[-1][0] in ("grid", "id")):
-            return f"{ref}[{self.index_text(op, items)}]"
-        row = ", ".join([p for p, _ in parts[:-1]] + [":"])
-        row = "..." if set(row.split(", ")) == {":"} else row
-        iota = f"jax.lax.broadcasted_iota(jnp.int32, ({op.block_dims_visible()[-1]},), 0)"
-        zero = "False" if op.tensor.value.dtype == torch.bool else "0"
-        pick = f"jnp.where({iota} == {parts[-1][0]}, {ref}[{row}], {zero})"
-        if op.tensor.value.dtype == torch.bool:
-            return f"jnp.any({pick}, axis=-1)"
-        return f"jnp.sum({pick}, axis=-1, dtype={dtype_text(op.tensor.value.dtype)})"
-
     def load_expr(self, node: Load) -> str:
         op = self.layout.by_node[id(node)]
-        text = self.read(op, self.in_ref(op), node.index)
+        text = self.read(op, self.in_ref(op), node)
+        gathered = self.gather_axis(op, node)
+        if gathered is not None:
+            self.use_helper("gather")
+            axis, idx = gathered
+            text = f"_gather({text}, {self.ref(idx)[0]}, axis={axis})"
         if any(it[0] == "newaxis" for it in node.index):
             idx = []
             for it in node.index:
                 if it[0] == "newaxis":
                     idx.append("None")
-                elif it[0] in ("tile", "full"):
+                elif it[0] in ("tile", "full", "window"):
                     idx.append(":")
+                elif it[0] == "gather":
+                    idx.extend([":"] * len(it[1].shape))
             text += f"[{', '.join(idx)}]"
         return text
 
@@ -197,37 +144,43 @@ class KernelWriter(RegionWriter):
     def store(self, indent: int, n: Store) -> None:
         op = self.layout.by_node[id(n)]
         ref = self.out_ref(op)
-        idx = self.index_text(op, n.index)
-        block, spills = [], []
-        d = 0
-        for it in n.index:
-            if op.block_shape[d] is not None and it[0] in ("tile", "full"):
-                if it[0] == "tile" and outputs.spills(it[1], op.tensor.value.shape[d]):
-                    spills.append((len(block), it[1]))
-                block.append(it[1].block_size if it[0] == "tile" else op.tensor.value.shape[d])
-            d += 1
-        value, _ = self.ref(n.value)
+        idx = self.index_text(op, n)
+        region = Indexer.shape(tuple(op.tensor.value.shape), n.index)
+        spills = self.spilling_tiles(op, n)
+        value, atomic = self.ref(n.value)
         dtype = op.tensor.value.dtype
+        gathered = self.gather_axis(op, n)
+        current = self.read(op, ref, n)  # a written tensor's current contents live in its output block
+        if gathered is not None and (n.accumulate or n.value.dtype != dtype or tuple(n.value.shape) != tuple(region)):
+            # the scatter needs the values in the stored dtype and shape; name the block once
+            block = self.names.fresh(f"{op.tensor.name}_block")
+            self.out.add(indent, f"{block} = {current}", n.range)
+            current = block
         if n.accumulate:
             sym = {"add": "+", "sub": "-", "mul": "*", "div": "/"}.get(n.accumulate)
             if sym is None:
                 raise UserError("HPL101", f"in-place `{n.accumulate}` stores are not supported", n.range)
-            current = self.read(op, ref, n.index)
-            value = f"{current} {sym} {value if self.ref(n.value)[1] else '(' + value + ')'}"
+            old = current
+            if gathered is not None:
+                self.use_helper("gather")
+                old = f"_gather({current}, {self.ref(gathered[1])[0]}, axis={gathered[0]})"
+            value = f"{old} {sym} {value if atomic else '(' + value + ')'}"
             atomic = False
-        else:
-            atomic = self.ref(n.value)[1]
-        if tuple(n.value.shape) != tuple(block):
-            value = f"jnp.broadcast_to({value}, {literal(tuple(block))})"
+        if tuple(n.value.shape) != tuple(region):
+            value = f"jnp.broadcast_to({value}, {literal(tuple(region))})"
             atomic = True
         if n.value.dtype != dtype:
             value = f"{value if atomic else '(' + value + ')'}.astype({dtype_text(dtype)})"
         if spills:  # the padding of a partial tile would land on valid elements: keep their old values there
-            shape = literal(tuple(block))
+            shape = literal(tuple(region))
             cond = " & ".join(f"({self.writer.tile_begin(td)} + jax.lax.broadcasted_iota(jnp.int32, {shape}, {axis}) "
                               f"< {self.writer.tile_limit(td)})" for axis, td in spills)
-            value = f"jnp.where({cond}, {value}, {self.read(op, ref, n.index)})"
-        parts = self.index_parts(op, n.index) if op.memory != "smem" else []
+            value = f"jnp.where({cond}, {value}, {current})"
+        if gathered is not None:
+            self.use_helper("scatter")
+            axis, index = gathered
+            value = f"_scatter({current}, {self.ref(index)[0]}, {value}, axis={axis})"
+        parts = self.index_parts(op, n) if op.memory != "smem" else []
         if parts and parts[-1][1]:  # one lane: TPUs store whole vectors, so merge it into its row
             lanes = op.block_dims_visible()[-1]
             row = ", ".join([p for p, _ in parts[:-1]] + [":"])

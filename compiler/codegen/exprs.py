@@ -126,10 +126,15 @@ def _index_text(items: tuple) -> str:
         elif it is Ellipsis:
             parts.append("...")
         elif isinstance(it, slice):
-            parts.append(":")
+            parts.append(_slice_text(it))
         else:
             parts.append(str(it))
     return ", ".join(parts) or "..."
+
+
+def _slice_text(s: slice) -> str:
+    text = ("" if s.start in (None, 0) else str(s.start)) + ":" + ("" if s.stop is None else str(s.stop))
+    return text + (f":{s.step}" if s.step not in (None, 1) else "")
 
 
 class ExprWriter:
@@ -206,6 +211,13 @@ class ExprWriter:
             return f"jnp.broadcast_to({self.arg(a[0], False)}, {literal(tuple(out.shape))})", True
         if k == "index":
             return f"{self.arg(a[0])}[{_index_text(kw['items'])}]", True
+        if k == "take":
+            return f"{self.arg(a[0])}[{self._items(a[1])}]", True
+        if k == "index_put":
+            value = self.arg(a[2], False)
+            if isinstance(a[2], Value) and a[2].dtype != out.dtype:
+                value = f"{self.arg(a[2])}.astype({dtype_text(out.dtype)})"
+            return f"{self.arg(a[0])}.at[{self._items(a[1])}].set({value})", True
         if k == "full":
             shape, value, dtype = literal(tuple(kw["shape"])), kw["value"], dtype_text(kw["dtype"])
             if value == 0:
@@ -286,6 +298,9 @@ class ExprWriter:
         if compute != out.dtype:
             return f"({text}).astype({dtype_text(out.dtype)})", True
         return text, False
+
+    def _items(self, items: tuple) -> str:
+        return ", ".join(self.arg(it, False) if isinstance(it, Value) else _index_text((it,)) for it in items)
 
     def dot(self, op: Op) -> tuple[str, bool]:
         a, b = op.args[0], op.args[1]

@@ -48,7 +48,7 @@ def has_contents(root: HostTensor, written: set[int]) -> bool:
 
 
 def resolve(ir: KernelIR, grid: GridLoop, ops: list[OperandLayout], by_node: dict[int, OperandLayout],
-            launch: list[TileDim]) -> list[OperandLayout]:
+            launch: list[TileDim], check_revisits: bool = True) -> list[OperandLayout]:
     """Decide aliasing and copy-in for every written tensor of one call; merge accesses that share one block;
     raise HPL204 for orders the TPU pipeline cannot keep. Returns the operands left after merging."""
     written = written_before(ir, grid)
@@ -65,7 +65,7 @@ def resolve(ir: KernelIR, grid: GridLoop, ops: list[OperandLayout], by_node: dic
         o.reads_old = any(isinstance(n, Load) or n.accumulate for n in mine) or not any(
             isinstance(n, Store) and _covers(n, o, grid.dims[0].loop_id) for n in mine)
     for o in ops:
-        if o.kind != "input" and (o.reads_old or o.memory != "hbm"):
+        if check_revisits and o.kind != "input" and (o.reads_old or o.memory != "hbm"):
             _check_revisits(o, launch, by_node, nodes)
     return ops
 
@@ -189,7 +189,7 @@ def _covers(store: Store, o: OperandLayout, launch_id: int) -> bool:
         kind = it[0]
         if kind == "newaxis":
             continue
-        if o.block_shape[d] is not None and not _covers_dim(it, shape[d], o, launch_id):
+        if o.block_shape[d] is not None and not _covers_dim(it, shape[d], o, launch_id, o.block_shape[d]):
             return False
         d += 1
     return True
@@ -205,12 +205,16 @@ def spills(td: TileDim, size: int) -> bool:
     return td.partial and limit.extent < size
 
 
-def _covers_dim(it: tuple, size: int, o: OperandLayout, launch_id: int) -> bool:
+def _covers_dim(it: tuple, size: int, o: OperandLayout, launch_id: int, block: int) -> bool:
     kind = it[0]
     if kind == "full":
         return True
-    if kind == "int":
+    if kind in ("int", "scalar"):
         return size == 1
+    if kind == "window":  # placed as a block of its own (start a multiple of its size), or sliced from the dim
+        return block == it[2]
+    if kind == "gather":
+        return False  # a scatter writes the positions its index names, and reads the rest of the block
     td: TileDim = it[1]
     if kind == "tile" and spills(td, size):
         return False

@@ -14,13 +14,15 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .. import index_exprs as ix
 from ..chips import Chip
 from ..diagnostics import Range, UserError
 from ..ir import GridLoop, HostTensor, InnerLoop, KernelIR, Load, Node, Op, Store, TileDim, walk
 from ..plan import CallPlan, Operand, Scratch
 from ..plan import InnerLoop as PlanInnerLoop
 from . import outputs
-from .work import padded_bytes, region_work, sublane_rows, temporaries_bytes
+from .placement import CannotStream, Placer, layout_tiling, py_name
+from .work import padded_bytes, region_work, temporaries_bytes
 
 JNP_DTYPES = {
     torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16", torch.int32: "int32",
@@ -28,11 +30,6 @@ JNP_DTYPES = {
     torch.float8_e4m3fn: "float8_e4m3fn", torch.float8_e5m2: "float8_e5m2", torch.int64: "int32",
     torch.float64: "float32",
 }
-
-
-def py_name(name: str) -> str:
-    out = "".join(c if c.isalnum() or c == "_" else "_" for c in name).strip("_") or "v"
-    return out if not out[0].isdigit() else "v" + out
 
 
 @dataclass
@@ -53,6 +50,7 @@ class OperandLayout:
     ranges: list[Range] = field(default_factory=list)
     load_index: int | None = None
     inner_index_map: str | None = None
+    scalar_only: bool = True  # every access reads one element (an SMEM table candidate)
     reads_old: bool = False  # inout: the old block is copied in (outputs.py); else its input side stays in HBM
 
     def block_dims_visible(self) -> tuple[int, ...]:
@@ -70,6 +68,7 @@ class CallLayout:
     scratch_plan: list[Scratch]
     plan: CallPlan | None = None
     order: tuple[int, ...] = ()  # grid.dims positions in launch-grid order (loop_orders)
+    modes: dict[int, tuple[str, ...]] = field(default_factory=dict)  # id(node) -> per-dim placement mode
 
     @property
     def grid_dims(self) -> list[TileDim]:
@@ -117,9 +116,33 @@ def loop_strategy(config_loop_type: object, loop: InnerLoop) -> str:
 
 
 def build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chip: Chip) -> CallLayout:
+    order = grid_order(ir, grid, config.get("loop_orders"))
+    loops = multi_dim_tile_loops(ir)
+    pinned = isinstance(config.get("loop_orders"), list | tuple) and grid in loops and \
+        loops.index(grid) < len(config["loop_orders"])
+    if pinned:
+        return _build_call(ir, grid, call_index, config, chip, order)
+    try:
+        return _build_call(ir, grid, call_index, config, chip, order)
+    except UserError as exc:
+        if exc.code != "HPL204":
+            raise
+        # an output block the grid would leave and come back to (a scatter's rows, a whole-dim row store):
+        # move the launch axes some output block does not follow inside the others, so its visits are
+        # consecutive; if that cannot satisfy every output the diagnostic stands
+        probe = _build_call(ir, grid, call_index, config, chip, order, check_revisits=False)
+        free = {order[a] for o in probe.outputs if o.memory != "smem" and not (o.memory == "hbm" and not o.reads_old)
+                for a in range(len(order)) if a not in o.grid_axes}
+        better = [i for i in order if i not in free] + [i for i in order if i in free]
+        if better == order:
+            raise
+        return _build_call(ir, grid, call_index, config, chip, better)
+
+
+def _build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chip: Chip,
+                order: list[int], check_revisits: bool = True) -> CallLayout:
     loop_type = config.get("pallas_loop_type")
     bufs = config.get("pallas_load_buffer_count")
-    order = grid_order(ir, grid, config.get("loop_orders"))
     dims = [grid.dims[i] for i in order]  # the launch grid in the chosen loop order (first = outermost)
     grid_dims = {(d.loop_id, d.axis): i for i, d in enumerate(dims)}
     grid_names = [py_name(d.name) for d in dims]
@@ -137,13 +160,16 @@ def build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chip
             elif isinstance(n, Load | Store):
                 access(n, loops)
 
+    placer = Placer(grid_dims, grid_names)
+    modes: dict[int, tuple[str, ...]] = {}
+
     def access(n: Load | Store, loops: list[InnerLoop]) -> None:
         inner_ids = {lp.dims[0].loop_id: lp for lp in loops}
         streaming = None
         for it in n.index:
-            if it[0] in ("tile", "grid", "id") and it[1].loop_id in inner_ids:
-                lp = inner_ids[it[1].loop_id]
-                if streaming is None or lp.depth < streaming.depth:
+            for lid in _item_loops(it):
+                lp = inner_ids.get(lid)
+                if lp is not None and (streaming is None or lp.depth < streaming.depth):
                     streaming = lp
         strategy = loop_strategy(loop_type, streaming) if streaming else None
         memory = "vmem_block" if streaming is None else ("hbm" if strategy == "emit_pipeline" else "resident")
@@ -153,22 +179,43 @@ def build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chip
             it[0] == "tile" and it[1].loop_id == loops[-1].dims[0].loop_id for it in n.index
         ) and loops[-1] is not streaming:
             raise UserError("HPL101", "with emit_pipeline, accesses in nested loops must be indexed by the pipelined loop", n.range)
-        key = (n.tensor.value.id, _pattern(n.index), id(streaming), memory)
+        try:
+            placement = placer.place(n, streaming, memory)
+        except CannotStream:  # positions an inner BlockSpec cannot name: the whole extent stays in VMEM
+            memory = "resident"
+            placement = placer.place(n, streaming, memory)
+        params = ", ".join(grid_names) or "_"
+        outer = [dp.outer for dp in placement.dims]
+        index_map = f"lambda {params}: ({', '.join(outer)}{',' if len(outer) == 1 else ''})"
+        inner_map = None
+        if memory == "hbm":
+            inner_params = ", ".join(py_name(td.name) for td in streaming.dims)
+            inner = [dp.inner for dp in placement.dims]
+            inner_map = f"lambda {inner_params}: ({', '.join(inner)}{',' if len(inner) == 1 else ''})"
+        key = (n.tensor.value.id, memory, id(streaming) if memory != "vmem_block" else None, placement.block_shape,
+               index_map, inner_map)
         is_store = isinstance(n, Store)
         op = operands.get(key)
         if op is None:
-            op = _new_operand(n, streaming, memory, grid_dims, grid_names, chip)
-            op.kind = "output" if is_store else "input"
+            op = OperandLayout(
+                tensor=n.tensor, items=n.index, loop=streaming, kind="output" if is_store else "input",
+                memory=memory, block_shape=placement.block_shape, buffer_count=2, ref_name="", index_map=index_map,
+                grid_axes=tuple(sorted(set().union(*(dp.grid_axes for dp in placement.dims)))),
+                inner_axes=tuple(d for d, dp in enumerate(placement.dims) if dp.inner_walk), inner_index_map=inner_map,
+            )
             operands[key] = op
         elif (is_store and op.kind == "input") or (not is_store and op.kind == "output"):
             op.kind = "inout"
+        if not all(it[0] in _SCALAR_ITEMS for it in n.index):
+            op.scalar_only = False
         if not is_store and op.load_index is None:
             op.load_index = load_order.get(id(n))
         op.ranges.append(n.range)
         by_node[id(n)] = op
+        modes[id(n)] = tuple(dp.mode for dp in placement.dims)
 
     visit(grid.body, [])
-    ops = outputs.resolve(ir, grid, list(operands.values()), by_node, dims)
+    ops = outputs.resolve(ir, grid, list(operands.values()), by_node, dims, check_revisits)
     for o in ops:
         if o.load_index is not None and o.kind != "output":
             o.buffer_count = _buffer_count(bufs, o.load_index, o.buffer_count)
@@ -178,9 +225,9 @@ def build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chip
         if _scalar_table(o):
             o.memory, o.block_shape, o.buffer_count, o.grid_axes = "smem", tuple(o.tensor.value.shape), 1, ()
     _name_refs(ops)
-    scratch_names, scratch_plan = _scratch(grid, loop_type, ops)
+    scratch_names, scratch_plan = _scratch(grid, loop_type, ops, _positioned_loops(grid, by_node))
     layout = CallLayout(grid, f"{py_name(ir.name)}_kernel" + (f"_{call_index}" if call_index else ""), ops, by_node,
-                        scratch_names, scratch_plan, order=tuple(order))
+                        scratch_names, scratch_plan, order=tuple(order), modes=modes)
     layout.plan = _call_plan(layout, loop_type, chip)
     return layout
 
@@ -193,17 +240,6 @@ def alias_param(o: OperandLayout) -> str:
     return o.ref_name
 
 
-def _pattern(items: tuple) -> tuple:
-    out = []
-    for it in items:
-        if it[0] in ("tile", "grid", "id"):
-            d: TileDim = it[1]
-            out.append((it[0], d.loop_id, d.axis))
-        else:
-            out.append(it)
-    return tuple(out)
-
-
 def _buffer_count(spec: object, load_index: int, default: int) -> int:
     if spec is None:
         return default
@@ -214,125 +250,45 @@ def _buffer_count(spec: object, load_index: int, default: int) -> int:
     return default
 
 
-def _new_operand(n: Load | Store, streaming: InnerLoop | None, memory: str, grid_dims: dict, grid_names: list[str],
-                 chip: Chip) -> OperandLayout:
-    shape = n.tensor.value.shape
-    block: list[int | None] = []
-    outer_idx: list[str] = []
-    inner_idx: list[str] = []
-    grid_axes: set[int] = set()
-    inner_axes: list[int] = []
-    d = 0
-    for it in n.index:
-        kind = it[0]
-        if kind == "newaxis":
-            continue
-        if kind == "full":
-            block.append(shape[d])
-            outer_idx.append("0")
-            inner_idx.append("0")
-        elif kind == "int":
-            if _tiled_layout_dim(d, shape):  # one row of a (8, 128)-tiled dim: the whole dim, indexed in the kernel
-                block.append(shape[d])
-                outer_idx.append("0")
-                inner_idx.append("0")
-            else:
-                block.append(None)
-                outer_idx.append(str(it[1]))
-                inner_idx.append(str(it[1]))
-        elif kind in ("tile", "grid", "id"):
-            td: TileDim = it[1]
-            g = grid_dims.get((td.loop_id, td.axis))
-            if g is not None and kind != "tile" and _tiled_layout_dim(d, shape):
-                # one row of a dim the TPU tiles (last two): keep the whole dim in VMEM, index it in the kernel
-                block.append(shape[d])
-                outer_idx.append("0")
-                inner_idx.append("0")
-            elif g is not None:
-                grid_axes.add(g)
-                name = grid_names[g]
-                if kind == "tile":
-                    if td.begin % td.block_size:
-                        raise UserError("HPL202", f"tile `{td.name}` starts at {td.begin}, not a multiple of its block size {td.block_size}", n.range)
-                    off = td.begin // td.block_size
-                    block.append(td.block_size)
-                    expr = name if not off else f"{name} + {off}"
-                else:
-                    block.append(None)
-                    expr = name if kind == "id" or not td.begin else f"{name} + {td.begin}"
-                outer_idx.append(expr)
-                inner_idx.append(expr)
-            elif kind != "tile":  # an hl.grid index (or tile.id) of an inner loop: one row per iteration
-                inner_axes.append(d)
-                inner_name = py_name(td.name)
-                if memory == "hbm" and d == len(shape) - 1 and shape[d] != 1:
-                    raise UserError("HPL202", f"with emit_pipeline, `{td.name}` indexes the last (lane) dim of "
-                                              f"`{n.tensor.name}` one element at a time: each streamed block would be "
-                                              "one lane wide, which TPUs cannot copy; use pallas_loop_type 'unroll' or "
-                                              "'fori_loop' for this loop", n.range)
-                if memory == "hbm":
-                    block.append(None)
-                    inner_idx.append(inner_name if kind == "id" or not td.begin else f"{inner_name} + {td.begin}")
-                else:
-                    block.append(shape[d])
-                    inner_idx.append("0")
-                outer_idx.append("0")
-            elif td.parent is not None:  # a sub-tile of a grid tile: blocks live inside that tile's block
-                p = grid_dims.get((td.parent.loop_id, td.parent.axis))
-                if p is None or td.parent.block_size % td.block_size:
-                    raise UserError("HPL101", f"`{td.name}` must sub-tile a launch-grid tile with a block size that "
-                                              f"divides {td.parent.block_size}", n.range)
-                inner_axes.append(d)
-                grid_axes.add(p)
-                name = grid_names[p]
-                per = td.parent.block_size // td.block_size
-                outer_idx.append(name)
-                if memory == "hbm":
-                    block.append(td.block_size)
-                    inner_name = py_name(td.name)
-                    inner_idx.append(f"{name} * {per} + {inner_name}")
-                else:
-                    block.append(td.parent.block_size)
-                    inner_idx.append(name)
-            else:  # a tile of an inner loop
-                inner_axes.append(d)
-                if memory == "hbm":
-                    block.append(td.block_size)
-                    off = td.begin // td.block_size  # _streamable: begin is a whole number of blocks
-                    inner_name = py_name(td.name)
-                    inner_idx.append(inner_name if not off else f"{inner_name} + {off}")
-                else:
-                    block.append(resident_extent(td, d, shape, n.tensor.value.dtype))
-                    inner_idx.append("0")
-                outer_idx.append("0")
-        d += 1
-    params = ", ".join(grid_names) or "_"
-    index_map = f"lambda {params}: ({', '.join(outer_idx)}{',' if len(outer_idx) == 1 else ''})"
-    inner_map = None
-    if memory == "hbm" and streaming is not None:
-        inner_params = ", ".join(py_name(td.name) for td in streaming.dims)
-        inner_map = f"lambda {inner_params}: ({', '.join(inner_idx)}{',' if len(inner_idx) == 1 else ''})"
-    return OperandLayout(
-        tensor=n.tensor, items=n.index, loop=streaming, kind="input", memory=memory, block_shape=tuple(block),
-        buffer_count=2, ref_name="", index_map=index_map, grid_axes=tuple(sorted(grid_axes)),
-        inner_axes=tuple(inner_axes), inner_index_map=inner_map,
-    )
-
-
 SMEM_TABLE_BYTES = 64 * 1024  # a scalar table larger than this stays in VMEM
 
 
+_SCALAR_ITEMS = ("int", "grid", "id", "newaxis", "scalar")
+
+
 def _scalar_table(o: OperandLayout) -> bool:
-    """An input only ever read one element at a time (every dim indexed by an int / hl.grid index / tile.id)."""
+    """An input only ever read one element at a time (every dim indexed by one position)."""
     value = o.tensor.value
-    return (o.kind == "input" and o.memory != "hbm" and bool(value.shape)
-            and value.meta.numel() * value.dtype.itemsize <= SMEM_TABLE_BYTES
-            and all(it[0] in ("int", "grid", "id", "newaxis") for it in o.items))
+    return (o.kind == "input" and o.memory != "hbm" and bool(value.shape) and o.scalar_only
+            and value.meta.numel() * value.dtype.itemsize <= SMEM_TABLE_BYTES)
 
 
-def _tiled_layout_dim(d: int, shape: tuple[int, ...]) -> bool:
-    """A block may not squeeze one of the last two dims (the (8, 128)-tiled ones) unless the array's is 1."""
-    return d >= len(shape) - 2 and shape[d] != 1
+def _item_loops(it: tuple) -> frozenset[int]:
+    """Loops whose positions an index item reads."""
+    if it[0] in ("tile", "grid", "id"):
+        return frozenset({it[1].loop_id})
+    if it[0] in ("scalar", "gather"):
+        return ix.deps(it[1]).loops
+    if it[0] == "window":
+        return ix.deps(it[1]).loops
+    return frozenset()
+
+
+def _positioned_loops(grid: GridLoop, by_node: dict[int, OperandLayout]) -> set[int]:
+    """Inner loops whose body reads a VMEM-resident operand at the loop's own positions (under emit_pipeline
+    that position must be counted, since the pipeline body does not see its step)."""
+    out: set[int] = set()
+
+    def visit(nodes: list[Node], loops: list[InnerLoop]) -> None:
+        for n in nodes:
+            if isinstance(n, InnerLoop):
+                visit(n.body, loops + [n])
+            elif isinstance(n, Load | Store) and by_node.get(id(n)) is not None and by_node[id(n)].memory != "hbm":
+                used = set().union(*(_item_loops(it) for it in n.index)) if n.index else set()
+                out.update(lp.index for lp in loops if lp.dims[0].loop_id in used)
+
+    visit(grid.body, [])
+    return out
 
 
 def _name_refs(ops: list[OperandLayout]) -> None:
@@ -349,7 +305,8 @@ def _name_refs(ops: list[OperandLayout]) -> None:
         o.ref_name = name
 
 
-def _scratch(grid: GridLoop, loop_type: object, ops: list[OperandLayout]) -> tuple[dict, list[Scratch]]:
+def _scratch(grid: GridLoop, loop_type: object, ops: list[OperandLayout],
+             positioned: set[int]) -> tuple[dict, list[Scratch]]:
     """Carried values of emit_pipeline loops live in VMEM scratch; a loop that needs its own position (tile
     attributes, masks, operands it slices resident in VMEM) counts its steps in SMEM."""
     names: dict[tuple[int, str], str] = {}
@@ -371,7 +328,7 @@ def _scratch(grid: GridLoop, loop_type: object, ops: list[OperandLayout]) -> tup
                         dtype = c.phi.dtype
                         plan.append(Scratch(name, tuple(c.phi.shape) or (1,), JNP_DTYPES[dtype], dtype.itemsize,
                                             "carried", n.range))
-                    if _uses_own_position(n) or id(n) in revisited or n.index in sliced:
+                    if _uses_own_position(n) or id(n) in revisited or n.index in sliced or n.index in positioned:
                         name = f"{py_name(n.dims[0].name)}_step"
                         if any(s.name == name for s in plan):
                             name = f"{py_name(n.dims[0].name)}_{n.index}_step"
@@ -406,17 +363,6 @@ def _flat_items(items: list):
             yield a
 
 
-def _tiling(d: int, shape: tuple[int, ...], dtype: torch.dtype) -> int:
-    """How finely the TPU lays out array dim `d` in HBM/VMEM: (sublane rows, 128 lanes) tiles; 1 for leading dims."""
-    if len(shape) == 1:
-        return 1024
-    if d == len(shape) - 1:
-        return 128
-    if d == len(shape) - 2:
-        return sublane_rows(dtype)
-    return 1
-
-
 def _streamable(n: Load | Store, loop: InnerLoop) -> bool:
     """Can emit_pipeline fetch this access's blocks? Its blocks are counted from 0 in whole blocks, and the last
     block of a partial tile is copied up to the next layout tile, which must not pass the array's end (the
@@ -430,22 +376,10 @@ def _streamable(n: Load | Store, loop: InnerLoop) -> bool:
             td: TileDim = it[1]
             if td.begin % td.block_size or td.may_be_empty:
                 return False
-            if td.partial and shape[d] % _tiling(d, shape, n.tensor.value.dtype):
+            if td.partial and shape[d] % layout_tiling(d, shape, n.tensor.value.dtype):
                 return False
         d += 1
     return True
-
-
-def resident_extent(td: TileDim, d: int, shape: tuple[int, ...], dtype: torch.dtype) -> int:
-    """The block size of array dim `d` when an inner loop slices it resident in VMEM: the whole dim, padded up
-    to a legal block when the loop's last (partial or offset) block runs past the array's end."""
-    need = td.begin + td.steps * td.block_size
-    if need <= shape[d]:
-        return shape[d]
-    if len(shape) == 1:  # a rank-1 block is a multiple of 1024 or a power of two
-        return min(-(-need // 1024) * 1024, 1 << (need - 1).bit_length())
-    mult = _tiling(d, shape, dtype) if d >= len(shape) - 2 else 1
-    return -(-need // mult) * mult
 
 
 def _call_plan(layout: CallLayout, loop_type: object, chip: Chip) -> CallPlan:

@@ -87,6 +87,34 @@ def op_work(op: Op) -> Work:
     return Work(0, 0, size, 0)
 
 
+def gather_sizes(n: Load | Store) -> tuple[int, int, int] | None:
+    """(positions K, gathered dim R, elements per row) of a tensor-indexed access, else None."""
+    for d, it in enumerate(it for it in n.index if it[0] != "newaxis"):
+        if it[0] == "gather":
+            k = max(1, it[1].meta.numel())
+            v = n.out if isinstance(n, Load) else n.value
+            return k, n.tensor.value.shape[d], max(1, v.meta.numel() // k)
+    return None
+
+
+def access_work(n: Load | Store) -> Work:
+    """Moving a block between VMEM and registers; a gather / scatter adds its one-hot matmul (f32 at HIGHEST
+    precision is six bf16 passes, integers two f32 matmuls of 16-bit halves)."""
+    v = n.out if isinstance(n, Load) else n.value
+    work = Work(0, 0, _vreg_elems(v) * 0.5, 0)
+    sizes = gather_sizes(n)
+    if sizes is None:
+        return work
+    k, r, rest = sizes
+    dtype = n.tensor.value.dtype
+    passes = 1 if dtype in (torch.bfloat16, torch.float16) else 6 if dtype.is_floating_point else 12
+    rows = sublane_rows(dtype)
+    flops = 2.0 * k * r * rest
+    padded = 2.0 * (-(-k // rows) * rows) * (-(-r // 128) * 128) * (-(-rest // 128) * 128) * passes
+    compare = padded_elems((k, r), torch.int32) * (2 if isinstance(n, Store) else 1)
+    return work + Work(flops, padded, compare, 0)
+
+
 def region_work(nodes: list[Node]) -> Work:
     """Work of straight-line code, not descending into inner loops (they are counted per iteration)."""
     total = Work()
@@ -94,8 +122,7 @@ def region_work(nodes: list[Node]) -> Work:
         if isinstance(n, Op):
             total = total + op_work(n)
         elif isinstance(n, Load | Store):
-            v = n.out if isinstance(n, Load) else n.value
-            total = total + Work(0, 0, _vreg_elems(v) * 0.5, 0)
+            total = total + access_work(n)
     return total
 
 
@@ -129,4 +156,9 @@ def _largest_value(nodes: list[Node]) -> int:
         outs = n.outputs() if isinstance(n, Op) and n.kind not in ("alloc",) else (n.out,) if isinstance(n, Load) else ()
         for v in outs:
             biggest = max(biggest, padded_bytes(tuple(v.shape), v.dtype))
+        sizes = gather_sizes(n) if isinstance(n, Load | Store) else None
+        if sizes is not None:  # the one-hot selection matrix and the whole gathered block
+            k, r, rest = sizes
+            dtype = n.tensor.value.dtype
+            biggest = max(biggest, padded_bytes((k, r), torch.float32) + padded_bytes((r, rest), dtype))
     return biggest

@@ -136,11 +136,12 @@ class Dispatcher:
         raise UserError("HPL102", f"tiles have no attribute `{attr}` (use .index, .begin, .end, .id, .block_size)", rng)
 
     def tile_scalar(self, v: Any, rng: Range) -> Any:
-        """A tile used in arithmetic: hl.grid indices are scalars; `tile.id` is the block number."""
+        """A tile used in arithmetic: hl.grid indices are scalars, `tile.id` is the block number and an
+        hl.tile tile stands for its positions (`tile + k` is `tile.index + k`)."""
         if isinstance(v, Tile):
             if v.dim.api == "grid":
                 return self.ops.scalar("tile_begin", (v.dim,), rng)
-            raise UserError("HPL105", "a tile is a range of indices; use tile.index, tile.begin or tile.end", rng)
+            return self.tile_attr(v, "index", rng)
         if isinstance(v, TileId):
             return self.ops.scalar("tile_id", (v.dim,), rng)
         return v
@@ -148,21 +149,7 @@ class Dispatcher:
     # -- value indexing --------------------------------------------------------------------------------
 
     def value_index(self, base: Value, index: Any, rng: Range) -> Value:
-        items = index if isinstance(index, tuple) else (index,)
-        norm = []
-        for it in items:
-            it = unwrap(it)
-            if it is None or it is Ellipsis:
-                norm.append(it)
-            elif isinstance(it, slice):
-                if it != slice(None):
-                    raise UserError("HPL202", "only `:`, None, ... and integers may index a computed value", rng)
-                norm.append(it)
-            elif isinstance(it, int) and not isinstance(it, bool):
-                norm.append(it)
-            else:
-                raise UserError("HPL202", f"cannot index a computed value with `{type(it).__name__}`", rng)
-        return self.ops.index(base, tuple(norm), rng)
+        return self.t.indexer.index_value(base, index, rng)
 
     # -- calls -----------------------------------------------------------------------------------------
 
@@ -255,9 +242,19 @@ class Dispatcher:
             return self.ops.full(shape, value, dtype, rng, tiles=_shape_tiles([args[0]]))
         if name == "arange":
             vals = [_as_int(a, "hl.arange argument", rng) for a in args]
-            if len(vals) != 1:
-                raise UserError("HPL101", "hl.arange(n) with one size is supported", rng)
-            return self.ops.arange(vals[0], kwargs.get("dtype", torch.int32), None, rng)
+            if not 1 <= len(vals) <= 3:
+                raise UserError("HPL103", "hl.arange(end) / hl.arange(start, end, step=1)", rng)
+            start, end, step = (0, vals[0], 1) if len(vals) == 1 else (vals + [1])[:3]
+            n = len(range(start, end, step))
+            if step <= 0 or n == 0:
+                raise UserError("HPL105", f"hl.arange({', '.join(map(str, vals))}) is empty", rng)
+            dtype = kwargs.get("dtype", torch.int32)
+            out = self.ops.arange(n, dtype, None, rng)
+            if step != 1:
+                out = self.ops.binary("mul", out, step, rng)
+            return out if not start else self.ops.binary("add", out, start, rng)
+        if name in ("load", "store"):
+            return self.t.indexer.load_store(name, args, kwargs, rng)
         if name == "dot":
             if len(args) < 2:
                 raise UserError("HPL103", "hl.dot(a, b, acc=None, out_dtype=None) needs two operands", rng)
@@ -310,6 +307,9 @@ class Dispatcher:
             raise UserError("HPL101", f"hl.{name} updates a host tensor inside a device loop", rng)
         index = tuple(index) if isinstance(index, list) else index
         old = self.t.load(target, index, rng)
+        if any(it[0] == "gather" for it in old.producer.index):
+            raise UserError("HPL202", f"hl.{name} at tensor-valued positions is not supported (positions given "
+                                      "twice would have to combine, which a one-hot scatter cannot do)", rng)
         values = [unwrap(v) for v in values[: want - 2]]
         if len(values) != want - 2:
             raise UserError("HPL103", f"hl.{name}: missing value", rng)

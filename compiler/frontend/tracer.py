@@ -26,13 +26,15 @@ from ..ir import (
     Store,
     TileDim,
     Value,
+    drop_unused_loads,
 )
 from ..specs import ArgSpec, TensorSpec
 from .dispatch import Dispatcher
 from .expressions import BINOPS, ExpressionEvaluator
+from .indexing import Indexer
 from .module import ModuleInfo, assigned_names, target_name
 from .ops import OpBuilder
-from .values import BlockSize, BlockSizeTable, NamedConst, Tile, TileId, TileLoopSpec
+from .values import BlockSize, BlockSizeTable, NamedConst, Tile, TileLoopSpec
 
 MAX_INLINE_DEPTH = 16
 MAX_STATEMENTS = 20000
@@ -64,6 +66,7 @@ class Tracer(ExpressionEvaluator):
         self.current = Range.of(fn)
         self.ops = OpBuilder(self._emit)
         self.dispatch = Dispatcher(self)
+        self.indexer = Indexer(self)
         self._bind_args(args)
 
     # -- set-up ----------------------------------------------------------------------------------------
@@ -117,6 +120,7 @@ class Tracer(ExpressionEvaluator):
         except _ReturnSignal as sig:
             ret = sig.value
         self._add_return(ret)
+        drop_unused_loads(self.host)
         tensors = list(self.tensors.values())
         dims = [self.block_dims.get(i, []) for i in range(len(self.blocks.values))]
         return KernelIR(
@@ -356,89 +360,11 @@ class Tracer(ExpressionEvaluator):
             return ht
         return self._view_base(source, rng)
 
-    def index_items(self, tensor: Value, index: Any, rng: Range, for_store: bool = False) -> tuple[tuple, ...]:
-        items = list(index) if isinstance(index, tuple) else [index]
-        flat: list[Any] = []
-        for it in items:
-            if isinstance(it, tuple | list) and all(isinstance(x, Tile) for x in it):
-                flat.extend(it)
-            else:
-                flat.append(it)
-        ndim = len(tensor.shape)
-        real = [it for it in flat if it is not None and it is not Ellipsis]
-        if flat.count(Ellipsis) > 1:
-            raise UserError("HPL202", "only one `...` is allowed in an index", rng)
-        if len(real) > ndim:
-            raise UserError("HPL105", f"too many indices for a {ndim}-d tensor", rng)
-        out: list[tuple] = []
-        dim = 0
-        for it in flat:
-            if it is Ellipsis:
-                for _ in range(ndim - len(real)):
-                    out.append(("full",))
-                    dim += 1
-                continue
-            if it is None:
-                out.append(("newaxis",))
-                continue
-            if isinstance(it, Tile):
-                d = it.dim
-                if not any(lp.dims and d.loop_id == lp.dims[0].loop_id for lp in self.loops):
-                    raise UserError("HPL202", f"tile `{d.name}` is used outside its loop", rng)
-                if d.extent > tensor.shape[dim] and tensor.shape[dim] == 1 and not for_store:
-                    out.append(("full",))  # a size-1 dim broadcasts against the tile (e.g. a [1, N] bias)
-                    dim += 1
-                    continue
-                if d.extent > tensor.shape[dim]:
-                    raise UserError(
-                        "HPL105",
-                        f"tile `{d.name}` spans {d.extent} but dim {dim} of this tensor has size {tensor.shape[dim]}",
-                        rng,
-                    )
-                if d.api == "grid":
-                    out.append(("grid", d))
-                else:
-                    out.append(("tile", d))
-                    ht = self.tensors.get(tensor.id)
-                    # a sub-tiled grid tile is as constrained as the sub-tiles that index tensors
-                    for owner in (d, d.parent):
-                        if owner is not None and owner.block_index is not None and ht is not None:
-                            self.block_dims.setdefault(owner.block_index, []).append((ht, dim))
-            elif isinstance(it, TileId):
-                out.append(("id", it.dim))
-            elif isinstance(it, slice):
-                if it.start is None and it.stop is None and it.step is None:
-                    out.append(("full",))
-                else:
-                    raise UserError("HPL202", "only `:` slices are supported in device indexing; use a tile", rng)
-            elif isinstance(it, int) and not isinstance(it, bool):
-                if not -tensor.shape[dim] <= it < tensor.shape[dim]:
-                    raise UserError("HPL105", f"index {it} is out of range for size {tensor.shape[dim]}", rng)
-                out.append(("int", it % tensor.shape[dim]))
-            else:
-                raise UserError(
-                    "HPL202", f"unsupported index `{type(it).__name__}`: use tiles, `:`, None or integers", rng
-                )
-            dim += 1
-        while dim < ndim:
-            out.append(("full",))
-            dim += 1
-        return tuple(out)
-
-    def load(self, tensor: Value, index: Any, rng: Range) -> Value:
+    def load(self, tensor: Value, index: Any, rng: Range, prepared: bool = False) -> Value:
+        """`tensor[index]` in device code; `prepared`: index is already a tuple of IR index items."""
         ht = self.host_tensor(tensor, rng)
-        items = self.index_items(tensor, index, rng)
-        shape = []
-        d = 0
-        for it in items:
-            if it[0] == "newaxis":
-                shape.append(1)
-                continue
-            if it[0] == "tile":
-                shape.append(it[1].block_size)
-            elif it[0] == "full":
-                shape.append(tensor.shape[d])
-            d += 1
+        items = index if prepared else self.indexer.items(tensor, index, rng)
+        shape = self.indexer.shape(tuple(tensor.shape), items)
         out = Value(torch.empty(shape, dtype=tensor.dtype, device="meta"), "device")
         node = Load(rng, ht, items, out)
         out.producer = node
@@ -447,9 +373,29 @@ class Tracer(ExpressionEvaluator):
         return out
 
     def store(self, target: ast.Subscript, value: Any, accumulate: str | None, rng: Range) -> None:
-        self.store_at(self.eval(target.value), self.eval(target.slice), value, accumulate, rng)
+        base = self.eval(target.value)
+        if not self.in_device and isinstance(base, Value) and base.space == "host":
+            self._host_store(target, base, value, accumulate, rng)
+            return
+        self.store_at(base, self.eval(target.slice), value, accumulate, rng)
+
+    def _host_store(self, target: ast.Subscript, base: Value, value: Any, accumulate: str | None, rng: Range) -> None:
+        """`buf[idx] = v` in host code: jax arrays are values, so the name is rebound to the updated array.
+        Only a buffer the kernel allocated and no other name refers to can be updated this way."""
+        ht = self.tensors.get(base.id)
+        names = [k for k, v in self.env.items() if v is base]
+        if not isinstance(target.value, ast.Name) or (ht is not None and ht.origin == "arg") or len(names) != 1:
+            raise UserError("HPL101", "host code can only write into a tensor it allocated, through its own name; "
+                                      "write kernel arguments inside an hl.tile loop", rng)
+        index = self.eval(target.slice)
+        if accumulate:
+            value = self.binop(accumulate, self.indexer.index_value(base, index, rng), value, rng)
+        new = self.indexer.host_put(base, index, value, rng)
+        new.hint = target.value.id
+        self.env[target.value.id] = new
 
     def store_at(self, base: Any, index: Any, value: Any, accumulate: str | None, rng: Range) -> None:
+        """`base[index] = value` (or `op=` with `accumulate`) in device code."""
         if not isinstance(base, Value) or base.space != "host":
             raise UserError("HPL101", "stores must write into a host tensor (a kernel argument or allocation)", rng)
         if not self.in_device:
@@ -461,11 +407,10 @@ class Tracer(ExpressionEvaluator):
                 raise UserError("HPL101", f"cannot store into `{ht.name}`: only views (.view / .reshape) of a kernel "
                                           "argument or allocation can be written", rng)
             ht.origin, ht.base = "view", root
-        items = self.index_items(base, index, rng, for_store=True)
+        items = self.indexer.items(base, index, rng, for_store=True)
         if any(it[0] == "newaxis" for it in items):
             raise UserError("HPL202", "`None` is not allowed in a store index", rng)
-        block = [it[1].block_size if it[0] == "tile" else base.shape[i] for i, it in enumerate(items)
-                 if it[0] in ("tile", "full")]
+        block = self.indexer.shape(tuple(base.shape), items)
         if not isinstance(value, Value):
             value = self.ops.full(tuple(block), _scalar(value), base.dtype, rng)
         if value.space != "device":

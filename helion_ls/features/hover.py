@@ -187,6 +187,9 @@ def access_markdown(view: KernelView, hits: list[tuple[int, Any, Any]]) -> str:
         notes[f"- **{where}**: {meaning}"] = None
     parts.append("\n".join(table))
     parts.append("\n".join(notes))
+    indexing = sorted({access.indexing for _, _, access in hits if access.indexing})
+    if indexing:
+        parts.append("\n".join(f"- {text}" for text in indexing))
     return "\n\n".join(parts)
 
 

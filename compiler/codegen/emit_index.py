@@ -1,0 +1,230 @@
+"""How the kernel indexes the blocks it was given: the subscript of each ref read and write.
+
+A dim placed "block" or "squeezed" (see `placement`) needs nothing in the kernel (`:` / absent); a "sliced"
+dim is indexed here from its IR index item: `pl.ds(start, size)` for inner tiles and windows, a scalar for
+one position, `:` plus the `_gather` / `_scatter` helpers for tensor indices. Computed positions that are not
+proven to lie inside the array are brought inside it (the TPU never reads out of bounds): a scalar wraps
+negatives like torch and is clamped, a window start is clamped so the whole window fits.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .. import index_exprs as ix
+from ..ir import Load, Store, TileDim, Value
+from . import outputs
+from .exprs import dtype_text
+from .plan_builder import CallLayout, OperandLayout
+
+HELPERS = {
+    "wrap_index": (
+        "def _wrap_index(i, n):\n"
+        '    """A computed position as torch reads it (negative counts from the end), kept inside [0, n)."""\n'
+        "    return jnp.clip(jnp.where(i < 0, i + n, i), 0, n - 1)\n"
+    ),
+    "gather": (
+        "def _gather(block, idx, axis):\n"
+        '    """block[..., idx, ...] along `axis` (the whole dim is in the block), exactly: a one-hot matmul at\n'
+        "    HIGHEST precision for floats, the 16-bit halves through two one-hot matmuls for integers.\"\"\"\n"
+        "    rows = block.shape[axis]\n"
+        "    flat = idx.reshape(-1)\n"
+        "    flat = jnp.where(flat < 0, flat + rows, flat)\n"
+        "    one_hot = flat[:, None] == jax.lax.broadcasted_iota(jnp.int32, (flat.shape[0], rows), 1)\n"
+        "    table = jnp.moveaxis(block, axis, 0)\n"
+        "    rest = table.shape[1:]\n"
+        "    if len(rest) != 1:\n"
+        "        table = table.reshape(rows, -1)\n"
+        "    out = _one_hot_rows(one_hot, table)\n"
+        "    out = out.reshape(idx.shape + rest)\n"
+        "    if axis:\n"
+        "        out = jnp.moveaxis(out, tuple(range(idx.ndim)), tuple(range(axis, axis + idx.ndim)))\n"
+        "    return out\n"
+    ),
+    "scatter": (
+        "def _scatter(block, idx, values, axis):\n"
+        '    """block with block[..., idx, ...] = values along `axis`; a position given twice takes the later\n'
+        '    value, as torch does."""\n'
+        "    rows = block.shape[axis]\n"
+        "    flat = idx.reshape(-1)\n"
+        "    flat = jnp.where(flat < 0, flat + rows, flat)\n"
+        "    k = flat.shape[0]\n"
+        "    later = jax.lax.broadcasted_iota(jnp.int32, (k, k), 1) > jax.lax.broadcasted_iota(jnp.int32, (k, k), 0)\n"
+        "    overwritten = jnp.any((flat[:, None] == flat[None, :]) & later, axis=1)\n"
+        "    one_hot = (jax.lax.broadcasted_iota(jnp.int32, (rows, k), 0) == flat[None, :]) & ~overwritten[None, :]\n"
+        "    table = jnp.moveaxis(block, axis, 0)\n"
+        "    rest = table.shape[1:]\n"
+        "    vals = jnp.moveaxis(values, tuple(range(axis, axis + idx.ndim)), tuple(range(idx.ndim)))\n"
+        "    vals = vals.reshape((k,) + rest)\n"
+        "    if len(rest) != 1:\n"
+        "        table, vals = table.reshape(rows, -1), vals.reshape(k, -1)\n"
+        "    written = jnp.any(one_hot, axis=1, keepdims=True)\n"
+        "    out = jnp.where(written, _one_hot_rows(one_hot, vals), table).reshape((rows,) + rest)\n"
+        "    return jnp.moveaxis(out, 0, axis) if axis else out\n"
+    ),
+    "one_hot_rows": (
+        "def _one_hot_rows(one_hot, table):\n"
+        '    """one_hot @ table for a 0/1 matrix with at most one 1 per row: the selected rows, bit for bit."""\n'
+        "    dot = functools.partial(jnp.dot, precision=jax.lax.Precision.HIGHEST, preferred_element_type=jnp.float32)\n"
+        "    if jnp.issubdtype(table.dtype, jnp.floating):\n"
+        "        return dot(one_hot.astype(table.dtype), table).astype(table.dtype)\n"
+        "    wide = table.astype(jnp.int32)\n"
+        "    pick = one_hot.astype(jnp.float32)\n"
+        "    high = dot(pick, (wide >> 16).astype(jnp.float32)).astype(jnp.int32)\n"
+        "    low = dot(pick, (wide & 0xFFFF).astype(jnp.float32)).astype(jnp.int32)\n"
+        "    return ((high << 16) | low).astype(table.dtype)\n"
+    ),
+}
+HELPER_DEPS = {"gather": ("one_hot_rows",), "scatter": ("one_hot_rows",)}
+
+
+class IndexWriter:
+    """Mixin of `KernelWriter`: needs layout, grid_names, loop_vars, strategy, ref() and helpers."""
+
+    layout: CallLayout
+    grid_names: dict[tuple[int, int], str]
+    loop_vars: dict[tuple[int, int], str]
+    strategy: dict[int, str]
+    helpers: set[str]
+
+    def use_helper(self, name: str) -> None:
+        self.helpers.add(name)
+        self.helpers.update(HELPER_DEPS.get(name, ()))
+
+    def index_text(self, op: OperandLayout, node: Load | Store) -> str:
+        items = node.index
+        shape = op.tensor.value.shape
+        if op.memory == "smem":
+            parts, d = [], 0
+            for it in items:
+                if it[0] != "newaxis":
+                    parts.append(self._position(it, shape[d]))
+                    d += 1
+            return ", ".join(parts)
+        parts = [text for text, _ in self.index_parts(op, node)]
+        if all(p == ":" for p in parts):
+            return "..."
+        return ", ".join(parts)
+
+    def index_parts(self, op: OperandLayout, node: Load | Store) -> list[tuple[str, bool]]:
+        """The subscript of each dim of the block as the kernel sees it (squeezed dims dropped), and whether
+        it picks one position (that dim is then dropped from the value)."""
+        modes = self.layout.modes[id(node)]
+        shape = op.tensor.value.shape
+        parts = []
+        d = 0
+        for it in node.index:
+            if it[0] == "newaxis":
+                continue
+            mode = modes[d]
+            if mode == "block":
+                parts.append((":", False))
+            elif mode == "sliced":
+                parts.append((self._sliced(it, shape[d]), it[0] in ("int", "grid", "id", "scalar")))
+            d += 1
+        return parts
+
+    def read(self, op: OperandLayout, ref: str, node: Load | Store) -> str:
+        """A read of `ref`; one element picked by a dynamic index along the lane dim is taken out of its row
+        with a mask (TPUs cannot address a lane that is not provably 128-aligned)."""
+        if op.memory == "smem":
+            return f"{ref}[{self.index_text(op, node)}]"
+        parts = self.index_parts(op, node)
+        last = [it for it in node.index if it[0] != "newaxis"]
+        if not (parts and parts[-1][1] and last and last[-1][0] in ("grid", "id", "scalar")):
+            return f"{ref}[{self.index_text(op, node)}]"
+        row = ", ".join([p for p, _ in parts[:-1]] + [":"])
+        row = "..." if set(row.split(", ")) == {":"} else row
+        iota = f"jax.lax.broadcasted_iota(jnp.int32, ({op.block_dims_visible()[-1]},), 0)"
+        zero = "False" if op.tensor.value.dtype == torch.bool else "0"
+        pick = f"jnp.where({iota} == {parts[-1][0]}, {ref}[{row}], {zero})"
+        if op.tensor.value.dtype == torch.bool:
+            return f"jnp.any({pick}, axis=-1)"
+        return f"jnp.sum({pick}, axis=-1, dtype={dtype_text(op.tensor.value.dtype)})"
+
+    def spilling_tiles(self, op: OperandLayout, node: Store) -> list[tuple[int, TileDim]]:
+        """(axis in the stored region, tile) for partial tiles whose padding would land on valid elements."""
+        out = []
+        axis = 0
+        d = 0
+        for it in node.index:
+            if it[0] == "newaxis":
+                continue
+            if it[0] == "tile" and outputs.spills(it[1], op.tensor.value.shape[d]):
+                out.append((axis, it[1]))
+            if it[0] in ("tile", "full", "window"):
+                axis += 1
+            elif it[0] == "gather":
+                axis += len(it[1].shape)
+            d += 1
+        return out
+
+    def _var(self, td: TileDim) -> str:
+        key = (td.loop_id, td.axis)
+        return self.grid_names.get(key) or self.loop_vars[key]
+
+    def _position(self, it: tuple, size: int) -> str:
+        """One position (dim dropped): an int, an hl.grid index, tile.id or a computed scalar."""
+        if it[0] == "int":
+            return str(it[1])
+        if it[0] == "scalar":
+            return self._scalar(it[1], size)
+        td: TileDim = it[1]
+        var = self._var(td)
+        return var if it[0] == "id" or not td.begin else f"{var} + {td.begin}"
+
+    def _scalar(self, v: Value, size: int) -> str:
+        text, atomic = self.ref(v)
+        b = ix.bounds(v)
+        if b is not None and 0 <= b[0] and b[1] < size:
+            return text
+        if b is not None and -size <= b[0] and b[1] < size:
+            return f"{text if atomic else '(' + text + ')'} % {size}"
+        self.use_helper("wrap_index")
+        return f"_wrap_index({text}, {size})"
+
+    def _sliced(self, it: tuple, size: int) -> str:
+        kind = it[0]
+        if kind in ("full", "gather"):
+            return ":"
+        if kind == "tile":
+            td: TileDim = it[1]
+            var = self._var(td)
+            start = f"{var} * {td.block_size}" + (f" + {td.begin}" if td.begin else "")
+            if self.strategy.get(td.loop_id) == "fori_loop" and not td.begin:
+                start = f"pl.multiple_of({start}, {td.block_size})"
+            return f"pl.ds({start}, {td.block_size})"
+        if kind == "window":
+            return self._window(it[1], it[2], it[3], size)
+        return self._position(it, size)
+
+    def _window(self, start: object, count: int, step: int, size: int) -> str:
+        span = (count - 1) * step + 1
+        if isinstance(start, int):
+            if step == 1:
+                return f"{start}:{start + count}"
+            return f"pl.ds({start}, {count}, stride={step})"
+        text, _ = self.ref(start)
+        b = ix.bounds(start)
+        if b is None or b[0] < 0 or b[1] + span > size:
+            text = f"jnp.clip({text}, 0, {size - span})"
+        m = ix.multiple(start)
+        if m > 1 and m % 8 == 0:
+            text = f"pl.multiple_of({text}, {m})"
+        return f"pl.ds({text}, {count})" if step == 1 else f"pl.ds({text}, {count}, stride={step})"
+
+    def gather_axis(self, op: OperandLayout, node: Load | Store) -> tuple[int, Value] | None:
+        """(position of the gathered dim in the ref read, the index tensor) for a tensor-indexed access."""
+        modes = self.layout.modes.get(id(node))
+        axis = 0
+        d = 0
+        for it in node.index:
+            if it[0] == "newaxis":
+                continue
+            if it[0] == "gather":
+                return axis, it[1]
+            kept = modes is not None and (modes[d] == "block" or (modes[d] == "sliced" and it[0] in ("full", "tile",
+                                                                                                       "window")))
+            axis += kept
+            d += 1
+        return None
