@@ -293,7 +293,8 @@ class Indexer:
             if isinstance(e, Tile | TileId):
                 raise UserError("HPL202", "a tile indexes tensors, not computed values; use tile.index - tile.begin "
                                           "positions or index the tensor itself", rng)
-        static = self._static_items(base, entries, rng)
+        from_end = self._counts_from_tile_end(base, entries, rng)
+        static = None if from_end else self._static_items(base, entries, rng)
         if static is not None:
             return self.ops.index(base, tuple(static), rng)
         load = base.producer
@@ -301,6 +302,26 @@ class Indexer:
             raise UserError("HPL202", "a value computed on the device can only be indexed by positions known at "
                                       "compile time; index the tensor it was loaded from instead", rng)
         return self._compose(load, entries, rng)
+
+    @staticmethod
+    def _counts_from_tile_end(base: Value, entries: list, rng: Range) -> bool:
+        """Whether a negative integer indexes a dim that a tile loaded: it counts back from the tile's last live
+        row, which a static index of the padded block cannot say. Negative slice bounds there are refused."""
+        load = base.producer
+        if not isinstance(load, Load):
+            return False
+        tiled = [it[0] == "tile" for it in load.index if it[0] != "gather"]  # one per dim of the loaded value
+        if len(tiled) != len(base.shape):
+            return False
+        found, dim = False, 0
+        for e in entries:
+            if e is None:
+                continue
+            if tiled[dim] and isinstance(e, slice) and any(_is_int(b) and b < 0 for b in (e.start, e.stop)):
+                raise _negative_slice(e, rng)
+            found |= tiled[dim] and _is_int(e) and e < 0
+            dim += 1
+        return found
 
     def host_take(self, base: Value, entries: list, rng: Range) -> Value:
         """`x[idx]` in host code (wrapper code around the loops): torch advanced indexing, as jnp does it."""
@@ -439,6 +460,8 @@ class Indexer:
         if isinstance(e, slice):
             if e == slice(None):
                 return it, None
+            if tile is not None and any(_is_int(b) and b < 0 for b in (e.start, e.stop)):
+                raise _negative_slice(e, rng)
             r = range(extent)[e]
             if len(r) == 0 or r.step <= 0:
                 raise UserError("HPL105", f"the slice {_slice_text(e)} of a dim of size {extent} is empty", rng)
@@ -446,6 +469,10 @@ class Indexer:
         elif _is_int(e):
             if not -extent <= e < extent:
                 raise UserError("HPL105", f"index {e} is out of range for size {extent}", rng)
+            if e < 0 and tile is not None:  # counts back from the tile's end (its last live row on a partial tile)
+                pos = self.add(self.ops.scalar("tile_end", (tile,), rng), e, rng)
+                guard = self.ops.binary("ge", pos, self.begin(tile, rng), rng) if tile.partial else None
+                return ("scalar", pos), guard
             sub = e % extent
         elif isinstance(e, Value) and not e.shape:
             sub = e
@@ -453,7 +480,7 @@ class Indexer:
             run = self.run(e, rng) if len(e.shape) == 1 else None
             sub = run if run is not None and run[2] > 0 else ("gather", e)
         guard = None
-        if tile is not None and (tile.extent - tile.begin) % tile.block_size:
+        if tile is not None and tile.partial:
             guard = self._valid(tile, sub, rng)  # positions past a partial tile read as 0
         if isinstance(sub, tuple) and sub and sub[0] == "gather":
             return ("gather", self.add(self.mul(sub[1], step, rng), start, rng)), guard
@@ -476,6 +503,12 @@ class Indexer:
             rel = sub
         pos = self.add(self.begin(tile, rng), rel, rng)
         return self.ops.binary("lt", pos, tile.extent, rng)
+
+
+def _negative_slice(s: slice, rng: Range) -> UserError:
+    return UserError("HPL105", f"the slice {_slice_text(s)} of a tile's block has a negative bound; the block's "
+                               "length varies at a partial tile, so count from `0` (or use `tile.begin` or "
+                               "`hl.arange` positions)", rng)
 
 
 def _slice_text(s: slice) -> str:
