@@ -4,7 +4,7 @@ import helion.language as hl
 import torch
 
 
-# helion: args(x=f32[128])
+# helion: args(x=f32[16])
 @helion.kernel(static_shapes=True)
 def grid_points(x: torch.Tensor) -> torch.Tensor:
     (n,) = x.size()

@@ -4,7 +4,7 @@ import helion.language as hl
 import torch
 
 
-# helion: args(x=f32[4, 16])
+# helion: args(x=f32[2, 8])
 @helion.kernel(static_shapes=True)
 def grid_points_2d(x: torch.Tensor) -> torch.Tensor:
     n, m = x.size()

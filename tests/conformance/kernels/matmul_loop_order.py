@@ -4,7 +4,7 @@ import helion.language as hl
 import torch
 
 
-# helion: args(x=bf16[128, 256], y=bf16[256, 256], bias=bf16[1, 256])
+# helion: args(x=bf16[32, 256], y=bf16[256, 256], bias=bf16[1, 256])
 @helion.kernel(static_shapes=True, config=helion.Config(block_sizes=[16, 128, 128], loop_orders=[[1, 0]]))
 def matmul_loop_order(x: torch.Tensor, y: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     m, k = x.size()
