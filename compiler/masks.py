@@ -205,7 +205,11 @@ class _Analysis:
 
 
 def load_tags(n: Load) -> Tags:
-    """A loaded block: one dim per tile / `:` / None item; tile dims carry their tile when it is partial."""
+    """A loaded block: one dim per tile / `:` / None item; tile dims carry their tile when it is partial.
+
+    An index kind not known here that adds dims makes every dim OPAQUE when some tile in the index is
+    partial (loud, never silent): such a kind belongs in this function.
+    """
     tags = []
     for it in n.index:
         if it[0] == "tile":
@@ -214,6 +218,9 @@ def load_tags(n: Load) -> Tags:
             tags.append(EMPTY)
         elif it[0] == "gather":
             tags.extend([EMPTY] * len(it[1].shape))
+    if len(tags) != len(n.out.shape):
+        partial = any(isinstance(x, TileDim) and x.partial for it in n.index for x in it[1:])
+        return (frozenset({OPAQUE}) if partial else EMPTY,) * len(n.out.shape)
     return tuple(tags)
 
 

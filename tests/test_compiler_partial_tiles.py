@@ -278,3 +278,18 @@ def test_store_of_a_partial_tile_into_other_positions_is_diagnosed():
         """).compile(args="x=f32[100, 128]")
     d = info.value.diagnostics[0]
     assert d.code == "HPL210" and "`tm`" in d.message and d.range.start.line == 9
+
+
+def test_launch_grid_tile_off_its_block_grid_is_diagnosed():
+    """Inner loops may start anywhere; a launch-grid BlockSpec can only index whole blocks: say so."""
+    with pytest.raises(CompileError) as info:
+        kernel("""
+            @helion.kernel()
+            def k(x: torch.Tensor) -> torch.Tensor:
+                out = torch.zeros_like(x)
+                for t in hl.tile(3, x.size(0), block_size=16):
+                    out[t, :] = x[t, :] + 1.0
+                return out
+        """).compile(args="x=f32[128, 256]")
+    d = info.value.diagnostics[0]
+    assert d.code == "HPL202" and "starts at 3" in d.message and d.range.start.line == 9

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from urllib.parse import urlparse
+from urllib.request import url2pathname
+
 import pytest
 import pytest_lsp
 from lsprotocol import types
@@ -36,14 +40,15 @@ def compiled(text: str, index: int):
     return kernel.compile(args=kernel.shape_sets[index], chip="v7x")
 
 
-async def hover(client: LanguageClient, needle: str, offset: int = 0) -> types.Hover | None:
-    text = client.text
+async def hover(client: LanguageClient, needle: str, offset: int = 0, text: str | None = None,
+                uri: str | None = None) -> types.Hover | None:
+    text = client.text if text is None else text
     at = text.index(needle) + offset
     line = text[:at].count("\n")
     character = at - (text.rfind("\n", 0, at) + 1)
     return await client.text_document_hover_async(
         types.HoverParams(
-            text_document=types.TextDocumentIdentifier(uri=client.uri),
+            text_document=types.TextDocumentIdentifier(uri=uri or client.uri),
             position=types.Position(line=line, character=character),
         )
     )
@@ -112,6 +117,36 @@ async def test_tile_loop_hovers(client: LanguageClient):
     assert inner is not None
     assert "inner device loop" in inner.contents.value and "`emit_pipeline`" in inner.contents.value
     assert "512 (block_sizes[2])" in inner.contents.value
+
+
+ODD_ROWS = """import helion
+import helion.language as hl
+import torch
+
+
+# helion: args(x=f32[1000, 3000])
+@helion.kernel(config=helion.Config(block_sizes=[128, 1024], pallas_loop_type="unroll"))
+def row_max(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([m], dtype=x.dtype, device=x.device)
+    for tile_m in hl.tile(m):
+        acc = hl.full([tile_m], float("-inf"), dtype=torch.float32)
+        for tile_n in hl.tile(n):
+            acc = torch.maximum(acc, torch.amax(x[tile_m, tile_n], 1))
+        out[tile_m] = acc
+    return out
+"""
+
+
+async def test_partial_tile_hovers_name_the_masked_tail(client: LanguageClient):
+    folder = Path(url2pathname(urlparse(client.uri).path)).parent
+    uri = open_doc(client, folder / "odd_rows.py", ODD_ROWS)
+    await stage_diagnostics(client, uri, 1, "front")
+    outer = await hover(client, "hl.tile(m)", 3, ODD_ROWS, uri)
+    assert outer is not None and "masked tail: 1000 = 7×128 + 104" in outer.contents.value
+    inner = await hover(client, "hl.tile(n)", 3, ODD_ROWS, uri)
+    assert inner is not None and "masked tail: 3000 = 2×1024 + 952" in inner.contents.value
+    assert "masked tail" not in (await hover(client, "hl.tile([q_view.size(0), m_dim])", 3)).contents.value
 
 
 async def test_no_hover_outside_kernels_and_on_plain_code(client: LanguageClient):
