@@ -363,6 +363,7 @@ class Tracer(ExpressionEvaluator):
     def load(self, tensor: Value, index: Any, rng: Range, prepared: bool = False) -> Value:
         """`tensor[index]` in device code; `prepared`: index is already a tuple of IR index items."""
         ht = self.host_tensor(tensor, rng)
+        _no_64_bit(ht, rng)
         items = index if prepared else self.indexer.items(tensor, index, rng)
         shape = self.indexer.shape(tuple(tensor.shape), items)
         out = Value(torch.empty(shape, dtype=tensor.dtype, device="meta"), "device")
@@ -407,6 +408,7 @@ class Tracer(ExpressionEvaluator):
                 raise UserError("HPL101", f"cannot store into `{ht.name}`: only views (.view / .reshape) of a kernel "
                                           "argument or allocation can be written", rng)
             ht.origin, ht.base = "view", root
+        _no_64_bit(ht, rng)
         items = self.indexer.items(base, index, rng, for_store=True)
         if any(it[0] == "newaxis" for it in items):
             raise UserError("HPL202", "`None` is not allowed in a store index", rng)
@@ -456,3 +458,13 @@ class Tracer(ExpressionEvaluator):
 
 def _scalar(v: Any) -> Any:
     return v.value if isinstance(v, NamedConst) else v
+
+
+def _no_64_bit(ht: HostTensor, rng: Range) -> None:
+    """TPUs have no 64-bit vector types: a 64-bit argument read or written on the device is refused (as
+    upstream Helion's Pallas backend does) rather than narrowed, which would change its values."""
+    dtype = ht.root.value.dtype
+    if dtype in (torch.int64, torch.float64):
+        narrow = "torch.int32" if dtype == torch.int64 else "torch.float32"
+        raise UserError("HPL108", f"`{ht.root.name}` is {str(dtype).removeprefix('torch.')}: TPUs have no 64-bit "
+                                  f"vector types; pass it as {narrow} (e.g. `.to({narrow})` before the call)", rng)

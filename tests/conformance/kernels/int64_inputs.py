@@ -21,4 +21,4 @@ def reference(x, y):
     return x + y
 
 
-KNOWN_MISMATCH = "int64 inputs compile and come back as int32 (values above 2**31 are truncated)"
+REJECT = r"HPL108"
