@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .codegen.plan_builder import multi_dim_tile_loops
+from .codegen.plan_builder import multi_dim_tile_loops, pipelinable
 from .config import LOOP_TYPES, Config
 from .diagnostics import Diagnostic, Range, error, hint
 from .ir import GridLoop, InnerLoop, KernelIR, Load, walk
@@ -212,7 +212,7 @@ def build_space(ir: KernelIR, uses: list[BlockUse]) -> ConfigSpace:
     dims: list[tuple[str, list[Any]]] = [(f"block_sizes[{u.index}]", candidates(u)) for u in uses]
     n_loops = len(ir.inner_loops)
     for i, lp in enumerate(ir.inner_loops):
-        types = list(LOOP_TYPES) if lp.depth == 1 else ["unroll", "fori_loop"]
+        types = list(LOOP_TYPES) if pipelinable(lp) else ["unroll", "fori_loop"]
         dims.append((f"pallas_loop_type[{i}]", types))
     # single-buffering is worth trying for loads an inner loop reads (resident K/V) — others stay at 2
     inner_loads = {id(n) for lp in ir.inner_loops for n in walk(lp.body)}

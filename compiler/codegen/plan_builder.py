@@ -108,11 +108,20 @@ def grid_order(ir: KernelIR, grid: GridLoop, loop_orders: object) -> list[int]:
 
 
 def loop_strategy(config_loop_type: object, loop: InnerLoop) -> str:
+    """How an inner loop runs. A pipeline streams the blocks of its own tiles, so a loop with loops nested in it
+    runs as a fori_loop when emit_pipeline is asked for: its nested loops are the pipelines."""
     if isinstance(config_loop_type, list | tuple):
         value = config_loop_type[loop.index] if loop.index < len(config_loop_type) else "unroll"
     else:
         value = config_loop_type or "unroll"
+    if value == "emit_pipeline" and not pipelinable(loop):
+        return "fori_loop"
     return str(value)
+
+
+def pipelinable(loop: InnerLoop) -> bool:
+    """Can the loop be an emit_pipeline? Only a loop with no loop nested in it."""
+    return not any(isinstance(n, InnerLoop) for n in walk(loop.body))
 
 
 def build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chip: Chip) -> CallLayout:
@@ -153,9 +162,6 @@ def _build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chi
     def visit(nodes: list[Node], loops: list[InnerLoop]) -> None:
         for n in nodes:
             if isinstance(n, InnerLoop):
-                strategy = loop_strategy(loop_type, n)
-                if strategy == "emit_pipeline" and n.depth > 1:
-                    raise UserError("HPL101", "emit_pipeline supports one level of inner loop; use unroll or fori_loop for nested loops", n.range)
                 visit(n.body, loops + [n])
             elif isinstance(n, Load | Store):
                 access(n, loops)
@@ -311,7 +317,9 @@ def _scratch(grid: GridLoop, loop_type: object, ops: list[OperandLayout],
     attributes, masks, operands it slices resident in VMEM) counts its steps in SMEM."""
     names: dict[tuple[int, str], str] = {}
     plan: list[Scratch] = []
-    sliced = {o.loop.index for o in ops if o.memory == "resident" and o.loop is not None}
+    # loops that slice a resident operand need their position (a pipeline's nested in a loop of the same operand too)
+    sliced = {it[1].loop_id for o in ops if o.memory == "resident" for it in o.items
+              if it[0] in ("tile", "grid", "id") and it[1].loop_id != grid.dims[0].loop_id}
     # a streamed block read back over several pipeline steps is copied in at its first step: that needs the step
     revisited = {id(o.loop) for o in ops if o.memory == "hbm" and o.reads_old and outputs.first_visit(
         outputs.inner_axes_used(o), [d.steps for d in o.loop.dims], [d.name for d in o.loop.dims])}
@@ -328,7 +336,7 @@ def _scratch(grid: GridLoop, loop_type: object, ops: list[OperandLayout],
                         dtype = c.phi.dtype
                         plan.append(Scratch(name, tuple(c.phi.shape) or (1,), JNP_DTYPES[dtype], dtype.itemsize,
                                             "carried", n.range))
-                    if _uses_own_position(n) or id(n) in revisited or n.index in sliced or n.index in positioned:
+                    if _uses_own_position(n) or id(n) in revisited or n.dims[0].loop_id in sliced or n.index in positioned:
                         name = f"{py_name(n.dims[0].name)}_step"
                         if any(s.name == name for s in plan):
                             name = f"{py_name(n.dims[0].name)}_{n.index}_step"
