@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import Any
 
+from . import space as block_space
 from .chips import Chip, get_chip
 from .codegen.emit import emit_module
 from .codegen.placement import describe
@@ -210,8 +211,11 @@ class Kernel:
         if len(cfg["block_sizes"]) > len(uses):
             cfg = cfg.replace(block_sizes=list(cfg["block_sizes"])[: len(uses)])
         diags = check_blocks(uses, list(cfg["block_sizes"]), from_decorator)
-        if any(d.is_error for d in diags):
-            raise CompileError(diags)
+        if any(d.is_error for d in diags):  # raised to legal sizes when that keeps the kernel's meaning, else errors
+            ir, uses, blocks, diags = block_space.raise_blocks(
+                uses, list(cfg["block_sizes"]), ir, from_decorator, diags,
+                lambda b: self._trace(specs, cfg.replace(block_sizes=b), chip)[:2])
+            cfg = cfg.replace(block_sizes=blocks)
         layouts, report = self._layouts(ir, cfg, chip)
         chosen = config or {}
         if report.verdict == "out_of_vmem" and ir.inner_loops and "pallas_loop_type" not in chosen:

@@ -165,6 +165,7 @@ CODES: dict[str, str] = {
     "HPL203": "dtype not supported by this chip",
     "HPL204": "a written tensor is accessed in an order the TPU pipeline cannot keep (another view or block, "
               "or a block revisited out of order)",
+    "HPL205": "block size raised to the next TPU-legal size (the kernel computes the same thing)",
     "HPL210": "a partial tile's padding would reach a result and cannot be masked",
     "HPL300": "out of VMEM: buffers exceed the chip's VMEM capacity",
     "HPL301": "over the default scoped VMEM limit (the generated code raises vmem_limit_bytes)",

@@ -187,6 +187,7 @@ class KernelIR:
     inner_loops: list[InnerLoop]
     loads: list[Load]  # in source order (pallas_load_buffer_count order)
     range: Range
+    observed_blocks: frozenset[int] = frozenset()  # config block sizes the kernel reads (tile.block_size/.id/.count)
 
 
 VIEW_OPS = frozenset({"reshape", "permute", "index", "broadcast_to"})  # host ops that alias their input in torch

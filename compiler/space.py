@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from .codegen.plan_builder import multi_dim_tile_loops, pipelinable
 from .config import LOOP_TYPES, Config
-from .diagnostics import Diagnostic, Range, error, hint
-from .ir import GridLoop, InnerLoop, KernelIR, Load, walk
+from .diagnostics import CompileError, Diagnostic, Range, error, hint, warning
+from .ir import GridLoop, InnerLoop, KernelIR, Load, Op, Value, walk
 
 LANE, SUBLANE, LEADING, RANK1 = "lane", "sublane", "leading", "rank1"
 _MIN = {LANE: 128, SUBLANE: 8, LEADING: 1}
@@ -136,6 +136,89 @@ def check_blocks(uses: list[BlockUse], values: list[int], given: bool) -> list[D
                f"(size {use.extent}): {reason}; try {best}")
         diags.append(error(code, msg, use.range, data={"block_index": use.index, "suggested": best,
                                                        "from_decorator": given}))
+    return diags
+
+
+def raise_to_legal(uses: list[BlockUse], values: list[int], ir: KernelIR) -> dict[int, int]:
+    """Illegal block sizes that can be raised to the next legal size without changing what the kernel computes,
+    as Helion's Pallas backend does: index -> raised size. A block the kernel observes (tile.block_size, .id,
+    .count), one that must divide a grid tile, and one whose inner loop carries values (its trip count can
+    change the result) keep their error. The caller re-traces to check that no tensor shape moves."""
+    carried = {d.block_index for lp in ir.inner_loops if lp.carried and not _folds(lp) for d in lp.dims}
+    out = {}
+    for use, value in zip(uses, values, strict=False):
+        if legal(use, value) or use.divides or use.index in ir.observed_blocks or use.index in carried:
+            continue
+        up = [c for c in candidates(use) if c >= value]
+        if up:
+            out[use.index] = up[0]
+    return out
+
+
+_FOLDS = {"add", "maximum", "minimum", "mul", "dot"}
+
+
+def _folds(loop: InnerLoop) -> bool:
+    """Is every carried value a fold of per-iteration terms (`acc = acc + f(block)`, `m = max(m, ...)`,
+    `acc = hl.dot(a, b, acc=acc)`) that do not read any carried value? Then the trip count, hence the block
+    size, does not change the result (up to rounding)."""
+    phis = {c.phi.id for c in loop.carried}
+    inside = {id(n) for n in walk(loop.body)}
+    seen: dict[int, bool] = {}
+
+    def reads_carry(v: Any) -> bool:
+        if not isinstance(v, Value):
+            return False
+        if v.id in phis:
+            return True
+        if v.id not in seen:
+            seen[v.id] = False
+            p = v.producer
+            seen[v.id] = isinstance(p, Op) and id(p) in inside and any(reads_carry(a) for a in p.args)
+        return seen[v.id]
+
+    def unwrap(v: Any) -> Any:  # partial-tile masks and casts keep a fold a fold
+        while isinstance(v, Value) and isinstance(v.producer, Op) and v.producer.kind in ("mask", "to"):
+            v = v.producer.args[0]
+        return v
+
+    for c in loop.carried:
+        p = unwrap(c.next).producer if isinstance(unwrap(c.next), Value) else None
+        if not isinstance(p, Op) or p.kind not in _FOLDS:
+            return False
+        own = [a for a in p.args if unwrap(a) is c.phi]
+        rest = [a for a in p.args if unwrap(a) is not c.phi]
+        if len(own) != 1 or (p.kind == "dot" and p.args[-1] is not own[0]) or any(reads_carry(a) for a in rest):
+            return False
+    return True
+
+
+def raise_blocks(uses: list[BlockUse], values: list[int], ir: KernelIR, given: bool, errors: list[Diagnostic],
+                 retrace: Callable[[list[int]], tuple[KernelIR, list[BlockUse]]]) -> tuple:
+    """Illegal block sizes raised to legal ones, when that keeps the kernel's meaning and every tensor's shape:
+    (ir, uses, block sizes, diagnostics with one HPL205 warning per raised size). Raises CompileError(errors)
+    when some cannot be."""
+    raised = raise_to_legal(uses, values, ir)
+    if raised:
+        blocks = [raised.get(i, v) for i, v in enumerate(values)]
+        ir2, uses2 = retrace(blocks)
+        if [t.value.shape for t in ir2.tensors] == [t.value.shape for t in ir.tensors]:
+            rest = check_blocks(uses2, blocks, given)
+            if not any(d.is_error for d in rest):
+                return ir2, uses2, blocks, raised_warnings(uses, values, raised, given) + rest
+    raise CompileError(errors)
+
+
+def raised_warnings(uses: list[BlockUse], values: list[int], raised: dict[int, int], given: bool) -> list[Diagnostic]:
+    """One warning per raised block size, with the same quick fix data as the error it replaces."""
+    diags = []
+    for use in uses:
+        if use.index in raised:
+            new = raised[use.index]
+            msg = (f"block_sizes[{use.index}]={values[use.index]} is not TPU-legal for {', '.join(use.tensors) or 'the loop'} "
+                   f"(size {use.extent}); compiled with {new}, the next legal size")
+            diags.append(warning("HPL205", msg, use.range, data={"block_index": use.index, "suggested": new,
+                                                                  "from_decorator": given}))
     return diags
 
 

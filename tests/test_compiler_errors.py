@@ -38,7 +38,23 @@ def test_unsupported_while_loop():
 
 
 def test_bad_block_size_on_tile_line():
+    # the kernel reads the block number, so raising the block to a legal size would change its result
     d = error_of("""
+        @helion.kernel()
+        def k(x: torch.Tensor) -> torch.Tensor:
+            out = torch.empty_like(x)
+            for tm, tn in hl.tile(x.size()):
+                out[tm, tn] = x[tm, tn] * tn.id
+            return out
+    """, config={"block_sizes": [8, 100]})
+    assert d.code == "HPL200"
+    assert "block_sizes[1]=100" in d.message and "multiple of 128" in d.message and "try 128" in d.message
+    assert d.range.start.line == 8 and d.range.start.character == 4
+    assert d.data["block_index"] == 1 and d.data["suggested"] == 128
+
+
+def test_illegal_block_raised_when_the_result_does_not_depend_on_it():
+    ck = compile_src("""
         @helion.kernel()
         def k(x: torch.Tensor) -> torch.Tensor:
             out = torch.empty_like(x)
@@ -46,10 +62,28 @@ def test_bad_block_size_on_tile_line():
                 out[tm, tn] = x[tm, tn] * 2
             return out
     """, config={"block_sizes": [8, 100]})
-    assert d.code == "HPL200"
-    assert "block_sizes[1]=100" in d.message and "multiple of 128" in d.message and "try 128" in d.message
-    assert d.range.start.line == 8 and d.range.start.character == 4
-    assert d.data["block_index"] == 1 and d.data["suggested"] == 128
+    assert ck.config["block_sizes"] == [8, 128]
+    d = next(d for d in ck.diagnostics if d.code == "HPL205")
+    assert not d.is_error and "block_sizes[1]=100" in d.message and "compiled with 128" in d.message
+    assert d.range.start.line == 8 and d.data["block_index"] == 1 and d.data["suggested"] == 128
+
+
+def test_illegal_block_of_a_loop_whose_trip_count_matters_is_not_raised():
+    # `acc` adds the running `row` once per block: more blocks, another answer
+    d = error_of("""
+        @helion.kernel()
+        def k(x: torch.Tensor) -> torch.Tensor:
+            out = torch.empty([x.size(0)], dtype=x.dtype, device=x.device)
+            for tm in hl.tile(x.size(0)):
+                row = hl.zeros([tm], dtype=torch.float32)
+                acc = hl.zeros([tm], dtype=torch.float32)
+                for tn in hl.tile(x.size(1)):
+                    row = row + x[tm, tn].sum(-1)
+                    acc = acc + row
+                out[tm] = acc
+            return out
+    """, config={"block_sizes": [64, 64]})
+    assert d.code == "HPL200" and "block_sizes[1]=64" in d.message
 
 
 def test_sub_tile_block_must_divide_its_grid_tile():

@@ -227,8 +227,8 @@ async def test_quick_fixes_edit_the_decorator_config_and_clear_the_diagnostic(cl
         )
     )
     uri = open_doc(client, path, text)
-    illegal = [d for d in await stage_diagnostics(client, uri, 1, "front") if d.code == "HPL200"]
-    assert len(illegal) == 2, illegal  # one per shape set: the sizes in the messages differ
+    illegal = [d for d in await stage_diagnostics(client, uri, 1, "front") if d.code == "HPL205"]
+    assert len(illegal) == 2, illegal  # one per shape set (a warning: the block is raised to a legal size)
     actions = await code_actions(client, uri, illegal[0])
     assert [a.title for a in actions] == ["Use block size 128 for block_sizes[0]"]
     fixed = applied(text, actions[0])

@@ -123,6 +123,8 @@ class Dispatcher:
 
     def tile_attr(self, tile: Tile, attr: str, rng: Range) -> Any:
         d = tile.dim
+        if attr in ("block_size", "id", "count"):  # the kernel's meaning now depends on the block size
+            self.t.observed_blocks.update(x.block_index for x in (d, d.parent) if x is not None and x.block_index is not None)
         if attr == "block_size":
             return d.block_size
         if attr == "id":

@@ -61,6 +61,7 @@ class Tracer(ExpressionEvaluator):
         self.loads: list[Load] = []
         self.block_dims: dict[int, list[tuple[HostTensor, int]]] = {}
         self.loop_ids = 0
+        self.observed_blocks: set[int] = set()
         self.depth = 0
         self.statements = 0
         self.current = Range.of(fn)
@@ -125,7 +126,7 @@ class Tracer(ExpressionEvaluator):
         dims = [self.block_dims.get(i, []) for i in range(len(self.blocks.values))]
         return KernelIR(
             self.fn.name, [p.arg for p in self.fn.args.args], self.arg_values, self.host, tensors,
-            list(self.blocks.values), dims, self.inner_loops, self.loads, Range.of(self.fn),
+            list(self.blocks.values), dims, self.inner_loops, self.loads, Range.of(self.fn), frozenset(self.observed_blocks),
         )
 
     def _add_return(self, ret: Any) -> None:
