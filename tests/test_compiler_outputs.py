@@ -410,3 +410,16 @@ def test_atomic_add_into_a_tensor_smaller_than_its_block():
                 hl.atomic_add(x, [tile], y[tile])
             return x
     """, [torch.zeros(10), torch.ones(10)], lambda x, y: x.add_(y), {"block_sizes": [32]})
+
+
+def test_buffers_the_loops_never_write_still_exist():
+    assert_matches_torch("""
+        @helion.kernel()
+        def with_spare(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+            spare = torch.full_like(x, 3.0)
+            unread = torch.zeros([x.size(0)], dtype=torch.float32, device=x.device)
+            out = torch.empty_like(x)
+            for t in hl.tile(x.size(0)):
+                out[t, :] = x[t, :] * 2 + unread[t][:, None]
+            return out, spare, unread
+    """, [torch.randn(16, 128)], lambda x: (x * 2, torch.full_like(x, 3.0), torch.zeros(16)))

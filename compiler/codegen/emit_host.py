@@ -52,17 +52,24 @@ class HostWriter(RegionWriter):
                 self.ret(n)
 
     def _initialized_allocs(self) -> set[int]:
-        """Allocations the device code reads (or the caller sees without a full overwrite) need real contents."""
-        ids = set()
-        for lay in self.layouts.values():
-            for o in lay.operands:
-                if o.kind == "inout" and o.tensor.root.origin == "alloc":
-                    ids.add(o.tensor.root.value.id)
-        for n in self.ir.host:  # an allocation that host code reshapes into a view must exist
+        """Allocations that must exist before their first pallas_call writes them: every one, except those whose
+        first use is as a write-only output (the call's fresh result takes their name)."""
+        allocs = {n.out.id for n in self.ir.host if isinstance(n, Op) and n.kind == "alloc"}
+        needed, bound = set(), set()
+
+        def use(ids) -> None:
+            needed.update(i for i in ids if i in allocs and i not in bound)
+
+        for n in self.ir.host:
             if isinstance(n, Op) and n.kind != "alloc":
-                ids.update(a.id for a in n.args if isinstance(a, Value) and isinstance(a.producer, Op)
-                           and a.producer.kind == "alloc")
-        return ids
+                use(a.id for a in flat(n.args) if isinstance(a, Value))
+            elif isinstance(n, Return):
+                use(v.id for v in n.values if isinstance(v, Value))
+            elif isinstance(n, GridLoop):
+                ops = self.layouts[id(n)].operands
+                use(o.tensor.root.value.id for o in ops if o.kind != "output")
+                bound.update(o.tensor.root.value.id for o in ops)
+        return needed
 
     def pallas_call(self, grid: GridLoop) -> None:
         lay = self.layouts[id(grid)]
