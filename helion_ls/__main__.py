@@ -38,12 +38,13 @@ def main(argv: list[str] | None = None) -> None:
     sys.setswitchinterval(SWITCH_INTERVAL)
 
     from .server import create_server
+    from .transport import serve_stdio, serve_tcp
 
     server = create_server()
     if args.tcp:
-        server.start_tcp(*args.tcp)
+        serve_tcp(server, *args.tcp, on_exit=server.close_parts)
     else:
-        server.start_io()
+        serve_stdio(server, on_exit=server.close_parts)
 
 
 if __name__ == "__main__":

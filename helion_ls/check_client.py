@@ -158,8 +158,8 @@ class CheckClient:
         self.kill()
         if self._proc is not None:
             try:
-                await asyncio.wait_for(self._proc.wait(), 5)
+                await asyncio.wait_for(self._proc.wait(), 0.3)
             except TimeoutError:
-                log.warning("check worker %d did not exit", self._proc.pid)
+                log.warning("check worker %d was killed but not yet reaped", self._proc.pid)
         if self._stderr_task:
             self._stderr_task.cancel()

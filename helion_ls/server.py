@@ -22,6 +22,7 @@ from .monitor import LoopMonitor
 from .pacing import RefreshPacer
 from .settings import Settings, SettingsRegistry
 from .store import StoreView
+from .transport import Protocol
 from .tuning import Tuner
 from .watch import Watcher
 
@@ -33,7 +34,9 @@ REFRESH_TIMEOUT = 10.0  # seconds a client may take to answer workspace/codeLens
 
 class HelionServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("helion-ls", VERSION, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__(
+            "helion-ls", VERSION, text_document_sync_kind=types.TextDocumentSyncKind.Incremental, protocol_cls=Protocol
+        )
         self.settings = SettingsRegistry()
         self.pool = CompilePool()
         self.checks = CheckClient()
@@ -107,7 +110,7 @@ class HelionServer(LanguageServer):
         self.window_show_message(types.ShowMessageParams(type=kind, message=message))
 
     async def close_parts(self) -> None:
-        """Stop everything this server started (tuners, the check worker, watchers)."""
+        """Stop everything this server started (tuners, the check worker, watchers); safe to call twice."""
         await self.tuner.shutdown()
         await self.checks.close()
         if self.watcher is not None:

@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 FINAL = ("done", "failed", "cancelled", "stale")
 STREAM_LIMIT = 16 * 1024 * 1024
 KILL_GRACE = 3.0  # seconds between SIGTERM and SIGKILL
+SHUTDOWN_WAIT = 0.3  # seconds `shutdown` waits for killed tuners to be reaped
 EXIT_GRACE = 10.0  # seconds a tuner that printed its result may take to exit before its group is killed
 PHASES = {"search": "searching", "refine": "searching", "verify": "verifying"}  # CLI phase -> job phase
 
@@ -144,10 +145,12 @@ class Tuner:
         self._pump()
 
     async def shutdown(self) -> None:
+        """Kill every tuner's process group at once (the store is written one transaction per trial, so
+        nothing already found is lost) and give the jobs a moment to settle; never waits long."""
         for job in self.active():
-            self._stop(job, "cancelled", "the server is shutting down")
+            self._stop(job, "cancelled", "the server is shutting down", grace=False)
         if self._running:
-            await asyncio.wait(self._running, timeout=KILL_GRACE + 2)
+            await asyncio.wait(self._running, timeout=SHUTDOWN_WAIT)
 
     # -- internals ---------------------------------------------------------------------------------
     def _pump(self) -> None:
@@ -177,12 +180,17 @@ class Tuner:
             job.done.set()
         self.on_change(job)
 
-    def _stop(self, job: TuneJob, state: str, message: str) -> None:
+    def _stop(self, job: TuneJob, state: str, message: str, grace: bool = True) -> None:
+        """End a job; its tuner gets SIGTERM (to stop cleanly) and SIGKILL after KILL_GRACE, or at once."""
         if job in self._queue:
             self._queue.remove(job)
         self._set(job, state, message)
         if job.proc is not None and job.proc.returncode is None:
-            asyncio.create_task(_kill_group(job.proc))
+            if grace:
+                asyncio.create_task(_kill_group(job.proc))
+            else:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(job.proc.pid, signal.SIGKILL)
 
     async def _run(self, job: TuneJob) -> None:
         spec = job.spec

@@ -83,8 +83,7 @@ class Watcher:
         for timer in self._timers.values():
             timer.cancel()
         if self._started:
-            self._observer.stop()
-            self._observer.join(timeout=2)
+            self._observer.stop()  # its threads are daemons: not joined, so `shutdown` never waits on them
 
     # -- observer thread -> loop -------------------------------------------------------------------
     def _store_event(self, store: str, path: str) -> None:

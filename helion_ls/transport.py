@@ -1,0 +1,320 @@
+"""The server's end of the wire: message framing that resynchronises, and an answer to every request.
+
+pygls 2.1 reads a header only when a line is exactly `Content-Length: N\\r\\n`, and drops a message it cannot
+turn into LSP types without answering it. So three stray bytes before a header, or a body shorter than its
+Content-Length, glue every later header to the end of some other line: the server stays up and never
+answers again; and a request with out-of-range params (a hover at line -1) gets no response at all.
+
+Here the bytes go through `Framer`, which finds the next `Content-Length:` header wherever it starts, skips
+what is not a message (logged) and re-frames a body whose declared length ran into the next header. A body
+that is not JSON is logged, and answered with a parse error when its request id can be read. `Protocol`
+answers a request whose params do not fit the method with InvalidParams, and one that arrives after
+`shutdown` with InvalidRequest. `serve` runs the loop over stdin (or one TCP connection) until the client
+closes it, sends `exit`, or the process gets SIGTERM; then the server's `on_exit` stops what it started and
+the process exits (no thread, child or stuck read can keep it alive).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import re
+import signal
+import sys
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest, JsonRpcParseError
+from pygls.io_ import StdoutWriter
+from pygls.protocol import LanguageServerProtocol
+
+log = logging.getLogger(__name__)
+
+HEADER = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
+LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*(\d{1,12})[ \t]*\r?\n", re.IGNORECASE)
+HEADERS_END = re.compile(rb"\r?\n\r?\n")
+MAX_HEADER = 4096  # bytes from "Content-Length:" to the blank line; more is not a header
+MAX_BODY = 256 * 1024 * 1024  # the largest document is 5 MB of text; a bigger length is a broken header
+OTHER_HEADERS = re.compile(rb"(?:[A-Za-z][A-Za-z0-9-]*[ \t]*:[^\r\n]*\r?\n)+")  # e.g. Content-Type first
+REQUEST_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,15}|"[^"\\]{0,200}")')
+READ_SIZE = 64 * 1024
+
+
+class Framer:
+    """Bytes in, message bodies out; never stuck on bad input.
+
+    After a header, exactly Content-Length bytes are the body, unless they are not JSON and contain the next
+    header (the declared length was too long): then the body ends where that header starts. Bytes before a
+    header (stray bytes, the tail of a body shorter than its declared length) are skipped.
+    """
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self.skipped = 0  # bytes dropped so far (for the log and tests)
+
+    def feed(self, data: bytes) -> list[bytes]:
+        self._buf += data
+        out: list[bytes] = []
+        while (body := self._next()) is not None:
+            out.append(body)
+        return out
+
+    def _skip(self, n: int) -> None:
+        if n > 0 and OTHER_HEADERS.fullmatch(self._buf, 0, n):
+            del self._buf[:n]  # headers before Content-Length are allowed
+        elif n > 0:
+            self.skipped += n
+            log.warning("skipped %d bytes that are not an LSP message: %r", n, bytes(self._buf[: min(n, 60)]))
+            del self._buf[:n]
+
+    def _next(self) -> bytes | None:
+        while True:
+            found = HEADER.search(self._buf)
+            if found is None:  # keep a tail that may be the start of a header split across reads
+                self._skip(len(self._buf) - len(b"content-length:") + 1)
+                return None
+            self._skip(found.start())
+            end = HEADERS_END.search(self._buf, 0, MAX_HEADER)
+            if end is None:
+                if len(self._buf) < MAX_HEADER:
+                    return None  # the rest of the header has not arrived yet
+                self._skip(len(b"content-length:"))
+                continue
+            length = LENGTH.match(self._buf, 0, end.end())
+            if length is None or int(length.group(1)) > MAX_BODY:
+                self._skip(end.end())
+                continue
+            size, start = int(length.group(1)), end.end()
+            if len(self._buf) < start + size:
+                return None
+            body = bytes(self._buf[start : start + size])
+            inner = HEADER.search(body)
+            if inner is not None and not _is_json(body):
+                size = inner.start()  # the declared length ran into the next message
+                body = body[:size]
+            del self._buf[: start + size]
+            return body
+
+
+def _is_json(body: bytes) -> bool:
+    try:
+        json.loads(body)
+    except ValueError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class BadRequest:
+    """A request whose params do not fit its method: answered with `error`, never handled."""
+
+    id: int | str
+    method: str
+    error: JsonRpcException
+    jsonrpc: str = "2.0"
+
+
+class Protocol(LanguageServerProtocol):
+    """pygls' protocol, plus an answer for every request it would have dropped."""
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            msg_id, method = data.get("id"), data.get("method")
+            if isinstance(method, str) and isinstance(msg_id, int | str) and not isinstance(msg_id, bool):
+                detail = str(exc.__cause__ or exc)[:300]
+                return BadRequest(msg_id, method, JsonRpcInvalidParams(f"invalid params for {method}: {detail}"))
+            raise
+
+    def handle_message(self, message: Any) -> None:
+        if isinstance(message, BadRequest):
+            log.warning("answering %s request %r with an error: %s", message.method, message.id, message.error)
+            self._send_response(message.id, None, message.error.to_response_error())
+            return
+        method = getattr(message, "method", None)
+        if self._shutdown and method != types.EXIT and hasattr(message, "id") and method is not None:
+            error = JsonRpcInvalidRequest(f"{method}: the server is shutting down")
+            self._send_response(message.id, None, error.to_response_error())
+            return
+        super().handle_message(message)
+
+    def answer_unparsable(self, body: bytes, why: str) -> None:
+        """A body that is not JSON: a parse error for its request, when its id can be read."""
+        found = REQUEST_ID.search(body[:400])
+        if found is None or b'"method"' not in body[:400]:
+            return
+        raw = found.group(1)
+        msg_id: int | str = int(raw) if raw[:1] != b'"' else raw[1:-1].decode(errors="replace")
+        self._send_response(msg_id, None, JsonRpcParseError(f"the message is not valid JSON: {why}").to_response_error())
+
+
+class _Writer(StdoutWriter):
+    """Writes to the client; a client that went away ends the session instead of raising in some handler."""
+
+    def __init__(self, stream: Any, lost: Callable[[], None]):
+        super().__init__(stream)
+        self._lost = lost
+
+    def write(self, data: bytes) -> None:
+        try:
+            super().write(data)
+        except (BrokenPipeError, ConnectionError, ValueError, OSError) as exc:
+            log.error("cannot write to the client (%s); ending the session", exc)
+            self._lost()
+
+
+class Session:
+    """One client connection: bytes -> messages -> the protocol, until the end of the connection."""
+
+    def __init__(self, server: Any, on_exit: Callable[[], Awaitable[None]]):
+        self.server = server
+        self.protocol: Protocol = server.protocol
+        self.on_exit = on_exit
+        self.framer = Framer()
+        self.ended = asyncio.Event()
+        self.exit_code = 0
+
+    def end(self, code: int | None = None, why: str = "") -> None:
+        if not self.ended.is_set():
+            if why:
+                log.info("ending the session: %s", why)
+            if code is not None:
+                self.exit_code = code
+            self.ended.set()
+
+    def data(self, chunk: bytes) -> None:
+        """Bytes from the client (an empty chunk: the client closed the connection)."""
+        if not chunk:
+            # after `shutdown` the client may close instead of sending `exit`: that is a clean end
+            self.end(0 if self.protocol._shutdown else 1, "the client closed the connection")
+            return
+        for body in self.framer.feed(chunk):
+            self._dispatch(body)
+
+    def _dispatch(self, body: bytes) -> None:
+        try:
+            message = json.loads(body, object_hook=self.protocol.structure_message)
+        except ValueError as exc:
+            log.error("a message that is not JSON (%s): %r", exc, body[:200])
+            self.protocol.answer_unparsable(body, str(exc))
+            return
+        except Exception:
+            log.exception("cannot read a message: %r", body[:200])
+            return
+        try:
+            self.protocol.handle_message(message)
+        except SystemExit as exc:  # pygls' `exit` handler
+            self.end(exc.code if isinstance(exc.code, int) else 0, "the client sent exit")
+        except Exception:
+            log.exception("failed to handle %r", getattr(message, "method", message))
+
+    async def run(self, start_reading: Callable[[Session], None]) -> int:
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGTERM, lambda: self.end(0, "SIGTERM"))
+        loop.add_signal_handler(signal.SIGINT, lambda: self.end(130, "SIGINT"))
+        start_reading(self)
+        await self.ended.wait()
+        try:
+            await asyncio.wait_for(self.on_exit(), 10)
+        except Exception:
+            log.exception("stopping the server's parts failed")
+        return self.exit_code
+
+
+def _exit(code: int) -> None:
+    """Leave now: a reader thread blocked on stdin or an abandoned worker thread must not keep us alive."""
+    logging.shutdown()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def serve_stdio(server: Any, on_exit: Callable[[], Awaitable[None]]) -> None:
+    """Serve one client over stdin/stdout, then exit the process."""
+    stdin = sys.stdin.buffer.fileno()
+    stdout = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print must never corrupt the protocol
+    sys.stdout = sys.stderr
+
+    async def main() -> int:
+        session = Session(server, on_exit)
+        loop = asyncio.get_running_loop()
+        server.protocol.set_writer(_Writer(stdout, lambda: loop.call_soon_threadsafe(session.end, 1, "")))
+
+        def start(session: Session) -> None:
+            def read() -> None:
+                while True:
+                    try:
+                        chunk = os.read(stdin, READ_SIZE)
+                    except OSError as exc:
+                        log.error("cannot read stdin: %s", exc)
+                        chunk = b""
+                    loop.call_soon_threadsafe(session.data, chunk)
+                    if not chunk:
+                        return
+
+            threading.Thread(target=read, name="helion-stdin", daemon=True).start()
+
+        return await session.run(start)
+
+    code = 1
+    try:
+        code = asyncio.run(main())
+    except BaseException:
+        log.exception("the server failed")
+    _exit(code)
+
+
+def serve_tcp(server: Any, host: str, port: int, on_exit: Callable[[], Awaitable[None]]) -> None:
+    """Serve the first client that connects to host:port (for debugging), then exit the process."""
+
+    async def main() -> int:
+        session = Session(server, on_exit)
+        connected = asyncio.Event()
+
+        async def client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            if connected.is_set():
+                writer.close()
+                return
+            connected.set()
+            server.protocol.set_writer(_Writer(_SocketStream(writer), lambda: session.end(1, "")))
+            while chunk := await reader.read(READ_SIZE):
+                session.data(chunk)
+            session.data(b"")
+
+        listener = await asyncio.start_server(client, host, port)
+        log.info("serving on %s", ", ".join(str(s.getsockname()) for s in listener.sockets))
+        try:
+            return await session.run(lambda _session: None)
+        finally:
+            listener.close()
+
+    code = 1
+    try:
+        code = asyncio.run(main())
+    except BaseException:
+        log.exception("the server failed")
+    _exit(code)
+
+
+class _SocketStream:
+    """An asyncio StreamWriter with the file-like write/flush/close that StdoutWriter expects."""
+
+    def __init__(self, writer: asyncio.StreamWriter):
+        self._writer = writer
+
+    def write(self, data: bytes) -> None:
+        if self._writer.is_closing():
+            raise ConnectionError("the connection is closed")
+        self._writer.write(data)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self._writer.close()
