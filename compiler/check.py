@@ -2,14 +2,16 @@
 strategy, and compare it with the eager reference run of the original source and with the file's own
 plain-torch `reference` function when it has one; a disagreement between those two is reported as well.
 
-This executes the user's file (the eager reference, `reference`), so it is only ever run on request, like
-their tests.
+This executes the user's code (the eager reference, `reference`), so it is only ever run on request, like
+their tests: both run in a separate process with memory and time limits (compiler.reference.isolated), and
+only what each needs (its imports, helpers and the constants they use), never the whole file.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -44,16 +46,29 @@ def compare(out: Any, expected: Any) -> str | None:
 
 
 def check_file(path: str, kernel_name: str | None, chip: str, loop_types: list[str]) -> int:
-    from .reference import load_module, make_inputs, run_reference
+    from .reference import ReferenceProcess
 
-    module = load(path)
-    source = module.source
-    ref_module = load_module(source, filename=path)
-    small = ref_module.namespace.get("SMALL")
+    module = load(Path(path))
+    small = module.info.constants.get("SMALL")  # read statically: the module itself is never run whole
     kernels = [module.kernels[kernel_name]] if kernel_name else list(module.kernels.values())
     if kernel_name and kernel_name not in module.kernels:
         print(f"helion-pallas: no kernel {kernel_name} in {path}")
         return 2
+    with ReferenceProcess() as reference:
+        return _check_kernels(module, kernels, path, small, chip, loop_types, reference)
+
+
+def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip: str, loop_types: list[str],
+                   reference: Any) -> int:
+    from .reference import make_inputs
+
+    source = module.source
+
+    def call(name: str, args: list[Any]) -> Any:
+        result, after = reference.call(source, name, args, path)
+        args[:] = after
+        return result
+
     failures = 0  # table rows that failed
     notes: list[str] = []  # failures that are not one run: the file's reference raised or disagrees
     rows = [("kernel", "loop type", "config", "vs eager", "vs reference()", "seconds")]
@@ -66,8 +81,7 @@ def check_file(path: str, kernel_name: str | None, chip: str, loop_types: list[s
             failures += 1
             continue
         inputs = make_inputs(specs)
-        own = OwnReference.find(module.info.functions, k.name, len(module.kernels), inputs,
-                                lambda name, args: ref_module.namespace[name](*args))
+        own = OwnReference.find(module.info.functions, k.name, len(module.kernels), inputs, call)
         if own is not None and own.error:
             notes.append(f"{k.name}: {own.name}() failed: {own.error}")
             own = None
@@ -82,11 +96,11 @@ def check_file(path: str, kernel_name: str | None, chip: str, loop_types: list[s
                 failures += 1
                 continue
             args = _clone(inputs)
-            ref_args = _clone(inputs)
             own_problem = None
             try:
                 out = ck(*args)
-                expected = run_reference(source, k.name, ref_args, block_sizes=list(ck.config["block_sizes"]))
+                expected, ref_args = reference.run(source, k.name, _clone(inputs), list(ck.config["block_sizes"]),
+                                                   path)
                 in_place = out is None
                 if in_place:
                     out, expected = _mutated(k, ck, args), _mutated(k, ck, ref_args)

@@ -9,17 +9,20 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")  # libtpu, when installed, must not claim this process
 
+from . import lifeline  # noqa: E402
 from .api import CompiledKernel, Kernel, Module, load  # noqa: E402
-from .config import Config, ConfigError  # noqa: E402
+from .config import Config, ConfigError, check_keys  # noqa: E402
 from .diagnostics import CompileError, Diagnostic  # noqa: E402
 from .specs import SpecError, parse_args_text  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
+    lifeline.hold_from_env()  # started by the language server: end with it
     parser = build_parser()
     ns = parser.parse_args(argv)
     ns.exit_when_done = argv is None  # from the command line: `tune` ends the process once it has printed
@@ -77,11 +80,23 @@ def print_diagnostics(diags: list[Diagnostic], path: str, stream: Any = sys.stde
         print(f"{path}:{s.line + 1}:{s.character + 1}: {d.severity.name.lower()} {d.code}: {d.message}", file=stream)
 
 
+def source_problem(path: str) -> str | None:
+    """Why `path` cannot be read as a kernel file, in one line (None when it can)."""
+    if not os.path.exists(path):
+        return f"no such file: {path}"
+    if os.path.isdir(path):
+        return f"{path} is a directory; give a Python file"
+    if not os.access(path, os.R_OK):
+        return f"cannot read {path}: permission denied"
+    return None
+
+
 def cmd_compile(ns: argparse.Namespace) -> int:
-    if not os.path.exists(ns.file):
-        print(f"helion-pallas: no such file: {ns.file}", file=sys.stderr)
+    problem = source_problem(ns.file)
+    if problem is not None:
+        print(f"helion-pallas: {problem}", file=sys.stderr)
         return 2
-    module = load(ns.file)
+    module = load(Path(ns.file))
     errors = [d for d in module.diagnostics if d.is_error]
     kernel = _pick_kernel(module, ns.kernel)
     if kernel is None:
@@ -91,6 +106,8 @@ def cmd_compile(ns: argparse.Namespace) -> int:
     try:
         args = parse_args_text(ns.args) if ns.args else None
         config = Config.parse(ns.config) if ns.config else None
+        if config is not None:
+            check_keys(config)
     except (SpecError, ConfigError) as exc:
         print(f"helion-pallas: {exc}", file=sys.stderr)
         return 2
@@ -142,9 +159,15 @@ def _emit_mosaic(ck: CompiledKernel, path: str) -> int:
 def cmd_check(ns: argparse.Namespace) -> int:
     from .check import check_file
 
-    if not os.path.exists(ns.file):
-        print(f"helion-pallas: no such file: {ns.file}", file=sys.stderr)
+    problem = source_problem(ns.file)
+    if problem is not None:
+        print(f"helion-pallas: {problem}", file=sys.stderr)
         return 2
+    module = load(Path(ns.file))
+    if not module.kernels:  # e.g. a syntax error: its diagnostic, one line, instead of a traceback
+        print_diagnostics(module.diagnostics, ns.file)
+        print(f"helion-pallas: no @helion.kernel function in {ns.file}", file=sys.stderr)
+        return 1 if any(d.is_error for d in module.diagnostics) else 2
     loops = [s.strip() for s in ns.loop_types.split(",") if s.strip()]
     return check_file(ns.file, ns.kernel, ns.chip, loops)
 

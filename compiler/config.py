@@ -1,7 +1,8 @@
 """`Config`: Helion's config format (`helion.Config(block_sizes=[...], pallas_loop_type=...)`).
 
-A read-only mapping that prints with sorted keys exactly as Helion does and keeps keys it does not know,
-so configs can be pasted between tools. Legality against a kernel is checked in `compiler.space`.
+A read-only mapping that prints with sorted keys exactly as Helion does and keeps the keys of Helion's
+other backends, which this compiler ignores, so configs can be pasted between tools (`HELION_KEYS`; a key
+outside it is a typo, and `check_keys` says so). Legality against a kernel is checked in `compiler.space`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,18 @@ KNOWN_KEYS = (
     "flatten_loops",
     "pallas_pre_broadcast",
 )
+
+
+# Every key of upstream Helion's Config (helion/runtime/config.py) and of its Pallas backend
+# (helion/_compiler/pallas/backend.py): accepted, kept and printed even where this compiler ignores them.
+HELION_KEYS = frozenset({
+    *KNOWN_KEYS,
+    "num_threads", "l2_groupings", "reduction_loops", "range_unroll_factors", "range_warp_specializes",
+    "range_num_stages", "range_multi_buffers", "range_flattens", "static_ranges", "load_eviction_policies",
+    "load_cache_modifiers", "store_cache_modifiers", "num_warps", "num_stages", "pid_type", "num_sm_multiplier",
+    "maxnreg", "indexing", "atomic_indexing", "advanced_controls_file", "epilogue_subtile", "xcd_remap",
+    "pallas_worklist_grouping", "pallas_indirect_access_mode",
+})
 
 
 class ConfigError(ValueError):
@@ -151,6 +164,16 @@ def config_from_call(node: ast.expr) -> Config:
         except (ValueError, SyntaxError):
             raise ConfigError(f"config value for {kw.arg!r} must be a literal") from None
     return Config(values)
+
+
+def check_keys(config: Mapping[str, Any]) -> None:
+    """Raise ConfigError naming the keys that are not Helion config keys, and listing the valid ones."""
+    unknown = sorted(k for k in config if k not in HELION_KEYS)
+    if unknown:
+        which = ", ".join(repr(k) for k in unknown)
+        raise ConfigError(
+            f"unknown config key{'s' if len(unknown) > 1 else ''} {which}; valid keys: {', '.join(sorted(HELION_KEYS))}"
+        )
 
 
 def _py_repr(value: Any) -> str:

@@ -18,6 +18,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from compiler import lifeline
+
 log = logging.getLogger(__name__)
 
 STREAM_LIMIT = 64 * 1024 * 1024  # one response line may carry many diagnostics
@@ -62,6 +64,7 @@ class CheckClient:
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
             limit=STREAM_LIMIT,
+            env=lifeline.child_env(),
         )
         self._stderr_task = asyncio.create_task(self._forward_stderr(self._proc))
         log.info("check worker started (pid %d)", self._proc.pid)

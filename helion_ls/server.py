@@ -23,6 +23,7 @@ from .pacing import RefreshPacer
 from .settings import Settings, SettingsRegistry
 from .store import StoreView
 from .transport import Protocol
+from .trust import refusal
 from .tuning import Tuner
 from .watch import Watcher
 
@@ -56,6 +57,7 @@ class HelionServer(LanguageServer):
         self.monitor = LoopMonitor()
         self.lenses = RefreshPacer(self.refresh_lenses)  # features call `lenses.changed()`
         self.client_shows_tuning_progress = False  # initializationOptions.clientShowsTuningProgress
+        self.workspace_trusted: bool | None = None  # what the editor said; None: it did not say
         self.startup_problems: list[
             str
         ] = []  # settings problems found in initialize, reported once initialized
@@ -95,6 +97,10 @@ class HelionServer(LanguageServer):
             if self.watcher is not None:
                 self.watcher.watch_store(view.path)
         return self.stores[view.path]
+
+    def code_execution_refusal(self, uri: str) -> str | None:
+        """Why work that runs the user's code (tuning) may not start for `uri`; None when it may."""
+        return refusal(self.settings.for_uri(uri).allow_code_execution, self.workspace_trusted)
 
     def text_of(self, uri: str) -> str | None:
         """The open document's text, or None for documents the client has not opened."""

@@ -18,7 +18,9 @@ EVALUATORS = ("model", "compile", "tpu")
 CLIENT_ONLY = ("interpreter",)  # read by the VS Code client; accepted and ignored here
 # initializationOptions in which a client describes itself (not settings; read once in initialize):
 # clientShowsTuningProgress: true = it shows helion/tuningState itself, so no $/progress per tuning job
-CLIENT_ANNOUNCEMENTS = ("clientShowsTuningProgress",)
+# workspaceTrusted: the editor's workspace trust (VS Code's Restricted Mode is false); later changes arrive
+#   as helion/didChangeWorkspaceTrust {trusted}
+CLIENT_ANNOUNCEMENTS = ("clientShowsTuningProgress", "workspaceTrusted")
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class Settings:
     libtpu: bool = True
     tune_budget_seconds: float = 60.0
     tune_max_evals: int | None = None
+    allow_code_execution: bool | None = None  # None: follow the editor's workspace trust
 
 
 _JSON_NAMES = {
@@ -46,6 +49,7 @@ _JSON_NAMES = {
     "libtpu": "libtpu",
     "tuneBudgetSeconds": "tune_budget_seconds",
     "tuneMaxEvals": "tune_max_evals",
+    "allowCodeExecution": "allow_code_execution",
 }
 
 
@@ -122,6 +126,7 @@ _CHECKS = {
     "libtpu": _bool,
     "tune_budget_seconds": _seconds,
     "tune_max_evals": _optional_int(1, 10_000_000),
+    "allow_code_execution": lambda value: None if value is None else _bool(value),
 }
 
 

@@ -27,6 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from compiler import lifeline
+
 log = logging.getLogger(__name__)
 
 FINAL = ("done", "failed", "cancelled", "stale")
@@ -207,6 +209,7 @@ class Tuner:
                     stderr=asyncio.subprocess.PIPE,
                     start_new_session=True,
                     limit=STREAM_LIMIT,
+                    env=lifeline.child_env(),
                 )
             except OSError as exc:
                 self._set(job, "failed", f"could not start the tuner: {exc}")

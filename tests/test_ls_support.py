@@ -121,6 +121,8 @@ def make_workspace(root: Path) -> Path:
 
 
 async def start(client: LanguageClient, ws: Path, **options: Any) -> None:
+    """Initialize as a client whose workspace is trusted (pass workspaceTrusted=False or None to differ)."""
+    options = {"workspaceTrusted": True, **options}
     await client.initialize_session(
         types.InitializeParams(
             capabilities=pytest_lsp.client_capabilities("visual-studio-code"),

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from .. import lifeline
 from .mlir_text import SourceLoc
 from .mosaic_dump import CATEGORIES, KernelDump
 
@@ -318,7 +319,7 @@ class TpuCompiler:
         self._tmp = Path(tempfile.mkdtemp(prefix="helion-libtpu-"))
         dump_dir = self._tmp / "dump"
         dump_dir.mkdir()
-        env = dict(os.environ)
+        env = lifeline.child_env()  # dies with this process, even if it is killed
         flags = f"--xla_mosaic_dump_to={dump_dir} --xla_mosaic_enable_dump_debug_info=true"
         env.update(
             JAX_PLATFORMS="cpu",

@@ -1,22 +1,27 @@
 """Eager reference: runs the ORIGINAL Helion kernel source with PyTorch, tiles being index ranges.
 
 It exists to catch bugs in the compiler's IR and code generation, so it shares no code with them: it may
-import only torch, the standard library, `compiler.specs` and `compiler.config`. It executes user code and
-therefore runs only in test and worker processes, never inside the language server.
+import only torch, the standard library, `compiler.specs`, `compiler.config` and `compiler.lifeline`. It
+executes user code and therefore runs only in test and worker processes, never inside the language server;
+tools (check, the tuner's correctness gate) run it through `isolated.ReferenceProcess`, a separate process
+with memory and time limits that runs only what the kernel needs.
 
-Modules: `runner` (exec a source, run a kernel), `helion_module` (the eager `helion` and its import hook),
+Modules: `runner` (exec a source, run a kernel), `prune` (the statements one kernel needs), `isolated` (the
+resource-limited reference process), `helion_module` (the eager `helion` and its import hook),
 `language` (eager `helion.language`), `tiles` (Tile and block-size assignment), `kernel` (the eager kernel
 object), `matmul_mode` (mixed-precision addmm/baddbmm), `rewrite` (subscript keys that accept Tiles), `errors`, `inputs` (random inputs from specs).
 """
 
 from compiler.reference.errors import ReferenceRunError
 from compiler.reference.inputs import make_inputs
+from compiler.reference.isolated import ReferenceProcess
 from compiler.reference.kernel import EagerKernel
 from compiler.reference.runner import ReferenceModule, load_module, run_reference
 
 __all__ = [
     "EagerKernel",
     "ReferenceModule",
+    "ReferenceProcess",
     "ReferenceRunError",
     "load_module",
     "make_inputs",

@@ -1,7 +1,7 @@
 """Exec a kernel module's source with the eager helion and run its kernels.
 
-The source is parsed, its subscript keys wrapped (see `rewrite`), and exec'd in a fresh namespace whose
-builtins serve the eager helion. Module-level code runs normally (torch, math, helpers, `reference`).
+The source is parsed, cut down to what one kernel needs when a kernel is named (see `prune`), its subscript
+keys wrapped (see `rewrite`), and exec'd in a fresh namespace whose builtins serve the eager helion.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import torch
 from compiler.reference.errors import ReferenceRunError, deepest_line, describe
 from compiler.reference.helion_module import builtins_with_helion, helion_modules
 from compiler.reference.kernel import EagerKernel, Runtime
+from compiler.reference.prune import kernel_module
 from compiler.reference.rewrite import KEY_NAME, SLICE_NAME, rewrite_module
 from compiler.reference.tiles import index_key
 
@@ -41,13 +42,21 @@ class ReferenceModule:
         return found.run(args, block_sizes=block_sizes)
 
 
-def load_module(source: str, filename: str = DEFAULT_FILENAME) -> ReferenceModule:
-    """Exec `source` with the eager helion; errors become `ReferenceRunError` with the line."""
+def load_module(source: str, filename: str = DEFAULT_FILENAME, kernel: str | None = None,
+                function: str | None = None) -> ReferenceModule:
+    """Exec `source` with the eager helion — only what `kernel` (or the plain `function`) needs when one is
+    named (see prune.py); errors become `ReferenceRunError` with the line."""
     lines = source.splitlines()
     try:
         tree = ast.parse(source, filename)
     except SyntaxError as exc:
         raise ReferenceRunError(describe(exc, lines, exc.lineno, None), exc.lineno) from exc
+    if kernel is not None or function is not None:
+        try:
+            tree = kernel_module(tree, kernel or function, plain=kernel is None)
+        except KeyError:
+            what = "@helion.kernel function" if kernel is not None else "function"
+            raise ReferenceRunError(f"no {what} named {kernel or function!r}", kernel=kernel) from None
     code = compile(rewrite_module(tree), filename, "exec")
     runtime = Runtime(filename, lines)
     namespace: dict[str, Any] = {
@@ -72,5 +81,6 @@ def run_reference(
     block_sizes: Sequence[int] | None = None,
 ) -> torch.Tensor | tuple[Any, ...] | None:
     """Run `kernel` from `source` eagerly on `args` (tensors are passed as is, so in-place kernels
-    write into them). `block_sizes` follow Helion's order of tiled dims; missing ones get defaults."""
-    return load_module(source).run(kernel, args, block_sizes)
+    write into them). Only the statements the kernel needs run. `block_sizes` follow Helion's order of
+    tiled dims; missing ones get defaults."""
+    return load_module(source, kernel=kernel).run(kernel, args, block_sizes)

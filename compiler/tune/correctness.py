@@ -5,12 +5,13 @@ The generated module runs (TPU interpret mode on a CPU machine) on random inputs
 (shrink.py) and its results — returned tensors and tensors it wrote in place — are compared with the eager
 reference run of the ORIGINAL kernel source (compiler.reference) on the same inputs and block sizes. A
 mismatch is a wrong result; code that raises is a failure; a reference that cannot run the kernel leaves
-the config unverified (that is no fault of the config). This executes user code: call it in a worker
-process, never in the language server.
+the config unverified (that is no fault of the config). The reference runs user code, so it runs in its
+own resource-limited process (compiler.reference.isolated); still, never call this in the language server.
 """
 
 from __future__ import annotations
 
+import atexit
 import math
 import time
 from collections.abc import Mapping
@@ -22,7 +23,7 @@ import torch
 from ..api import CompiledKernel, Kernel
 from ..chips import Chip
 from ..diagnostics import CompileError
-from ..reference import ReferenceRunError, make_inputs, run_reference
+from ..reference import ReferenceProcess, ReferenceRunError, make_inputs
 from ..specs import ArgSpec, format_args
 from .shrink import reduced_args
 
@@ -55,6 +56,18 @@ class CorrectnessResult:
             "max_error": self.max_error,
             "seconds": self.seconds,
         }
+
+
+_reference: ReferenceProcess | None = None
+
+
+def reference_process() -> ReferenceProcess:
+    """This process's eager-reference worker (separate, resource-limited, started on first use)."""
+    global _reference
+    if _reference is None:
+        _reference = ReferenceProcess()
+        atexit.register(_reference.close)
+    return _reference
 
 
 def check_config(
@@ -92,11 +105,12 @@ def check_compiled(ck: CompiledKernel, seed: int = 0) -> CorrectnessResult:
     except Exception as exc:  # noqa: BLE001 - the generated code failing is the finding
         return done("failed", f"the generated kernel raised {type(exc).__name__}: {_first_line(exc)}")
     try:
-        want = run_reference(
+        want, theirs = reference_process().run(
             ck.kernel.source,
             ck.kernel.name,
             theirs,
             block_sizes=list(ck.config.get("block_sizes", [])),
+            filename=ck.kernel.path or "<helion kernel source>",
         )
     except ReferenceRunError as exc:
         return done("unverified", f"the eager reference could not run the kernel: {_first_line(exc)}")

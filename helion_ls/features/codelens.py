@@ -1,6 +1,7 @@
 """Code lenses per shape set, above its `# helion: args(...)` line (or the decorator when there is none).
 
-  shapes in use (opens the generated module) · "Tune on <chip>" when the store has no result
+  shapes in use (opens the generated module) · "Tune on <chip>" when the store has no result (its tooltip
+  says that tuning runs the kernel's code; "Tuning off: <why>" where that is not allowed, see trust.py)
   "Tuning… n/N" while a tuner searches, "Verifying best…" while it checks the winner (click to cancel)
   "Best: <short config> — <est. time, TF/s or GB/s> (× vs current)" · "Apply"
 Results come from the tuning store (cached, read in a thread), so runs made elsewhere show up; the
@@ -23,10 +24,12 @@ from ..documents import KernelView, Unit
 from ..lsp import to_lsp_range
 from ..server import HelionServer
 from ..store import Summary
+from ..trust import WHY_TUNING_RUNS_CODE
 from ..tuning import TuneJob
 from .hover import SHOW_GENERATED
 
 log = logging.getLogger(__name__)
+TUNE_TOOLTIP = f"Searches configs with the performance model. {WHY_TUNING_RUNS_CODE}"
 
 
 def fmt_seconds(s: float) -> str:
@@ -81,10 +84,14 @@ def best_title(summary: Summary, current: Config | None, compiled: Any) -> str:
     return title
 
 
-def _lens(rng: types.Range, title: str, command: str = "", argument: dict | None = None) -> types.CodeLens:
+def _lens(
+    rng: types.Range, title: str, command: str = "", argument: dict | None = None, tooltip: str | None = None
+) -> types.CodeLens:
     return types.CodeLens(
         range=rng,
-        command=types.Command(title=title, command=command, arguments=[argument] if argument else None),
+        command=types.Command(
+            title=title, command=command, arguments=[argument] if argument else None, tooltip=tooltip
+        ),
     )
 
 
@@ -118,20 +125,25 @@ def unit_lenses(
     lenses = [_lens(rng, _shapes_title(view, unit), SHOW_GENERATED, target)]
     if not unit.args:
         return lenses
+    refused = ls.code_execution_refusal(uri)
     job = ls.tuner.jobs.get((uri, view.name, unit.index))
     cancel = {"uri": uri, "kernel": view.name}
     if job is not None and job.active:
         lenses.append(_lens(rng, f"{_progress_title(job)} (cancel)", "helion.cancelTuning", cancel))
         return lenses
     if summary is None:
+        if refused is not None:
+            lenses.append(_lens(rng, f"Tuning off: {refused.split(';')[0]}", "helion.tune", target, refused))
+            return lenses
         failed = (
             job is not None and job.state in ("failed", "stale") and job.spec.source_hash == view.source_hash
         )
         title = f"Tuning {job.state}: retry on {chip}" if failed else f"Tune on {chip}"
-        lenses.append(_lens(rng, title, "helion.tune", target))
+        lenses.append(_lens(rng, title, "helion.tune", target, TUNE_TOOLTIP))
         return lenses
     current, compiled = current_config(ls, view, unit)
-    lenses.append(_lens(rng, best_title(summary, current, compiled), "helion.tune", target))
+    again = refused or f"Tune again. {TUNE_TOOLTIP}"
+    lenses.append(_lens(rng, best_title(summary, current, compiled), "helion.tune", target, again))
     if current is None or Config(summary.best.config) != current:
         apply = {**target, "config": summary.best.config}
         lenses.append(_lens(rng, "Apply", "helion.applyConfig", apply))

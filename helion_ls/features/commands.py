@@ -2,7 +2,9 @@
 
 helion.tune {uri, kernel, shapeSet|null} · helion.tuneFile {uri} · helion.cancelTuning {uri|null, kernel|null}
 helion.applyConfig {uri, kernel, shapeSet|null, config, configs?}: the decorator edit goes through
-workspace/applyEdit against the document version it was computed from. Tuning state changes become
+workspace/applyEdit against the document version it was computed from. Tuning runs kernel code, so the
+tune commands first ask `ls.code_execution_refusal` (see trust.py) and answer {jobs: [], refused} with a
+message to the user when it says no. Tuning state changes become
 helion/tuningState notifications, refreshed lenses and a message at the end, plus a cancellable
 $/progress per job unless the client announced (initializationOptions.clientShowsTuningProgress) that it
 shows tuning progress itself from the notifications.
@@ -26,6 +28,7 @@ from ..documents import KernelView, Loaded
 from ..edits import EditError, TextEdit, set_config, set_configs
 from ..lsp import offset_to_lsp
 from ..server import HelionServer
+from ..trust import WHY_TUNING_RUNS_CODE
 from ..tuning import FINAL, TuneJob, TuneSpec
 from . import codelens
 
@@ -52,6 +55,15 @@ async def find_kernel(ls: HelionServer, uri: str, kernel: str) -> tuple[Loaded, 
 
 
 # -- tuning -------------------------------------------------------------------------------------------
+def tuning_refused(ls: HelionServer, uri: str, what: str) -> dict[str, Any] | None:
+    """The command's answer when tuning may not run code for `uri` (the user is told why), else None."""
+    refused = ls.code_execution_refusal(uri)
+    if refused is None:
+        return None
+    ls.tell_user(f"Not tuning {what}: {refused}. {WHY_TUNING_RUNS_CODE}", types.MessageType.Warning)
+    return {"jobs": [], "refused": refused}
+
+
 def start_tuning(ls: HelionServer, loaded: Loaded, view: KernelView, shape_set: int | None) -> list[TuneJob]:
     settings = ls.settings.for_uri(loaded.uri)
     units = [u for u in view.units if u.args and (shape_set is None or u.index == shape_set)]
@@ -244,6 +256,9 @@ def register(ls: HelionServer) -> None:
     async def tune(ls: HelionServer, *args: Any) -> dict[str, Any]:
         arg = _arg(args, "uri", "kernel")
         loaded, view = await find_kernel(ls, arg["uri"], arg["kernel"])
+        refused = tuning_refused(ls, arg["uri"], view.name)
+        if refused is not None:
+            return refused
         jobs = start_tuning(ls, loaded, view, arg.get("shapeSet"))
         return {"jobs": [_job_json(j) for j in jobs]}
 
@@ -252,6 +267,9 @@ def register(ls: HelionServer) -> None:
         uri = _arg(args, "uri")["uri"]
         if ls.text_of(uri) is None:
             raise JsonRpcInvalidParams(f"{uri} is not open")
+        refused = tuning_refused(ls, uri, "the kernels of this file")
+        if refused is not None:
+            return refused
         loaded = await ls.analyzer.load(uri, ls.settings.for_uri(uri).chip)
         jobs = [
             j

@@ -73,6 +73,8 @@ def register(ls: HelionServer) -> None:
         options = params.initialization_options
         if isinstance(options, dict):
             ls.client_shows_tuning_progress = options.get("clientShowsTuningProgress") is True
+            trusted = options.get("workspaceTrusted")
+            ls.workspace_trusted = trusted if isinstance(trusted, bool) else None
             options = {k: v for k, v in options.items() if k not in CLIENT_ANNOUNCEMENTS}
         ls.startup_problems = ls.settings.set_initial(options, base)
         ls.tuner.set_limit(ls.settings.default.max_concurrent_tunings)
@@ -124,6 +126,15 @@ def register(ls: HelionServer) -> None:
                 if path:
                     ls.watcher.watch_folder(path)
         await pull_configuration(ls)
+
+    @ls.feature("helion/didChangeWorkspaceTrust")
+    def trust_changed(ls: HelionServer, params: Any) -> None:
+        """{trusted: bool}: the user trusted (or the editor distrusted) the workspace."""
+        trusted = getattr(params, "trusted", None)
+        if isinstance(trusted, bool) and trusted != ls.workspace_trusted:
+            log.info("workspace trust is now %s", trusted)
+            ls.workspace_trusted = trusted
+            ls.lenses.changed()
 
     @ls.feature(types.SHUTDOWN)
     async def shutdown(ls: HelionServer, params: Any) -> None:

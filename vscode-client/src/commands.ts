@@ -78,6 +78,21 @@ async function cancelTuning(context: CommandContext): Promise<void> {
   if (picked !== undefined) await context.tuning.cancel(picked.uri, picked.kernel);
 }
 
+/**
+ * Tuning runs kernel code (its correctness check runs the kernel eagerly), so in Restricted Mode it is off:
+ * say why and offer to manage trust. (The server refuses too, for tuning started from a code lens.)
+ */
+async function tuningAllowed(): Promise<boolean> {
+  if (vscode.workspace.isTrusted) return true;
+  const manage = "Manage Workspace Trust";
+  const choice = await vscode.window.showWarningMessage(
+    "Tuning is off in Restricted Mode: its correctness check runs this file's kernel code. Trust the workspace to tune.",
+    manage,
+  );
+  if (choice === manage) await vscode.commands.executeCommand("workbench.trust.manage");
+  return false;
+}
+
 /** Lets the user pick the server's interpreter; a change of helion.interpreter restarts the server. */
 async function selectInterpreter(): Promise<void> {
   const resource = vscode.window.activeTextEditor?.document.uri;
@@ -151,10 +166,12 @@ export function registerCommands(context: CommandContext): vscode.Disposable[] {
       await generated.open(target, editor?.document.uri.toString() === target.uri ? editor.selection.active.line : 0);
     },
     "helion-ls.tuneKernel": async () => {
+      if (!(await tuningAllowed())) return;
       const { uri, kernel } = await kernelAtCursor(server, pythonEditor());
       await server.executeCommand("helion.tune", { uri, kernel, shapeSet: null });
     },
     "helion-ls.tuneFile": async () => {
+      if (!(await tuningAllowed())) return;
       await server.executeCommand("helion.tuneFile", { uri: pythonEditor().document.uri.toString() });
     },
     "helion-ls.applyBestConfig": () => applyBestConfig(context),

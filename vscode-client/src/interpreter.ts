@@ -16,19 +16,39 @@ export interface InterpreterInputs {
   /** The Python extension's active interpreter for the workspace, when that extension is installed. */
   pythonExtension: string | null | undefined;
   platform: string;
+  /** In an untrusted workspace, its folders: an interpreter inside one of them (a .venv) is never started. */
+  untrustedFolders?: readonly string[];
 }
 
-/** The setting wins, then the Python extension's interpreter, then the platform's usual command on PATH. */
+function inside(path: string, folder: string): boolean {
+  const base = folder.replace(/[\\/]+$/, "");
+  return path === base || path.startsWith(`${base}/`) || path.startsWith(`${base}\\`);
+}
+
+/**
+ * The setting wins, then the Python extension's interpreter, then the platform's usual command on PATH. In
+ * an untrusted workspace the setting can only come from the user's own settings (helion.interpreter is a
+ * restricted configuration), and the Python extension's choice is skipped when it lives in the workspace.
+ */
 export function chooseInterpreter(inputs: InterpreterInputs): InterpreterChoice {
   const setting = inputs.setting?.trim();
   if (setting) return { command: setting, source: "setting" };
   const fromExtension = inputs.pythonExtension?.trim();
-  if (fromExtension) return { command: fromExtension, source: "python-extension" };
+  const untrusted = inputs.untrustedFolders ?? [];
+  if (fromExtension && !untrusted.some((folder) => inside(fromExtension, folder))) {
+    return { command: fromExtension, source: "python-extension" };
+  }
   return { command: inputs.platform === "win32" ? "python" : "python3", source: "default" };
 }
 
 /** Arguments that start the server over stdio. */
 export const SERVER_ARGS: readonly string[] = ["-m", "helion_ls"];
+
+/**
+ * Environment for every Python this extension starts: PYTHONSAFEPATH keeps the working directory (the
+ * workspace) off sys.path, so a file in the workspace can never stand in for a module the server imports.
+ */
+export const SAFE_PYTHON_ENV: Readonly<Record<string, string>> = { PYTHONSAFEPATH: "1", PYTHONUNBUFFERED: "1" };
 
 /** The smallest Python the server supports (the project's requires-python). */
 export const MIN_PYTHON: readonly [number, number] = [3, 11];

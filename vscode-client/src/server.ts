@@ -17,7 +17,15 @@ import {
   type LanguageClientOptions,
   type ServerOptions,
 } from "vscode-languageclient/node";
-import { chooseInterpreter, judgeProbe, PROBE_SCRIPT, SERVER_ARGS, type InterpreterChoice, type ProbeOutcome } from "./interpreter";
+import {
+  chooseInterpreter,
+  judgeProbe,
+  PROBE_SCRIPT,
+  SAFE_PYTHON_ENV,
+  SERVER_ARGS,
+  type InterpreterChoice,
+  type ProbeOutcome,
+} from "./interpreter";
 import { pythonExtensionInterpreter } from "./pythonEnv";
 import { initializationOptions, readSettings, SETTING_KEYS, type HelionSettings } from "./settings";
 import type { TuningStateParams } from "./tuningModel";
@@ -49,7 +57,8 @@ export function settingsFor(resource: vscode.Uri | undefined): HelionSettings {
 
 function probe(command: string, cwd: string | undefined): Promise<ProbeOutcome> {
   return new Promise((resolve) => {
-    execFile(command, ["-c", PROBE_SCRIPT], { cwd, timeout: 30_000, windowsHide: true }, (error, stdout, stderr) => {
+    const env = { ...process.env, ...SAFE_PYTHON_ENV };
+    execFile(command, ["-c", PROBE_SCRIPT], { cwd, env, timeout: 30_000, windowsHide: true }, (error, stdout, stderr) => {
       const code = (error as NodeJS.ErrnoException | null)?.code;
       if (typeof code === "string" && !/^\d+$/.test(code)) {
         resolve({ spawnError: code, stdout, stderr });
@@ -67,6 +76,8 @@ export class HelionServer implements vscode.Disposable {
   private crashes: number[] = [];
   /** The server's last stderr lines, quoted when it dies during start-up. */
   private stderrTail: string[] = [];
+  /** Tells the running server when the user trusts the workspace (tuning may then run kernel code). */
+  private trustGrant: vscode.Disposable | undefined;
   /** The current client reached Running once: only then is a closed connection a crash worth restarting. */
   private everRunning = false;
   private readonly statusEmitter = new vscode.EventEmitter<ServerStatus>();
@@ -132,6 +143,7 @@ export class HelionServer implements vscode.Disposable {
 
   dispose(): void {
     void this.stop();
+    this.trustGrant?.dispose();
     this.statusEmitter.dispose();
     this.tuningEmitter.dispose();
     this.startedEmitter.dispose();
@@ -152,7 +164,8 @@ export class HelionServer implements vscode.Disposable {
     const folder = folderFor(vscode.window.activeTextEditor?.document.uri);
     const setting = settingsFor(folder?.uri).interpreter;
     const fromExtension = setting === null ? await pythonExtensionInterpreter(folder?.uri) : undefined;
-    return chooseInterpreter({ setting, pythonExtension: fromExtension, platform: process.platform });
+    const untrustedFolders = vscode.workspace.isTrusted ? [] : (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
+    return chooseInterpreter({ setting, pythonExtension: fromExtension, platform: process.platform, untrustedFolders });
   }
 
   private async doStart(): Promise<void> {
@@ -179,6 +192,10 @@ export class HelionServer implements vscode.Disposable {
       }
     });
     this.client = client;
+    this.trustGrant?.dispose();
+    this.trustGrant = vscode.workspace.onDidGrantWorkspaceTrust(() => {
+      if (this.client === client && client.isRunning()) void client.sendNotification("helion/didChangeWorkspaceTrust", { trusted: true });
+    });
     this.everRunning = false;
     this.stderrTail = [];
     try {
@@ -211,7 +228,7 @@ export class HelionServer implements vscode.Disposable {
   }
 
   private serverOptions(choice: InterpreterChoice, cwd: string | undefined): ServerOptions {
-    return { command: choice.command, args: [...SERVER_ARGS], options: { cwd, env: { ...process.env, PYTHONUNBUFFERED: "1" } } };
+    return { command: choice.command, args: [...SERVER_ARGS], options: { cwd, env: { ...process.env, ...SAFE_PYTHON_ENV } } };
   }
 
   private forwardLines(input: Readable, write: (line: string) => void): void {
@@ -236,7 +253,7 @@ export class HelionServer implements vscode.Disposable {
             this.stderrTail = [...this.stderrTail.slice(1 - STDERR_TAIL), line];
           }),
       },
-      initializationOptions: initializationOptions(settingsFor(initial)),
+      initializationOptions: initializationOptions(settingsFor(initial), vscode.workspace.isTrusted),
       synchronize: { configurationSection: "helion" },
       middleware: {
         workspace: {

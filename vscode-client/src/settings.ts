@@ -17,6 +17,8 @@ export interface HelionSettings {
   libtpu: boolean;
   tuneBudgetSeconds: number;
   tuneMaxEvals: number | null;
+  /** Tuning runs kernel code: false never, true unless the workspace is untrusted, null: follow workspace trust. */
+  allowCodeExecution: boolean | null;
   interpreter: string | null;
 }
 
@@ -31,6 +33,7 @@ export const DEFAULT_SETTINGS: Readonly<HelionSettings> = Object.freeze({
   libtpu: true,
   tuneBudgetSeconds: 60,
   tuneMaxEvals: null,
+  allowCodeExecution: null,
   interpreter: null,
 });
 
@@ -93,6 +96,7 @@ export function readSettings(raw: Readonly<Record<string, unknown>> | undefined,
     tuneBudgetSeconds:
       typeof budget === "number" && Number.isFinite(budget) && budget >= 0 ? budget : DEFAULT_SETTINGS.tuneBudgetSeconds,
     tuneMaxEvals: integer(get("tuneMaxEvals"), 1),
+    allowCodeExecution: typeof get("allowCodeExecution") === "boolean" ? (get("allowCodeExecution") as boolean) : null,
     interpreter: path("interpreter"),
   };
 }
@@ -100,10 +104,15 @@ export function readSettings(raw: Readonly<Record<string, unknown>> | undefined,
 /**
  * The server's initializationOptions: the settings, plus what this client tells the server about itself.
  * `clientShowsTuningProgress`: tuning.ts shows a cancellable notification per run from helion/tuningState,
- * so the server should not add a $/progress of its own.
+ * so the server should not add a $/progress of its own. `workspaceTrusted`: VS Code's workspace trust (false
+ * in Restricted Mode), which decides whether the server may run kernel code (tuning); a later grant is sent
+ * as helion/didChangeWorkspaceTrust.
  */
-export function initializationOptions(settings: HelionSettings): HelionSettings & { clientShowsTuningProgress: true } {
-  return { ...settings, clientShowsTuningProgress: true };
+export function initializationOptions(
+  settings: HelionSettings,
+  workspaceTrusted: boolean,
+): HelionSettings & { clientShowsTuningProgress: true; workspaceTrusted: boolean } {
+  return { ...settings, clientShowsTuningProgress: true, workspaceTrusted };
 }
 
 /** The levels a setting can be written at, narrowest first. */

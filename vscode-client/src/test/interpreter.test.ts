@@ -24,6 +24,14 @@ test("with neither, the platform's usual command", () => {
   assert.equal(chooseInterpreter({ setting: undefined, pythonExtension: "", platform: "win32" }).command, "python");
 });
 
+test("in an untrusted workspace an interpreter inside the workspace is not started", () => {
+  const inputs = { setting: null, pythonExtension: "/work/proj/.venv/bin/python", platform: "linux" };
+  assert.equal(chooseInterpreter({ ...inputs, untrustedFolders: ["/work/proj"] }).command, "python3");
+  assert.equal(chooseInterpreter({ ...inputs, untrustedFolders: ["/work/other"] }).command, "/work/proj/.venv/bin/python");
+  assert.equal(chooseInterpreter({ ...inputs, untrustedFolders: [] }).source, "python-extension");
+  assert.equal(chooseInterpreter({ ...inputs, setting: "/home/me/py", untrustedFolders: ["/work/proj"] }).command, "/home/me/py");
+});
+
 const choice: InterpreterChoice = { command: "/venv/bin/python", source: "setting" };
 const report = (version: number[], helion: boolean): string =>
   JSON.stringify({ version, executable: "/venv/bin/python3.11", helion_ls: helion });

@@ -9,6 +9,7 @@ test("no settings gives the contract's defaults", () => {
 
 test("the keys are the contract's section plus the interpreter", () => {
   assert.deepEqual([...SETTING_KEYS].sort(), [
+    "allowCodeExecution",
     "chip",
     "compileOnChange",
     "debounceMs",
@@ -35,6 +36,7 @@ test("valid values pass through", () => {
     libtpu: false,
     tuneBudgetSeconds: 12.5,
     tuneMaxEvals: 30,
+    allowCodeExecution: false,
     interpreter: "/venv/bin/python",
   };
   assert.deepEqual(readSettings(raw), raw);
@@ -97,9 +99,10 @@ test("a setting is written at the narrowest level that already sets it", () => {
   assert.equal(settingTarget(undefined, false), "global");
 });
 
-test("the initialization options are the settings plus the tuning-progress announcement", () => {
+test("the initialization options are the settings plus the tuning-progress and trust announcements", () => {
   const settings = readSettings({ chip: "v6e", tuneMaxEvals: 30 });
-  assert.deepEqual(initializationOptions(settings), { ...settings, clientShowsTuningProgress: true });
+  assert.deepEqual(initializationOptions(settings, true), { ...settings, clientShowsTuningProgress: true, workspaceTrusted: true });
+  assert.equal(initializationOptions(settings, false).workspaceTrusted, false);
   assert.equal(settings.chip, "v6e"); // the settings object itself is left as it was
   assert.equal("clientShowsTuningProgress" in settings, false);
 });

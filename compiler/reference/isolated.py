@@ -1,0 +1,169 @@
+"""The eager reference in a separate process with resource limits: it runs the user's code.
+
+`ReferenceProcess` owns one spawned worker (started on first use, reused by later runs). The worker limits
+its own address space (RLIMIT_AS) and CPU time (RLIMIT_CPU), dies with the process that started it, and
+runs only what the kernel needs (`load_module(..., kernel=...)`, see prune.py). Each `run` also has a
+wall-clock limit: a worker that exceeds it is killed and the next run starts a fresh one. Whatever goes
+wrong (an exception in the kernel, the memory limit, a crash, the time limit) comes back as
+`ReferenceRunError`. Inputs and results cross the pipe as plain pickles (tensors with their storage).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import resource
+import signal
+import traceback
+from collections.abc import Sequence
+from typing import Any
+
+from compiler.reference.errors import ReferenceRunError
+
+TIME_LIMIT = 300.0  # seconds of wall clock per run
+START_LIMIT = 120.0  # seconds for a fresh worker to import torch and answer
+
+
+def default_memory_limit() -> int:
+    """Half of the machine's memory (at least 2 GiB): enough for any reduced-shape run, never all of it."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        total = 8 << 30
+    return max(2 << 30, total // 2)
+
+
+def _limit(kind: int, value: int) -> None:
+    _, hard = resource.getrlimit(kind)
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)
+    resource.setrlimit(kind, (value, hard))
+
+
+def _serve(conn: Any, parent: int, memory_bytes: int, cpu_seconds: int) -> None:
+    """The worker: limits first, then one request after another until the pipe closes."""
+    from compiler.lifeline import die_with_parent
+
+    die_with_parent(parent)
+    os.dup2(2, 1)  # the parent may speak a protocol on stdout
+    _limit(resource.RLIMIT_AS, memory_bytes)
+    _limit(resource.RLIMIT_CPU, cpu_seconds)
+    from compiler.reference.runner import load_module
+
+    conn.send_bytes(b"ready")
+    while True:
+        try:
+            kind, source, filename, kernel, args, block_sizes = pickle.loads(conn.recv_bytes())
+        except EOFError:
+            return
+        try:
+            if kind == "kernel":
+                result = load_module(source, filename, kernel=kernel).run(kernel, args, block_sizes)
+            else:  # a plain function of the file (its torch `reference`)
+                result = load_module(source, filename, function=kernel).namespace[kernel](*args)
+            reply: tuple = ("ok", result, args)
+        except ReferenceRunError as exc:
+            reply = ("error", exc.message, exc.line, exc.kernel)
+        except MemoryError:
+            reply = ("error", f"the eager reference ran out of its memory limit ({memory_bytes >> 20} MiB)", None, kernel)
+        except BaseException as exc:  # noqa: BLE001 - anything else is reported, never a dead worker
+            reply = ("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}", None, kernel)
+        try:
+            payload = pickle.dumps(reply)
+        except Exception as exc:  # noqa: BLE001 - a result that cannot cross the pipe
+            payload = pickle.dumps(("error", f"the kernel's result cannot be sent back: {exc}", None, kernel))
+        conn.send_bytes(payload)
+
+
+def _death(code: int | None) -> str:
+    if code == -signal.SIGXCPU:
+        return "it used up its CPU time limit"
+    if code is not None and code < 0:
+        return f"killed by {signal.Signals(-code).name}"
+    return f"exit code {code}"
+
+
+class ReferenceProcess:
+    """`run(source, kernel, args, block_sizes)` in a resource-limited worker; `close()` ends the worker."""
+
+    def __init__(self, time_limit: float = TIME_LIMIT, memory_bytes: int | None = None):
+        self.time_limit = time_limit
+        self.memory_bytes = memory_bytes or default_memory_limit()
+        self._proc: Any = None
+        self._conn: Any = None
+
+    def _start(self) -> None:
+        ctx = multiprocessing.get_context("spawn")  # never fork: the parent may hold threads or jax
+        parent_conn, child_conn = ctx.Pipe()
+        cpu = int(self.time_limit) + 60
+        self._proc = ctx.Process(
+            target=_serve, args=(child_conn, os.getpid(), self.memory_bytes, cpu), name="helion-reference", daemon=True
+        )
+        self._proc.start()
+        child_conn.close()
+        self._conn = parent_conn
+        if not self._conn.poll(START_LIMIT):
+            self.close()
+            raise ReferenceRunError(f"the eager reference process did not start within {START_LIMIT:.0f} s")
+        try:
+            self._conn.recv_bytes()
+        except EOFError:
+            code = self._proc.exitcode
+            self.close()
+            raise ReferenceRunError(f"the eager reference process exited while starting (code {code})") from None
+
+    def run(
+        self,
+        source: str,
+        kernel: str,
+        args: Sequence[Any],
+        block_sizes: Sequence[int] | None = None,
+        filename: str = "<helion kernel source>",
+    ) -> tuple[Any, list[Any]]:
+        """(the kernel's result, the arguments after the call: in-place kernels write into them)."""
+        return self._request("kernel", source, kernel, args, block_sizes, filename)
+
+    def call(self, source: str, function: str, args: Sequence[Any],
+             filename: str = "<helion kernel source>") -> tuple[Any, list[Any]]:
+        """Call a plain function of the file (with only what it needs): (its result, the arguments after)."""
+        return self._request("function", source, function, args, None, filename)
+
+    def _request(self, kind: str, source: str, kernel: str, args: Sequence[Any], block_sizes: Sequence[int] | None,
+                 filename: str) -> tuple[Any, list[Any]]:
+        if self._proc is None or not self._proc.is_alive():
+            self.close()
+            self._start()
+        request = pickle.dumps((kind, source, filename, kernel, list(args), list(block_sizes) if block_sizes else None))
+        try:
+            self._conn.send_bytes(request)
+            if not self._conn.poll(self.time_limit):
+                self.close()
+                raise ReferenceRunError(
+                    f"the eager reference did not finish within {self.time_limit:.0f} s and was stopped", kernel=kernel
+                )
+            reply = pickle.loads(self._conn.recv_bytes())
+        except (EOFError, OSError):
+            code = self._proc.exitcode if self._proc is not None else None
+            self.close()
+            raise ReferenceRunError(f"the eager reference process died ({_death(code)})", kernel=kernel) from None
+        if reply[0] == "ok":
+            return reply[1], reply[2]
+        _, message, line, name = reply
+        raise ReferenceRunError(message, line, name)
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        if self._proc is not None:
+            if self._proc.is_alive():
+                self._proc.kill()
+            self._proc.join(5)
+            self._proc = None
+
+    def __enter__(self) -> ReferenceProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,148 @@
+"""The part of a kernel file the eager reference runs: what one kernel needs, not the whole module.
+
+Kept, in their original order and with their original line numbers: the kernel, with its decorators
+replaced by a bare `@helion.kernel` (so decorator arguments never run; the reference gets its block sizes
+from the caller); the same-file functions it reads, transitively, without decorators or annotations; and
+every module-level statement that binds a name one of those reads (imports, constants, classes), with
+whatever those read in turn. Dropped: all other top-level code, `if __name__ == "__main__":` blocks, other
+kernels, classes and functions nobody reads. Purely static (ast).
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+
+HELION_ALIAS = "__hl_reference_helion__"  # the name the kept kernel's bare decorator uses
+KERNEL_DECORATORS = ("helion.kernel", "helion.runtime.kernel")
+
+
+def _import_aliases(tree: ast.Module) -> dict[str, str]:
+    """Local name -> dotted module path, for module-level imports."""
+    out: dict[str, str] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                out[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+        elif isinstance(stmt, ast.ImportFrom) and stmt.module and stmt.level == 0:
+            for alias in stmt.names:
+                out[alias.asname or alias.name] = f"{stmt.module}.{alias.name}"
+    return out
+
+
+def _dotted(node: ast.expr, aliases: dict[str, str]) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(aliases.get(node.id, node.id))
+    return ".".join(reversed(parts))
+
+
+def is_kernel(fn: ast.FunctionDef, aliases: dict[str, str]) -> bool:
+    return any(
+        _dotted(dec.func if isinstance(dec, ast.Call) else dec, aliases) in KERNEL_DECORATORS
+        for dec in fn.decorator_list
+    )
+
+
+def _is_main_guard(stmt: ast.stmt) -> bool:
+    test = stmt.test if isinstance(stmt, ast.If) else None
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators)
+    )
+
+
+def _binds(stmt: ast.stmt) -> set[str]:
+    """Names a module-level statement binds (not looking inside the functions and classes it defines)."""
+    if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return {stmt.name}
+    names: set[str] = set()
+    todo: list[ast.AST] = [stmt]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+            continue
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name.split(".")[0]) for a in node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        todo.extend(ast.iter_child_nodes(node))
+    return names
+
+
+def _reads(node: ast.AST) -> set[str]:
+    """Names `node` reads from the module; a function's own parameters and locals are not among them."""
+    names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        args = node.args
+        local = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg] if a}
+        for stmt in node.body:
+            local |= _binds(stmt)
+        outer = set().union(*(_reads(d) for d in [*args.defaults, *args.kw_defaults, *node.decorator_list] if d))
+        names = (names - local) | outer
+    return names
+
+
+def _plain_function(fn: ast.FunctionDef, decorator: ast.expr | None) -> ast.FunctionDef:
+    """A copy without annotations, and with `decorator` as its only decorator (or none)."""
+    fn = copy.deepcopy(fn)
+    fn.decorator_list = [decorator] if decorator is not None else []
+    fn.returns = None
+    args = fn.args
+    for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+        if arg is not None:
+            arg.annotation = None
+    return fn
+
+
+def kernel_module(tree: ast.Module, kernel: str, plain: bool = False) -> ast.Module:
+    """The statements of `tree` that running `kernel` needs (see the module docstring); with `plain`, a
+    function that is not a kernel (a file's torch `reference`), kept the same way."""
+    aliases = _import_aliases(tree)
+    body = [s for s in tree.body if not _is_main_guard(s)]
+    defs = [s for s in body if isinstance(s, ast.FunctionDef) and s.name == kernel
+            and (plain or is_kernel(s, aliases))]
+    if not defs:
+        raise KeyError(kernel)
+    target = defs[-1]
+    binders: dict[str, list[int]] = {}
+    for i, stmt in enumerate(body):
+        for name in _binds(stmt):
+            binders.setdefault(name, []).append(i)
+
+    kept: dict[int, ast.stmt] = {}
+    todo: list[str] = []
+
+    def keep(i: int) -> None:
+        stmt = body[i]
+        if i in kept:
+            return
+        if isinstance(stmt, ast.FunctionDef):
+            bare = ast.copy_location(ast.Attribute(ast.Name(HELION_ALIAS, ast.Load()), "kernel", ast.Load()), stmt)
+            stmt = _plain_function(stmt, bare if is_kernel(stmt, aliases) else None)
+        kept[i] = stmt
+        todo.extend(_reads(stmt))
+
+    keep(body.index(target))
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen or name == HELION_ALIAS:
+            continue
+        seen.add(name)
+        for i in binders.get(name, []):
+            keep(i)
+    prelude: list[ast.stmt] = [s for s in body if isinstance(s, ast.ImportFrom) and s.module == "__future__"]
+    helion = ast.Import([ast.alias("helion", HELION_ALIAS)])
+    prelude.append(ast.copy_location(helion, target))
+    out = ast.Module([*prelude, *(kept[i] for i in sorted(kept) if kept[i] not in prelude)], type_ignores=[])
+    return ast.fix_missing_locations(out)
