@@ -3,21 +3,26 @@
 Data flows one way: frontend (parse, host evaluation, device loops) -> ir -> codegen (plan, emit) ->
 checks (VMEM, lowering, libtpu) -> runtime / reference -> tune. `api` and `cli` are the public face.
 This package never imports `helion_ls`. Heavy modules (jax) load lazily so `compiler.reference`
-workers stay light.
+workers stay light. `syntax.parse` is the one (locked) way to parse Python; `lifeline` makes child
+processes end with their parent.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from . import lifeline
 from .config import Config
 from .diagnostics import CompileError, Diagnostic, Position, Range, Severity
+from .syntax import parse as parse_python
+
+lifeline.hold_from_env()  # a process started by one of ours ends with its parent (see lifeline.py)
 
 if TYPE_CHECKING:
     from .api import CompiledKernel, Kernel, Module
 
 __all__ = ["CompileError", "CompiledKernel", "Config", "Diagnostic", "Kernel", "Module", "Position", "Range",
-           "Severity", "load"]
+           "Severity", "load", "parse_python"]
 
 
 def load(path_or_source: Any) -> Module:

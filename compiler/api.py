@@ -5,6 +5,7 @@ call the result. Nothing below this module knows about files, editors or process
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 import os
 import traceback
@@ -20,6 +21,7 @@ from .codegen.placement import describe
 from .codegen.plan_builder import CallLayout, build_call
 from .config import Config, ConfigError, as_config
 from .diagnostics import CompileError, Diagnostic, Range, UserError, error, hint, warning
+from .frontend.limits import too_deep
 from .frontend.module import KernelDef, ModuleInfo, parse_module, source_hash, used_helpers
 from .frontend.tracer import Tracer
 from .frontend.values import BlockSizeTable
@@ -97,7 +99,21 @@ class Kernel:
     @cached_property
     def source_hash(self) -> str:
         info = self.info
-        return source_hash(self.definition.node, used_helpers(self.definition.node, info.functions), info.constants)
+        try:
+            return source_hash(self.definition.node, self._helpers, info.constants)
+        except RecursionError:  # too deep to hash its structure (it gets a diagnostic): hash its text instead
+            node = self.definition.node
+            text = "".join(self.source.splitlines(keepends=True)[node.lineno - 1 : node.end_lineno])
+            return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+    @cached_property
+    def _helpers(self) -> list:
+        return used_helpers(self.definition.node, self.info.functions)
+
+    @cached_property
+    def _too_deep(self) -> Diagnostic | None:
+        """A diagnostic when the kernel or a helper holds an expression too deep to analyse."""
+        return too_deep([self.definition.node, *self._helpers])
 
     # -- public entry points --------------------------------------------------------------------------
 
@@ -165,6 +181,8 @@ class Kernel:
             self._traces.move_to_end(key)
             return cached
         provisional = BlockSizeTable(given, lambda i, extent: min(extent, 128))
+        if self._too_deep is not None:
+            raise CompileError([self._too_deep])
         try:
             ir = Tracer(self.info, self.definition.node, specs, provisional).run()
             insert_masks(ir)

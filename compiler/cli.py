@@ -14,7 +14,6 @@ from typing import Any
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")  # libtpu, when installed, must not claim this process
 
-from . import lifeline  # noqa: E402
 from .api import CompiledKernel, Kernel, Module, load  # noqa: E402
 from .config import Config, ConfigError, check_keys  # noqa: E402
 from .diagnostics import CompileError, Diagnostic  # noqa: E402
@@ -22,7 +21,6 @@ from .specs import SpecError, parse_args_text  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
-    lifeline.hold_from_env()  # started by the language server: end with it
     parser = build_parser()
     ns = parser.parse_args(argv)
     ns.exit_when_done = argv is None  # from the command line: `tune` ends the process once it has printed

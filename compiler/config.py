@@ -12,6 +12,8 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from .syntax import parse
+
 LOOP_TYPES = ("emit_pipeline", "unroll", "fori_loop")
 
 # Keys this compiler reads; everything else round-trips untouched.
@@ -134,7 +136,7 @@ class Config(Mapping[str, Any]):
                 raise ConfigError("config JSON must be an object")
             return Config(data)
         try:
-            node = ast.parse(text, mode="eval").body
+            node = parse(text, mode="eval").body
         except SyntaxError as exc:
             raise ConfigError(f"config is neither JSON nor helion.Config(...): {exc.msg}") from None
         return config_from_call(node)

@@ -2,10 +2,11 @@
 
 A parent that exits cleanly stops its children itself; one that is SIGKILLed or crashes cannot. So a child
 asks the kernel to SIGKILL it when its parent dies (Linux `prctl(PR_SET_PDEATHSIG)`; elsewhere a daemon
-thread watches the parent pid). The parent opts a child in through the environment (`child_env`), and the
-child calls `hold_from_env()` first thing; the variable names the parent's pid, so a child whose parent died
-before it got that far exits at once, and it is removed so the child's own children do not inherit it.
-Process pools call `die_with_parent(pid)` in their worker initializer instead. Standard library only.
+thread watches the parent pid). The parent opts a child in through the environment (`child_env`); importing
+`compiler` calls `hold_from_env()`, before anything heavy is imported. The variable names the parent's pid,
+so a child whose parent died before it got that far exits at once; the child then puts its own pid there,
+so its children (a tuner's process pool, its eager-reference process) end with it in turn. Standard
+library only.
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ def child_env(env: dict[str, str] | None = None) -> dict[str, str]:
 
 def hold_from_env() -> None:
     """In a child started with `child_env`: die with the parent from now on (no-op without the variable)."""
-    value = os.environ.pop(ENV, "")
-    if value.isdigit():
+    value = os.environ.get(ENV, "")
+    if value.isdigit() and int(value) != os.getpid():
         die_with_parent(int(value))
+        os.environ[ENV] = str(os.getpid())  # our own children that hold end with us
 
 
 def die_with_parent(parent: int) -> None:

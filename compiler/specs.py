@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .syntax import parse
+
 DTYPES: dict[str, torch.dtype] = {
     "f32": torch.float32,
     "float32": torch.float32,
@@ -83,7 +85,7 @@ def parse_spec(node: ast.expr | str) -> ArgSpec:
     """One spec, from text or from an ast expression (`bf16[1, 2]`, `1e-5`, `-3`)."""
     if isinstance(node, str):
         try:
-            node = ast.parse(node.strip(), mode="eval").body
+            node = parse(node.strip(), mode="eval").body
         except SyntaxError as exc:
             raise SpecError(f"cannot parse spec {node!r}: {exc.msg}") from None
     if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
@@ -129,7 +131,7 @@ def parse_spec(node: ast.expr | str) -> ArgSpec:
 def parse_args_text(text: str) -> dict[str, ArgSpec]:
     """`q=bf16[1, 2], eps=1e-5` (the inside of `args(...)`) to an ordered dict."""
     try:
-        call = ast.parse(f"args({text})", mode="eval").body
+        call = parse(f"args({text})", mode="eval").body
     except SyntaxError as exc:
         col = max(0, (exc.offset or 1) - 6)
         raise SpecError(f"cannot parse args: {exc.msg}", col) from None

@@ -6,7 +6,12 @@ Layout (data flows top to bottom; lower modules never import higher ones):
   features/         one module per request kind (see features/__init__.py).
   analysis.py       the staged analysis of a document version and what gets published from it.
   documents.py      per-version kernel views, compile keys and the result cache (keyed by normalised source).
-  compile_pool.py   first-stage compiles in threads, deduplicated, with a time limit.
+  compile_pool.py   first-stage compiles in warm worker processes (compile_worker.py), deduplicated; one
+                    that exceeds its time limit costs its worker, never the event loop.
+  worker_process.py one child process answering pickled requests, killed and replaced when it fails.
+  transport.py      the wire: framing that resynchronises, an answer to every request, the process's end.
+  trust.py          whether tuning may run kernel code (workspace trust, helion.allowCodeExecution).
+  lru.py            a small LRU map.
   check_client.py   the lowering / libtpu stages, sent to `check_worker.py` (a separate process).
   tuning.py         background tuning: `compiler.cli tune` subprocesses, progress, cancel, stale.
   store.py          a cached view of the tuner's results store for code lenses.

@@ -1,7 +1,8 @@
 """The staged analysis of one document version, and what gets published from it.
 
   load   compiler.load in a thread -> `Loaded` (kernels, units, keys); no compile.
-  front  every unit through `Kernel.compile` in the compile pool (cache hits are free)  -> publish
+  front  every unit through `Kernel.compile` in the compile workers (cache hits are free) -> publish
+         (also while they run: each kernel's diagnostics as it finishes, at most every 0.25 s)
   lower  Mosaic lowering of every unit that compiled, in the check worker               -> publish
   tpu    libtpu deviceless compile (setting `libtpu`), in the check worker              -> publish
 
@@ -15,22 +16,20 @@ replaces its earlier one and results of an edited kernel disappear with its old 
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from lsprotocol import types
 
-import compiler
 from compiler.diagnostics import Diagnostic, Range, error, warning
 
 from .check_client import CheckClient, Skipped, WorkerFailure
-from .compile_pool import CompilePool, LruCache
+from .compile_pool import CompilePool
 from .documents import (
     STAGES,
-    Compiled,
     KernelView,
     Loaded,
     ResultCache,
@@ -39,9 +38,11 @@ from .documents import (
     load_document,
     remap,
 )
+from .lru import LruCache
 from .lsp import diagnostic_from_json, to_lsp_diagnostic
 
 log = logging.getLogger(__name__)
+PARTIAL_INTERVAL = 0.25  # seconds between publishes while a document's kernels compile
 
 
 @dataclass
@@ -56,23 +57,16 @@ class DocState:
     pending: asyncio.Task | None = None  # debounce timer or running analysis started by a change
 
 
-def compile_unit(view: KernelView, unit: Unit) -> StageResult:
-    """The front stage for one unit (blocking). Compiler crashes become one HPL900 diagnostic."""
-    start = time.perf_counter()
-    compiled = None
-    try:
-        ck = view.kernel.compile(args=unit.args, config=unit.config, chip=unit.key.chip)
-        diags = tuple(ck.diagnostics)
-        compiled = Compiled.of(ck)
-        del ck
-        gc.collect(1)  # the compile's cyclic garbage is still young: free it now, cheaply, not in a full pass
-    except compiler.CompileError as exc:
-        diags = tuple(exc.diagnostics) or (error("HPL900", f"compile failed: {exc}", view.decorator_range),)
-    except Exception as exc:  # a compiler bug: one diagnostic, never a dead server
-        log.exception("compiler crashed on %s (%s)", view.name, unit.key.shape_key)
-        message = f"internal compiler error: {type(exc).__name__}: {str(exc)[:300]}"
-        diags = (error("HPL900", message, view.decorator_range),)
-    return StageResult(unit.key, view.source, diags, compiled, time.perf_counter() - start)
+def compile_request(loaded: Loaded, view: KernelView, unit: Unit) -> dict[str, Any]:
+    """What the compile worker needs for one unit (see compile_worker.py)."""
+    return {
+        "source": loaded.text,
+        "kernel": view.name,
+        "args": unit.args,
+        "config": unit.config.to_json() if unit.config is not None else None,
+        "chip": unit.key.chip,
+        "decorator_range": view.decorator_range,
+    }
 
 
 class Analyzer:
@@ -151,7 +145,16 @@ class Analyzer:
             return
         units = [(view, unit) for view in loaded.kernels.values() for unit in view.units]
         self.checks.prestart()
-        await asyncio.gather(*(self.ensure_front(view, unit) for view, unit in units))
+        partial = _Throttled(lambda: self.is_current(uri, version, text) and self._publish_now(state, loaded))
+
+        async def front(view: KernelView, unit: Unit) -> None:
+            if await self.ensure_front(loaded, view, unit):
+                partial.request()  # each kernel's diagnostics as soon as it compiled
+
+        try:
+            await asyncio.gather(*(front(view, unit) for view, unit in units))
+        finally:
+            partial.cancel()
         if not self.is_current(uri, version, text):
             return
         stages = ["lower", "tpu"] if libtpu else ["lower"]
@@ -185,20 +188,18 @@ class Analyzer:
             return not any(d.is_error for d in lower[0].diagnostics)
         return True
 
-    async def ensure_front(self, view: KernelView, unit: Unit) -> None:
+    async def ensure_front(self, loaded: Loaded, view: KernelView, unit: Unit) -> bool:
+        """Compile `unit` unless its result is cached; True when a new result arrived."""
         if self.cache.get("front", unit.key, view) is not None:
-            return
+            return False
 
-        def timed_out() -> StageResult:
-            diag = error(
-                "HPL900",
-                f"the compiler did not finish within {self.pool.timeout:.0f} s",
-                view.decorator_range,
-            )
-            return StageResult(unit.key, view.source, (diag,))
+        def failed(why: str) -> dict[str, Any]:
+            return {"diagnostics": [error("HPL900", f"the compiler {why}", view.decorator_range)], "compiled": None}
 
-        result = await self.pool.run(unit.key, lambda: compile_unit(view, unit), timed_out)
-        self.cache.put("front", result)
+        answer = await self.pool.run(unit.key, compile_request(loaded, view, unit), failed)
+        diags = tuple(answer["diagnostics"])
+        self.cache.put("front", StageResult(unit.key, view.source, diags, answer["compiled"], answer.get("seconds", 0.0)))
+        return True
 
     async def _check(self, stage: str, loaded: Loaded, view: KernelView, unit: Unit, wanted) -> None:
         if not self._needs(stage, view, unit):
@@ -284,6 +285,34 @@ class Analyzer:
             related=related,
             extra=extra,
         )
+
+
+class _Throttled:
+    """Calls `fn` at once on the first request, then at most once per PARTIAL_INTERVAL while requests come."""
+
+    def __init__(self, fn: Callable[[], object]):
+        self._fn = fn
+        self._last = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+
+    def request(self) -> None:
+        if self._timer is not None:
+            return
+        wait = self._last + PARTIAL_INTERVAL - time.monotonic()
+        if wait <= 0:
+            self._fire()
+        else:
+            self._timer = asyncio.get_running_loop().call_later(wait, self._fire)
+
+    def _fire(self) -> None:
+        self._timer = None
+        self._last = time.monotonic()
+        self._fn()
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
 
 def _chip_of(loaded: Loaded) -> str | None:

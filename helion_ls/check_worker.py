@@ -54,9 +54,6 @@ def handle(cache: OrderedDict, req: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> None:
-    from compiler import lifeline
-
-    lifeline.hold_from_env()  # the server may be SIGKILLed: this worker must not outlive it
     os.environ.setdefault("JAX_PLATFORMS", "cpu")  # before jax loads: never claim a TPU from here
     os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
     out = os.fdopen(os.dup(1), "w", buffering=1)

@@ -1,85 +1,130 @@
-"""Runs the compiler's first stage (front end, codegen, VMEM) off the event loop, once per distinct unit.
+"""Runs the compiler's first stage in warm worker processes, once per distinct unit, and short calls in a thread.
 
-Threads are enough here: `compiler.load` and `Kernel.compile` never execute user code. Identical units
-(same `CompileKey`) share one in-flight future and one cached result, so an unchanged kernel costs
-nothing on the next save. A compile that raises anything is turned into diagnostics by the caller's
-function; one that does not return within `timeout` is abandoned with its thread pool (threads cannot be
-killed) and a fresh pool takes over, so one runaway kernel never starves the others.
+`run(key, request, on_failure)` hands a compile request (see compile_worker.py) to one of `workers` warm
+processes. Identical units (same key) share one job; a job whose every caller went away (a newer version
+of the document replaced it) before a worker was free is dropped unstarted. A compile that does not answer
+within `timeout` costs its worker, which is killed and replaced, and comes back as `on_failure(why)`, so a
+pathological kernel never blocks the event loop or the other kernels. `call(fn, ...)` runs a short
+blocking call (parsing a document, reading the store) in one thread, never behind compiles.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict
+import os
+from collections import deque
 from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Generic, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from .worker_process import WorkerFailure, WorkerProcess
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+TIMEOUT_ENV = "HELION_LS_COMPILE_TIMEOUT"  # seconds one compile may take (default 30)
 
 
-class LruCache(Generic[T]):
-    def __init__(self, size: int):
-        self.size = size
-        self._items: OrderedDict[Hashable, T] = OrderedDict()
-
-    def get(self, key: Hashable) -> T | None:
-        item = self._items.get(key)
-        if item is not None:
-            self._items.move_to_end(key)
-        return item
-
-    def put(self, key: Hashable, value: T) -> None:
-        self._items[key] = value
-        self._items.move_to_end(key)
-        while len(self._items) > self.size:
-            self._items.popitem(last=False)
-
-    def pop(self, key: Hashable) -> None:
-        self._items.pop(key, None)
-
-    def __len__(self) -> int:
-        return len(self._items)
+@dataclass(eq=False)
+class _Job:
+    key: Hashable
+    request: dict[str, Any]
+    future: asyncio.Future
+    waiters: int = 0
+    started: bool = False
+    result: Any = field(default=None, repr=False)
 
 
 class CompilePool:
-    def __init__(self, workers: int = 2, timeout: float = 60.0):
-        self.workers = workers
-        self.timeout = timeout
-        self._executor = ThreadPoolExecutor(workers, thread_name_prefix="helion-compile")
-        self._inflight: dict[Hashable, asyncio.Future] = {}
+    def __init__(self, workers: int | None = None, timeout: float | None = None):
+        self.workers = [
+            WorkerProcess("helion_ls.compile_worker", "compile worker")
+            for _ in range(workers or max(1, min(2, os.cpu_count() or 1)))
+        ]
+        self.timeout = timeout or float(os.environ.get(TIMEOUT_ENV) or 30.0)
+        self._queue: deque[_Job] = deque()
+        self._jobs: dict[Hashable, _Job] = {}
+        self._wake: asyncio.Event | None = None
+        self._servers: list[asyncio.Task] = []
         self._quick = ThreadPoolExecutor(1, thread_name_prefix="helion-quick")
         self.submitted = 0  # compiles actually started (cache and in-flight hits excluded)
+        self.failures = 0  # compiles that cost their worker (time limit, crash)
 
-    async def run(self, key: Hashable, fn: Callable[[], T], on_timeout: Callable[[], T]) -> T:
-        """`fn()` in a worker thread, deduplicated by `key` with other callers in flight."""
-        fut = self._inflight.get(key)
-        if fut is None:
-            loop = asyncio.get_running_loop()
-            fut = loop.run_in_executor(self._executor, fn)
-            self.submitted += 1
-            self._inflight[key] = fut
-            fut.add_done_callback(lambda _f, k=key: self._inflight.pop(k, None))
+    def start(self) -> None:
+        """Start the workers (their imports take seconds) and the tasks that feed them."""
+        if self._servers:
+            return
+        self._wake = asyncio.Event()
+        for worker in self.workers:
+            worker.prestart()
+            self._servers.append(asyncio.ensure_future(self._serve(worker)))
+
+    @property
+    def pids(self) -> list[int]:
+        return [pid for w in self.workers if (pid := w.pid) is not None]
+
+    async def run(self, key: Hashable, request: dict[str, Any], on_failure: Callable[[str], T]) -> Any:
+        """The worker's answer for `request`, shared with other callers of the same key."""
+        self.start()
+        job = self._jobs.get(key)
+        if job is None:
+            job = _Job(key, request, asyncio.get_running_loop().create_future())
+            self._jobs[key] = job
+            self._queue.append(job)
+            assert self._wake is not None
+            self._wake.set()
+        job.waiters += 1
         try:
-            return await asyncio.wait_for(asyncio.shield(fut), self.timeout)
-        except TimeoutError:
-            log.error("compile of %s exceeded %.0f s; abandoning its thread", key, self.timeout)
-            self._inflight.pop(key, None)
-            self._replace_executor()
-            return on_timeout()
+            return await asyncio.shield(job.future)
+        except WorkerFailure as exc:
+            return on_failure(str(exc))
+        finally:
+            job.waiters -= 1
 
-    def _replace_executor(self) -> None:
-        old = self._executor
-        self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="helion-compile")
-        old.shutdown(wait=False)  # queued units still run there; only the stuck thread is lost
+    async def _serve(self, worker: WorkerProcess) -> None:
+        assert self._wake is not None
+        while True:
+            job = self._take()
+            if job is None:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            job.started = True
+            self.submitted += 1
+            try:
+                job.future.set_result(await worker.ask(job.request, self.timeout))
+            except WorkerFailure as exc:
+                self.failures += 1
+                log.error("compile of %s failed: %s", job.key, exc)
+                job.future.set_exception(exc)
+                worker.prestart()  # a fresh worker warms up while the queue waits
+            except Exception as exc:  # a bug here must fail one job, not stop this worker's feed
+                log.exception("compile of %s", job.key)
+                job.future.set_exception(WorkerFailure(f"internal error: {exc!r}"))
+            finally:
+                if job.future.done() and not job.future.cancelled():
+                    job.future.exception()  # retrieved, even when every caller went away meanwhile
+                self._jobs.pop(job.key, None)
+
+    def _take(self) -> _Job | None:
+        """The oldest job someone still waits for; abandoned ones are dropped."""
+        while self._queue:
+            job = self._queue.popleft()
+            if job.waiters > 0:
+                return job
+            self._jobs.pop(job.key, None)
+            job.future.cancel()
+        return None
 
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         """A short blocking call (loading a module, reading the store) off the loop, never behind compiles."""
         return await asyncio.get_running_loop().run_in_executor(self._quick, fn, *args)
 
     def shutdown(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        for task in self._servers:
+            task.cancel()
+        for worker in self.workers:
+            worker.kill()
         self._quick.shutdown(wait=False, cancel_futures=True)

@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import compiler
+from compiler import parse_python
 from compiler.config import Config
 from compiler.diagnostics import Diagnostic, Fix, Position, Range, Related, error
 from compiler.specs import format_args
 
-from .compile_pool import LruCache
+from .lru import LruCache
 from .positions import KernelSource, PositionMap
 
 HELION_HINT = re.compile(r"\bhelion\b")  # a file that never says "helion" has no kernels: skip it for free
@@ -243,7 +244,7 @@ def load_document(uri: str, version: int | None, text: str, chip: str) -> Loaded
 
 def _function_nodes(text: str) -> dict[tuple[str, int | None], ast.FunctionDef]:
     try:
-        tree = ast.parse(text)
+        tree = parse_python(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return {}
     out: dict[tuple[str, int | None], ast.FunctionDef] = {}

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from compiler import parse_python
 from compiler.config import Config
 
 INDENT_STEP = 4
@@ -122,7 +123,7 @@ class _Decorator:
     @classmethod
     def find(cls, source: str, kernel: str) -> _Decorator:
         try:
-            tree = ast.parse(source)
+            tree = parse_python(source)
         except SyntaxError as exc:
             raise EditError(f"the file does not parse (line {exc.lineno}): {exc.msg}") from None
         _, deco = find_kernel_decorator(tree, kernel)

@@ -49,13 +49,12 @@ class KernelSource:
                     ]
                 else:
                     spans += [-1, -1, -1, -1]
-        return KernelSource(
-            "".join(lines[first : last + 1]),
-            first,
-            node.lineno - 1,
-            "\n".join(ast.dump(p) for p in parts),
-            tuple(spans),
-        )
+        segment = "".join(lines[first : last + 1])
+        try:
+            structure = "\n".join(ast.dump(p) for p in parts)
+        except RecursionError:  # nested too deep to dump (the compiler says so): map only the same text
+            structure = segment
+        return KernelSource(segment, first, node.lineno - 1, structure, tuple(spans))
 
 
 def _parts(node: ast.FunctionDef) -> list[ast.AST]:

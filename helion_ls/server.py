@@ -116,7 +116,8 @@ class HelionServer(LanguageServer):
         self.window_show_message(types.ShowMessageParams(type=kind, message=message))
 
     async def close_parts(self) -> None:
-        """Stop everything this server started (tuners, the check worker, watchers); safe to call twice."""
+        """Stop everything this server started (tuners, workers, watchers); safe to call twice, never slow."""
+        self.pool.shutdown()
         await self.tuner.shutdown()
         await self.checks.close()
         if self.watcher is not None:
@@ -124,7 +125,6 @@ class HelionServer(LanguageServer):
         for store in self.stores.values():
             store.close()
         self.monitor.stop()
-        self.pool.shutdown()
 
 
 def folder_path(uri: str) -> str | None:

@@ -1,6 +1,6 @@
 """A tiny built-in kernel compiled once at start-up, so the first real compile does not pay the imports.
 
-Shared by the server and the check worker; imports only `compiler`.
+Compiled by the compile and check workers (the server only parses it); imports only `compiler`.
 """
 
 from __future__ import annotations

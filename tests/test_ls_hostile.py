@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import time
 
 import pytest
 import pytest_asyncio
 from ls_wire import RawServer, StatsWatch
+from test_ls_support import SEEDS
 
 pytestmark = pytest.mark.asyncio(loop_scope="function")
 
@@ -119,3 +123,190 @@ async def test_a_body_that_is_not_json_is_skipped(server):
         server.send(b'{"jsonrpc": "2.0", "id": 11, "method": "helion/stats", "params": {')  # cut short
         server.send(b"\x00\x01\x02")
         assert "pid" in await server.stats()
+
+
+# -- bounded analysis --------------------------------------------------------------------------------------
+def kernel_with(host_code: str, name: str = "hostile") -> str:
+    """A kernel whose host code (before its device loop) is `host_code` (lines indented by 4)."""
+    return KERNEL.replace("def scale(", f"def {name}(").replace(
+        "    out = torch.empty_like(x)\n", f"    out = torch.empty_like(x)\n{host_code}\n"
+    )
+
+
+def line_of(text: str, needle: str) -> int:
+    return text[: text.index(needle)].count("\n")
+
+
+@pytest.mark.parametrize(
+    "host_code, offending",
+    [
+        ("    n = max(range(10**11))", "range(10**11)"),
+        ("    a = 7**4095\n    b = a**4095\n    c = b**40", "7**4095"),
+        ("    a = 7**2000\n    b = a**4095\n    c = b**40", "a**4095"),
+        ('    s = "ab" * 10**12', '"ab" * 10**12'),
+    ],
+)
+async def test_pathological_host_code_is_a_diagnostic_on_its_line(server, host_code, offending):
+    path = server.ws / "k.py"
+    text = kernel_with(host_code)
+    path.write_text(text)
+    async with StatsWatch(server.stats):
+        uri = server.open(path)
+        diags = await server.final_diagnostics(uri, timeout=120)
+        assert [d["code"] for d in diags] == ["HPL105"], diags
+        assert diags[0]["range"]["start"]["line"] == line_of(text, offending), diags
+        assert "host code is limited" in diags[0]["message"]
+
+
+async def test_a_deep_expression_is_a_normal_diagnostic(server):
+    path = server.ws / "k.py"
+    terms = " + ".join(["x[tile]"] * 2000)
+    text = KERNEL.replace("out[tile] = x[tile] * 2.0", f"out[tile] = {terms}")
+    path.write_text(text)
+    async with StatsWatch(server.stats):
+        uri = server.open(path)
+        diags = await server.final_diagnostics(uri, timeout=120)
+        assert [d["code"] for d in diags] == ["HPL101"], diags
+        assert "nests more than 100 levels" in diags[0]["message"]
+        assert diags[0]["range"]["start"]["line"] == line_of(text, terms)
+
+
+SLOW_BODY = "\n".join(f"        acc = acc + x[tile] * {i}.0" for i in range(4000))
+
+
+@pytest_asyncio.fixture(loop_scope="function")
+async def impatient_server(tmp_path):
+    """A server whose compiles may take 2 s each."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    srv = await RawServer.start(env={"HELION_LS_COMPILE_TIMEOUT": "2"})
+    srv.ws = ws
+    await srv.initialize(ws, libtpu=False)
+    yield srv
+    await srv.stop()
+
+
+async def test_a_compile_past_its_time_limit_costs_one_worker_not_the_server(impatient_server):
+    srv = impatient_server
+    slow = KERNEL.replace("def scale(", "def slow(").replace(
+        "        out[tile] = x[tile] * 2.0", f"        acc = x[tile]\n{SLOW_BODY}\n        out[tile] = acc"
+    )
+    text = KERNEL + "\n\n" + slow.split("import torch\n", 1)[1]
+    path = srv.ws / "k.py"
+    path.write_text(text)
+    async with StatsWatch(srv.stats):
+        uri = srv.open(path)
+        diags = await srv.final_diagnostics(uri, timeout=180)
+        assert [d["code"] for d in diags] == ["HPL900"], diags
+        assert "did not finish within 2 s" in diags[0]["message"]
+        assert diags[0]["range"]["start"]["line"] == line_of(text, "@helion.kernel(static_shapes=True)\ndef slow")
+        stats = await srv.stats()
+        assert stats["counts"]["compileFailures"] == 1
+        # the stopped worker is replaced; `scale` compiled (its hover has the generated code)
+        for _ in range(300):
+            if len((await srv.stats())["compileWorkerPids"]) == 2:
+                break
+            await asyncio.sleep(0.2)
+        else:
+            raise AssertionError("the stopped compile worker was not replaced")
+        hover = await srv.request(
+            "textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 6, "character": 5}}
+        )
+        assert "pallas_call" in hover["result"]["contents"]["value"]
+
+
+# -- process hygiene -----------------------------------------------------------------------------------
+def group_members(pgid: int) -> set[int]:
+    """Live (not zombie) processes in process group `pgid`."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            found.add(int(entry))
+    return found
+
+
+def describe(pids: set[int]) -> list[str]:
+    out = []
+    for pid in sorted(pids):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                command = f.read().replace(b"\0", b" ").decode(errors="replace")
+            out.append(f"{pid}: {command[:120]}")
+        except OSError:
+            out.append(f"{pid}: gone")
+    return out
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+async def start_tuning(srv: RawServer) -> tuple[set[int], dict]:
+    """Open the attention seed, tune its first shape set; the processes the server started, once the
+    tuner runs with its workers."""
+    path = srv.ws / "attention.py"
+    path.write_text((SEEDS / "attention.py.txt").read_text())
+    uri = srv.open(path)
+    await srv.wait(lambda: any(p["uri"] == uri for p in srv.of("helion/diagnosticsStage")), timeout=120)
+    reply = await srv.request(
+        "workspace/executeCommand",
+        {"command": "helion.tune", "arguments": [{"uri": uri, "kernel": "attention", "shapeSet": 0}]},
+    )
+    assert reply["result"]["jobs"], reply
+    for _ in range(600):
+        stats = await srv.stats()
+        tuners = [t["pid"] for t in stats["tuners"]]
+        if tuners and len(group_members(tuners[0])) >= 3:  # the tuner and its two workers
+            break
+        await asyncio.sleep(0.1)
+    else:
+        raise AssertionError(f"the tuner never ran with workers: {stats}")
+    started = group_members(tuners[0]) | set(stats["compileWorkerPids"]) | {stats["checkWorkerPid"]}
+    return started, stats
+
+
+TUNING = {"tuneBudgetSeconds": 300, "executor": "local:2", "workspaceTrusted": True}
+
+
+@pytest.mark.parametrize("end", ["stdin closed", "shutdown and exit", "SIGTERM", "SIGKILL"])
+async def test_the_tuner_and_every_worker_end_with_the_server(tmp_path, end):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    srv = await RawServer.start()
+    srv.ws = ws
+    try:
+        await srv.initialize(ws, libtpu=False, **TUNING)
+        async with StatsWatch(srv.stats):
+            started, _ = await start_tuning(srv)
+            if end == "shutdown and exit":
+                asked = time.monotonic()
+                assert (await srv.request("shutdown", timeout=1.0))["result"] is None  # answered within 1 s
+                shutdown_seconds = time.monotonic() - asked
+        if end == "stdin closed":
+            srv.proc.stdin.close()
+        elif end == "shutdown and exit":
+            srv.notify("exit")
+        else:
+            srv.proc.send_signal(signal.SIGTERM if end == "SIGTERM" else signal.SIGKILL)
+        await asyncio.wait_for(srv.proc.wait(), 20)
+        for _ in range(100):
+            left = {pid for pid in started if alive(pid)}
+            if not left:
+                break
+            await asyncio.sleep(0.1)
+        assert not left, f"still running after the server ended ({end}): {describe(left)}"
+        if end == "shutdown and exit":
+            assert srv.proc.returncode == 0 and shutdown_seconds < 1.0
+    finally:
+        await srv.stop()

@@ -26,7 +26,6 @@ import jax
 from jax.experimental import topologies
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from compiler import lifeline
 from compiler.checks.libtpu_compile import DUMP_DIR_ENV, classify_compile_error, kernel_vmem
 from compiler.checks.mlir_text import SourceLoc, trim_error
 from compiler.checks.mosaic_dump import failure_location, read_dumps
@@ -124,7 +123,6 @@ def handle(request: dict, workdir: Path, dump_dir: Path, serial: int) -> dict:
 
 
 def main() -> None:
-    lifeline.hold_from_env()
     replies = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     dump_dir = Path(os.environ[DUMP_DIR_ENV])

@@ -10,6 +10,7 @@ import torch
 
 from ..diagnostics import Range, UserError
 from ..ir import Op, TileDim, Value
+from .limits import check_product, check_range, check_round
 from .ops import BINARY_FUNCS, CASTS, REDUCTIONS, UNARY
 from .values import DEVICE_SENTINEL, BlockSize, Module, NamedConst, Tile, TileId, TileLoopSpec
 
@@ -173,8 +174,11 @@ class Dispatcher:
             fn = _MATH.get(q[5:])
             if fn is None:
                 raise UserError("HPL102", f"`{q}` is not supported", rng)
+            values = [unwrap(a) for a in args]
+            if q == "math.prod" and values:
+                check_product(values[0], rng)
             try:
-                return fn(*[unwrap(a) for a in args])
+                return fn(*values)
             except (ValueError, TypeError, OverflowError) as exc:
                 raise UserError("HPL105", f"{q}: {exc}", rng) from None
         for prefix in ("torch.nn.functional.", "torch.special.", "torch."):
@@ -196,7 +200,11 @@ class Dispatcher:
             if name == "print":
                 return None
             if name == "range":
-                return range(*[_as_int(v, "range()", rng) for v in vals])
+                r = range(*[_as_int(v, "range()", rng) for v in vals])
+                check_range(r, rng)
+                return r
+            if name == "round":
+                check_round(vals, rng)
             fn = {"float": float, "int": int, "bool": bool, "min": min, "max": max, "abs": abs, "len": len,
                   "tuple": tuple, "list": list, "round": round, "divmod": divmod, "slice": slice,
                   "isinstance": lambda *a: False}[name]

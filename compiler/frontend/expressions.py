@@ -7,7 +7,6 @@ loops and loads/stores (a subscript of a host tensor inside a device loop become
 from __future__ import annotations
 
 import ast
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +15,7 @@ import torch
 from ..diagnostics import Range, UserError
 from ..ir import Value
 from .dispatch import unwrap
+from .limits import check_binary
 from .ops import BINARY
 from .values import Module, NamedConst, Tile, TileId
 
@@ -28,7 +28,7 @@ CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "g
 
 
 class ExpressionEvaluator:
-    """Needs from its subclass: env, info, dispatch, ops, in_device, call/inline, load."""
+    """Needs from its subclass: env, info, dispatch, ops, in_device, call/inline, load, budget (limits.py)."""
 
     def lookup(self, name: str, rng: Range) -> Any:
         if name in self.env:
@@ -46,6 +46,7 @@ class ExpressionEvaluator:
 
     def eval(self, node: ast.expr) -> Any:
         rng = Range.of(node)
+        self.budget.step(rng)
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, ast.Name):
@@ -117,6 +118,7 @@ class ExpressionEvaluator:
         if isinstance(a, Value) or isinstance(b, Value):
             return self.ops.binary(op, a, b, rng)
         a, b = unwrap(a), unwrap(b)
+        check_binary(op, a, b, rng)
         try:
             return _PYBINOPS[op](a, b)
         except ZeroDivisionError:
@@ -183,8 +185,8 @@ class ExpressionEvaluator:
 _PYBINOPS: dict[str, Callable[[Any, Any], Any]] = {
     "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
     "div": lambda a, b: a / b, "floordiv": lambda a, b: a // b, "mod": lambda a, b: a % b,
-    "pow": lambda a, b: a**b if abs(b) < 4096 else math.pow(a, b), "and": lambda a, b: a & b,
-    "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b, "lshift": lambda a, b: a << min(b, 256),
+    "pow": lambda a, b: a**b, "and": lambda a, b: a & b,
+    "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b, "lshift": lambda a, b: a << b,
     "rshift": lambda a, b: a >> b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
     "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
 }

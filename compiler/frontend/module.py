@@ -12,6 +12,7 @@ from typing import Any
 from ..config import Config, ConfigError, config_from_call
 from ..diagnostics import Diagnostic, Position, Range, error
 from ..specs import ArgSpec, SpecError, parse_args_text
+from ..syntax import parse
 
 ARGS_LINE = re.compile(r"^(\s*)#\s*helion:\s*args\((.*)\)\s*$")
 ARGS_PREFIX = re.compile(r"^\s*#\s*helion:\s*args\b")
@@ -45,7 +46,7 @@ class ModuleInfo:
 def parse_module(source: str) -> ModuleInfo:
     """Parse `source`; syntax errors become one diagnostic and no kernels."""
     try:
-        tree = ast.parse(source)
+        tree = parse(source)
     except SyntaxError as exc:
         line = max(0, (exc.lineno or 1) - 1)
         col = max(0, (exc.offset or 1) - 1)

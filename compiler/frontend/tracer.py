@@ -32,6 +32,7 @@ from ..specs import ArgSpec, TensorSpec
 from .dispatch import Dispatcher
 from .expressions import BINOPS, ExpressionEvaluator
 from .indexing import Indexer
+from .limits import Budget
 from .module import ModuleInfo, assigned_names, target_name
 from .ops import OpBuilder
 from .values import BlockSize, BlockSizeTable, NamedConst, Tile, TileLoopSpec
@@ -64,6 +65,7 @@ class Tracer(ExpressionEvaluator):
         self.observed_blocks: set[int] = set()
         self.depth = 0
         self.statements = 0
+        self.budget = Budget()  # evaluation steps (see limits.py)
         self.current = Range.of(fn)
         self.ops = OpBuilder(self._emit)
         self.dispatch = Dispatcher(self)

@@ -26,8 +26,6 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
-from ..lifeline import die_with_parent
-
 log = logging.getLogger(__name__)
 
 I = TypeVar("I")  # noqa: E741 - the item type of map_unordered
@@ -138,9 +136,6 @@ def _worker_init() -> None:
     # The parent may be a language server speaking LSP on stdout: nothing a worker prints may reach it.
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    parent = multiprocessing.parent_process()
-    if parent is not None and parent.pid is not None:
-        die_with_parent(parent.pid)  # a tuner that is killed takes its workers with it
 
 
 class LocalExecutor(Executor):

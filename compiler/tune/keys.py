@@ -7,11 +7,12 @@ editing code changes the hash, reformatting or commenting does not, and neither 
 
 from __future__ import annotations
 
-import ast
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
+
+from ..syntax import parse
 
 if TYPE_CHECKING:  # compiler.specs imports torch; the store (and its worker processes) must stay light
     from ..specs import ArgSpec
@@ -48,7 +49,7 @@ def normalized_source_hash(function_sources: Sequence[str]) -> str:
 
     nodes = []
     for src in function_sources:
-        nodes.extend(ast.parse(textwrap.dedent(src)).body)
+        nodes.extend(parse(textwrap.dedent(src)).body)
     return normalized_hash(nodes, {})
 
 

@@ -9,9 +9,11 @@ from typing import Any
 
 from lsprotocol import types
 
+import compiler
+
 from ..server import HelionServer, folder_path
 from ..settings import CLIENT_ANNOUNCEMENTS
-from ..warmup import compile_warm_up
+from ..warmup import WARM_UP_SOURCE
 from ..watch import Watcher
 from . import codelens, diagnostics
 
@@ -55,13 +57,14 @@ def _root(ls: HelionServer) -> str | None:
 GC_THRESHOLDS = (20_000, 20, 100)  # rarer full collections: each one stops the loop for its whole duration
 
 
-def _warm_up(chip: str) -> None:
-    """Import and exercise the compiler once, then exclude everything alive from garbage collection.
+def _warm_up() -> None:
+    """Import and exercise the parser once (compiles happen in the compile workers), then exclude
+    everything alive from garbage collection.
 
-    jax and torch bring millions of long-lived objects; a full collection scanning them stopped the
-    event loop for ~0.7 s. Frozen objects are still freed by reference counting.
+    torch brings millions of long-lived objects; a full collection scanning them stopped the event loop
+    for ~0.7 s. Frozen objects are still freed by reference counting.
     """
-    compile_warm_up(chip)
+    compiler.load(WARM_UP_SOURCE)
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
 
@@ -82,11 +85,8 @@ def register(ls: HelionServer) -> None:
     @ls.feature(types.INITIALIZED)
     async def initialized(ls: HelionServer, params: types.InitializedParams) -> None:
         ls.monitor.start()
-        # a compile, so on the compile threads: the quick thread must answer the first lens request at once
-        # (an editor's lens debounce is the mean time of its recent lens requests: one slow request slows
-        # the lens updates that follow, tuning progress included)
-        chip = ls.settings.default.chip
-        warm = asyncio.ensure_future(ls.pool.run(("warm-up", chip), lambda: _warm_up(chip), lambda: None))
+        ls.pool.start()  # the compile workers import and warm up meanwhile
+        warm = asyncio.ensure_future(ls.pool.call(_warm_up))
         warm.add_done_callback(
             lambda f: f.cancelled() or f.exception() and log.error("warm-up failed: %r", f.exception())
         )
@@ -147,7 +147,8 @@ def register(ls: HelionServer) -> None:
         if params is not None and getattr(params, "reset", False):
             ls.monitor.reset()
         out["compiledUnits"] = len(ls.analyzer.cache.stages["front"])
-        out["counts"] = {**ls.analyzer.counts, "compiles": ls.pool.submitted}
+        out["counts"] = {**ls.analyzer.counts, "compiles": ls.pool.submitted, "compileFailures": ls.pool.failures}
+        out["compileWorkerPids"] = ls.pool.pids
         out["openDocuments"] = sum(1 for d in ls.analyzer.docs.values() if d.open)
         out["checkWorkerPid"] = ls.checks.pid
         out["checkWorkerRestarts"] = ls.checks.restarts

@@ -57,7 +57,7 @@ async def generated_code(ls: HelionServer, params: Any) -> dict[str, Any]:
     loaded, view = await find_kernel(ls, uri, kernel)
     index = _shape_set(params, view)
     unit = view.units[index]
-    await ls.analyzer.ensure_front(view, unit)
+    await ls.analyzer.ensure_front(loaded, view, unit)
     hit = ls.analyzer.cache.get("front", unit.key, view)
     if hit is None:
         raise NotCompiled(f"{kernel} (shape set {index}) has not been compiled")

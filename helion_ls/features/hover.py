@@ -18,6 +18,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from compiler import parse_python
 from compiler.diagnostics import Position, Range
 from compiler.vmem import fmt_bytes as compiler_fmt_bytes
 
@@ -78,7 +79,7 @@ def _set_title(view: KernelView, index: int) -> str:
 def _excerpts(source: str, call_names: tuple[str, ...]) -> tuple[str, str]:
     """(device kernel functions, pallas_call statements) cut out of a generated module."""
     try:
-        tree = ast.parse(source)
+        tree = parse_python(source)
     except SyntaxError:
         return "", ""
     lines = source.splitlines()

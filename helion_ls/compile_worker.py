@@ -1,0 +1,75 @@
+"""The compile worker process: the first analysis stage (front end, codegen, VMEM) away from the server.
+
+A compile evaluates the kernel's host code; however bounded that is (compiler/frontend/limits.py), a
+process is what can always be stopped: the server kills a worker that outlives its time limit and starts
+another, so a pathological file costs one worker, never the server's event loop. Requests and answers are
+pickles (see worker_process.py):
+  {"source", "kernel", "args": {name: spec} | None, "config": {...} | None, "chip"}
+  -> {"diagnostics": [Diagnostic], "compiled": documents.Compiled | None, "seconds"}
+The parsed module of the last few texts is kept, so the kernels of one file are parsed once. Imports only
+`compiler` and the server's plain data types (documents.Compiled); never runs the user's file.
+Run as `python -m helion_ls.compile_worker`.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import logging
+import time
+import traceback
+from collections import OrderedDict
+from typing import Any
+
+import compiler
+from compiler.diagnostics import Range, error
+
+from .documents import Compiled
+from .warmup import compile_warm_up
+from .worker_process import serve
+
+log = logging.getLogger(__name__)
+MODULES = 4  # parsed texts kept
+
+
+class Compiler:
+    def __init__(self) -> None:
+        self._modules: OrderedDict[str, Any] = OrderedDict()
+
+    def module(self, source: str) -> Any:
+        digest = hashlib.sha256(source.encode()).hexdigest()
+        found = self._modules.get(digest)
+        if found is None:
+            found = self._modules[digest] = compiler.load(source)
+            while len(self._modules) > MODULES:
+                self._modules.popitem(last=False)
+        self._modules.move_to_end(digest)
+        return found
+
+    def handle(self, req: dict[str, Any]) -> dict[str, Any]:
+        start = time.perf_counter()
+        compiled = None
+        try:
+            kernel = self.module(req["source"]).kernels[req["kernel"]]
+            ck = kernel.compile(args=req["args"], config=req["config"], chip=req["chip"])
+            diagnostics = list(ck.diagnostics)
+            compiled = Compiled.of(ck)
+            del ck
+        except compiler.CompileError as exc:
+            diagnostics = list(exc.diagnostics) or [error("HPL900", f"compile failed: {exc}", Range.lines(0))]
+        except Exception as exc:  # a compiler bug: one diagnostic, never a dead worker
+            log.error("compiler crashed on %s:\n%s", req.get("kernel"), traceback.format_exc())
+            diagnostics = [error("HPL900", f"internal compiler error: {type(exc).__name__}: {str(exc)[:300]}",
+                                 req.get("decorator_range") or Range.lines(0))]
+        gc.collect(1)  # the compile's cyclic garbage is still young: free it now, cheaply
+        return {"diagnostics": diagnostics, "compiled": compiled, "seconds": time.perf_counter() - start}
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.WARNING)
+    worker = Compiler()
+    serve(worker.handle, lambda: compile_warm_up("v7x"))
+
+
+if __name__ == "__main__":
+    main()

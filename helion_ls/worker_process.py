@@ -1,0 +1,153 @@
+"""One child process that answers requests, one at a time, and can always be stopped.
+
+`WorkerProcess` starts `python -m <module>` in its own process group (dying with the server, see
+compiler.lifeline) and speaks length-prefixed pickles over its stdin/stdout: 4 bytes of big-endian length,
+then the pickle. The child first sends one frame ("ready") when it has warmed up. A request that outlives
+its time limit, a child that exits, or an answer that is not a frame kills the child's whole group and
+raises `WorkerFailure`; the next request starts a fresh child. The child's stderr goes to this log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import pickle
+import signal
+import struct
+import sys
+from collections.abc import Callable
+from typing import Any, BinaryIO
+
+from compiler import lifeline
+
+log = logging.getLogger(__name__)
+
+HEADER = struct.Struct(">I")
+START_TIMEOUT = 180.0  # seconds for a child to import torch/jax and warm up
+
+
+class WorkerFailure(Exception):
+    """The worker died, hung or answered nonsense; the message says which, for the user."""
+
+
+class WorkerProcess:
+    def __init__(self, module: str, name: str):
+        self.module = module
+        self.name = name
+        self._proc: asyncio.subprocess.Process | None = None
+        self._stderr: asyncio.Task | None = None
+        self._starting: asyncio.Task | None = None
+        self.started = 0  # children started so far (restarts = started - 1)
+
+    @property
+    def pid(self) -> int | None:
+        proc = self._proc
+        return proc.pid if proc is not None and proc.returncode is None else None
+
+    def prestart(self) -> None:
+        """Start the child now, so the first request does not wait for its imports."""
+        if self.pid is None and (self._starting is None or self._starting.done()):
+            self._starting = asyncio.ensure_future(self._start())
+            self._starting.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+    async def _ready(self) -> asyncio.subprocess.Process:
+        if self._starting is not None and not self._starting.done():
+            await asyncio.shield(self._starting)
+        if self.pid is None:
+            await self._start()
+        assert self._proc is not None
+        return self._proc
+
+    async def _start(self) -> None:
+        self.kill()
+        self.started += 1
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            self.module,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            env=lifeline.child_env(),
+        )
+        self._proc = proc
+        self._stderr = asyncio.ensure_future(self._forward_stderr(proc))
+        try:
+            await asyncio.wait_for(self._read(proc), START_TIMEOUT)
+        except (TimeoutError, WorkerFailure, asyncio.IncompleteReadError) as exc:
+            self.kill()
+            raise WorkerFailure(f"the {self.name} did not start ({exc or 'timed out'})") from None
+        log.info("%s started (pid %d)", self.name, proc.pid)
+
+    async def _forward_stderr(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stderr is not None
+        while line := await proc.stderr.readline():
+            log.debug("%s %d: %s", self.name, proc.pid, line.decode(errors="replace").rstrip())
+
+    @staticmethod
+    async def _read(proc: asyncio.subprocess.Process) -> Any:
+        assert proc.stdout is not None
+        (size,) = HEADER.unpack(await proc.stdout.readexactly(HEADER.size))
+        return pickle.loads(await proc.stdout.readexactly(size))
+
+    async def ask(self, request: Any, timeout: float) -> Any:
+        """Send one request and return the child's answer; WorkerFailure when it cannot answer in time."""
+        proc = await self._ready()
+        assert proc.stdin is not None
+        payload = pickle.dumps(request)
+        try:
+            proc.stdin.write(HEADER.pack(len(payload)) + payload)
+            await proc.stdin.drain()
+            return await asyncio.wait_for(self._read(proc), timeout)
+        except TimeoutError:
+            self.kill()
+            raise WorkerFailure(f"did not finish within {timeout:.0f} s; the {self.name} was stopped") from None
+        except (asyncio.IncompleteReadError, ConnectionError, OSError) as exc:
+            self.kill()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(proc.wait(), 1)
+            code = proc.returncode
+            raise WorkerFailure(f"the {self.name} exited ({_how(code) if code is not None else exc})") from None
+        except (pickle.UnpicklingError, EOFError, ValueError) as exc:
+            self.kill()
+            raise WorkerFailure(f"the {self.name} answered with something unreadable ({exc})") from None
+
+    def kill(self) -> None:
+        """SIGKILL the child's process group (it never holds anything that needs a clean exit)."""
+        proc, self._proc = self._proc, None  # forgotten at once (asyncio still reaps it): a new one may start
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        if self._stderr is not None:
+            self._stderr.cancel()
+
+
+def _how(code: int) -> str:
+    if code < 0:
+        return f"killed by {signal.Signals(-code).name}"
+    return f"exit code {code}"
+
+
+def serve(handle: Callable[[Any], Any], warm_up: Callable[[], None]) -> None:
+    """The child's side: `warm_up()`, "ready", then frames on stdin -> `handle(request)` -> frames on the
+    original stdout. Anything else the child prints goes to stderr. `handle` turns errors into answers."""
+    out: BinaryIO = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    stdin = sys.stdin.buffer
+    warm_up()
+
+    def send(obj: Any) -> None:
+        payload = pickle.dumps(obj)
+        out.write(HEADER.pack(len(payload)) + payload)
+        out.flush()
+
+    send("ready")
+    while header := stdin.read(HEADER.size):
+        if len(header) < HEADER.size:
+            return
+        (size,) = HEADER.unpack(header)
+        send(handle(pickle.loads(stdin.read(size))))
