@@ -11,6 +11,7 @@ Imports only `compiler` and `helion_ls.warmup` (never the server), and never exe
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
@@ -20,6 +21,7 @@ from collections import OrderedDict
 from typing import Any
 
 CACHE_SIZE = 16  # compiled kernels kept, so "tpu" after "lower" for the same unit does not recompile
+_MODULES: OrderedDict[str, Any] = OrderedDict()  # parsed texts by digest
 
 
 def _compile(cache: OrderedDict, req: dict[str, Any]) -> Any:
@@ -30,7 +32,11 @@ def _compile(cache: OrderedDict, req: dict[str, Any]) -> Any:
     if key in cache:
         cache.move_to_end(key)
         return cache[key]
-    module = compiler.load(req["source"])
+    module = _MODULES.get(digest)
+    if module is None:  # the kernels of one file arrive one by one: parse the file once
+        module = _MODULES[digest] = compiler.load(req["source"])
+        while len(_MODULES) > 2:
+            _MODULES.popitem(last=False)
     kernel = module.kernels[req["kernel"]]
     compiled = kernel.compile(args=req.get("args"), config=req.get("config"), chip=req["chip"])
     cache[key] = compiled
@@ -64,6 +70,7 @@ def main() -> None:
     warm = compile_warm_up("v7x")  # pay the imports before the first request, not during it
     if warm is not None:
         warm.check_lowering()
+    gc.freeze()  # torch and jax are millions of long-lived objects: keep them out of every collection
     cache: OrderedDict = OrderedDict()
     for line in sys.stdin:
         if not line.strip():

@@ -3,7 +3,8 @@
 Lenses ask for many (kernel, shape set) keys on every refresh; answers are kept until the store's
 `data_version()` changes (any process wrote it, or it was replaced or recovered), which is what makes
 results written elsewhere (the CLI, a TPU host sharing the store) appear. A store that cannot be opened
-or read answers "no result" and says why in the log, once per distinct reason.
+or read answers "no result", says why in the log, and offers the reason once (`new_problem`) so the user
+is told.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from compiler.config import Config
 from compiler.tune.keys import TrialKey
-from compiler.tune.store import Trial, TuningStore, default_store_path
+from compiler.tune.store import StoreError, Trial, TuningStore, default_store_path
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,7 @@ class StoreView:
         self._answers: dict[tuple[TrialKey, Config | None], Summary | None] = {}
         self._lock = threading.Lock()
         self._last_error: str | None = None
+        self._told: set[str] = set()
 
     def _open(self) -> TuningStore:
         if self._store is None:
@@ -65,12 +67,20 @@ class StoreView:
                 self._last_error = None
                 return {req: self._answers[req] for req in requests}
             except Exception as exc:  # a broken store must never break lenses
-                reason = f"{type(exc).__name__}: {exc}"
+                reason = str(exc) if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
                 if reason != self._last_error:
                     log.warning("tuning store %s unreadable: %s", self.path, reason)
                     self._last_error = reason
                 self._drop()
                 return dict.fromkeys(requests)
+
+    def new_problem(self) -> str | None:
+        """Why the store cannot be read, the first time each reason is seen (for telling the user once)."""
+        problem = self._last_error
+        if problem is None or problem in self._told:
+            return None
+        self._told.add(problem)
+        return problem
 
     def trials(self, key: TrialKey) -> list[Trial]:
         with self._lock:

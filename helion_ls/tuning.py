@@ -304,7 +304,7 @@ class Tuner:
 
     def _conclude(self, job: TuneJob, code: int | None, stdout: bytes, tail: list[str]) -> None:
         result = _json_result(stdout)
-        if code == 0 and result is not None:
+        if result is not None and (code == 0 or result.get("best")):  # found, even if it was not stored
             self._succeed(job, result)
             return
         if code is not None and code < 0:

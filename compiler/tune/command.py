@@ -4,8 +4,11 @@ Tunes every kernel of a file (or -k one) for every shape set (or --shape-set / -
 progress bar on stderr when it is a terminal (not with --json or --progress jsonl), then per shape set a
 table of the best configs and the decorator line to paste. --json prints one object per shape set (a list
 when there are several); --progress jsonl writes one JSON event per line on stderr. Model figures are
-estimates for the named chip and are labelled so. Exit status: 0 ok, 1 nothing valid found or the
-kernel has errors, 2 usage (bad file, kernel, shape set, executor).
+estimates for the named chip and are labelled so. Exit status: 0 ok, 1 nothing valid found, the
+kernel has errors, or the results could not be stored (an unusable --store: said before and after the
+results, which are still printed; --json adds "store_error"), 2 usage (bad file, kernel, shape set,
+executor). The correctness gate runs the kernel's code (see compiler/reference/isolated.py): running
+this command is the request to do so.
 
 Where the time goes: the model search runs in this process; the executor runs the correctness gate (and
 the compile / tpu evaluators). With the model evaluator the default `local` executor is one worker,
@@ -101,6 +104,7 @@ def _run(ns: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     executor = refine = store = None
+    store_error: str | None = None
     restore: Callable[[], None] = lambda: None  # noqa: E731
     try:
         try:
@@ -116,7 +120,7 @@ def _run(ns: argparse.Namespace) -> int:
         if unavailable:
             print(f"helion-pallas tune: the {ns.evaluator} evaluator cannot run: {unavailable}", file=sys.stderr)
             return NOTHING_VALID
-        store = _open_store(ns.store)
+        store, store_error = _open_store(ns.store)
         stop = threading.Event()
         restore = _on_signals(stop)
         if ns.evaluator == "tpu":
@@ -139,8 +143,12 @@ def _run(ns: argparse.Namespace) -> int:
             store.close()
         restore()
     if ns.json:
-        payload: Any = [r.to_json() for r in results]
+        extra = {"store_error": store_error} if store_error else {}
+        payload: Any = [r.to_json() | extra for r in results]
         print(json.dumps(payload[0] if len(payload) == 1 else payload, indent=2))
+    if store_error is not None:
+        print(f"helion-pallas tune: error: these results were not stored: {store_error}", file=sys.stderr)
+        return NOTHING_VALID
     found = all(r.best is not None for r in results)
     return OK if results and found and not failed else NOTHING_VALID
 
@@ -264,12 +272,13 @@ def _kernel_problems(ns: argparse.Namespace, kernel: Kernel, source: str, chip: 
     return [Problem(source, kernel.name, kernel.shape_sets[i], chip, ns.file, i) for i in indices]
 
 
-def _open_store(path: str | None) -> TuningStore | None:
+def _open_store(path: str | None) -> tuple[TuningStore | None, str | None]:
+    """The store, or None and why not (said now, and again after the results: they are not lost silently)."""
     try:
-        return TuningStore(path)
+        return TuningStore(path), None
     except StoreError as exc:
-        print(f"helion-pallas tune: warning: results will not be stored: {exc}", file=sys.stderr)
-        return None
+        print(f"helion-pallas tune: error: {exc}; tuning anyway, results will not be stored", file=sys.stderr)
+        return None, str(exc)
 
 
 def _on_signals(stop: threading.Event) -> Callable[[], None]:

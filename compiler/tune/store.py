@@ -199,6 +199,11 @@ class TuningStore:
     def _open(self, bad_file: tuple[int, int] | None) -> None:
         """Connect, moving aside the file if it is `bad_file` or turns out not to be a usable store."""
         self._close_connection()
+        if self.path.is_dir():
+            raise StoreError(f"cannot open tuning store {self.path}: it is a directory")
+        blocker = next((p for p in self.path.parents if p.exists() and not p.is_dir()), None)
+        if blocker is not None:
+            raise StoreError(f"cannot open tuning store {self.path}: {blocker} is a file, not a directory")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self._process_lock():

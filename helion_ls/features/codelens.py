@@ -19,6 +19,7 @@ from lsprotocol import types
 
 from compiler.config import Config
 from compiler.tune.keys import TrialKey
+from compiler.tune.store import Trial
 
 from ..documents import KernelView, Unit
 from ..lsp import to_lsp_range
@@ -84,6 +85,13 @@ def best_title(summary: Summary, current: Config | None, compiled: Any) -> str:
     return title
 
 
+def unstored_summary(job: TuneJob) -> Summary:
+    """A finished job's best as a lens summary (for results the store could not keep)."""
+    best = dict(job.best or {})
+    trial = Trial(best["config"], best.get("seconds"), "ok", best, job.spec.evaluator, job.finished or 0.0)
+    return Summary(trial, None, job.evaluated)
+
+
 def _lens(
     rng: types.Range, title: str, command: str = "", argument: dict | None = None, tooltip: str | None = None
 ) -> types.CodeLens:
@@ -131,6 +139,10 @@ def unit_lenses(
     if job is not None and job.active:
         lenses.append(_lens(rng, f"{_progress_title(job)} (cancel)", "helion.cancelTuning", cancel))
         return lenses
+    stored = summary is not None
+    if summary is None and job is not None and job.state == "done" and job.best and job.best.get("config"):
+        if job.spec.source_hash == view.source_hash:  # a result the store did not keep: still shown
+            summary = unstored_summary(job)
     if summary is None:
         if refused is not None:
             lenses.append(_lens(rng, f"Tuning off: {refused.split(';')[0]}", "helion.tune", target, refused))
@@ -143,7 +155,8 @@ def unit_lenses(
         return lenses
     current, compiled = current_config(ls, view, unit)
     again = refused or f"Tune again. {TUNE_TOOLTIP}"
-    lenses.append(_lens(rng, best_title(summary, current, compiled), "helion.tune", target, again))
+    title = best_title(summary, current, compiled) + ("" if stored else " (not stored)")
+    lenses.append(_lens(rng, title, "helion.tune", target, again))
     if current is None or Config(summary.best.config) != current:
         apply = {**target, "config": summary.best.config}
         lenses.append(_lens(rng, "Apply", "helion.applyConfig", apply))
@@ -162,6 +175,13 @@ async def lenses_for(ls: HelionServer, uri: str) -> list[types.CodeLens]:
             if unit.args:
                 requests.append((trial_key(unit), current_config(ls, view, unit)[0]))
     summaries = await ls.pool.call(store.summaries, requests) if requests else {}
+    problem = store.new_problem()
+    if problem is not None:
+        ls.tell_user(
+            f"The tuning store {store.path} cannot be used ({problem}). Tuning still runs and its lenses show "
+            "the results, but they are not kept: set helion.storePath to a writable file.",
+            types.MessageType.Warning,
+        )
     enc = ls.encoding()
     out: list[types.CodeLens] = []
     for view in loaded.kernels.values():

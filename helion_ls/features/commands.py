@@ -176,7 +176,13 @@ def connect_tuner(ls: HelionServer) -> None:
                 if best.get("seconds"):
                     text += f" — {codelens.fmt_seconds(best['seconds'])}"
                 text += ". Use the Apply lens to put it in the decorator."
-            ls.tell_user(text)
+            not_stored = (job.result or {}).get("store_error")
+            if not_stored:
+                text += (
+                    f" These results were NOT stored ({not_stored}): the lens shows them until the server "
+                    "restarts; set helion.storePath to a writable file to keep them."
+                )
+            ls.tell_user(text, types.MessageType.Warning if not_stored else types.MessageType.Info)
         elif job.state == "failed":
             ls.tell_user(f"Tuning {name} failed: {job.message}", types.MessageType.Warning)
         elif job.state == "stale":

@@ -1,7 +1,8 @@
 // End-to-end check of the extension in a real VS Code: code-server (from e2e/setup.sh) with the built
 // helion-ls.vsix installed, driven by playwright-core through Debian's chromium. It opens a copy of the repo's
 // examples/attention.py and checks what a user sees, step by step, saving a screenshot of each step in
-// e2e/screenshots/. Exits non-zero when any step does not show what it should.
+// e2e/screenshots/; the last step starts a second code-server with workspace trust on (Restricted Mode).
+// Exits non-zero when any step does not show what it should.
 //
 // Env: HELION_PYTHON (default python3) runs the server; CODE_SERVER_PORT (default: a free port);
 // E2E_KEEP=1 keeps the temporary user-data/workspace folders; E2E_ONLY=01,06 runs only the steps whose names
@@ -530,4 +531,61 @@ async function runSteps(page, url) {
     await pick.waitFor({ state: "visible", timeout: budget(10_000) });
   });
 
+  await step("11-restricted-mode", [], async () => {
+    // A second code-server with workspace trust on: the folder opens in Restricted Mode. The extension
+    // still runs (diagnostics, lenses) but tuning is off, and both the lens and the command say why.
+    const restricted = await startRestricted();
+    const other = await page.context().newPage();
+    try {
+      await other.goto(restricted.url, { timeout: budget(60_000) });
+      await other.locator(".monaco-workbench").waitFor({ timeout: budget(60_000) });
+      await other.keyboard.press("Control+P");
+      const input = other.locator(".quick-input-widget input");
+      await input.waitFor({ state: "visible", timeout: budget(20_000) });
+      await input.fill("attention.py");
+      await other.locator(".quick-input-list .monaco-list-row", { hasText: "attention.py" }).first().waitFor({ timeout: budget(20_000) });
+      await other.keyboard.press("Enter");
+      const editor = other.locator('.monaco-editor[data-uri$="attention.py"]').first();
+      await editor.locator(".view-line", { hasText: "def attention(" }).waitFor({ timeout: budget(20_000) });
+      await editor.locator(".codelens-decoration", { hasText: /Tuning off: the workspace is not trusted/ }).first().waitFor({ timeout: budget(90_000) });
+      need((await editor.locator(".codelens-decoration", { hasText: /Tune on/ }).count()) === 0, "a Tune lens in Restricted Mode");
+      await other.keyboard.press("F1");
+      const palette = other.locator(".quick-input-widget input");
+      await palette.waitFor({ state: "visible", timeout: budget(10_000) });
+      await palette.fill(">Helion: Tune Kernel");
+      await other.locator(".quick-input-list .monaco-list-row", { hasText: "Tune Kernel" }).first().waitFor({ timeout: budget(10_000) });
+      await other.keyboard.press("Enter");
+      await other.locator(".notification-toast", { hasText: /Tuning is off in Restricted Mode/ }).first().waitFor({ timeout: budget(20_000) });
+      await other.waitForTimeout(300);
+      await other.screenshot({ path: join(SHOTS, "11-restricted-mode.png") });
+      taken.add("11-restricted-mode");
+    } finally {
+      await other.close().catch(() => undefined);
+      restricted.stop();
+    }
+  });
+}
+
+/** code-server on a copy of the workspace with workspace trust enabled (so it opens in Restricted Mode). */
+async function startRestricted() {
+  const root = join(tmp, "restricted");
+  const data = join(root, "user-data");
+  const folder = join(root, "workspace");
+  mkdirSync(join(data, "User"), { recursive: true });
+  mkdirSync(folder, { recursive: true });
+  copyFileSync(EXAMPLE, join(folder, "attention.py"));
+  const settings = JSON.parse(readFileSync(join(userData, "User/settings.json"), "utf8"));
+  settings["security.workspace.trust.enabled"] = true;
+  settings["security.workspace.trust.startupPrompt"] = "never";
+  settings["security.workspace.trust.untrustedFiles"] = "open";
+  writeFileSync(join(data, "User/settings.json"), JSON.stringify(settings, null, 2));
+  const port2 = await freePort();
+  const args = ["--config", join(root, "config.yaml"), "--user-data-dir", data, "--extensions-dir", extensionsDir];
+  const child = spawn(
+    process.execPath,
+    [ENTRY, ...args, "--bind-addr", `127.0.0.1:${port2}`, "--auth", "none", "--disable-telemetry", "--disable-update-check", "--disable-getting-started-override", folder],
+    { env, stdio: ["ignore", "ignore", "ignore"] },
+  );
+  await waitForHealth(`http://127.0.0.1:${port2}/healthz`, 30_000);
+  return { url: `http://127.0.0.1:${port2}/?folder=${encodeURIComponent(folder)}`, stop: () => child.kill("SIGTERM") };
 }
