@@ -149,10 +149,13 @@ def with_host_code(code: str) -> str:
     return KERNEL.replace("    out = torch.empty_like(x)\n", f"    out = torch.empty_like(x)\n{code}\n")
 
 
-SLOW = KERNEL.replace(
-    "        out[tile] = x[tile] + y[tile]",
-    "        acc = x[tile]\n" + "\n".join(f"        acc = acc + y[tile] * {i}.0" for i in range(4000)) + "\n        out[tile] = acc",
-)
+SLOW = KERNEL.replace("x[tile] + y[tile]", "h12(x[tile])").replace(
+    "\n\n# helion: args",
+    "\n\ndef h0(v):\n    return v * 1.5\n\n\n"
+    + "".join(f"def h{k}(v):\n    return h{k - 1}(v) + h{k - 1}(v)\n\n\n" for k in range(1, 13))
+    + "# helion: args",
+    1,
+)  # 2**12 multiplies through helpers: compiles for tens of seconds
 
 
 async def hostile(root: Path) -> dict[str, float]:
@@ -160,7 +163,7 @@ async def hostile(root: Path) -> dict[str, float]:
     ws = root / "hostile"
     ws.mkdir()
     out: dict[str, float] = {}
-    srv = await server(ws, libtpu=False, env={"HELION_LS_COMPILE_TIMEOUT": "2"})
+    srv = await server(ws, libtpu=False, env={"HELION_LS_COMPILE_TIMEOUT": "3"})
     try:
         cases: list[tuple[str, Any]] = [
             ("stray bytes", lambda: srv.send_bytes(b"xyz")),

@@ -152,6 +152,10 @@ class Kernel:
             return self._compile(args, config, chip, shape_set, emit)
         except CompileError:
             raise
+        except RecursionError:  # e.g. helpers that nest a value thousands of operations deep
+            raise CompileError([error("HPL101", "the kernel's computation nests too deeply to generate code for "
+                                      "(helpers calling helpers?); split it into several statements",
+                                      self.range)]) from None
         except Exception as exc:  # noqa: BLE001 - internal errors must not escape to the user
             log.error("internal compiler error in %s:\n%s", self.name, traceback.format_exc())
             raise CompileError([_internal(self.range, exc)]) from None

@@ -39,8 +39,10 @@ def main(argv: list[str] | None = None) -> None:
 
     from .server import create_server
     from .transport import serve_stdio, serve_tcp
+    from .warmup import parse_warm_up
 
     server = create_server()
+    parse_warm_up()
     if args.tcp:
         serve_tcp(server, *args.tcp, on_exit=server.close_parts)
     else:

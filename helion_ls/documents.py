@@ -123,7 +123,7 @@ STAGES = ("front", "lower", "tpu")
 class ResultCache:
     """Results of every stage by CompileKey, plus position maps from their basis to shown texts."""
 
-    size: int = 256
+    size: int = 1024  # units per stage: a file of 200 kernels with two shape sets each fits
     stages: dict[str, LruCache[StageResult]] = field(default_factory=dict)
     _maps: LruCache[PositionMap | bool] = field(default_factory=lambda: LruCache(2048))
 

@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 from typing import Any
 
 from lsprotocol import types
 
-import compiler
-
 from ..server import HelionServer, folder_path
 from ..settings import CLIENT_ANNOUNCEMENTS
-from ..warmup import WARM_UP_SOURCE
 from ..watch import Watcher
 from . import codelens, diagnostics
 
@@ -54,21 +50,6 @@ def _root(ls: HelionServer) -> str | None:
     return folder_path(root) if root else None
 
 
-GC_THRESHOLDS = (20_000, 20, 100)  # rarer full collections: each one stops the loop for its whole duration
-
-
-def _warm_up() -> None:
-    """Import and exercise the parser once (compiles happen in the compile workers), then exclude
-    everything alive from garbage collection.
-
-    torch brings millions of long-lived objects; a full collection scanning them stopped the event loop
-    for ~0.7 s. Frozen objects are still freed by reference counting.
-    """
-    compiler.load(WARM_UP_SOURCE)
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
-
-
 def register(ls: HelionServer) -> None:
     @ls.feature(types.INITIALIZE)
     def initialize(ls: HelionServer, params: types.InitializeParams) -> None:
@@ -86,10 +67,6 @@ def register(ls: HelionServer) -> None:
     async def initialized(ls: HelionServer, params: types.InitializedParams) -> None:
         ls.monitor.start()
         ls.pool.start()  # the compile workers import and warm up meanwhile
-        warm = asyncio.ensure_future(ls.pool.call(_warm_up))
-        warm.add_done_callback(
-            lambda f: f.cancelled() or f.exception() and log.error("warm-up failed: %r", f.exception())
-        )
         _report(ls, ls.startup_problems)
         ls.watcher = Watcher(
             asyncio.get_running_loop(),
