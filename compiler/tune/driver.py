@@ -30,13 +30,7 @@ from typing import Any
 
 from ..api import Kernel
 from ..config import Config
-<<<<<<< HEAD
-=======
-from ..diagnostics import CompileError
-from ..space import ConfigSpace
 from ..syntax import parse
-from ..vmem import fmt_bytes
->>>>>>> 447e5be (Compiles run in warm worker processes (killed and replaced past their time limit); host-code evaluation is bounded (integer bits, sequence sizes, range length, steps, expression depth) with diagnostics on the offending line; one lock around ast.parse; per-kernel diagnostics while a file compiles; hostile-input tests)
 from .correctness import CorrectnessResult
 from .evaluators import Problem, evaluate, get_evaluator, verify
 from .executors import Executor, InlineExecutor
