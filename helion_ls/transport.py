@@ -119,8 +119,25 @@ class BadRequest:
     jsonrpc: str = "2.0"
 
 
+class Refusal(JsonRpcException):
+    """A request answered with an error that describes the user's code (a kernel that does not compile),
+    not a fault of the server: one info line in the log, no traceback, no error message to the client."""
+
+    CODE = -32803  # RequestFailed
+    MESSAGE = "request failed"
+
+
 class Protocol(LanguageServerProtocol):
     """pygls' protocol, plus an answer for every request it would have dropped."""
+
+    def _send_handler_result(self, future: Any, *, msg_id: Any) -> None:
+        error = None if future.cancelled() else future.exception()
+        if isinstance(error, Refusal):
+            self._request_futures.pop(msg_id, None)
+            log.info("request %s answered with an error: %s", msg_id, str(error).splitlines()[0][:300])
+            self._send_response(msg_id, error=error.to_response_error())
+            return
+        super()._send_handler_result(future, msg_id=msg_id)
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         try:

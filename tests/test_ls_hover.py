@@ -92,8 +92,7 @@ async def test_access_hover_shows_blockspec_memory_and_bytes(client: LanguageCli
         assert op.memory == "hbm"
         block = "(" + ", ".join("–" if d is None else str(d) for d in op.block_shape) + ")"
         assert f"| {index} | {block} of (" in text
-        assert f"`{op.index_map}`" in text
-        assert f"| HBM + pipeline | {op.buffer_count} |" in text
+        assert f"×{op.buffer_count} | `{op.index_map}` | HBM + pipeline |" in text
         assert row.bytes > 0
     assert "`pltpu.emit_pipeline` streams blocks into VMEM" in text
     line = client.text[: client.text.index("k_view[tile_b, tile_n, :]")].count("\n")

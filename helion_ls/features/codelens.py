@@ -11,13 +11,16 @@ request is answered (never cached), and refreshes are paced by `ls.lenses` (see 
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import logging
+import re
 from typing import Any
 
 from lsprotocol import types
 
 from compiler.config import Config
+from compiler.specs import TensorSpec
 from compiler.tune.keys import TrialKey
 from compiler.tune.store import Trial
 
@@ -30,6 +33,7 @@ from ..tuning import TuneJob
 from .hover import SHOW_GENERATED
 
 log = logging.getLogger(__name__)
+ARGS_INSIDE = re.compile(r"\bargs\((.*)\)\s*$")
 TUNE_TOOLTIP = f"Searches configs with the performance model. {WHY_TUNING_RUNS_CODE}"
 
 
@@ -70,18 +74,20 @@ def trial_key(unit: Unit) -> TrialKey:
     return TrialKey(unit.key.source_hash, unit.key.shape_key, unit.key.chip)
 
 
-def best_title(summary: Summary, current: Config | None, compiled: Any) -> str:
+def best_title(summary: Summary, current: Config | None, compiled: Any, chip: str) -> str:
+    """The best config and its figures; an estimate (any evaluator but a TPU measurement) always says so,
+    with the chip it estimates, whether or not the config is the current one."""
     best = summary.best
     title = f"Best: {Config(best.config).short()} — {fmt_seconds(best.seconds)}"
     rate = throughput(best.seconds, best.metrics, compiled)
     if rate:
         title += f", {rate}"
     if current is not None and Config(best.config) == current:
-        return title + " (current)"
-    if summary.current is not None and summary.current.seconds:
+        title += " (current)"
+    elif summary.current is not None and summary.current.seconds:
         title += f" ({summary.current.seconds / best.seconds:.2f}× vs current)"
     if best.evaluator != "tpu":
-        title += f" [{best.evaluator}]"
+        title += f" [{best.evaluator}, {chip}]"
     return title
 
 
@@ -103,12 +109,32 @@ def _lens(
     )
 
 
-def _shapes_title(view: KernelView, unit: Unit) -> str:
+def _written(lines: list[str], view: KernelView, unit: Unit) -> dict[str, str]:
+    """Each argument's text as written on the unit's shape line (`eps=1e-5` stays `1e-5`)."""
+    if unit.index >= len(view.shape_set_ranges):
+        return {}
+    line_no = view.shape_set_ranges[unit.index].start.line
+    found = ARGS_INSIDE.search(lines[line_no]) if line_no < len(lines) else None
+    if found is None:
+        return {}
+    source = f"f({found.group(1)})"
+    try:
+        call = ast.parse(source, mode="eval").body
+    except SyntaxError:
+        return {}
+    if not isinstance(call, ast.Call):
+        return {}
+    return {kw.arg: ast.get_source_segment(source, kw.value) or "" for kw in call.keywords if kw.arg}
+
+
+def _shapes_title(lines: list[str], view: KernelView, unit: Unit) -> str:
     if not unit.args:
         return "no shape set: add `# helion: args(...)`"
+    written = _written(lines, view, unit)
     groups: dict[str, list[str]] = {}
     for name, spec in unit.args.items():
-        groups.setdefault(str(spec), []).append(name)
+        text = str(spec) if isinstance(spec, TensorSpec) or not written.get(name) else written[name]
+        groups.setdefault(text, []).append(name)
     return "  ".join(f"{', '.join(names)}: {spec}" for spec, names in groups.items())
 
 
@@ -128,9 +154,10 @@ def unit_lenses(
     rng: types.Range,
     summary: Summary | None,
     chip: str,
+    lines: list[str],
 ) -> list[types.CodeLens]:
     target = {"uri": uri, "kernel": view.name, "shapeSet": unit.index}
-    lenses = [_lens(rng, _shapes_title(view, unit), SHOW_GENERATED, target)]
+    lenses = [_lens(rng, _shapes_title(lines, view, unit), SHOW_GENERATED, target)]
     if not unit.args:
         return lenses
     refused = ls.code_execution_refusal(uri)
@@ -155,7 +182,7 @@ def unit_lenses(
         return lenses
     current, compiled = current_config(ls, view, unit)
     again = refused or f"Tune again. {TUNE_TOOLTIP}"
-    title = best_title(summary, current, compiled) + ("" if stored else " (not stored)")
+    title = best_title(summary, current, compiled, chip) + ("" if stored else " (not stored)")
     lenses.append(_lens(rng, title, "helion.tune", target, again))
     if current is None or Config(summary.best.config) != current:
         apply = {**target, "config": summary.best.config}
@@ -191,7 +218,7 @@ async def lenses_for(ls: HelionServer, uri: str) -> list[types.CodeLens]:
             summary = (
                 summaries.get((trial_key(unit), current_config(ls, view, unit)[0])) if unit.args else None
             )
-            out.extend(unit_lenses(ls, uri, view, unit, rng, summary, settings.chip))
+            out.extend(unit_lenses(ls, uri, view, unit, rng, summary, settings.chip, loaded.lines))
     return out
 
 

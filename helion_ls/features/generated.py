@@ -12,12 +12,13 @@ import urllib.parse
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
 from ..documents import KernelView
 from ..lsp import from_lsp_position, range_json, to_lsp_range
 from ..server import HelionServer
+from ..transport import Refusal
 from . import codelens
 from .commands import find_kernel
 
@@ -26,9 +27,8 @@ log = logging.getLogger(__name__)
 SCHEME = "helion-pallas"
 
 
-class NotCompiled(JsonRpcException):
-    code = -32803  # RequestFailed
-    message = "not compiled"
+class NotCompiled(Refusal):
+    MESSAGE = "not compiled"
 
 
 def _field(params: Any, name: str, default: Any = None) -> Any:

@@ -109,7 +109,39 @@ def _command_link(title: str, command: str, argument: dict) -> str:
     return f"[{title}](command:{command}?{urllib.parse.quote(json.dumps([argument]))})"
 
 
+def _errors(ls: HelionServer, view: KernelView, index: int) -> str | None:
+    """The unit's first compile error, with its line in the shown text (None: it compiled cleanly)."""
+    hit = ls.analyzer.cache.get("front", view.units[index].key, view)
+    if hit is None:
+        return None
+    first = next((d for d in hit[0].diagnostics if d.is_error), None)
+    if first is None:
+        return None
+    line = hit[1].forward_range(first.range).start.line + 1
+    return f"**Does not compile** (line {line}): `{first.code}` {first.message}"
+
+
+def _compile_failure(ls: HelionServer, view: KernelView, index: int) -> str:
+    """Why a unit has no compiled kernel: its first error diagnostic, or that it is still compiling."""
+    if ls.analyzer.cache.get("front", view.units[index].key, view) is None:
+        return "_Compiling…_ (the hover shows the generated code once the kernel compiled)"
+    return _errors(ls, view, index) or "**Does not compile** (see the diagnostics)."
+
+
+def _vmem_table(vmem: Any) -> str:
+    """One row per buffer. Numeric cells never sit side by side (a hover's table has no cell padding, so
+    "2" next to "128.0 KiB" reads as one value): the buffer count is written "×2" after the block."""
+    rows = ["| buffer | role | block × buffers | dtype | bytes |", "|---|---|---|---|--:|"]
+    for r in vmem.rows:
+        rows.append(
+            f"| `{r.name}` | {r.role} | {_shape(r.block_shape)} ×{r.buffer_count} | {r.dtype} | {fmt_bytes(r.bytes)} |"
+        )
+    return "\n".join(rows)
+
+
 def kernel_markdown(ls: HelionServer, loaded: Loaded, view: KernelView) -> str:
+    """Per shape set: the config, the device kernel's code first (what the hover is for), then VMEM use and
+    the pallas_call site, so code shows without scrolling past tables."""
     chip = view.units[0].key.chip
     parts = [f"**{view.name}** — Helion kernel → Pallas on **{chip}**"]
     results = {i: ck for i, ck, _ in _units_with_results(ls, view)}
@@ -117,10 +149,16 @@ def kernel_markdown(ls: HelionServer, loaded: Loaded, view: KernelView) -> str:
         parts.append(f"#### {_set_title(view, unit.index)}")
         ck = results.get(unit.index)
         if ck is None:
-            parts.append("_Not compiled (yet): save the file, or see the diagnostics._")
+            parts.append(_compile_failure(ls, view, unit.index))
             continue
+        errors = _errors(ls, view, unit.index)
+        if errors:
+            parts.append(errors)
         origin = "from the decorator" if unit.config is not None else "default"
         parts.append(f"Config ({origin}): `{ck.config!r}`")
+        kernels, calls = _excerpts(ck.source, tuple(c.name for c in ck.plan.calls))
+        if kernels:
+            parts.append(f"Device kernel:\n```python\n{kernels}\n```")
         vmem = ck.vmem
         bar = vmem_bar(vmem.total_bytes, vmem.limit_bytes, vmem.capacity_bytes)
         parts.append(
@@ -128,15 +166,7 @@ def kernel_markdown(ls: HelionServer, loaded: Loaded, view: KernelView) -> str:
             f"(default {fmt_bytes(vmem.default_limit_bytes)}, capacity {fmt_bytes(vmem.capacity_bytes)}) — "
             f"**{vmem.verdict.replace('_', ' ')}**"
         )
-        rows = ["| buffer | role | block | dtype | bufs | bytes |", "|---|---|---|---|--:|--:|"]
-        for r in vmem.rows:
-            rows.append(
-                f"| `{r.name}` | {r.role} | {_shape(r.block_shape)} | {r.dtype} | {r.buffer_count} | {fmt_bytes(r.bytes)} |"
-            )
-        parts.append("\n".join(rows))
-        kernels, calls = _excerpts(ck.source, tuple(c.name for c in ck.plan.calls))
-        if kernels:
-            parts.append(f"Device kernel:\n```python\n{kernels}\n```")
+        parts.append(_vmem_table(vmem))
         if calls:
             parts.append(f"`pallas_call` site:\n```python\n{calls}\n```")
         link = {"uri": loaded.uri, "kernel": view.name, "shapeSet": unit.index}
@@ -171,7 +201,7 @@ def access_markdown(view: KernelView, hits: list[tuple[int, Any, Any]]) -> str:
     first = hits[0][2]
     kind = "store to" if first.is_store else "load of"
     parts = [f"**{first.tensor}** — {kind} a tensor block"]
-    table = ["| shape set | block shape | index map | lives in | bufs | VMEM |", "|---|---|---|---|--:|--:|"]
+    table = ["| shape set | block shape × buffers | index map | lives in | VMEM |", "|---|---|---|---|--:|"]
     notes: dict[str, None] = {}
     for index, ck, access in hits:
         found = _operand(ck, access.operand)
@@ -182,8 +212,8 @@ def access_markdown(view: KernelView, hits: list[tuple[int, Any, Any]]) -> str:
         label = str(index) if view.units[index].args else "–"
         where, meaning = WHERE[op.memory]
         table.append(
-            f"| {label} | {_shape(op.block_shape)} of {_shape(op.array_shape)} | `{op.index_map}` | {where} "
-            f"| {op.buffer_count} | {fmt_bytes(nbytes) if nbytes is not None else '?'} |"
+            f"| {label} | {_shape(op.block_shape)} of {_shape(op.array_shape)} ×{op.buffer_count} | `{op.index_map}` "
+            f"| {where} | {fmt_bytes(nbytes) if nbytes is not None else '?'} |"
         )
         notes[f"- **{where}**: {meaning}"] = None
     parts.append("\n".join(table))
