@@ -25,11 +25,11 @@ __all__ = ["CompileError", "CompiledKernel", "Config", "Diagnostic", "Kernel", "
            "Severity", "load", "parse_python"]
 
 
-def load(path_or_source: Any) -> Module:
+def load(path_or_source: Any, name: str | None = None) -> Module:
     """Parse a file or source text statically; see `compiler.api.load`."""
     from .api import load as _load
 
-    return _load(path_or_source)
+    return _load(path_or_source, name)
 
 
 def __getattr__(name: str) -> Any:

@@ -20,7 +20,7 @@ from .codegen.emit import emit_module
 from .codegen.placement import describe
 from .codegen.plan_builder import CallLayout, build_call
 from .config import Config, ConfigError, as_config
-from .diagnostics import CompileError, Diagnostic, Range, UserError, error, hint, warning
+from .diagnostics import ArgRankError, CompileError, Diagnostic, Range, Related, UserError, error
 from .frontend.limits import too_deep
 from .frontend.module import KernelDef, ModuleInfo, parse_module, source_hash, used_helpers
 from .frontend.tracer import Tracer
@@ -31,14 +31,17 @@ from .plan import AccessInfo, KernelPlan, LoopInfo
 from .space import BlockUse, ConfigSpace, block_uses, build_space, candidates, check_blocks, default_block
 from .specs import ArgSpec, SpecError, TensorSpec, coerce_args, format_args
 from .vmem import VmemReport, call_total, fmt_bytes, requested_limit, vmem_report
+from .vmem_diagnostics import vmem_diagnostics
 
 log = logging.getLogger(__name__)
 MAX_SOURCE_BYTES = 5_000_000
 
 
-def load(path_or_source: str | os.PathLike) -> Module:
-    """Parse a file (or source text) statically. Never raises for bad code: problems become diagnostics."""
-    path = None
+def load(path_or_source: str | os.PathLike, name: str | None = None) -> Module:
+    """Parse a file (or source text) statically. Never raises for bad code: problems become diagnostics.
+
+    `name`: the file that source text comes from (an editor's unsaved buffer), for generated headers."""
+    path = name
     text = str(path_or_source)
     if isinstance(path_or_source, os.PathLike) or ("\n" not in text and text.endswith(".py") and os.path.exists(text)):
         path = os.fspath(path_or_source)
@@ -88,6 +91,8 @@ class Kernel:
         self.decorator_configs = definition.decorator_configs
         self.shape_sets: list[dict[str, ArgSpec]] = definition.shape_sets
         self.shape_set_ranges: list[Range] = definition.shape_set_ranges
+        self.config_ranges: list[Range] = list(definition.configs_ranges)
+        self.config_range_all: Range | None = definition.config_range
         self.params = [a.arg for a in definition.node.args.args]
         # traces by (shapes, given block sizes): configs differing only in strategy, buffering or loop order
         # share one (the tuner compiles ~20 such variants per block-size choice); the IR is not mutated
@@ -142,6 +147,15 @@ class Kernel:
             return self.decorator_config
         return configs[0] if configs else None
 
+    def config_range(self, shape_set: int | None) -> Range | None:
+        """Where the decorator gives `config_for(shape_set)`: that `configs=[...]` entry or `config=`."""
+        configs = self.decorator_configs
+        if configs and shape_set is not None and len(configs) == len(self.shape_sets) and shape_set < len(configs):
+            return self.config_ranges[shape_set]
+        if self.decorator_config is not None:
+            return self.config_range_all
+        return self.config_ranges[0] if configs and self.config_ranges else None
+
     def compile(self, args: Any = None, config: Config | Mapping | str | None = None, chip: str | Chip = "v7x",
                 shape_set: int | None = None, *, emit: bool = True) -> CompiledKernel:
         """Compile for one shape set + config + chip. Raises CompileError (never another exception).
@@ -190,6 +204,8 @@ class Kernel:
         try:
             ir = Tracer(self.info, self.definition.node, specs, provisional).run()
             insert_masks(ir)
+        except ArgRankError as exc:
+            raise CompileError([self._rank_diagnostic(exc, specs)]) from None
         except UserError as exc:
             raise CompileError([exc.diagnostic(self.range)]) from None
         except RecursionError:
@@ -199,6 +215,17 @@ class Kernel:
         if len(self._traces) > _TRACE_CACHE_SIZE:
             self._traces.popitem(last=False)
         return ir, uses, provisional
+
+    def _rank_diagnostic(self, exc: ArgRankError, specs: dict[str, ArgSpec]) -> Diagnostic:
+        """On the shape line that gave the argument its rank (at the argument), else where it is unpacked."""
+        index = self._shape_set_of(specs)
+        if index is None or index >= len(self.shape_set_ranges):
+            return exc.diagnostic(self.range)
+        line = self.shape_set_ranges[index]
+        rng = _arg_range(self.source, line, exc.arg) or line
+        return error("HPL104", f"`{exc.arg}` is {exc.rank}-D in this shape line; the kernel unpacks {exc.unpacked} dims "
+                     f"from {exc.how}", rng, related=(Related(exc.range or self.range, f"unpacks {exc.unpacked} dims "
+                                                              f"from {exc.how}"),), data={"anchor": "shape_set"})
 
     def _fill_defaults(self, config: Config, uses: list[BlockUse], ir: KernelIR) -> Config:
         values = dict(config)
@@ -226,6 +253,8 @@ class Kernel:
         except ConfigError as exc:
             raise CompileError([error("HPL109", str(exc), self.decorator_range)]) from None
         _check_config_kinds(cfg, self.decorator_range)
+        index = shape_set if args is None else self._shape_set_of(specs)
+        entry = self.config_range(index) if config is not None and cfg == self.config_for(index) else None
         ir, uses, _ = self._trace(specs, cfg, chip)
         cfg = self._fill_defaults(cfg, uses, ir)
         if list(cfg["block_sizes"]) != ir.block_sizes:
@@ -248,7 +277,7 @@ class Kernel:
                 cfg, layouts, report = streamed, alt_layouts, alt_report
         if "block_sizes" not in chosen:
             ir, cfg, layouts, report = self._shrink_defaults(specs, ir, uses, cfg, layouts, report, chip)
-        diags.extend(_vmem_diagnostics(report, layouts, chip, cfg))
+        diags.extend(vmem_diagnostics(layouts, chip, entry))
         mutated = sorted({o.tensor.root.name for lay in layouts for o in lay.operands
                           if o.kind == "inout" and o.tensor.root.origin == "arg"}, key=ir.params.index)
         source, source_map = "", []
@@ -417,53 +446,6 @@ def _check_config_kinds(cfg: Config, rng: Range) -> None:
             raise CompileError([error("HPL109", f"pallas_load_buffer_count {b!r} must be an integer from 1 to 8", rng)])
 
 
-def _vmem_diagnostics(report: VmemReport, layouts: list[CallLayout], chip: Chip, cfg: Config) -> list[Diagnostic]:
-    diags = []
-    for lay in layouts:
-        total = call_total(lay.plan)
-        rng = lay.plan.range
-        biggest = sorted(lay.operands, key=lambda o: -_op_bytes(lay, o))[:1]
-        related = ()
-        if biggest:
-            from .diagnostics import Related
-
-            related = tuple(Related(r, f"`{biggest[0].tensor.name}` block") for r in biggest[0].ranges[:1])
-        if total > chip.max_vmem_limit_bytes:
-            resident = [o for o in lay.operands if o.memory == "resident"]
-            advice = ("keep inner-loop operands in HBM with pallas_loop_type='emit_pipeline', single-buffer them "
-                      "(pallas_load_buffer_count=1) or use smaller blocks") if resident else "use smaller blocks"
-            diags.append(error(
-                "HPL300",
-                f"out of VMEM on {chip.name}: buffers need {fmt_bytes(total)} but at most "
-                f"{fmt_bytes(chip.max_vmem_limit_bytes)} can be requested ({fmt_bytes(chip.vmem_capacity_bytes)} "
-                f"capacity); {advice}",
-                rng, related=related,
-                data={"total_bytes": total, "suggest_loop_type": "emit_pipeline" if resident else None},
-            ))
-        elif total > chip.default_scoped_vmem_bytes:
-            resident = [o for o in lay.operands if o.memory == "resident"]
-            diags.append(warning(
-                "HPL301",
-                f"needs {fmt_bytes(total)} of VMEM, over the default scoped limit "
-                f"{fmt_bytes(chip.default_scoped_vmem_bytes)} on {chip.name}; the generated code sets "
-                f"vmem_limit_bytes={lay.plan.vmem_limit_bytes}",
-                rng, related=related, data={"total_bytes": total},
-            ))
-            if resident:
-                diags.append(hint("HPL501", "resident inner-loop operands (" + ", ".join(o.tensor.name for o in resident)
-                                  + ") push this kernel over the default VMEM limit", resident[0].ranges[0]))
-    return diags
-
-
-def _op_bytes(lay: CallLayout, o: Any) -> int:
-    for p in lay.plan.operands:
-        if p.name == o.ref_name:
-            from .vmem import operand_row
-
-            return operand_row(p, lay.name).bytes
-    return 0
-
-
 def _kernel_plan(ir: KernelIR, layouts: list[CallLayout], chip: Chip) -> KernelPlan:
     flops = 0.0
     for lay in layouts:
@@ -508,6 +490,22 @@ def _header(kernel: Kernel, specs: dict[str, ArgSpec], cfg: Config, chip: Chip, 
         f"interpret=pltpu.InterpretParams() inside a TPU abstract mesh.\n"
         f'"""'
     )
+
+
+def _arg_range(source: str, line: Range, arg: str) -> Range | None:
+    """`q=bf16[8, 32, 8192, 256]` within a shape line (UTF-8 columns, as ast reports them)."""
+    import re
+
+    from .diagnostics import Position
+
+    lines = source.splitlines()
+    if line.start.line >= len(lines):
+        return None
+    text = lines[line.start.line].encode()
+    m = re.search(rb"\b" + re.escape(arg.encode()) + rb"\s*=\s*[^\[,)]*(\[[^\]]*\])?", text)
+    if m is None:
+        return None
+    return Range(Position(line.start.line, m.start()), Position(line.start.line, m.end()))
 
 
 def _name_range(node: Any) -> Range:

@@ -144,6 +144,15 @@ class UserError(Exception):
         return error(self.code, self.message, self.range or fallback, fix=self.fix)
 
 
+class ArgRankError(UserError):
+    """A tensor argument has another rank than the kernel unpacks from its size: the shape that gave the
+    argument (a shape line) is where the diagnostic belongs, so the argument's name travels with it."""
+
+    def __init__(self, arg: str, rank: int, unpacked: int, how: str, rng: Range):
+        super().__init__("HPL105", f"`{arg}` is {rank}-D; the kernel unpacks {unpacked} dims from {how}", rng)
+        self.arg, self.rank, self.unpacked, self.how = arg, rank, unpacked, how
+
+
 # Stable codes. HPL1xx front end, HPL2xx TPU legality, HPL3xx VMEM, HPL4xx lowering/compile, HPL5xx perf hints,
 # HPL9xx internal.
 CODES: dict[str, str] = {

@@ -35,6 +35,7 @@ from .documents import (
     ResultCache,
     StageResult,
     Unit,
+    anchored,
     load_document,
     remap,
 )
@@ -66,6 +67,7 @@ def compile_request(loaded: Loaded, view: KernelView, unit: Unit) -> dict[str, A
         "config": unit.config.to_json() if unit.config is not None else None,
         "chip": unit.key.chip,
         "decorator_range": view.decorator_range,
+        "file": unit.key.file,
     }
 
 
@@ -252,7 +254,7 @@ class Analyzer:
                     if result is None:
                         continue
                     for diag in result.diagnostics:
-                        shown = remap(diag, pmap) if pmap is not None else diag
+                        shown = anchored(remap(diag, pmap) if pmap is not None else diag, view, unit.index)
                         groups.setdefault(shown, []).append(unit.index)
             for diag, indices in groups.items():
                 out.append(self._unit_diagnostic(diag, sorted(set(indices)), view, loaded, enc))

@@ -4,7 +4,7 @@ A compile evaluates the kernel's host code; however bounded that is (compiler/fr
 process is what can always be stopped: the server kills a worker that outlives its time limit and starts
 another, so a pathological file costs one worker, never the server's event loop. Requests and answers are
 pickles (see worker_process.py):
-  {"source", "kernel", "args": {name: spec} | None, "config": {...} | None, "chip"}
+  {"source", "kernel", "args": {name: spec} | None, "config": {...} | None, "chip", "file": name for headers}
   -> {"diagnostics": [Diagnostic], "compiled": documents.Compiled | None, "seconds"}
 The parsed module of the last few texts is kept, so the kernels of one file are parsed once. Imports only
 `compiler` and the server's plain data types (documents.Compiled); never runs the user's file.
@@ -36,11 +36,11 @@ class Compiler:
     def __init__(self) -> None:
         self._modules: OrderedDict[str, Any] = OrderedDict()
 
-    def module(self, source: str) -> Any:
-        digest = hashlib.sha256(source.encode()).hexdigest()
+    def module(self, source: str, file: str | None = None) -> Any:
+        digest = hashlib.sha256(source.encode()).hexdigest() + (file or "")
         found = self._modules.get(digest)
         if found is None:
-            found = self._modules[digest] = compiler.load(source)
+            found = self._modules[digest] = compiler.load(source, file)
             while len(self._modules) > MODULES:
                 self._modules.popitem(last=False)
         self._modules.move_to_end(digest)
@@ -50,7 +50,7 @@ class Compiler:
         start = time.perf_counter()
         compiled = None
         try:
-            kernel = self.module(req["source"]).kernels[req["kernel"]]
+            kernel = self.module(req["source"], req.get("file")).kernels[req["kernel"]]
             ck = kernel.compile(args=req["args"], config=req["config"], chip=req["chip"])
             diagnostics = list(ck.diagnostics)
             compiled = Compiled.of(ck)

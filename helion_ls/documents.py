@@ -11,9 +11,13 @@ computed on (`basis`) and `PositionMap`s carry its ranges to the text being show
 from __future__ import annotations
 
 import ast
+import dataclasses
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from pygls.uris import to_fs_path
 
 import compiler
 from compiler import parse_python
@@ -33,6 +37,7 @@ class CompileKey:
     shape_key: str  # "" when the kernel has no shape set
     config: str  # repr of the decorator's Config, "" for the default
     chip: str
+    file: str = ""  # the document's file name: generated code names it (header, source comments)
 
 
 @dataclass(frozen=True)
@@ -166,6 +171,20 @@ def remap(diag: Diagnostic, pmap: PositionMap) -> Diagnostic:
     )
 
 
+def anchored(diag: Diagnostic, view: KernelView, index: int) -> Diagnostic:
+    """A diagnostic the compiler anchored to the unit's config entry or shape line, placed on that entry or
+    line in the shown text (the cached result may come from a text where they sat elsewhere)."""
+    anchor = diag.data.get("anchor") if diag.data else None
+    if anchor == "config":
+        rng = view.kernel.config_range(index if view.units[index].args else None)
+    elif anchor == "shape_set" and index < len(view.shape_set_ranges):
+        line = view.shape_set_ranges[index].start.line
+        rng = Range(Position(line, diag.range.start.character), Position(line, diag.range.end.character))
+    else:
+        return diag
+    return diag if rng is None or rng == diag.range else dataclasses.replace(diag, range=rng)
+
+
 def _name_range(node: ast.FunctionDef, lines: list[str]) -> Range:
     line = node.lineno - 1
     text = lines[line] if line < len(lines) else ""
@@ -182,7 +201,13 @@ def _unit_configs(kernel: Any, count: int) -> list[Config | None]:
     return [kernel.decorator_config] * count
 
 
-def _kernel_view(kernel: Any, node: ast.FunctionDef, lines: list[str], chip: str) -> KernelView:
+def file_name(uri: str) -> str:
+    """The name generated code gives the document (its file name; an untitled buffer keeps its URI's tail)."""
+    path = to_fs_path(uri) or uri
+    return os.path.basename(path.rstrip("/")) or path
+
+
+def _kernel_view(kernel: Any, node: ast.FunctionDef, lines: list[str], chip: str, file: str) -> KernelView:
     shape_sets = list(kernel.shape_sets) or [None]
     configs = _unit_configs(kernel, len(shape_sets))
     units = [
@@ -191,7 +216,7 @@ def _kernel_view(kernel: Any, node: ast.FunctionDef, lines: list[str], chip: str
             args,
             config,
             CompileKey(
-                kernel.source_hash, format_args(args) if args else "", repr(config) if config else "", chip
+                kernel.source_hash, format_args(args) if args else "", repr(config) if config else "", chip, file
             ),
         )
         for i, (args, config) in enumerate(zip(shape_sets, configs, strict=True))
@@ -213,7 +238,7 @@ def load_document(uri: str, version: int | None, text: str, chip: str) -> Loaded
     if not HELION_HINT.search(text):
         return Loaded(uri, version, text, lines, [], {})
     try:
-        module = compiler.load(text)
+        module = compiler.load(text, file_name(uri))
     except Exception as exc:  # the compiler promises not to raise; if it does, say so once
         diag = error(
             "HPL900",
@@ -230,7 +255,7 @@ def load_document(uri: str, version: int | None, text: str, chip: str) -> Loaded
             if node is None:
                 continue
             try:
-                kernels[name] = _kernel_view(kernel, node, lines, chip)
+                kernels[name] = _kernel_view(kernel, node, lines, chip, file_name(uri))
             except Exception as exc:
                 diagnostics.append(
                     error(

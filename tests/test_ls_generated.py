@@ -29,7 +29,7 @@ async def test_generated_module_and_source_map_match_the_compiler(client: Langua
     uri = open_doc(client, path, text)
     await stage_diagnostics(client, uri, 1, "front")
     got = await request(client, "helion/generatedCode", {"uri": uri, "kernel": "rms_norm_bwd", "shapeSet": 0})
-    kernel = compiler.load(text).kernels["rms_norm_bwd"]
+    kernel = compiler.load(text, path.name).kernels["rms_norm_bwd"]
     ck = kernel.compile(args=kernel.shape_sets[0], chip="v7x")
     assert got["source"] == ck.source
     assert got["kernel"] == "rms_norm_bwd" and got["shapeSet"] == 0 and got["chip"] == "v7x"

@@ -30,6 +30,8 @@ class KernelDef:
     shape_sets: list[dict[str, ArgSpec]]
     shape_set_ranges: list[Range]
     diagnostics: list[Diagnostic]
+    config_range: Range | None = None  # the `config=` value
+    configs_ranges: list[Range] = field(default_factory=list)  # each `configs=[...]` entry
 
 
 @dataclass
@@ -115,13 +117,16 @@ def _kernel_def(fn: ast.FunctionDef, dec: ast.expr, lines: list[str]) -> KernelD
     diags: list[Diagnostic] = []
     config = None
     configs: list[Config] = []
+    config_range, configs_ranges = None, []
     if isinstance(dec, ast.Call):
         for kw in dec.keywords:
             try:
                 if kw.arg == "config":
                     config = config_from_call(kw.value)
+                    config_range = Range.of(kw.value)
                 elif kw.arg == "configs" and isinstance(kw.value, ast.List | ast.Tuple):
                     configs = [config_from_call(e) for e in kw.value.elts]
+                    configs_ranges = [Range.of(e) for e in kw.value.elts]
             except ConfigError as exc:
                 diags.append(error("HPL109", str(exc), Range.of(kw.value)))
     shape_sets, ranges = [], []
@@ -152,7 +157,7 @@ def _kernel_def(fn: ast.FunctionDef, dec: ast.expr, lines: list[str]) -> KernelD
             continue
         shape_sets.append(specs)
         ranges.append(rng)
-    return KernelDef(fn.name, fn, dec, config, configs, shape_sets, ranges, diags)
+    return KernelDef(fn.name, fn, dec, config, configs, shape_sets, ranges, diags, config_range, configs_ranges)
 
 
 def used_helpers(fn: ast.FunctionDef, functions: dict[str, ast.FunctionDef]) -> list[ast.FunctionDef]:

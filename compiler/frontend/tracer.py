@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from ..diagnostics import Range, UserError
+from ..diagnostics import ArgRankError, Range, UserError
 from ..ir import (
     Carried,
     GridLoop,
@@ -156,6 +156,7 @@ class Tracer(ExpressionEvaluator):
         if isinstance(stmt, ast.Assign):
             value = self.eval(stmt.value)
             for target in stmt.targets:
+                self._check_rank(target, stmt.value, value, rng)
                 self.assign(target, value, rng)
         elif isinstance(stmt, ast.AnnAssign):
             if stmt.value is not None:
@@ -214,6 +215,22 @@ class Tracer(ExpressionEvaluator):
             self.store(target, value, None, rng)
         else:
             raise UserError("HPL101", f"cannot assign to `{ast.unparse(target)}`", Range.of(target))
+
+    def _check_rank(self, target: ast.expr, node: ast.expr, value: Any, rng: Range) -> None:
+        """`b, m, n = q.size()` (or `q.shape`) with `q` an argument of another rank: name the argument."""
+        if not isinstance(target, ast.Tuple | ast.List) or any(isinstance(t, ast.Starred) for t in target.elts):
+            return
+        base = node.func if isinstance(node, ast.Call) and not node.args and not node.keywords else node
+        if not (isinstance(base, ast.Attribute) and isinstance(base.value, ast.Name)):
+            return
+        arg = base.value.id
+        how = {"size": f"{arg}.size()", "shape": f"{arg}.shape"}.get(base.attr)
+        if how is None or (base.attr == "size") != (base is not node):
+            return
+        if arg not in self.arg_values or self.env.get(arg) is not self.arg_values[arg]:  # not the argument as given
+            return
+        if isinstance(value, tuple | list | torch.Size) and len(value) != len(target.elts):
+            raise ArgRankError(arg, len(value), len(target.elts), how, rng)
 
     def _unpack(self, value: Any, n: int | None, rng: Range) -> list:
         """The items of a tuple, list or size (exactly `n` of them unless n is None)."""

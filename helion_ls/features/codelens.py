@@ -4,6 +4,7 @@
   says that tuning runs the kernel's code; "Tuning off: <why>" where that is not allowed, see trust.py)
   "Tuning… n/N" while a tuner searches, "Verifying best…" while it checks the winner (click to cancel)
   "Best: <short config> — <est. time, TF/s or GB/s> (× vs current)" · "Apply"
+  "Not tunable: …" (no command) for a shape set that does not compile
 Results come from the tuning store (cached, read in a thread), so runs made elsewhere show up; the
 watcher calls `store_changed` when another process writes the store. The tuner's state is read when a
 request is answered (never cached), and refreshes are paced by `ls.lenses` (see pacing.py).
@@ -35,6 +36,7 @@ from .hover import SHOW_GENERATED
 log = logging.getLogger(__name__)
 ARGS_INSIDE = re.compile(r"\bargs\((.*)\)\s*$")
 TUNE_TOOLTIP = f"Searches configs with the performance model. {WHY_TUNING_RUNS_CODE}"
+NOT_TUNABLE = "Not tunable: these shapes do not compile (see Problems)"
 
 
 def fmt_seconds(s: float) -> str:
@@ -68,6 +70,12 @@ def current_config(ls: HelionServer, view: KernelView, unit: Unit) -> tuple[Conf
     if unit.config is not None:
         return unit.config, compiled
     return (compiled.config if compiled is not None else None), compiled
+
+
+def compile_failed(ls: HelionServer, view: KernelView, unit: Unit) -> bool:
+    """The unit was compiled and has errors: tuning it could only fail, so no Tune lens is offered."""
+    hit = ls.analyzer.cache.get("front", unit.key, view)
+    return hit is not None and hit[0].compiled is None
 
 
 def trial_key(unit: Unit) -> TrialKey:
@@ -177,6 +185,9 @@ def unit_lenses(
         failed = (
             job is not None and job.state in ("failed", "stale") and job.spec.source_hash == view.source_hash
         )
+        if compile_failed(ls, view, unit):
+            lenses.append(_lens(rng, NOT_TUNABLE))
+            return lenses
         title = f"Tuning {job.state}: retry on {chip}" if failed else f"Tune on {chip}"
         lenses.append(_lens(rng, title, "helion.tune", target, TUNE_TOOLTIP))
         return lenses

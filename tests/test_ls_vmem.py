@@ -1,0 +1,132 @@
+"""End to end: VMEM diagnostics where the config was chosen, with what fills VMEM; shape lines that do not
+fit the kernel; generated code that names the file. All through a real server process."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+from test_ls_support import (
+    line_of,
+    make_workspace,
+    open_doc,
+    request,
+    server_config,
+    stage_diagnostics,
+    start,
+)
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+ATTENTION_CONFIG = 'config=helion.Config(block_sizes=[1, 1024, 1024], pallas_loop_type="unroll")'
+MIB = re.compile(r"\d+\.\d\d MiB")
+
+
+@pytest_lsp.fixture(config=server_config(), scope="module")
+async def client(lsp_client: LanguageClient, tmp_path_factory):
+    ws = make_workspace(tmp_path_factory.mktemp("vmem"))
+    lsp_client.ws = ws
+    await start(lsp_client, ws, libtpu=False)
+    yield
+    await lsp_client.shutdown_session()
+
+
+def with_decorator(text: str, keywords: str) -> str:
+    return text.replace("@helion.kernel(static_shapes=True)", f"@helion.kernel(static_shapes=True, {keywords})")
+
+
+def char_of(text: str, line: int, needle: str) -> int:
+    return text.splitlines()[line].index(needle)
+
+
+async def test_out_of_vmem_from_a_config_sits_on_the_config_and_lists_temporaries(client: LanguageClient):
+    path = client.ws / "attention_config.py"
+    text = with_decorator((client.ws / "attention.py").read_text(), ATTENTION_CONFIG)
+    uri = open_doc(client, path, text)
+    diags = await stage_diagnostics(client, uri, 1, "front")
+    oom = [d for d in diags if d.code == "HPL300"]
+    assert len(oom) == 1, diags
+    d = oom[0]
+    line = line_of(text, "@helion.kernel(")
+    assert (d.range.start.line, d.range.end.line) == (line, line)
+    assert d.range.start.character == char_of(text, line, "helion.Config(")
+    assert d.range.end.character == char_of(text, line, '"unroll")') + len('"unroll")')
+    assert "compiler temporaries" in d.message and MIB.search(d.message)
+    related = {r.message for r in d.related_information}
+    temporaries = [m for m in related if m.startswith("compiler temporaries")]
+    assert len(temporaries) == 1 and MIB.search(temporaries[0]), related
+    # the temporaries (78 MiB at 32k) are listed beside the resident k and v, not only one input block
+    assert any(m.startswith("`k_view` (whole-array resident") and "32.00 MiB" in m for m in related), related
+    assert any(m.startswith("`v_view`") for m in related), related
+    assert "78.29 MiB" in temporaries[0]
+    loop_line = line_of(text, "for tile_b, tile_m in hl.tile(")
+    assert any(r.location.range.start.line == loop_line for r in d.related_information)
+
+
+async def test_out_of_vmem_without_a_config_sits_on_the_loop(client: LanguageClient):
+    path = client.ws / "softmax_long_rows.py"
+    text = (client.ws / "softmax.py").read_text().replace(
+        "# helion: args(x=bf16[4096, 2560])", "# helion: args(x=f32[64, 4194304])"
+    )
+    uri = open_doc(client, path, text)
+    oom = [d for d in await stage_diagnostics(client, uri, 1, "front") if d.code == "HPL300"]
+    assert len(oom) == 1
+    assert oom[0].range.start.line == line_of(text, "for tile_n in hl.tile(n)")
+    assert any(r.message.startswith("compiler temporaries") for r in oom[0].related_information)
+
+
+async def test_raised_scoped_limit_is_information_in_mib(client: LanguageClient):
+    path = client.ws / "attention_raised.py"
+    text = with_decorator(
+        (client.ws / "attention.py").read_text(),
+        "config=helion.Config(block_sizes=[2, 1024, 2048], pallas_loop_type='emit_pipeline')",
+    )
+    uri = open_doc(client, path, text)
+    raised = [d for d in await stage_diagnostics(client, uri, 1, "front") if d.code == "HPL301"]
+    assert raised, "this config needs more than the default scoped limit"
+    for d in raised:
+        assert d.severity == types.DiagnosticSeverity.Information
+        assert "vmem_limit_bytes" in d.message and MIB.search(d.message)
+        assert not re.search(r"\d{6,}", d.message), d.message  # no raw byte counts
+
+
+async def test_shape_line_of_the_wrong_rank_is_named_on_its_line_and_not_tunable(client: LanguageClient):
+    path = client.ws / "bmm_rank.py"
+    bad = "# helion: args(a=bf16[4, 64, 256, 512], b=bf16[4, 64, 512, 256])"
+    text = (client.ws / "bmm.py").read_text().replace(
+        "# helion: args(a=bf16[64, 2048, 2048], b=bf16[64, 2048, 2048])",
+        "# helion: args(a=bf16[64, 2048, 2048], b=bf16[64, 2048, 2048])\n" + bad,
+    )
+    uri = open_doc(client, path, text)
+    diags = await stage_diagnostics(client, uri, 1, "front")
+    errors = [d for d in diags if d.severity == types.DiagnosticSeverity.Error]
+    assert len(errors) == 1, diags
+    d = errors[0]
+    line = line_of(text, bad)
+    assert d.range.start.line == line and d.range.start.character == char_of(text, line, "a=bf16[4, 64")
+    assert d.range.end.character == char_of(text, line, ", b=")
+    assert d.message.startswith("`a` is 4-D in this shape line; the kernel unpacks 3 dims from a.size()"), d.message
+    assert any(r.location.range.start.line == line_of(text, "bsz, m, k = a.size()") for r in d.related_information)
+    lenses = await client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    by_line: dict[int, list[types.CodeLens]] = {}
+    for lens in lenses:
+        by_line.setdefault(lens.range.start.line, []).append(lens)
+    assert [lens.command.command for lens in by_line[line - 1]][1] == "helion.tune"
+    assert "helion.tune" not in [lens.command.command for lens in by_line[line]]
+    assert any(lens.command.title.startswith("Not tunable") for lens in by_line[line])
+
+
+async def test_generated_module_names_the_file(client: LanguageClient):
+    path = client.ws / "bmm.py"
+    uri = open_doc(client, path)
+    await stage_diagnostics(client, uri, 1, "front")
+    got = await request(client, "helion/generatedCode", {"uri": uri, "kernel": "bmm", "shapeSet": 0})
+    source = got["source"]
+    def_line = line_of(path.read_text(), "def bmm(") + 1
+    assert f"from `bmm` (bmm.py:{def_line})" in source
+    assert "<source>" not in source and "<kernel>" not in source
+    assert re.search(r"# bmm\.py:\d+", source)
