@@ -4,6 +4,7 @@
    Open -> first diagnostics that carry a kernel's result, -> final diagnostics (last stage), how many
    publishes came before the first stage finished (diagnostics per kernel as each finishes), hover p50/p95
    while the file compiles, and the server's RSS (peak) — the server process alone, its workers apart.
+   Then one kernel with 50 shape sets: open -> final diagnostics.
 2. `helion/stats` latency (worst answer, asked every 0.1 s) while each hostile input of issue 10 is handled:
    stray bytes, a short Content-Length, out-of-range params, pathological host code, a 2,000-term
    expression, a compile past its time limit.
@@ -32,6 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
 from ls_wire import RawServer  # noqa: E402
+from test_ls_hostile_load import fifty_shape_sets  # noqa: E402
 
 SEEDS = REPO / "tests" / "test_ls_seeds"
 HEADER = "import math\n\nimport torch\n\nimport helion\nimport helion.language as hl\n\n\n"
@@ -126,6 +128,11 @@ async def scale(root: Path, kernels: int, libtpu: bool) -> dict[str, Any]:
         partial = sum(1 for n in srv.notes[:front] if n["method"] == "textDocument/publishDiagnostics"
                       and n["params"]["uri"] == uri)
         stats = await srv.stats()
+        path = ws / "fifty.py"
+        path.write_text(fifty_shape_sets())
+        start = time.monotonic()
+        await srv.final_diagnostics(srv.open(path), timeout=300)
+        shape_sets = time.monotonic() - start
         return {
             "kernels": kernels,
             "first_diagnostics_s": first,
@@ -137,6 +144,7 @@ async def scale(root: Path, kernels: int, libtpu: bool) -> dict[str, Any]:
             "server_rss_mb": stats["rssBytes"] / 2**20,
             "server_peak_rss_mb": stats["peakRssBytes"] / 2**20,
             "max_loop_lag_ms": stats["maxLoopLagMs"],
+            "fifty_shape_sets_final_s": shape_sets,
         }
     finally:
         await srv.stop()

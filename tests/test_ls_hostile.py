@@ -13,6 +13,7 @@ import time
 import pytest
 import pytest_asyncio
 from ls_wire import RawServer, StatsWatch
+from test_cli_hostile import SIDE_EFFECTS
 from test_ls_support import SEEDS
 
 pytestmark = pytest.mark.asyncio(loop_scope="function")
@@ -383,6 +384,39 @@ async def test_trusting_the_workspace_later_allows_tuning(tmp_path):
                 {"command": "helion.tune", "arguments": [{"uri": uri, "kernel": "attention", "shapeSet": 0}]},
             )
             assert [job["state"] for job in reply["result"]["jobs"]] in (["queued"], ["running"])
+    finally:
+        await srv.stop()
+
+
+async def test_tuning_in_a_trusted_workspace_runs_only_what_the_kernel_needs(tmp_path):
+    """Tune (the lens's command) checks the winner against the eager reference: top level, class bodies,
+    metaclasses, decorator arguments and the `__main__` block must not run for it."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    srv = await RawServer.start()
+    srv.ws = ws
+    try:
+        await srv.initialize(ws, libtpu=False, workspaceTrusted=True, tuneMaxEvals=3, executor="inline")
+        path = ws / "side_effects.py"
+        path.write_text(SIDE_EFFECTS)
+        async with StatsWatch(srv.stats):
+            uri = srv.open(path)
+            assert await srv.final_diagnostics(uri, timeout=120) == []
+            assert [lens["title"] for lens in await tune_lenses(srv, uri)] == ["Tune on v7x"]
+            reply = await srv.request(
+                "workspace/executeCommand",
+                {"command": "helion.tune", "arguments": [{"uri": uri, "kernel": "scale", "shapeSet": 0}]},
+            )
+            assert reply["result"]["jobs"], reply
+
+            def finished() -> list:
+                return [s for s in srv.of("helion/tuningState") if s["state"] in ("done", "failed")]
+
+            final = (await srv.wait(finished, timeout=300))[-1]
+        assert final["state"] == "done", final
+        assert final["best"]["correctness"]["verdict"] == "ok", final["best"]  # the reference did run
+        ran = ws / "side_effects.ran"
+        assert not ran.exists(), sorted(p.name for p in ran.iterdir())
     finally:
         await srv.stop()
 
