@@ -127,7 +127,8 @@ async def editor_runs(tmp: Path) -> list[float]:
             types.InitializeParams(
                 capabilities=types.ClientCapabilities(),
                 root_uri=ws.as_uri(),
-                initialization_options={"storePath": str(ws / "tuning.sqlite"), "libtpu": False},
+                initialization_options={"storePath": str(ws / "tuning.sqlite"), "libtpu": False,
+                                        "workspaceTrusted": True},  # as VS Code says of a trusted folder
             )
         )
         client.initialized(types.InitializedParams())

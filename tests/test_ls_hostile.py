@@ -13,7 +13,7 @@ import time
 import pytest
 import pytest_asyncio
 from ls_wire import RawServer, StatsWatch
-from test_cli_hostile import SIDE_EFFECTS
+from test_cli_hostile import side_effects
 from test_ls_support import SEEDS
 
 pytestmark = pytest.mark.asyncio(loop_scope="function")
@@ -398,7 +398,8 @@ async def test_tuning_in_a_trusted_workspace_runs_only_what_the_kernel_needs(tmp
     try:
         await srv.initialize(ws, libtpu=False, workspaceTrusted=True, tuneMaxEvals=3, executor="inline")
         path = ws / "side_effects.py"
-        path.write_text(SIDE_EFFECTS)
+        ran = tmp_path / "side_effects.ran"
+        path.write_text(side_effects(ran))
         async with StatsWatch(srv.stats):
             uri = srv.open(path)
             assert await srv.final_diagnostics(uri, timeout=120) == []
@@ -415,7 +416,6 @@ async def test_tuning_in_a_trusted_workspace_runs_only_what_the_kernel_needs(tmp
             final = (await srv.wait(finished, timeout=300))[-1]
         assert final["state"] == "done", final
         assert final["best"]["correctness"]["verdict"] == "ok", final["best"]  # the reference did run
-        ran = ws / "side_effects.ran"
         assert not ran.exists(), sorted(p.name for p in ran.iterdir())
     finally:
         await srv.stop()
