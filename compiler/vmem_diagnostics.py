@@ -38,8 +38,7 @@ def vmem_diagnostics(layouts: list[CallLayout], chip: Chip, config_range: Range 
                 f"out of VMEM on {chip.name} (estimate): this config's buffers need {fmt_bytes(total)} but at most "
                 f"{fmt_bytes(chip.max_vmem_limit_bytes)} can be requested ({fmt_bytes(chip.vmem_capacity_bytes)} "
                 f"capacity); {_largest(plan)}",
-                rng, related=related, data={"total_bytes": total, "vmem_fixes": True, **anchor,
-                                            "suggest_loop_type": "emit_pipeline" if resident else None},
+                rng, related=related, data={"total_bytes": total, "vmem_fixes": True, **anchor},
             ))
             continue
         diags.append(hint(

@@ -6,8 +6,9 @@ another, so a pathological file costs one worker, never the server's event loop.
 pickles (see worker_process.py):
   {"source", "kernel", "args": {name: spec} | None, "config": {...} | None, "chip", "file": name for headers}
   -> {"diagnostics": [Diagnostic], "compiled": documents.Compiled | None, "seconds"}
+Requests with "kind": "vmem_fixes" ask for verified quick fixes instead (see vmem_fixes.py).
 The parsed module of the last few texts is kept, so the kernels of one file are parsed once. Imports only
-`compiler` and the server's plain data types (documents.Compiled); never runs the user's file.
+`compiler` and the server's pure helpers (documents.Compiled, edits); never runs the user's file.
 Run as `python -m helion_ls.compile_worker`.
 """
 
@@ -25,6 +26,7 @@ import compiler
 from compiler.diagnostics import Range, error
 
 from .documents import Compiled
+from .vmem_fixes import verified_fixes
 from .warmup import compile_warm_up
 from .worker_process import serve
 
@@ -47,6 +49,8 @@ class Compiler:
         return found
 
     def handle(self, req: dict[str, Any]) -> dict[str, Any]:
+        if req.get("kind") == "vmem_fixes":
+            return self.fixes(req)
         start = time.perf_counter()
         compiled = None
         try:
@@ -63,6 +67,16 @@ class Compiler:
                                  req.get("decorator_range") or Range.lines(0))]
         gc.collect(1)  # the compile's cyclic garbage is still young: free it now, cheaply
         return {"diagnostics": diagnostics, "compiled": compiled, "seconds": time.perf_counter() - start}
+
+
+    def fixes(self, req: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return verified_fixes(self.module, req)
+        except Exception:  # a bug costs the quick fixes, never the worker
+            log.error("quick fixes for %s failed:\n%s", req.get("kernel"), traceback.format_exc())
+            return {"fixes": [], "seconds": 0.0}
+        finally:
+            gc.collect(1)
 
 
 def warm_up() -> None:

@@ -66,6 +66,13 @@ def set_configs(source: str, kernel: str, configs: Sequence[Mapping[str, Any]]) 
     return deco.set_keyword("configs", block)
 
 
+def config_assignments(source: str, kernel: str, values: Mapping[str, Any]) -> str:
+    """`block_sizes=[1, 256], pallas_loop_type="unroll"`: exactly how `set_config` writes these keys in this
+    file (its quote style), for titles that show what an edit writes."""
+    quote = _Decorator.find(source, kernel).quote
+    return ", ".join(f"{k}={_literal(v, quote)}" for k, v in values.items())
+
+
 def format_config(config: Config, name: str = "helion.Config", quote: str = "'") -> str:
     """`helion.Config(block_sizes=[64, 128], pallas_loop_type='unroll')` with the file's quote style."""
     body = ", ".join(f"{k}={_literal(v, quote)}" for k, v in config.items())

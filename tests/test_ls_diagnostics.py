@@ -212,7 +212,7 @@ async def test_quick_fixes_edit_the_decorator_config_and_clear_the_diagnostic(cl
     uri = open_doc(client, path, text)
     overflow = next(d for d in await stage_diagnostics(client, uri, 1, "front") if d.code == "HPL300")
     actions = await code_actions(client, uri, overflow)
-    assert [a.title for a in actions] == ["Switch to pallas_loop_type='emit_pipeline'"]
+    assert [a.title.split(" — ")[0] for a in actions] == ['Set pallas_loop_type="emit_pipeline"']
     fixed = applied(text, actions[0])
     assert fixed == text.replace('pallas_loop_type="unroll"', 'pallas_loop_type="emit_pipeline"')
     version = change_doc(client, uri, fixed)

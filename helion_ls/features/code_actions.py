@@ -1,8 +1,9 @@
 """Code actions: quick fixes for diagnostics, and applying tuned configs from the store.
 
 Config problems are fixed in the decorator: a diagnostic whose data names a block size
-(`block_index` + `suggested`) or a loop strategy (`suggest_loop_type`) becomes an edit of the config the
-unit compiles with, through the same decorator rewrite as Apply. Other compiler fixes travel in
+(`block_index` + `suggested`) becomes an edit of the config the unit compiles with, through the same
+decorator rewrite as Apply. Out-of-VMEM errors get fixes the compiler finds and a compile worker verifies
+on an edited copy of the file (vmem_fixes.py), computed when code actions are asked for and remembered. Other compiler fixes travel in
 `data.fix` (range already in client coordinates) and are offered as they are. In a kernel with stored
 results the actions also offer the best config for one shape set (`config=`) and, with several shape
 sets, all of them at once (`configs=[...]`, one per shape set).
@@ -10,18 +11,24 @@ sets, all of them at once (`configs=[...]`, one per shape set).
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import logging
 
 from lsprotocol import types
 
 from compiler.config import Config
 
-from ..edits import EditError
+from ..edits import EditError, TextEdit
+from ..lru import LruCache
 from ..lsp import from_lsp_position
 from ..server import HelionServer
 from .commands import best_configs, config_edit, workspace_edit
 
 log = logging.getLogger(__name__)
+FIX_BUDGET = 3.0  # seconds a worker may spend finding and verifying VMEM fixes for one diagnostic
+FIX_WAIT = 15.0  # seconds a code action request waits for them (a busy pool queues the request)
+_fixes_cache: LruCache[list[dict]] = LruCache(64)  # (text digest, kernel, shape sets, chip) -> fixes
 
 
 def _config_change(data: dict, base: Config) -> tuple[str, Config] | None:
@@ -32,9 +39,6 @@ def _config_change(data: dict, base: Config) -> tuple[str, Config] | None:
         if 0 <= index < len(blocks):
             blocks[index] = suggested
             return f"Use block size {suggested} for block_sizes[{index}]", base.replace(block_sizes=blocks)
-    loop = data.get("suggest_loop_type")
-    if isinstance(loop, str) and base.get("pallas_loop_type") != loop:
-        return f"Switch to pallas_loop_type={loop!r}", base.replace(pallas_loop_type=loop)
     return None
 
 
@@ -73,6 +77,49 @@ def config_fixes(ls: HelionServer, uri: str, diagnostics: list[types.Diagnostic]
                 edit=workspace_edit(ls, uri, loaded.version, loaded.text, edit),
             )
         )
+    return out
+
+
+async def vmem_fixes(ls: HelionServer, uri: str, diagnostics: list[types.Diagnostic]) -> list[types.CodeAction]:
+    """Verified fixes for out-of-VMEM errors, computed in a compile worker when asked for (and remembered)."""
+    state = ls.analyzer.docs.get(uri)
+    if state is None or state.loaded is None or state.loaded.text != state.text:
+        return []
+    loaded = state.loaded
+    out = []
+    for diag in diagnostics:
+        data = diag.data if isinstance(diag.data, dict) else {}
+        view = loaded.kernels.get(data.get("kernel", ""))
+        sets = tuple(i for i in data.get("shapeSets") or [] if isinstance(i, int))
+        if diag.code != "HPL300" or not data.get("vmem_fixes") or view is None or not sets:
+            continue
+        chip = view.units[0].key.chip
+        key = ("vmem_fixes", hashlib.sha256(loaded.text.encode()).hexdigest(), view.name, sets, chip)
+        found = _fixes_cache.get(key)
+        if found is None:
+            request = {"kind": "vmem_fixes", "source": loaded.text, "file": view.units[0].key.file,
+                       "kernel": view.name, "shape_sets": list(sets), "chip": chip, "budget": FIX_BUDGET}
+            try:
+                answer = await asyncio.wait_for(ls.pool.run(key, request, lambda why: None), FIX_WAIT)
+            except TimeoutError:
+                log.info("quick fixes for %s: no answer within %.0f s", view.name, FIX_WAIT)
+                continue
+            if answer is None:
+                continue
+            found = answer["fixes"]
+            log.info("%d verified VMEM fixes for %s in %.2f s", len(found), view.name, answer["seconds"])
+            _fixes_cache.put(key, found)
+        for fix in found:
+            edit = TextEdit(fix["start"], fix["end"], fix["new_text"])
+            out.append(
+                types.CodeAction(
+                    title=fix["title"],
+                    kind=types.CodeActionKind.QuickFix,
+                    diagnostics=[diag],
+                    is_preferred=not out,
+                    edit=workspace_edit(ls, uri, loaded.version, loaded.text, edit),
+                )
+            )
     return out
 
 
@@ -158,6 +205,7 @@ def register(ls: HelionServer) -> None:
             return []
         diagnostics = list(params.context.diagnostics)
         actions = config_fixes(ls, uri, diagnostics) + quick_fixes(uri, state.version, diagnostics)
+        actions += await vmem_fixes(ls, uri, diagnostics)
         only = params.context.only
         if not only or any(k.startswith("refactor") for k in only):
             actions += await config_actions(ls, uri, params.range.start)
