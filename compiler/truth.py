@@ -8,8 +8,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .diagnostics import Diagnostic, Range, Related, error, hint, warning
-from .vmem import fmt_bytes
+from .diagnostics import Diagnostic, Range, error, hint, warning
+from .vmem import call_total, fmt_bytes
+from .vmem_diagnostics import contributors
 
 if TYPE_CHECKING:
     from .api import CompiledKernel
@@ -114,13 +115,8 @@ def check_tpu_compile(ck: CompiledKernel, compiler: Any = None) -> TruthResult:
             detail = f": needs {fmt_bytes(n['requested_bytes'])}"
             if n.get("limit_bytes"):
                 detail += f", limit {fmt_bytes(n['limit_bytes'])}"
-        biggest = max(ck.vmem.rows, key=lambda r: r.bytes, default=None)
-        related = []
-        if biggest is not None:
-            for op in ck.plan.calls[0].operands:
-                if op.tensor == biggest.name and op.ranges:
-                    related.append(Related(op.ranges[0], f"largest buffer: `{biggest.name}` ({fmt_bytes(biggest.bytes)})"))
-                    break
+        calls = ck.plan.calls
+        related = list(contributors(max(calls, key=call_total), ck.chip)) if calls else []
         diag = error("HPL302", f"the TPU compiler ran out of VMEM on {ck.chip.name}{detail} "
                      f"({result.oom_limit or 'scoped'} limit): {result.key_line[:300]}", call_range,
                      related=tuple(related), data={"stage": "libtpu", "kind": "vmem_oom", **n})

@@ -28,7 +28,7 @@ def vmem_diagnostics(layouts: list[CallLayout], chip: Chip, config_range: Range 
             continue
         rng = config_range or plan.range
         anchor = {"anchor": "config"} if config_range is not None else {}
-        related = _contributors(plan, chip)
+        related = contributors(plan, chip)
         if config_range is not None:
             related = (Related(plan.range, f"the pallas_call of this loop needs {fmt_bytes(total)}"), *related)
         resident = [o for o in lay.operands if o.memory == "resident"]
@@ -79,7 +79,8 @@ def _what(row: VmemRow) -> str:
     return f"`{row.name}` ({row.role}{f', {row.buffer_count} buffers' if row.buffer_count > 1 else ''})"
 
 
-def _contributors(plan: CallPlan, chip: Chip) -> tuple[Related, ...]:
+def contributors(plan: CallPlan, chip: Chip) -> tuple[Related, ...]:
+    """The largest buffers of one pallas_call, each where it comes from, with its size."""
     rows = sorted(call_rows(plan), key=lambda r: -r.bytes)[:CONTRIBUTORS]
     out = []
     for row in rows:

@@ -2,7 +2,8 @@
 
 Three kinds, in the order they are offered:
   blocks     the largest block sizes that fit, keeping the strategy: shrink the block whose next smaller
-             legal size frees the most VMEM until the kernel fits, then grow back any block that still fits
+             legal size frees the most VMEM until the kernel fits (giving up when no step frees anything),
+             then grow back any block that still fits
   buffering  single-buffered loads (pallas_load_buffer_count=1), when that alone fits
   strategy   another inner-loop strategy (e.g. emit_pipeline, which streams resident operands), with the
              blocks shrunk as above when the strategy alone does not fit
@@ -57,6 +58,7 @@ class _Search:
         blocks = list(config.get("block_sizes") or [])
         original = list(blocks)
         found: CompiledKernel | None = None
+        total = None
         for _ in range(MAX_SHRINK_STEPS):
             steps = []
             for i, value in enumerate(blocks):
@@ -69,7 +71,10 @@ class _Search:
                     steps.append((ck.vmem.total_bytes, i, trial, ck))
             if not steps:
                 return None
-            _, _, blocks, ck = min(steps, key=lambda s: (s[0], s[1]))
+            best, _, blocks, ck = min(steps, key=lambda s: (s[0], s[1]))
+            if total is not None and best >= total:
+                return None  # no smaller block frees anything (e.g. whole-array resident operands)
+            total = best
             if self.fits(ck):
                 found = ck
                 break
@@ -108,29 +113,31 @@ def vmem_fixes(kernel: Kernel, args: Any = None, config: Mapping | None = None, 
         if changes and all(dict(f.changes) != changes for f in out):
             out.append(VmemFix(kind, changes, given.replace(**changes), ck.vmem.total_bytes))
 
-    shrunk = search.shrink(full, sizes)
-    if shrunk is not None:
-        offer("blocks", *shrunk)
-    if full.get("pallas_load_buffer_count") != 1 and not search.expired():
+    # one compile each first, so a short deadline still finds them; the block search takes many
+    quick: list[tuple[str, Config, CompiledKernel]] = []
+    if full.get("pallas_load_buffer_count") != 1:
         single = full.replace(pallas_load_buffer_count=1)
         ck = search.compile(single)
         if search.fits(ck):
-            offer("buffering", single, ck)
-    current = full.get("pallas_loop_type")
+            quick.append(("buffering", single, ck))
     tried = []
     for strategy in strategies:
-        if strategy == current or search.expired():
+        if strategy == full.get("pallas_loop_type") or search.expired():
             continue
         other = full.replace(pallas_loop_type=strategy)
         ck = search.compile(other)
         if search.fits(ck):
-            offer("strategy", other, ck)
+            quick.append(("strategy", other, ck))
             break
         if ck is not None:
             tried.append((ck.vmem.total_bytes, other))
-    else:
-        if tried and not out and not search.expired():  # with blocks that fit anyway, no need to switch
-            shrunk = search.shrink(min(tried, key=lambda t: t[0])[1], sizes)
-            if shrunk is not None:
-                offer("strategy", *shrunk)
+    shrunk = search.shrink(full, sizes) if not search.expired() else None
+    if shrunk is not None:
+        offer("blocks", *shrunk)
+    for fix in quick:
+        offer(*fix)
+    if tried and not any(kind == "strategy" for kind, _, _ in quick) and not out and not search.expired():
+        shrunk = search.shrink(min(tried, key=lambda t: t[0])[1], sizes)  # the strategy that came closest
+        if shrunk is not None:
+            offer("strategy", *shrunk)
     return out
