@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import gc
 import logging
 import os
 import sys
+from typing import Any
 
 # libtpu, when installed, must never claim this process (or the check worker) nor query a metadata server.
 JAX_ENV = {"JAX_PLATFORMS": "cpu", "TPU_SKIP_MDS_QUERY": "1"}
@@ -13,6 +16,7 @@ JAX_ENV = {"JAX_PLATFORMS": "cpu", "TPU_SKIP_MDS_QUERY": "1"}
 # Compile threads hold the GIL in long Python stretches; a shorter switch interval keeps the event loop
 # (hovers, lenses) responsive while they run.
 SWITCH_INTERVAL = 0.002
+INITIALIZE_WAIT = 2.0  # seconds to wait for `initialize` before the heavy imports start anyway
 
 
 def _host_port(text: str) -> tuple[str, int]:
@@ -37,16 +41,49 @@ def main(argv: list[str] | None = None) -> None:
     logging.getLogger("pygls").setLevel(max(logging.WARNING, logging.getLogger().level))
     sys.setswitchinterval(SWITCH_INTERVAL)
 
-    from .server import create_server
-    from .transport import serve_stdio, serve_tcp
-    from .warmup import parse_warm_up
-
-    server = create_server()
-    parse_warm_up()
     if args.tcp:
+        from .server import create_server
+        from .transport import serve_tcp
+        from .warmup import parse_warm_up
+
+        server = create_server()
+        parse_warm_up()
         serve_tcp(server, *args.tcp, on_exit=server.close_parts)
-    else:
-        serve_stdio(server, on_exit=server.close_parts)
+        return
+    from .handshake import EarlyReader, load_template, stdio_streams
+
+    stdin, stdout = stdio_streams()
+    reader = EarlyReader(stdin, stdout, load_template())
+    reader.start()
+    reader.answered.wait(INITIALIZE_WAIT)  # the editor gets its answer before anything heavy starts
+
+    from .transport import serve_early_stdio
+
+    serve_early_stdio(build_server, reader, stdout, on_exit=lambda server: server.close_parts())
+
+
+async def build_server() -> Any:
+    """The compile workers start first (their imports take longest), then the server's own imports and
+    warm-up parse run in a thread, while the handshake's reader answers helion/stats and keeps the rest."""
+    from .compile_pool import CompilePool
+
+    pool = CompilePool()
+    pool.start()
+    await asyncio.get_running_loop().run_in_executor(None, _import_and_warm_up)
+    from .server import create_server
+
+    return create_server(pool)
+
+
+def _import_and_warm_up() -> None:
+    gc.disable()  # collections scanning torch's objects mid-import would only stretch the imports
+    try:
+        from . import server  # noqa: F401  (torch, pygls, the compiler's front end)
+        from .warmup import parse_warm_up
+
+        parse_warm_up()
+    finally:
+        gc.enable()
 
 
 if __name__ == "__main__":

@@ -146,7 +146,6 @@ class Analyzer:
                 self._publish_now(state, loaded)
             return
         units = [(view, unit) for view in loaded.kernels.values() for unit in view.units]
-        self.checks.prestart()
         partial = _Throttled(lambda: self.is_current(uri, version, text) and self._publish_now(state, loaded))
 
         async def front(view: KernelView, unit: Unit) -> None:
@@ -163,6 +162,8 @@ class Analyzer:
         pending = [s for s in stages if any(self._needs(s, view, unit, ahead=True) for view, unit in units)]
         self._publish_now(state, loaded)
         self._on_stage(uri, version, "front", not pending)
+        if pending:
+            self.checks.prestart()  # after the first diagnostics: its imports would compete with compiles
         for i, stage in enumerate(pending):
             wanted = lambda: self.is_current(uri, version, text)  # noqa: E731
             await asyncio.gather(*(self._check(stage, loaded, view, unit, wanted) for view, unit in units))

@@ -53,13 +53,17 @@ class CompilePool:
         self.failures = 0  # compiles that cost their worker (time limit, crash)
 
     def start(self) -> None:
-        """Start the workers (their imports take seconds) and the tasks that feed them."""
+        """Start the first worker (its imports take seconds) and the tasks that feed the workers. The
+        others start once the first is ready: on two cores, importing in parallel would only delay the
+        first compile of a cold start."""
         if self._servers:
             return
         self._wake = asyncio.Event()
-        for worker in self.workers:
-            worker.prestart()
-            self._servers.append(asyncio.ensure_future(self._serve(worker)))
+        first = self.workers[0]
+        first.prestart()
+        self._servers.append(asyncio.ensure_future(self._serve(first)))
+        for worker in self.workers[1:]:
+            self._servers.append(asyncio.ensure_future(self._serve(worker, after=first)))
 
     @property
     def pids(self) -> list[int]:
@@ -83,8 +87,11 @@ class CompilePool:
         finally:
             job.waiters -= 1
 
-    async def _serve(self, worker: WorkerProcess) -> None:
+    async def _serve(self, worker: WorkerProcess, after: WorkerProcess | None = None) -> None:
         assert self._wake is not None
+        if after is not None:
+            await after.started()
+            worker.prestart()
         while True:
             job = self._take()
             if job is None:

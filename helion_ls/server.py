@@ -34,12 +34,12 @@ REFRESH_TIMEOUT = 10.0  # seconds a client may take to answer workspace/codeLens
 
 
 class HelionServer(LanguageServer):
-    def __init__(self) -> None:
+    def __init__(self, pool: CompilePool | None = None) -> None:
         super().__init__(
             "helion-ls", VERSION, text_document_sync_kind=types.TextDocumentSyncKind.Incremental, protocol_cls=Protocol
         )
         self.settings = SettingsRegistry()
-        self.pool = CompilePool()
+        self.pool = pool or CompilePool()  # __main__ starts it before the server's own imports
         self.checks = CheckClient()
         self.analyzer = Analyzer(
             self.pool,
@@ -134,10 +134,10 @@ def folder_path(uri: str) -> str | None:
     return path if path and os.path.isabs(path) else None
 
 
-def create_server() -> HelionServer:
+def create_server(pool: CompilePool | None = None) -> HelionServer:
     from .features import code_actions, codelens, commands, configuration, diagnostics, generated, hover
 
-    server = HelionServer()
+    server = HelionServer(pool)
     for feature in (configuration, diagnostics, hover, codelens, commands, generated, code_actions):
         feature.register(server)
     return server

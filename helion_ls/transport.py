@@ -20,93 +20,22 @@ import asyncio
 import json
 import logging
 import os
-import re
 import signal
 import sys
-import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest, JsonRpcParseError
 from pygls.io_ import StdoutWriter
 from pygls.protocol import LanguageServerProtocol
 
+from .framing import REQUEST_ID, Framer
+
 log = logging.getLogger(__name__)
 
-HEADER = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
-LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*(\d{1,12})[ \t]*\r?\n", re.IGNORECASE)
-HEADERS_END = re.compile(rb"\r?\n\r?\n")
-MAX_HEADER = 4096  # bytes from "Content-Length:" to the blank line; more is not a header
-MAX_BODY = 256 * 1024 * 1024  # the largest document is 5 MB of text; a bigger length is a broken header
-OTHER_HEADERS = re.compile(rb"(?:[A-Za-z][A-Za-z0-9-]*[ \t]*:[^\r\n]*\r?\n)+")  # e.g. Content-Type first
-REQUEST_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,15}|"[^"\\]{0,200}")')
 READ_SIZE = 64 * 1024
-
-
-class Framer:
-    """Bytes in, message bodies out; never stuck on bad input.
-
-    After a header, exactly Content-Length bytes are the body, unless they are not JSON and contain the next
-    header (the declared length was too long): then the body ends where that header starts. Bytes before a
-    header (stray bytes, the tail of a body shorter than its declared length) are skipped.
-    """
-
-    def __init__(self) -> None:
-        self._buf = bytearray()
-        self.skipped = 0  # bytes dropped so far (for the log and tests)
-
-    def feed(self, data: bytes) -> list[bytes]:
-        self._buf += data
-        out: list[bytes] = []
-        while (body := self._next()) is not None:
-            out.append(body)
-        return out
-
-    def _skip(self, n: int) -> None:
-        if n > 0 and OTHER_HEADERS.fullmatch(self._buf, 0, n):
-            del self._buf[:n]  # headers before Content-Length are allowed
-        elif n > 0:
-            self.skipped += n
-            log.warning("skipped %d bytes that are not an LSP message: %r", n, bytes(self._buf[: min(n, 60)]))
-            del self._buf[:n]
-
-    def _next(self) -> bytes | None:
-        while True:
-            found = HEADER.search(self._buf)
-            if found is None:  # keep a tail that may be the start of a header split across reads
-                self._skip(len(self._buf) - len(b"content-length:") + 1)
-                return None
-            self._skip(found.start())
-            end = HEADERS_END.search(self._buf, 0, MAX_HEADER)
-            if end is None:
-                if len(self._buf) < MAX_HEADER:
-                    return None  # the rest of the header has not arrived yet
-                self._skip(len(b"content-length:"))
-                continue
-            length = LENGTH.match(self._buf, 0, end.end())
-            if length is None or int(length.group(1)) > MAX_BODY:
-                self._skip(end.end())
-                continue
-            size, start = int(length.group(1)), end.end()
-            if len(self._buf) < start + size:
-                return None
-            body = bytes(self._buf[start : start + size])
-            inner = HEADER.search(body)
-            if inner is not None and not _is_json(body):
-                size = inner.start()  # the declared length ran into the next message
-                body = body[:size]
-            del self._buf[: start + size]
-            return body
-
-
-def _is_json(body: bytes) -> bool:
-    try:
-        json.loads(body)
-    except ValueError:
-        return False
-    return True
 
 
 @dataclass(frozen=True)
@@ -129,6 +58,18 @@ class Refusal(JsonRpcException):
 
 class Protocol(LanguageServerProtocol):
     """pygls' protocol, plus an answer for every request it would have dropped."""
+
+    answered_early: tuple[Any, dict[str, Any]] | None = None  # (id, result) of initialize, see handshake.py
+
+    def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
+        early = self.answered_early
+        if early is not None and msg_id == early[0]:  # the handshake answered this initialize already
+            self.answered_early = None
+            mine = self._converter.unstructure(result) if error is None else {"error": str(error)}
+            if mine != early[1]:
+                log.warning("the early initialize answer differs from the server's: %s vs %s", early[1], mine)
+            return
+        super()._send_response(msg_id, result, error)
 
     def _send_handler_result(self, future: Any, *, msg_id: Any) -> None:
         error = None if future.cancelled() else future.exception()
@@ -205,6 +146,13 @@ class Session:
                 self.exit_code = code
             self.ended.set()
 
+    def body(self, body: bytes | None) -> None:
+        """One message body already framed (None: the client closed the connection)."""
+        if body is None:
+            self.data(b"")
+        else:
+            self._dispatch(body)
+
     def data(self, chunk: bytes) -> None:
         """Bytes from the client (an empty chunk: the client closed the connection)."""
         if not chunk:
@@ -251,33 +199,21 @@ def _exit(code: int) -> None:
     os._exit(code)
 
 
-def serve_stdio(server: Any, on_exit: Callable[[], Awaitable[None]]) -> None:
-    """Serve one client over stdin/stdout, then exit the process."""
-    stdin = sys.stdin.buffer.fileno()
-    stdout = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print must never corrupt the protocol
-    sys.stdout = sys.stderr
+def serve_early_stdio(
+    make_server: Callable[[], Awaitable[Any]], reader: Any, stdout: BinaryIO, on_exit: Callable[[Any], Awaitable[None]]
+) -> None:
+    """Serve the client whose `initialize` the handshake's `reader` already answered: build the server
+    (`make_server`, while the reader keeps messages), replay the initialize request to it, then every
+    message the reader keeps or reads; exit the process at the end of the session."""
 
     async def main() -> int:
-        session = Session(server, on_exit)
+        server = await make_server()
+        session = Session(server, lambda: on_exit(server))
         loop = asyncio.get_running_loop()
         server.protocol.set_writer(_Writer(stdout, lambda: loop.call_soon_threadsafe(session.end, 1, "")))
-
-        def start(session: Session) -> None:
-            def read() -> None:
-                while True:
-                    try:
-                        chunk = os.read(stdin, READ_SIZE)
-                    except OSError as exc:
-                        log.error("cannot read stdin: %s", exc)
-                        chunk = b""
-                    loop.call_soon_threadsafe(session.data, chunk)
-                    if not chunk:
-                        return
-
-            threading.Thread(target=read, name="helion-stdin", daemon=True).start()
-
-        return await session.run(start)
+        if reader.initialize_id is not None:
+            server.protocol.answered_early = (reader.initialize_id, reader.initialize_result)
+        return await session.run(lambda s: reader.attach(lambda body: loop.call_soon_threadsafe(s.body, body)))
 
     code = 1
     try:

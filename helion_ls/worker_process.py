@@ -52,6 +52,11 @@ class WorkerProcess:
             self._starting = asyncio.ensure_future(self._start())
             self._starting.add_done_callback(lambda t: t.cancelled() or t.exception())
 
+    async def started(self) -> None:
+        """Return once a start under way has ended (ready or failed); at once when none is."""
+        if self._starting is not None and not self._starting.done():
+            await asyncio.wait([self._starting])
+
     async def _ready(self) -> asyncio.subprocess.Process:
         if self._starting is not None and not self._starting.done():
             await asyncio.shield(self._starting)
