@@ -31,6 +31,7 @@ from ..server import HelionServer
 from ..store import Summary
 from ..trust import WHY_TUNING_RUNS_CODE
 from ..tuning import TuneJob
+from . import apply_plan
 from .hover import SHOW_GENERATED
 
 log = logging.getLogger(__name__)
@@ -163,6 +164,7 @@ def unit_lenses(
     summary: Summary | None,
     chip: str,
     lines: list[str],
+    apply_title: str = "Apply",
 ) -> list[types.CodeLens]:
     target = {"uri": uri, "kernel": view.name, "shapeSet": unit.index}
     lenses = [_lens(rng, _shapes_title(lines, view, unit), SHOW_GENERATED, target)]
@@ -197,7 +199,7 @@ def unit_lenses(
     lenses.append(_lens(rng, title, "helion.tune", target, again))
     if current is None or Config(summary.best.config) != current:
         apply = {**target, "config": summary.best.config}
-        lenses.append(_lens(rng, "Apply", "helion.applyConfig", apply))
+        lenses.append(_lens(rng, apply_title, "helion.applyConfig", apply))
     return lenses
 
 
@@ -223,14 +225,30 @@ async def lenses_for(ls: HelionServer, uri: str) -> list[types.CodeLens]:
     enc = ls.encoding()
     out: list[types.CodeLens] = []
     for view in loaded.kernels.values():
-        for unit in view.units:
+        found = [
+            summaries.get((trial_key(unit), current_config(ls, view, unit)[0])) if unit.args else None
+            for unit in view.units
+        ]
+        for unit, summary in zip(view.units, found, strict=True):
             anchor = view.shape_set_ranges[unit.index] if unit.index < len(view.shape_set_ranges) else None
             rng = to_lsp_range(anchor or view.decorator_range, loaded.lines, enc)
-            summary = (
-                summaries.get((trial_key(unit), current_config(ls, view, unit)[0])) if unit.args else None
-            )
-            out.extend(unit_lenses(ls, uri, view, unit, rng, summary, settings.chip, loaded.lines))
+            title = await _apply_title(ls, loaded, view, unit, summary, found)
+            out.extend(unit_lenses(ls, uri, view, unit, rng, summary, settings.chip, loaded.lines, title))
     return out
+
+
+async def _apply_title(
+    ls: HelionServer, loaded: Any, view: KernelView, unit: Unit, summary: Summary | None, bests: list
+) -> str:
+    """"Apply", or what it will write when one config for every shape set would be wrong."""
+    current = current_config(ls, view, unit)[0]
+    if summary is None or len(view.units) < 2 or (current is not None and Config(summary.best.config) == current):
+        return "Apply"
+    try:
+        plan = await apply_plan.plan_for(ls, loaded, view, unit.index, summary.best.config, bests)
+    except ValueError:
+        return "Apply"
+    return plan.title
 
 
 def store_changed(ls: HelionServer, path: str) -> None:

@@ -1,8 +1,9 @@
 """Workspace commands (each takes one object argument) and the tuning feedback to the client.
 
 helion.tune {uri, kernel, shapeSet|null} · helion.tuneFile {uri} · helion.cancelTuning {uri|null, kernel|null}
-helion.applyConfig {uri, kernel, shapeSet|null, config, configs?}: the decorator edit goes through
-workspace/applyEdit against the document version it was computed from. Tuning runs kernel code, so the
+helion.applyConfig {uri, kernel, shapeSet|null, config, configs?}: the decorator edit (see apply_plan.py for
+when it writes one config per shape set) goes through workspace/applyEdit against the document version it
+was computed from; then the user is told the file has unsaved changes and the new text compiles at once. Tuning runs kernel code, so the
 tune commands first ask `ls.code_execution_refusal` (see trust.py) and answer {jobs: [], refused} with a
 message to the user when it says no. Tuning state changes become
 helion/tuningState notifications, refreshed lenses and a message at the end, plus a cancellable
@@ -25,12 +26,12 @@ from pygls.uris import to_fs_path
 from compiler.config import Config
 
 from ..documents import KernelView, Loaded
-from ..edits import EditError, TextEdit, set_config, set_configs
+from ..edits import EditError, TextEdit, apply_edit, set_config, set_configs
 from ..lsp import offset_to_lsp
 from ..server import HelionServer
 from ..trust import WHY_TUNING_RUNS_CODE
 from ..tuning import FINAL, TuneJob, TuneSpec
-from . import codelens
+from . import apply_plan, codelens, diagnostics
 
 log = logging.getLogger(__name__)
 
@@ -209,10 +210,8 @@ def workspace_edit(
 
 async def best_configs(ls: HelionServer, loaded: Loaded, view: KernelView) -> list[dict | None]:
     """The store's best config per shape set (None where nothing is stored)."""
-    store = ls.store_for(ls.settings.for_uri(loaded.uri))
-    keys = [(codelens.trial_key(u), None) for u in view.units]
-    found = await ls.pool.call(store.summaries, keys)
-    return [found[k].best.config if found.get(k) else None for k in keys]
+    found = await apply_plan.stored_bests(ls, loaded, view)
+    return [s.best.config if s is not None else None for s in found]
 
 
 def config_edit(
@@ -226,22 +225,42 @@ def config_edit(
     return set_config(text, view.name, config, index=shape_set if several else None)
 
 
+async def planned_edit(
+    ls: HelionServer, loaded: Loaded, view: KernelView, arg: dict[str, Any]
+) -> tuple[TextEdit, str]:
+    """The decorator edit for an apply request, and what it does (for the user)."""
+    text, shape_set, config, configs = loaded.text, arg.get("shapeSet"), arg.get("config"), arg.get("configs")
+    if configs is not None:
+        return set_configs(text, view.name, configs), f"one config per shape set to {view.name}"
+    if config is None:
+        raise JsonRpcInvalidParams("missing config")
+    if len(view.units) < 2:
+        return set_config(text, view.name, config), f"the tuned config to {view.name}"
+    try:
+        plan = await apply_plan.plan_for(ls, loaded, view, shape_set, config, await apply_plan.stored_bests(ls, loaded, view))
+    except ValueError as exc:
+        raise EditError(str(exc)) from None
+    if plan.configs is not None:
+        what = f"one config per shape set to {view.name} (configs=[…]: {plan.why})"
+        return set_configs(text, view.name, plan.configs), what
+    return set_config(text, view.name, config, index=shape_set), f"the tuned config to {view.name}"
+
+
 async def apply_config(ls: HelionServer, arg: dict[str, Any]) -> dict[str, Any]:
     uri, kernel, shape_set = arg["uri"], arg["kernel"], arg.get("shapeSet")
     loaded, view = await find_kernel(ls, uri, kernel)
-    configs = arg.get("configs")
-    if configs is None and shape_set is None and len(view.units) > 1:
+    if arg.get("configs") is None and shape_set is None and len(view.units) > 1:
         found = await best_configs(ls, loaded, view)
         fallback = arg.get("config")
-        configs = [c if c is not None else fallback for c in found]
-        if any(c is None for c in configs):
+        arg = {**arg, "configs": [c if c is not None else fallback for c in found]}
+        if any(c is None for c in arg["configs"]):
             ls.tell_user(
                 f"No tuned config for every shape set of {kernel} yet: tune it first.",
                 types.MessageType.Warning,
             )
             return {"applied": False}
     try:
-        edit = config_edit(view, loaded.text, shape_set, arg.get("config"), configs)
+        edit, what = await planned_edit(ls, loaded, view, arg)
     except EditError as exc:
         ls.tell_user(f"Cannot apply the config to {kernel}: {exc}", types.MessageType.Error)
         return {"applied": False}
@@ -252,7 +271,23 @@ async def apply_config(ls: HelionServer, arg: dict[str, Any]) -> dict[str, Any]:
     result = await ls.workspace_apply_edit_async(params)
     if not result.applied:
         ls.log_to_client(f"{label}: the client did not apply the edit ({result.failure_reason})")
-    return {"applied": bool(result.applied)}
+        return {"applied": False}
+    after_apply(ls, uri, apply_edit(loaded.text, edit), what)
+    return {"applied": True}
+
+
+def after_apply(ls: HelionServer, uri: str, text: str, what: str) -> None:
+    """The edit is in the editor's buffer, not on disk: say so, and compile the new text now (its
+    diagnostics, hovers and lenses must not wait for a save)."""
+    name = os.path.basename(to_fs_path(uri) or uri)
+    ls.tell_user(f"Applied {what}. {name} has unsaved changes: save it to keep them.")
+    state = ls.analyzer.docs.get(uri)
+    if state is None:
+        return
+    state.force_compile = True  # the edit's didChange compiles, if it has not arrived yet
+    if state.text == text:
+        diagnostics.schedule(ls, uri, compile=True)
+    ls.lenses.changed()
 
 
 def register(ls: HelionServer) -> None:
