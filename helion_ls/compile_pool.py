@@ -90,7 +90,7 @@ class CompilePool:
     async def _serve(self, worker: WorkerProcess, after: WorkerProcess | None = None) -> None:
         assert self._wake is not None
         if after is not None:
-            await after.started()
+            await after.wait_started()
             worker.prestart()
         while True:
             job = self._take()

@@ -50,9 +50,13 @@ class WorkerProcess:
         """Start the child now, so the first request does not wait for its imports."""
         if self.pid is None and (self._starting is None or self._starting.done()):
             self._starting = asyncio.ensure_future(self._start())
-            self._starting.add_done_callback(lambda t: t.cancelled() or t.exception())
+            self._starting.add_done_callback(self._start_done)
 
-    async def started(self) -> None:
+    def _start_done(self, task: asyncio.Task) -> None:
+        if not task.cancelled() and task.exception() is not None:  # the next request tries again
+            log.warning("%s", task.exception())
+
+    async def wait_started(self) -> None:
         """Return once a start under way has ended (ready or failed); at once when none is."""
         if self._starting is not None and not self._starting.done():
             await asyncio.wait([self._starting])
@@ -68,6 +72,7 @@ class WorkerProcess:
     async def _start(self) -> None:
         self.kill()
         self.started += 1
+        log.info("starting a %s", self.name)
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",

@@ -117,7 +117,18 @@ class RawServer:
         }
         reply = await self.request("initialize", params, timeout=60)
         self.notify("initialized", {})
+        await self.ready()
         return reply
+
+    async def ready(self, timeout: float = 120.0) -> None:
+        """Wait until the server finished its start-up imports: until then `helion/stats` is answered by
+        the start-up handshake ({"starting": true}), as soon as the busy interpreter lets it, and the
+        1 s answer time that `StatsWatch` checks applies from here on."""
+        deadline = time.monotonic() + timeout
+        while (await self.stats(timeout)).get("starting"):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the server did not finish starting within {timeout} s")
+            await asyncio.sleep(0.1)
 
     def open(self, path: Path, text: str | None = None, version: int = 1) -> str:
         uri = path.as_uri()

@@ -210,7 +210,7 @@ async def test_a_compile_past_its_time_limit_costs_one_worker_not_the_server(imp
                 break
             await asyncio.sleep(0.2)
         else:
-            raise AssertionError("the stopped compile worker was not replaced")
+            raise AssertionError(f"the stopped compile worker was not replaced: {await srv.stats()} {srv.stderr[-30:]}")
         hover = await srv.request(
             "textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 6, "character": 5}}
         )
