@@ -89,9 +89,10 @@ class CompilePool:
 
     async def _serve(self, worker: WorkerProcess, after: WorkerProcess | None = None) -> None:
         assert self._wake is not None
-        if after is not None:
+        if after is not None:  # takes jobs once warm: the first worker keeps the queue meanwhile
             await after.wait_started()
             worker.prestart()
+            await worker.wait_started()
         while True:
             job = self._take()
             if job is None:

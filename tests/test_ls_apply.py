@@ -89,7 +89,7 @@ async def test_apply_writes_a_config_per_shape_set_when_the_best_does_not_fit_an
     store_best(client, text, 0, UNROLL_8K, 1.0e-3)
     lens = await apply_lens(client, uri, line0)
     assert lens.command.title == "Apply (configs=[…] per shape set)"
-    messages = len(client.messages)
+    messages, refreshes = len(client.messages), rec(client).refreshes
     assert (await run(client, lens))["applied"] is True
 
     kernel = compiler.load(text).kernels["attention"]
@@ -106,10 +106,9 @@ async def test_apply_writes_a_config_per_shape_set_when_the_best_does_not_fit_an
     await rec(client).wait(
         lambda: any("unsaved changes" in m.message for m in client.messages[messages:]), timeout=10
     )
-    refreshes = rec(client).refreshes
+    await rec(client).wait(lambda: rec(client).refreshes > refreshes, timeout=20)  # lenses asked again
     version = change_doc(client, uri, applied)  # the editor's didChange for the applied edit
     assert not errors(await final_diagnostics(client, uri, version))
-    await rec(client).wait(lambda: rec(client).refreshes > refreshes, timeout=20)
     titles = [(lens.range.start.line, lens.command.title) for lens in await lenses(client, uri)]
     assert any(line == line0 and t.startswith("Best:") and "(current)" in t for line, t in titles), titles
     assert not any(line == line0 and t.startswith("Apply") for line, t in titles), titles
