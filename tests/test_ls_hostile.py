@@ -435,7 +435,7 @@ async def test_an_unwritable_store_is_reported_and_tuning_still_shows_its_result
             uri = await open_attention(srv)
             await tune_lenses(srv, uri)
             told = [m["message"] for m in srv.of("window/showMessage") if "cannot be used" in m["message"]]
-            assert told and "it is a directory" in told[0], srv.of("window/showMessage")
+            assert told and "it is a directory" in told[0], (srv.of("window/showMessage"), srv.stderr[-20:])
             await srv.request(
                 "workspace/executeCommand",
                 {"command": "helion.tune", "arguments": [{"uri": uri, "kernel": "attention", "shapeSet": 0}]},
