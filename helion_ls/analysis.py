@@ -172,6 +172,19 @@ class Analyzer:
             self._publish_now(state, loaded)
             self._on_stage(uri, version, stage, i == len(pending) - 1)
 
+    def has_failed_units(self, uri: str) -> bool:
+        """Some shape set of the document's current text does not compile (its lens offers no Tune)."""
+        state = self.docs.get(uri)
+        loaded = state.loaded if state is not None else None
+        if loaded is None:
+            return False
+        for view in loaded.kernels.values():
+            for unit in view.units:
+                hit = self.cache.get("front", unit.key, view)
+                if hit is not None and hit[0].compiled is None:
+                    return True
+        return False
+
     def _front_ok(self, view: KernelView, unit: Unit) -> StageResult | None:
         hit = self.cache.get("front", unit.key, view)
         return hit[0] if hit else None

@@ -77,6 +77,8 @@ class HelionServer(LanguageServer):
         self.protocol.notify(
             "helion/diagnosticsStage", {"uri": uri, "version": version, "stage": stage, "final": final}
         )
+        if stage == "front" and self.analyzer.has_failed_units(uri):
+            self.lenses.changed()  # lenses asked for before the compile finished still offer Tune there
 
     async def refresh_lenses(self) -> bool:
         """Ask the client to re-request code lenses, if it can; True when it answered."""

@@ -16,6 +16,7 @@ from test_ls_support import (
     line_of,
     make_workspace,
     open_doc,
+    rec,
     request,
     server_config,
     stage_diagnostics,
@@ -102,8 +103,11 @@ async def test_shape_line_of_the_wrong_rank_is_named_on_its_line_and_not_tunable
         "# helion: args(a=bf16[64, 2048, 2048], b=bf16[64, 2048, 2048])",
         "# helion: args(a=bf16[64, 2048, 2048], b=bf16[64, 2048, 2048])\n" + bad,
     )
+    refreshes = rec(client).refreshes
     uri = open_doc(client, path, text)
     diags = await stage_diagnostics(client, uri, 1, "front")
+    # lenses fetched before the compile finished offered Tune: the client is asked to fetch them again
+    await rec(client).wait(lambda: rec(client).refreshes > refreshes, timeout=20)
     errors = [d for d in diags if d.severity == types.DiagnosticSeverity.Error]
     assert len(errors) == 1, diags
     d = errors[0]
@@ -190,6 +194,10 @@ async def test_every_offered_vmem_fix_removes_its_error_and_breaks_nothing(clien
     diags = await stage_diagnostics(client, uri, 1, "front")
     oom = [d for d in diags if d.code == "HPL300"]
     assert oom, diags
+    if case == "attention_per_shape_set":  # on the entry of the shape set that overflows (the second)
+        line = line_of(text, "configs=[")
+        second = text.splitlines()[line].index("helion.Config(", text.splitlines()[line].index("helion.Config(") + 1)
+        assert [(d.range.start.line, d.range.start.character) for d in oom] == [(line, second)]
     kinds = set()
     for n, diag in enumerate(oom):
         actions = await code_actions(client, uri, diag)
