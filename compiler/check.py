@@ -18,6 +18,7 @@ import torch
 
 from .api import load
 from .diagnostics import CompileError
+from .reference.errors import ReferenceRunError
 from .specs import SpecError, parse_spec
 
 
@@ -152,6 +153,8 @@ class OwnReference:
         args = _clone(inputs)
         try:
             return cls(name, call(name, args), args)
+        except ReferenceRunError as exc:  # the reference process's message already names the user's error
+            return cls(name, error=exc.message.splitlines()[0][:160])
         except Exception as exc:  # noqa: BLE001 - the user's function failing is reported, not raised
             return cls(name, error=f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}")
 
