@@ -24,7 +24,7 @@ from .diagnostics import ArgRankError, CompileError, Diagnostic, Range, Related,
 from .frontend.limits import too_deep
 from .frontend.module import KernelDef, ModuleInfo, parse_module, source_hash, used_helpers
 from .frontend.tracer import Tracer
-from .frontend.values import BlockSizeTable
+from .frontend.values import BlockSizeTable, BlockTooLong
 from .ir import GridLoop, KernelIR, Load, Store, walk
 from .masks import insert_masks
 from .plan import AccessInfo, KernelPlan, LoopInfo
@@ -198,11 +198,19 @@ class Kernel:
         if cached is not None:
             self._traces.move_to_end(key)
             return cached
-        provisional = BlockSizeTable(given, lambda i, extent: min(extent, 128))
         if self._too_deep is not None:
             raise CompileError([self._too_deep])
         try:
-            ir = Tracer(self.info, self.definition.node, specs, provisional).run()
+            caps: dict[int, int] = {}
+            while True:  # a device-bounded loop's block longer than a dim it indexes is cut to it (BlockTooLong)
+                provisional = BlockSizeTable(given, lambda i, extent: min(extent, 128))
+                try:
+                    ir = Tracer(self.info, self.definition.node, specs, provisional, caps).run()
+                    break
+                except BlockTooLong as cut:
+                    if caps.get(cut.loop_id, cut.size + 1) <= cut.size:
+                        raise
+                    caps[cut.loop_id] = cut.size
             insert_masks(ir)
         except ArgRankError as exc:
             raise CompileError([self._rank_diagnostic(exc, specs)]) from None

@@ -58,7 +58,7 @@ def deps(v: object, depth: int = 0) -> Deps:
         return Deps(opaque=True)
     if p.kind in ("tile_begin", "tile_end", "tile_id"):
         d: TileDim = p.args[0]
-        out = Deps(frozenset({d.loop_id}))
+        out = Deps(frozenset({d.loop_id}), data=d.dynamic)
         if d.parent is not None:
             out = out | Deps(frozenset({d.parent.loop_id}))
         return out
@@ -82,6 +82,8 @@ def bounds(v: object, depth: int = 0) -> tuple[int, int] | None:
         return None
     if p.kind in ("tile_begin", "tile_end", "tile_id"):
         d: TileDim = p.args[0]
+        if d.dynamic or (d.parent is not None and d.parent.dynamic):
+            return None
         last = d.steps - 1
         if p.kind == "tile_id":
             return 0, last
@@ -152,6 +154,8 @@ def multiple(v: object, depth: int = 0) -> int:
         return 1
     if p.kind == "tile_begin":
         d: TileDim = p.args[0]
+        if d.dynamic:
+            return 1
         m = math.gcd(d.block_size, d.begin)
         if d.parent is not None:
             m = math.gcd(m, multiple_of_begin(d.parent))
@@ -180,6 +184,8 @@ def render(v: object, position: Callable[[TileDim, str], str | None], depth: int
         return None
     p = v.producer
     if p.kind in ("tile_begin", "tile_end", "tile_id"):
+        if p.args[0].dynamic:
+            return None
         return position(p.args[0], p.kind[5:])
     if p.kind == "to":
         return render(p.args[0], position, depth + 1)
@@ -219,7 +225,7 @@ def affine(v: object, depth: int = 0) -> tuple[dict[TileDim, int], int] | None:
     p = v.producer
     if p.kind in ("tile_begin", "tile_id"):
         d: TileDim = p.args[0]
-        if d.parent is not None:
+        if d.parent is not None or d.dynamic:
             return None
         if p.kind == "tile_id":
             return {d: 1}, 0

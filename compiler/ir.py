@@ -70,9 +70,19 @@ class TileDim:
     block_index: int | None  # index into config block_sizes, None when fixed
     name: str
     parent: TileDim | None = None  # `hl.tile(t.begin, t.end)`: this loop walks the range of grid tile `t`
+    # bounds computed on the device (`hl.tile(offsets[g], offsets[g + 1])`): a 0-d int device Value or an
+    # int each; then `begin`/`extent` are placeholders (0 and one block) and the trip count is dynamic
+    lo: Value | int | None = None
+    hi: Value | int | None = None
+
+    @property
+    def dynamic(self) -> bool:
+        """Are the loop's bounds read on the device? (a fori_loop with a dynamic trip count, always masked)"""
+        return self.hi is not None
 
     @property
     def steps(self) -> int:
+        """Blocks in the range (one for a dynamic range: its count is known only on the device)."""
         return max(1, -(-(self.extent - self.begin) // self.block_size))
 
     @property
@@ -81,7 +91,7 @@ class TileDim:
 
         A sub-tile's blocks live inside its grid tile's block, whose last one may itself be partial.
         """
-        own = (self.extent - self.begin) % self.block_size != 0
+        own = self.dynamic or (self.extent - self.begin) % self.block_size != 0
         return own or (self.parent is not None and self.parent.partial)
 
     @property
@@ -228,6 +238,7 @@ def drop_unused_loads(host: list[Node]) -> None:
             elif isinstance(n, Return):
                 used.update(v.id for v in n.values if isinstance(v, Value))
             if isinstance(n, InnerLoop):
+                used.update(v.id for v in bound_values(n))
                 for c in n.carried:
                     used.add(c.init.id)
                     if c.next is not None:
@@ -238,6 +249,11 @@ def drop_unused_loads(host: list[Node]) -> None:
     visit(host)
     for region in regions:
         region[:] = [n for n in region if not (isinstance(n, Load) and n.out.id not in used)]
+
+
+def bound_values(loop: InnerLoop) -> list[Value]:
+    """The device values an inner loop's bounds read (`hl.tile(offsets[g], offsets[g + 1])`)."""
+    return [b for d in loop.dims for b in (d.lo, d.hi) if isinstance(b, Value)]
 
 
 def _flat(items: Any):

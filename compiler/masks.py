@@ -298,6 +298,8 @@ def _tile_names(tags: frozenset) -> str:
 
 
 def _describe(d: TileDim) -> str:
+    if d.dynamic:
+        return f"`{d.name}` (block {d.block_size} over a range computed on the device)"
     return f"`{d.name}` (block {d.block_size} over {d.extent - d.begin})"
 
 

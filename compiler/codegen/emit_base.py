@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..diagnostics import Range
-from ..ir import InnerLoop, Load, Node, Op, Return, Store, TileDim, Value
+from ..ir import InnerLoop, Load, Node, Op, Return, Store, TileDim, Value, bound_values
 from .exprs import ExprWriter
 from .plan_builder import py_name
 
@@ -65,6 +65,8 @@ def value_uses(nodes: list[Node]) -> dict[int, list[tuple[list[Node], int]]]:
             elif isinstance(n, Store):
                 vals = [n.value, *index_values(n.index)]
             elif isinstance(n, InnerLoop):
+                for v in bound_values(n):  # read by the trip count and in the body: always named
+                    uses.setdefault(v.id, []).extend([(region, i), (region, i)])
                 for c in n.carried:
                     uses.setdefault(c.init.id, []).append((None, -1))
                     if c.next is not None:
@@ -155,5 +157,5 @@ class RegionWriter:
     def load_expr(self, node: Load) -> str:
         raise NotImplementedError
 
-    def tile_begin(self, dim: TileDim, as_id: bool = False) -> str:
+    def tile_begin(self, dim: TileDim, as_id: bool = False, first: bool = False) -> str:
         raise NotImplementedError

@@ -87,6 +87,9 @@ class IndexWriter:
     strategy: dict[int, str]
     helpers: set[str]
 
+    def tile_begin(self, dim: TileDim, as_id: bool = False, first: bool = False) -> str:
+        raise NotImplementedError
+
     def use_helper(self, name: str) -> None:
         self.helpers.add(name)
         self.helpers.update(HELPER_DEPS.get(name, ()))
@@ -189,6 +192,8 @@ class IndexWriter:
             return ":"
         if kind == "tile":
             td: TileDim = it[1]
+            if td.dynamic:
+                return f"pl.ds({self.tile_begin(td)}, {td.block_size})"
             var = self._var(td)
             start = f"{var} * {td.block_size}" + (f" + {td.begin}" if td.begin else "")
             if self.strategy.get(td.loop_id) == "fori_loop" and not td.begin:

@@ -24,6 +24,7 @@ class KernelWriter(IndexWriter, RegionWriter):
         self.loop_vars: dict[tuple[int, int], str] = {}
         self.strategy: dict[int, str] = {}
         self.block_refs: dict[tuple[int, str], str] = {}  # (id(operand), "in"/"out") -> ref in a pipeline body
+        self.device_positions: dict[tuple[int, int], tuple[str, str]] = {}  # device-bounded tile: (first, window)
         names = Names(RESERVED | {o.ref_name for o in layout.operands} | {alias_param(o) for o in layout.operands}
                       | set(layout.scratch.values())
                       | set(self.grid_names.values()) | {layout.name})
@@ -65,8 +66,13 @@ class KernelWriter(IndexWriter, RegionWriter):
             text += f"[{', '.join(idx)}]"
         return text
 
-    def tile_begin(self, dim: TileDim, as_id: bool = False) -> str:
+    def tile_begin(self, dim: TileDim, as_id: bool = False, first: bool = False) -> str:
+        """Where the tile's block starts: its first position; `first=False` for a device-bounded loop gives
+        where its window starts (clamped inside the arrays it reads, so at or before the first position)."""
         key = (dim.loop_id, dim.axis)
+        if dim.dynamic and not as_id:
+            first_var, window = self.device_positions[key]
+            return first_var if first else window
         var = self.grid_names.get(key) or self.loop_vars.get(key)
         if var is None:
             raise UserError("HPL101", f"tile `{dim.name}`'s position is not available inside an emit_pipeline loop; "
@@ -173,8 +179,7 @@ class KernelWriter(IndexWriter, RegionWriter):
             value = f"{value if atomic else '(' + value + ')'}.astype({dtype_text(dtype)})"
         if spills:  # the padding of a partial tile would land on valid elements: keep their old values there
             shape = literal(tuple(region))
-            cond = " & ".join(f"({self.writer.tile_begin(td)} + jax.lax.broadcasted_iota(jnp.int32, {shape}, {axis}) "
-                              f"< {self.writer.tile_limit(td)})" for axis, td in spills)
+            cond = " & ".join(f"({self.writer.valid(td, shape, axis)})" for axis, td in spills)
             value = f"jnp.where({cond}, {value}, {current})"
         if gathered is not None:
             self.use_helper("scatter")
@@ -225,6 +230,9 @@ class KernelWriter(IndexWriter, RegionWriter):
             self.region(inner, loop.body)
             self._carry_update(inner, loop)
             return
+        if any(d.dynamic for d in loop.dims):
+            self._device_bounded_loop(indent, loop, vars_[0])
+            return
         # fori_loop
         body_name = self.names.fresh(f"{vars_[0]}_body")
         carried = [self.names.of[c.phi.id] for c in loop.carried]
@@ -248,6 +256,46 @@ class KernelWriter(IndexWriter, RegionWriter):
         init = f"({', '.join(carried)}{',' if len(carried) == 1 else ''})" if carried else "None"
         target = f"{', '.join(carried)}{',' if len(carried) == 1 else ''} = " if carried else ""
         self.out.add(indent, f"{target}jax.lax.fori_loop(0, {trips}, {body_name}, {init})", loop.range)
+
+    def _device_bounded_loop(self, indent: int, loop: InnerLoop, var: str) -> None:
+        """`hl.tile(begin, end)` with bounds read on the device: a fori_loop over cdiv(end - begin, block) steps.
+        Each step reads a window of `block` positions starting at its first position, clamped so the window
+        stays inside every array the tile indexes (the TPU never reads past a ref's end; interpret mode would
+        shift the rows silently); positions outside [first, end) are masked (compiler/masks.py)."""
+        (d,) = loop.dims
+        lo, hi = self.writer.arg(d.lo), self.writer.arg(d.hi)
+        first = self.names.fresh(f"{d.name}_begin")
+        shortest = self._shortest_dim(d)
+        window = self.names.fresh(f"{d.name}_at") if shortest is not None else first
+        self.device_positions[(d.loop_id, d.axis)] = (first, window)
+        body_name = self.names.fresh(f"{var}_body")
+        carried = [self.names.of[c.phi.id] for c in loop.carried]
+        self.out.add(indent, f"def {body_name}({var}, carry):", loop.range)
+        if carried:
+            self.out.add(indent + 1, f"{', '.join(carried)}{',' if len(carried) == 1 else ''} = carry")
+        start = f"{var} * {d.block_size}" if lo == "0" else f"{self.writer.arg(d.lo, True)} + {var} * {d.block_size}"
+        self.out.add(indent + 1, f"{first} = {start}  # first position of this step")
+        if shortest is not None:
+            self.out.add(indent + 1, f"{window} = jnp.clip({first}, 0, {shortest - d.block_size})  "
+                                     f"# window start: the {d.block_size} positions read stay inside {shortest}")
+        self.region(indent + 1, loop.body)
+        nxt = [self.ref(c.next)[0] for c in loop.carried]
+        self.out.add(indent + 1, f"return ({', '.join(nxt)}{',' if len(nxt) == 1 else ''})" if nxt else "return carry")
+        span = hi if lo == "0" else f"{self.writer.arg(d.hi, True)} - {self.writer.arg(d.lo, True)}"
+        trips = f"pl.cdiv({span}, {d.block_size})"
+        init = f"({', '.join(carried)}{',' if len(carried) == 1 else ''})" if carried else "None"
+        target = f"{', '.join(carried)}{',' if len(carried) == 1 else ''} = " if carried else ""
+        self.out.add(indent, f"{target}jax.lax.fori_loop(0, {trips}, {body_name}, {init})  "
+                             "# trip count computed on the device", loop.range)
+
+    def _shortest_dim(self, d: TileDim) -> int | None:
+        """The shortest array dim the device-bounded tile `d` indexes (None when it indexes none)."""
+        sizes = []
+        for n in walk(self.layout.grid.body):
+            if isinstance(n, Load | Store):
+                dims = [it for it in n.index if it[0] != "newaxis"]
+                sizes += [n.tensor.value.shape[i] for i, it in enumerate(dims) if it[0] == "tile" and it[1] == d]
+        return min(sizes) if sizes else None
 
     def _next_can_reuse(self, loop: InnerLoop, c) -> bool:
         """The body's last value of a carried variable may reuse its name once the old value is dead."""

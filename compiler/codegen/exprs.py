@@ -255,7 +255,7 @@ class ExprWriter:
             return text, True
         if k in ("tile_begin", "tile_end", "tile_id"):
             dim: TileDim = a[0]
-            begin = self.tile_begin(dim) if k != "tile_id" else self.tile_begin(dim, as_id=True)
+            begin = self.tile_begin(dim, first=True) if k != "tile_id" else self.tile_begin(dim, as_id=True)
             if k == "tile_end":
                 end = f"{begin} + {dim.block_size}"
                 if dim.partial:
@@ -265,20 +265,31 @@ class ExprWriter:
         raise NotImplementedError(f"no jnp spelling for op {k!r}")
 
     def tile_limit(self, dim: TileDim) -> str:
-        """Where a tile's valid range ends (exclusive): its loop's end; a sub-tile's is its grid tile's."""
+        """Where a tile's valid range ends (exclusive): its loop's end (a device value for a device-bounded
+        loop); a sub-tile's is its grid tile's."""
+        if dim.dynamic:
+            return self.arg(dim.hi)
         return self.tile_limit(dim.parent) if dim.parent is not None else str(dim.extent)
 
     def valid_count(self, dim: TileDim) -> str:
         """Valid elements in the current block of a partial tile (at least 1, so a mean never divides by 0)."""
-        return f"jnp.clip({self.tile_limit(dim)} - ({self.tile_begin(dim)}), 1, {dim.block_size})"
+        return f"jnp.clip({self.tile_limit(dim)} - ({self.tile_begin(dim, first=True)}), 1, {dim.block_size})"
+
+    def valid(self, dim: TileDim, shape: str, axis: int) -> str:
+        """Which positions of a block along `axis` lie in the tile's range. A device-bounded loop's window may
+        start before this step's first position (it is clamped inside the array): those belong to the step
+        before (or to another segment) and are invalid too."""
+        at = f"{self.tile_begin(dim)} + jax.lax.broadcasted_iota(jnp.int32, {shape}, {axis})"
+        if dim.dynamic:
+            return f"({at} >= {self.tile_begin(dim, first=True)}) & ({at} < {self.tile_limit(dim)})"
+        return f"{at} < {self.tile_limit(dim)}"
 
     def mask(self, op: Op) -> tuple[str, bool]:
         """`where(valid, x, fill)`: positions past a partial tile's end (and blocks wholly past it) read `fill`."""
         x, fill = op.args
         shape = literal(tuple(op.outputs()[0].shape))
-        conds = [f"{self.tile_begin(d)} + jax.lax.broadcasted_iota(jnp.int32, {shape}, {axis}) < {self.tile_limit(d)}"
-                 for axis, d in op.kwargs["dims"]]
-        conds += [f"{self.tile_begin(d)} < {self.tile_limit(d)}" for d in op.kwargs["live"]]
+        conds = [self.valid(d, shape, axis) for axis, d in op.kwargs["dims"]]
+        conds += [f"{self.tile_begin(d, first=True)} < {self.tile_limit(d)}" for d in op.kwargs["live"]]
         cond = conds[0] if len(conds) == 1 else " & ".join(f"({c})" for c in conds)
         return f"jnp.where({cond}, {self.arg(x, False)}, {self.arg(fill, False)})", True
 

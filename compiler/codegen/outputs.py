@@ -199,6 +199,8 @@ def spills(td: TileDim, size: int) -> bool:
     """Would the padding of the tile's last block land on valid elements of an array dim of `size`? (The
     range ends inside the array: Pallas only drops what lies past the array's end.) Such a store keeps the old
     values there, so it reads them."""
+    if td.dynamic:
+        return True  # the window's positions outside [this step's first position, end) belong to others
     limit = td
     while limit.parent is not None:
         limit = limit.parent

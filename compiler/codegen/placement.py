@@ -76,7 +76,7 @@ def resident_extent(td: TileDim, d: int, shape: tuple[int, ...], dtype: torch.dt
     """The block size of array dim `d` when an inner loop slices it resident in VMEM: the whole dim, padded up
     to a legal block when the loop's last (partial or offset) block runs past the array's end."""
     need = td.begin + td.steps * td.block_size
-    if need <= shape[d]:
+    if td.dynamic or need <= shape[d]:  # a device-bounded loop's window is clamped inside the dim
         return shape[d]
     if len(shape) == 1:  # a rank-1 block is a multiple of 1024 or a power of two
         return min(-(-need // 1024) * 1024, 1 << (need - 1).bit_length())

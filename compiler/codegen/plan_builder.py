@@ -116,6 +116,8 @@ def loop_strategy(config_loop_type: object, loop: InnerLoop) -> str:
         value = config_loop_type or "unroll"
     if value == "emit_pipeline" and not pipelinable(loop):
         return "fori_loop"
+    if value in ("unroll", "emit_pipeline") and any(d.dynamic for d in loop.dims):
+        return "fori_loop"  # its trip count is known only on the device (the plan and the loop's hover say so)
     return str(value)
 
 

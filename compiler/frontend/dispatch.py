@@ -351,6 +351,12 @@ class Dispatcher:
                 begins, extents = extents, tuple(_as_int(e, f"hl.{api} end", rng) for e in second)
         else:
             parent = self._enclosing_tile(args) if len(args) == 2 else None
+            bounds = self._device_bounds(api, args, rng) if parent is None else None
+            if bounds is not None:
+                if block is not None and not isinstance(block, BlockSize | int):
+                    raise UserError("HPL103", "block_size of a loop with device-computed bounds is one size", rng)
+                blocks = (block if isinstance(block, BlockSize) or block is None else _as_int(block, "block_size", rng),)
+                return TileLoopSpec(api, (0,), (0,), blocks, False, None, bounds)
             if parent is not None:
                 begins, extents = (0,), (parent.block_size,)
             elif len(args) > 1:
@@ -375,6 +381,25 @@ class Dispatcher:
         if parent is not None and api != "tile":
             raise UserError("HPL101", f"sub-tiling `{parent.name}` needs hl.tile", rng)
         return TileLoopSpec(api, extents, begins, blocks, multi, parent)
+
+    @staticmethod
+    def _device_bounds(api: str, args: list, rng: Range) -> tuple | None:
+        """(begin, end) of `hl.tile(begin, end)` / `hl.tile(end)` when a bound is a scalar computed on the
+        device (loaded offsets, `tile.end - tile.begin`); None when both are known at compile time."""
+        given = [unwrap(a) for a in args[:2]]
+        if not any(isinstance(v, Value) for v in given):
+            return None
+        for v in given:
+            if isinstance(v, Value) and (v.shape or v.space != "device" or v.dtype.is_floating_point
+                                         or v.dtype == torch.bool):
+                what = "a tensor" if v.shape else "a host value" if v.space != "device" else f"a {v.dtype} scalar"
+                raise UserError("HPL106", f"hl.{api} bounds must be integers: compile-time ints or integer scalars "
+                                          f"computed in the loop (one element of a tensor), not {what}", rng)
+        if api != "tile":
+            raise UserError("HPL106", "hl.grid bounds must be known at compile time; use hl.tile for a range "
+                                      "computed on the device", rng)
+        ints = [v if isinstance(v, Value) else _as_int(v, "a loop bound", rng) for v in given]
+        return (0, ints[0]) if len(ints) == 1 else (ints[0], ints[1])
 
     @staticmethod
     def _enclosing_tile(args: list) -> TileDim | None:

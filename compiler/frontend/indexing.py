@@ -19,7 +19,7 @@ import torch
 
 from ..diagnostics import Range, UserError
 from ..ir import Load, Op, TileDim, Value
-from .values import NamedConst, Tile, TileId
+from .values import BlockTooLong, NamedConst, Tile, TileId
 
 if TYPE_CHECKING:
     from .tracer import Tracer
@@ -186,6 +186,8 @@ class Indexer:
             raise UserError("HPL202", f"tile `{d.name}` is used outside its loop", rng)
         if d.extent > tensor.shape[dim] and tensor.shape[dim] == 1 and not for_store:
             return ("full",)  # a size-1 dim broadcasts against the tile (e.g. a [1, N] bias)
+        if d.dynamic and d.block_size > tensor.shape[dim]:
+            raise BlockTooLong(d.loop_id, tensor.shape[dim])  # the window is then the whole dim
         if d.extent > tensor.shape[dim]:
             raise UserError("HPL105", f"tile `{d.name}` spans {d.extent} but dim {dim} of this tensor has size "
                                       f"{tensor.shape[dim]}", rng)

@@ -39,6 +39,7 @@ from .values import BlockSize, BlockSizeTable, NamedConst, Tile, TileLoopSpec
 
 MAX_INLINE_DEPTH = 16
 MAX_STATEMENTS = 20000
+DEVICE_EXTENT_HINT = 1 << 16  # extent a device-bounded loop's block size is chosen for until its dims are known
 
 class _ReturnSignal(Exception):
     def __init__(self, value: Any):
@@ -48,10 +49,12 @@ class _ReturnSignal(Exception):
 class Tracer(ExpressionEvaluator):
     """Walks one kernel function and builds its `KernelIR`."""
 
-    def __init__(self, info: ModuleInfo, fn: ast.FunctionDef, args: dict[str, ArgSpec], blocks: BlockSizeTable):
+    def __init__(self, info: ModuleInfo, fn: ast.FunctionDef, args: dict[str, ArgSpec], blocks: BlockSizeTable,
+                 caps: dict[int, int] | None = None):
         self.info = info
         self.fn = fn
         self.blocks = blocks
+        self.caps = caps or {}  # loop id -> longest block of a device-bounded loop (BlockTooLong)
         self.env: dict[str, Any] = {}
         self.host: list[Node] = []
         self.region: list[Node] = self.host
@@ -272,6 +275,9 @@ class Tracer(ExpressionEvaluator):
         loop_id = self.loop_ids
         self.loop_ids += 1
         dims = []
+        if spec.device_bounds is not None:
+            self._device_loop(stmt, spec, loop_id, rng, header)
+            return
         for axis, (extent, begin, bs) in enumerate(zip(spec.extents, spec.begins, spec.block_sizes, strict=True)):
             if spec.api == "grid":
                 block, index = 1, None
@@ -294,6 +300,27 @@ class Tracer(ExpressionEvaluator):
             self._inner_loop(stmt, dims, bound, rng)
         else:
             self._grid_loop(stmt, dims, bound, rng, header)
+
+    def _device_loop(self, stmt: ast.For, spec: TileLoopSpec, loop_id: int, rng: Range, header: Range) -> None:
+        """`hl.tile(begin, end)` with a bound computed on the device: an inner loop with a dynamic trip count."""
+        if not self.in_device:
+            raise UserError("HPL106", "a loop whose bounds are computed on the device must be nested in an "
+                                      "hl.grid / hl.tile loop", header)
+        lo, hi = spec.device_bounds
+        bs = spec.block_sizes[0]
+        if isinstance(bs, BlockSize):
+            block, index = int(bs), bs.index
+        elif isinstance(bs, int):
+            block, index = bs, None
+        else:
+            b = self.blocks.allocate(DEVICE_EXTENT_HINT, header)
+            block, index = int(b), b.index
+        if block <= 0:
+            raise UserError("HPL109", f"block size must be positive, got {block}", header)
+        block = min(block, self.caps.get(loop_id, block))
+        dim = TileDim(loop_id, 0, block, block, 0, "tile", index, target_name(stmt.target, 0), None, lo, hi)
+        tile = Tile(dim)
+        self._inner_loop(stmt, [dim], (tile,) if spec.multi else tile, rng)
 
     def _grid_loop(self, stmt: ast.For, dims: list[TileDim], bound: Any, rng: Range, header: Range) -> None:
         loop = GridLoop(rng, tuple(dims), [], header)
