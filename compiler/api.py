@@ -201,16 +201,16 @@ class Kernel:
         if self._too_deep is not None:
             raise CompileError([self._too_deep])
         try:
-            caps: dict[int, int] = {}
+            caps: dict[tuple[int, int], int] = {}
             while True:  # a device-bounded loop's block longer than a dim it indexes is cut to it (BlockTooLong)
                 provisional = BlockSizeTable(given, lambda i, extent: min(extent, 128))
                 try:
                     ir = Tracer(self.info, self.definition.node, specs, provisional, caps).run()
                     break
                 except BlockTooLong as cut:
-                    if caps.get(cut.loop_id, cut.size + 1) <= cut.size:
+                    if caps.get(cut.dim, cut.size + 1) <= cut.size:
                         raise
-                    caps[cut.loop_id] = cut.size
+                    caps[cut.dim] = cut.size
             insert_masks(ir)
         except ArgRankError as exc:
             raise CompileError([self._rank_diagnostic(exc, specs)]) from None
@@ -477,7 +477,7 @@ def _kernel_plan(ir: KernelIR, layouts: list[CallLayout], chip: Chip) -> KernelP
             loops.append(LoopInfo(node.range, "inner", node.dims[0].api, tuple(d.extent for d in node.dims),
                                   tuple(d.block_size for d in node.dims), tuple(d.block_index for d in node.dims),
                                   tuple(d.steps for d in node.dims), lp.strategy, tuple(d.begin for d in node.dims),
-                                  tuple(d.tail for d in node.dims)))
+                                  tuple(d.tail for d in node.dims), tuple(d.dynamic for d in node.dims), lp.note))
         for n in walk(g.body):
             if isinstance(n, Load | Store):
                 op = lay.by_node[id(n)]

@@ -251,3 +251,24 @@ def affine(v: object, depth: int = 0) -> tuple[dict[TileDim, int], int] | None:
     for d, k in tb.items():
         terms[d] = terms.get(d, 0) + sign * k
     return {d: k for d, k in terms.items() if k}, ca + sign * cb
+
+
+def device_tile_positions(v: object) -> TileDim | None:
+    """A device-bounded tile whose `tile.index` positions `v` is computed from (None if none). Such positions
+    index a tensor correctly only as the tile itself (`x[t, :]`): the tile's window is clamped inside the
+    arrays and masked per step, which a window or gather built from `t.index` would not be."""
+    seen: set[int] = set()
+    todo = [v]
+    while todo:
+        x = todo.pop()
+        if not isinstance(x, Value) or x.id in seen or len(seen) > 4 * _MAX_DEPTH:
+            continue
+        seen.add(x.id)
+        p = x.producer
+        if not isinstance(p, Op):
+            continue
+        if p.kind == "iota" and p.args and p.args[0][1].dynamic:
+            return p.args[0][1]
+        todo.extend(a for a in p.args if isinstance(a, Value))
+    return None
+

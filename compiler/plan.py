@@ -120,6 +120,7 @@ class InnerLoop:
     range: Range  # the `for tile_n in hl.tile(...)` line
     operands: tuple[str, ...]  # Operand.name streamed or sliced by this loop
     work: Work  # per iteration
+    note: str = ""  # bounds computed on the device: how the loop runs (and why not as the config asked)
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,8 @@ class LoopInfo:
     strategy: str  # "grid" for the launch grid, else the inner-loop strategy
     begins: tuple[int, ...] = ()  # where each dim's range starts (hl.tile(begin, end))
     tails: tuple[int, ...] = ()  # elements in each dim's last block when it is partial (masked), else 0
+    device_bounds: tuple[bool, ...] = ()  # per dim: are its bounds computed on the device (extent/steps unknown)
+    note: str = ""  # InnerLoop.note
 
     def tail_notes(self) -> list[str]:
         """`masked tail: 1000 = 7×128 + 104` for each dim whose last block is partial."""

@@ -56,8 +56,12 @@ class BlockUse:
 def block_uses(ir: KernelIR, ranges: list[Range], extents: list[int]) -> list[BlockUse]:
     inner_blocks = {d.block_index for lp in ir.inner_loops for d in lp.dims if d.block_index is not None}
     sub_blocks = {d.block_index for lp in ir.inner_loops for d in lp.dims if d.parent is not None}
+    device_blocks = {d.block_index for lp in ir.inner_loops for d in lp.dims if d.dynamic}
     uses = []
     for i, dims in enumerate(ir.block_size_dims):
+        extent = extents[i]
+        if i in device_blocks and dims:  # a device-bounded range fits in the shortest dim it indexes
+            extent = min(tensor.value.shape[dim] for tensor, dim in dims)
         roles, names, itemsize = set(), [], 4
         for tensor, dim in dims:
             nd = len(tensor.value.shape)
@@ -65,7 +69,7 @@ def block_uses(ir: KernelIR, ranges: list[Range], extents: list[int]) -> list[Bl
             if tensor.name not in names:
                 names.append(tensor.name)
             itemsize = min(itemsize, tensor.value.dtype.itemsize)
-        uses.append(BlockUse(i, extents[i], frozenset(roles or {LEADING}), tuple(names), i in inner_blocks,
+        uses.append(BlockUse(i, extent, frozenset(roles or {LEADING}), tuple(names), i in inner_blocks,
                              ranges[i], itemsize, i in sub_blocks))
     return uses
 

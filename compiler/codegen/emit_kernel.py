@@ -11,7 +11,15 @@ from . import outputs
 from .emit_base import RESERVED, Names, Output, RegionWriter, flat
 from .emit_index import IndexWriter
 from .exprs import dtype_text, literal
-from .plan_builder import STEP, CallLayout, OperandLayout, alias_param, loop_strategy, py_name
+from .plan_builder import (
+    STEP,
+    CallLayout,
+    OperandLayout,
+    alias_param,
+    loop_strategy,
+    py_name,
+    shortest_indexed_dim,
+)
 
 
 class KernelWriter(IndexWriter, RegionWriter):
@@ -231,7 +239,7 @@ class KernelWriter(IndexWriter, RegionWriter):
             self._carry_update(inner, loop)
             return
         if any(d.dynamic for d in loop.dims):
-            self._device_bounded_loop(indent, loop, vars_[0])
+            self._device_bounded_loop(indent, loop, vars_)
             return
         # fori_loop
         body_name = self.names.fresh(f"{vars_[0]}_body")
@@ -257,45 +265,54 @@ class KernelWriter(IndexWriter, RegionWriter):
         target = f"{', '.join(carried)}{',' if len(carried) == 1 else ''} = " if carried else ""
         self.out.add(indent, f"{target}jax.lax.fori_loop(0, {trips}, {body_name}, {init})", loop.range)
 
-    def _device_bounded_loop(self, indent: int, loop: InnerLoop, var: str) -> None:
-        """`hl.tile(begin, end)` with bounds read on the device: a fori_loop over cdiv(end - begin, block) steps.
-        Each step reads a window of `block` positions starting at its first position, clamped so the window
-        stays inside every array the tile indexes (the TPU never reads past a ref's end; interpret mode would
-        shift the rows silently); positions outside [first, end) are masked (compiler/masks.py)."""
-        (d,) = loop.dims
-        lo, hi = self.writer.arg(d.lo), self.writer.arg(d.hi)
-        first = self.names.fresh(f"{d.name}_begin")
-        shortest = self._shortest_dim(d)
-        window = self.names.fresh(f"{d.name}_at") if shortest is not None else first
-        self.device_positions[(d.loop_id, d.axis)] = (first, window)
-        body_name = self.names.fresh(f"{var}_body")
+    def _device_bounded_loop(self, indent: int, loop: InnerLoop, vars_: list[str]) -> None:
+        """`hl.tile(begin, end)` with bounds read on the device: a fori_loop over cdiv(end - begin, block) steps
+        (times the steps of any compile-time dims of the same loop). Each step reads a window of `block`
+        positions starting at its first position, clamped so the window stays inside every array the tile
+        indexes (the TPU never reads past a ref's end; interpret mode would shift the rows silently); positions
+        outside [first, end) are masked (compiler/masks.py)."""
+        counts = []
+        for d in loop.dims:
+            if not d.dynamic:
+                counts.append(str(d.steps))
+                continue
+            lo, hi = self.writer.arg(d.lo), self.writer.arg(d.hi)
+            span = hi if lo == "0" else f"{self.writer.arg(d.hi, True)} - {self.writer.arg(d.lo, True)}"
+            counts.append(f"pl.cdiv({span}, {d.block_size})")
         carried = [self.names.of[c.phi.id] for c in loop.carried]
-        self.out.add(indent, f"def {body_name}({var}, carry):", loop.range)
+        body_name = self.names.fresh(f"{vars_[0]}_body")
+        single = len(loop.dims) == 1
+        step = vars_[0] if single else self.names.fresh("step")
+        self.out.add(indent, f"def {body_name}({step}, carry):", loop.range)
+        if not single:
+            rest = []
+            for var, count in reversed(list(zip(vars_, counts, strict=True))):
+                flat_step = f"({step} // {' // '.join(rest)})" if rest else step
+                self.out.add(indent + 1, f"{var} = {flat_step} % {count}")
+                rest.insert(0, count if " " not in count else f"({count})")
         if carried:
             self.out.add(indent + 1, f"{', '.join(carried)}{',' if len(carried) == 1 else ''} = carry")
-        start = f"{var} * {d.block_size}" if lo == "0" else f"{self.writer.arg(d.lo, True)} + {var} * {d.block_size}"
-        self.out.add(indent + 1, f"{first} = {start}  # first position of this step")
-        if shortest is not None:
-            self.out.add(indent + 1, f"{window} = jnp.clip({first}, 0, {shortest - d.block_size})  "
-                                     f"# window start: the {d.block_size} positions read stay inside {shortest}")
+        for d, var in zip(loop.dims, vars_, strict=True):
+            if not d.dynamic:
+                continue
+            first = self.names.fresh(f"{d.name}_begin")
+            shortest = shortest_indexed_dim(self.layout.grid.body, d)
+            window = self.names.fresh(f"{d.name}_at") if shortest is not None else first
+            self.device_positions[(d.loop_id, d.axis)] = (first, window)
+            lo = self.writer.arg(d.lo, True)
+            start = f"{var} * {d.block_size}" if lo == "0" else f"{lo} + {var} * {d.block_size}"
+            self.out.add(indent + 1, f"{first} = {start}  # first position of this step")
+            if shortest is not None:
+                self.out.add(indent + 1, f"{window} = jnp.clip({first}, 0, {shortest - d.block_size})  "
+                                         f"# window start: the {d.block_size} positions read stay inside {shortest}")
         self.region(indent + 1, loop.body)
         nxt = [self.ref(c.next)[0] for c in loop.carried]
         self.out.add(indent + 1, f"return ({', '.join(nxt)}{',' if len(nxt) == 1 else ''})" if nxt else "return carry")
-        span = hi if lo == "0" else f"{self.writer.arg(d.hi, True)} - {self.writer.arg(d.lo, True)}"
-        trips = f"pl.cdiv({span}, {d.block_size})"
+        trips = " * ".join(c if single or " " not in c else f"({c})" for c in counts)
         init = f"({', '.join(carried)}{',' if len(carried) == 1 else ''})" if carried else "None"
         target = f"{', '.join(carried)}{',' if len(carried) == 1 else ''} = " if carried else ""
         self.out.add(indent, f"{target}jax.lax.fori_loop(0, {trips}, {body_name}, {init})  "
                              "# trip count computed on the device", loop.range)
-
-    def _shortest_dim(self, d: TileDim) -> int | None:
-        """The shortest array dim the device-bounded tile `d` indexes (None when it indexes none)."""
-        sizes = []
-        for n in walk(self.layout.grid.body):
-            if isinstance(n, Load | Store):
-                dims = [it for it in n.index if it[0] != "newaxis"]
-                sizes += [n.tensor.value.shape[i] for i, it in enumerate(dims) if it[0] == "tile" and it[1] == d]
-        return min(sizes) if sizes else None
 
     def _next_can_reuse(self, loop: InnerLoop, c) -> bool:
         """The body's last value of a carried variable may reuse its name once the old value is dead."""

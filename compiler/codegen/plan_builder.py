@@ -121,6 +121,38 @@ def loop_strategy(config_loop_type: object, loop: InnerLoop) -> str:
     return str(value)
 
 
+def shortest_indexed_dim(nodes: list[Node], d: TileDim) -> int | None:
+    """The shortest array dim the device-bounded tile `d` indexes (None when it indexes none): its windows are
+    clamped inside it, and its range can be no longer."""
+    sizes = []
+    for n in walk(nodes):
+        if isinstance(n, Load | Store):
+            dims = [it for it in n.index if it[0] != "newaxis"]
+            sizes += [n.tensor.value.shape[i] for i, it in enumerate(dims) if it[0] == "tile" and it[1] == d]
+    return min(sizes) if sizes else None
+
+
+def device_loop_note(loop: InnerLoop, requested: object, grid_body: list[Node]) -> str:
+    """What the plan and the loop's hover say about a loop whose bounds are computed on the device."""
+    dims = [d for d in loop.dims if d.dynamic]
+    if not dims:
+        return ""
+    spans = [shortest_indexed_dim(grid_body, d) for d in dims]
+    most = ", ".join(f"{s}" for s in spans if s is not None)
+    note = ("bounds computed on the device: a `fori_loop` over cdiv(end - begin, block) steps, known only when it "
+            "runs; each step reads a block-long window kept inside the arrays and masks positions outside its range"
+            + (f" (the range fits in {most} positions)" if most else ""))
+    if requested in ("unroll", "emit_pipeline"):
+        note += f"; `{requested}` was asked for and needs a trip count known at compile time, so it runs as a fori_loop"
+    return note
+
+
+def _requested(config_loop_type: object, loop: InnerLoop) -> object:
+    if isinstance(config_loop_type, list | tuple):
+        return config_loop_type[loop.index] if loop.index < len(config_loop_type) else "unroll"
+    return config_loop_type or "unroll"
+
+
 def pipelinable(loop: InnerLoop) -> bool:
     """Can the loop be an emit_pipeline? Only a loop with no loop nested in it."""
     return not any(isinstance(n, InnerLoop) for n in walk(loop.body))
@@ -412,12 +444,14 @@ def _call_plan(layout: CallLayout, loop_type: object, chip: Chip) -> CallPlan:
             if isinstance(n, InnerLoop):
                 d = n.dims[0]
                 trips = 1
-                for dim in n.dims:
-                    trips *= dim.steps
+                for dim in n.dims:  # a device-bounded dim counts its most steps (its range fits in the arrays)
+                    span = shortest_indexed_dim(grid.body, dim) if dim.dynamic else None
+                    trips *= -(-span // dim.block_size) if span else dim.steps
                 inner.append(PlanInnerLoop(
                     index=n.index, strategy=loop_strategy(loop_type, n), extent=d.extent - d.begin,
                     block_size=d.block_size, trips=trips, range=n.range,
                     operands=tuple(o.ref_name for o in layout.operands if o.loop is n), work=region_work(n.body),
+                    note=device_loop_note(n, _requested(loop_type, n), grid.body),
                 ))
                 visit(n.body)
 

@@ -342,21 +342,31 @@ class Dispatcher:
         multi = isinstance(first, tuple | list)
         block = kwargs.get("block_size")
         if multi:
+            second = unwrap(args[1]) if len(args) > 1 else None
+            if second is not None and (not isinstance(second, tuple | list) or len(second) != len(first)):
+                raise UserError("HPL103", f"hl.{api}(begins, ends) needs two lists of equal length", rng)
+            pairs = [[b, e] for b, e in zip(first, second, strict=True)] if second is not None else [[e] for e in first]
+            bounds = [self._device_bounds(api, p, rng) for p in pairs]
+            if any(b is not None for b in bounds):
+                blocks = self._device_blocks(block, len(pairs), rng)
+                for i, p in enumerate(pairs):  # the dims with compile-time bounds
+                    if bounds[i] is None:
+                        lo, hi = (0, _as_int(p[0], f"hl.{api} size", rng)) if len(p) == 1 else \
+                            (_as_int(p[0], "begin", rng), _as_int(p[1], "end", rng))
+                        if hi - lo <= 0:
+                            raise UserError("HPL105", f"hl.{api} over an empty range ({lo}..{hi})", rng)
+                return TileLoopSpec(api, tuple(0 if b is not None else p[-1] for b, p in zip(bounds, pairs, strict=True)),
+                                    tuple(0 if b is not None or len(p) == 1 else p[0] for b, p in
+                                          zip(bounds, pairs, strict=True)), blocks, True, None, tuple(bounds))
             extents = tuple(_as_int(e, f"hl.{api} size", rng) for e in first)
             begins = (0,) * len(extents)
-            if len(args) > 1:
-                second = unwrap(args[1])
-                if not isinstance(second, tuple | list) or len(second) != len(extents):
-                    raise UserError("HPL103", f"hl.{api}(begins, ends) needs two lists of equal length", rng)
+            if second is not None:
                 begins, extents = extents, tuple(_as_int(e, f"hl.{api} end", rng) for e in second)
         else:
             parent = self._enclosing_tile(args) if len(args) == 2 else None
             bounds = self._device_bounds(api, args, rng) if parent is None else None
             if bounds is not None:
-                if block is not None and not isinstance(block, BlockSize | int):
-                    raise UserError("HPL103", "block_size of a loop with device-computed bounds is one size", rng)
-                blocks = (block if isinstance(block, BlockSize) or block is None else _as_int(block, "block_size", rng),)
-                return TileLoopSpec(api, (0,), (0,), blocks, False, None, bounds)
+                return TileLoopSpec(api, (0,), (0,), self._device_blocks(block, 1, rng), False, None, (bounds,))
             if parent is not None:
                 begins, extents = (0,), (parent.block_size,)
             elif len(args) > 1:
@@ -381,6 +391,14 @@ class Dispatcher:
         if parent is not None and api != "tile":
             raise UserError("HPL101", f"sub-tiling `{parent.name}` needs hl.tile", rng)
         return TileLoopSpec(api, extents, begins, blocks, multi, parent)
+
+    @staticmethod
+    def _device_blocks(block: Any, n: int, rng: Range) -> tuple:
+        if isinstance(block, tuple | list):
+            if len(block) != n:
+                raise UserError("HPL103", f"block_size has {len(block)} entries for {n} dims", rng)
+            return tuple(b if isinstance(b, BlockSize) or b is None else _as_int(b, "block_size", rng) for b in block)
+        return (block if isinstance(block, BlockSize) or block is None else _as_int(block, "block_size", rng),) * n
 
     @staticmethod
     def _device_bounds(api: str, args: list, rng: Range) -> tuple | None:
@@ -408,7 +426,7 @@ class Dispatcher:
         if len(ops) != 2 or any(not isinstance(o, Op) for o in ops):
             return None
         if ops[0].kind == "tile_begin" and ops[1].kind == "tile_end" and ops[0].args[0] == ops[1].args[0]:
-            return ops[0].args[0]
+            return None if ops[0].args[0].dynamic else ops[0].args[0]
         return None
 
     # -- torch functions -------------------------------------------------------------------------------

@@ -74,6 +74,8 @@ class Indexer:
         if not isinstance(p, Op) or len(v.shape) != 1 or depth > 32:
             return None
         if p.kind == "iota":
+            if p.args and p.args[0][1].dynamic:
+                return None  # a device-bounded tile's positions are a clamped window: never a plain run
             n = p.kwargs["n"]
             return (self.begin(p.args[0][1], rng) if p.args else 0), n, 1
         if p.kind == "to" and _int_value(p.out):
@@ -187,7 +189,7 @@ class Indexer:
         if d.extent > tensor.shape[dim] and tensor.shape[dim] == 1 and not for_store:
             return ("full",)  # a size-1 dim broadcasts against the tile (e.g. a [1, N] bias)
         if d.dynamic and d.block_size > tensor.shape[dim]:
-            raise BlockTooLong(d.loop_id, tensor.shape[dim])  # the window is then the whole dim
+            raise BlockTooLong((d.loop_id, d.axis), tensor.shape[dim])  # the window is then the whole dim
         if d.extent > tensor.shape[dim]:
             raise UserError("HPL105", f"tile `{d.name}` spans {d.extent} but dim {dim} of this tensor has size "
                                       f"{tensor.shape[dim]}", rng)

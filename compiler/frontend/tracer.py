@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from ..diagnostics import ArgRankError, Range, UserError
+from ..index_exprs import device_tile_positions
 from ..ir import (
     Carried,
     GridLoop,
@@ -50,11 +51,11 @@ class Tracer(ExpressionEvaluator):
     """Walks one kernel function and builds its `KernelIR`."""
 
     def __init__(self, info: ModuleInfo, fn: ast.FunctionDef, args: dict[str, ArgSpec], blocks: BlockSizeTable,
-                 caps: dict[int, int] | None = None):
+                 caps: dict[tuple[int, int], int] | None = None):
         self.info = info
         self.fn = fn
         self.blocks = blocks
-        self.caps = caps or {}  # loop id -> longest block of a device-bounded loop (BlockTooLong)
+        self.caps = caps or {}  # (loop id, axis) -> longest block of a device-bounded loop dim (BlockTooLong)
         self.env: dict[str, Any] = {}
         self.host: list[Node] = []
         self.region: list[Node] = self.host
@@ -306,21 +307,27 @@ class Tracer(ExpressionEvaluator):
         if not self.in_device:
             raise UserError("HPL106", "a loop whose bounds are computed on the device must be nested in an "
                                       "hl.grid / hl.tile loop", header)
-        lo, hi = spec.device_bounds
-        bs = spec.block_sizes[0]
-        if isinstance(bs, BlockSize):
-            block, index = int(bs), bs.index
-        elif isinstance(bs, int):
-            block, index = bs, None
-        else:
-            b = self.blocks.allocate(DEVICE_EXTENT_HINT, header)
-            block, index = int(b), b.index
-        if block <= 0:
-            raise UserError("HPL109", f"block size must be positive, got {block}", header)
-        block = min(block, self.caps.get(loop_id, block))
-        dim = TileDim(loop_id, 0, block, block, 0, "tile", index, target_name(stmt.target, 0), None, lo, hi)
-        tile = Tile(dim)
-        self._inner_loop(stmt, [dim], (tile,) if spec.multi else tile, rng)
+        dims = []
+        for axis, (bounds, extent, begin, bs) in enumerate(zip(spec.device_bounds, spec.extents, spec.begins,
+                                                               spec.block_sizes, strict=True)):
+            if isinstance(bs, BlockSize):
+                block, index = int(bs), bs.index
+            elif isinstance(bs, int):
+                block, index = bs, None
+            else:
+                b = self.blocks.allocate(DEVICE_EXTENT_HINT if bounds is not None else extent - begin, header)
+                block, index = int(b), b.index
+            if block <= 0:
+                raise UserError("HPL109", f"block size must be positive, got {block}", header)
+            name = target_name(stmt.target, axis)
+            if bounds is None:
+                dims.append(TileDim(loop_id, axis, extent, min(block, max(1, extent - begin)), begin, "tile", index,
+                                    name))
+                continue
+            block = min(block, self.caps.get((loop_id, axis), block))
+            dims.append(TileDim(loop_id, axis, block, block, 0, "tile", index, name, None, bounds[0], bounds[1]))
+        tiles = [Tile(d) for d in dims]
+        self._inner_loop(stmt, dims, tuple(tiles) if spec.multi else tiles[0], rng)
 
     def _grid_loop(self, stmt: ast.For, dims: list[TileDim], bound: Any, rng: Range, header: Range) -> None:
         loop = GridLoop(rng, tuple(dims), [], header)
@@ -412,6 +419,7 @@ class Tracer(ExpressionEvaluator):
         ht = self.host_tensor(tensor, rng)
         _no_64_bit(ht, rng)
         items = index if prepared else self.indexer.items(tensor, index, rng)
+        _no_device_tile_runs(items, rng)
         shape = self.indexer.shape(tuple(tensor.shape), items)
         out = Value(torch.empty(shape, dtype=tensor.dtype, device="meta"), "device")
         node = Load(rng, ht, items, out)
@@ -457,6 +465,7 @@ class Tracer(ExpressionEvaluator):
             ht.origin, ht.base = "view", root
         _no_64_bit(ht, rng)
         items = self.indexer.items(base, index, rng, for_store=True)
+        _no_device_tile_runs(items, rng)
         if any(it[0] == "newaxis" for it in items):
             raise UserError("HPL202", "`None` is not allowed in a store index", rng)
         block = self.indexer.shape(tuple(base.shape), items)
@@ -505,6 +514,18 @@ class Tracer(ExpressionEvaluator):
 
 def _scalar(v: Any) -> Any:
     return v.value if isinstance(v, NamedConst) else v
+
+
+def _no_device_tile_runs(items: tuple, rng: Range) -> None:
+    """Positions made from a device-bounded tile's `tile.index` must index as the tile itself (see
+    `index_exprs.device_tile_positions`); anything else would read unmasked rows, so it is refused."""
+    for it in items:
+        if it[0] in ("window", "gather"):
+            d = device_tile_positions(it[1])
+            if d is not None:
+                raise UserError("HPL106", f"positions computed from `{d.name}.index` (a loop whose bounds are computed "
+                                          f"on the device) can only index a tensor as the tile itself, "
+                                          f"`x[{d.name}, ...]`, not shifted, scaled or through a loaded block", rng)
 
 
 def _no_64_bit(ht: HostTensor, rng: Range) -> None:

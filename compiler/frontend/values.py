@@ -60,16 +60,18 @@ class TileLoopSpec:
     block_sizes: tuple[int | BlockSize | None, ...]
     multi: bool  # called with a list/size (targets get a tuple)
     parent: TileDim | None = None  # hl.tile(t.begin, t.end): sub-tiles of an enclosing tile `t`
-    device_bounds: tuple | None = None  # (begin, end) when one is computed on the device (a 0-d int Value)
+    # per dim (begin, end) when a bound of the loop is computed on the device (a 0-d int Value), else None;
+    # None when every bound is known at compile time
+    device_bounds: tuple | None = None
 
 
 class BlockTooLong(Exception):  # noqa: N818 - a request to trace again, not an error
     """A loop with device-computed bounds indexes a dim shorter than its block: trace again with the block
     cut to that dim (`caps`), so the window it reads is the whole dim."""
 
-    def __init__(self, loop_id: int, size: int):
-        super().__init__(loop_id, size)
-        self.loop_id = loop_id
+    def __init__(self, dim: tuple[int, int], size: int):
+        super().__init__(dim, size)
+        self.dim = dim  # (loop id, axis)
         self.size = size
 
 

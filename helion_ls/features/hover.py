@@ -54,7 +54,7 @@ def vmem_bar(total: int, limit: int, capacity: int) -> str:
     return cells + (" ✗" if total > capacity else "")
 
 
-def _shape(block: Iterable[int | None]) -> str:
+def _shape(block: Iterable[int | str | None]) -> str:
     return "(" + ", ".join("–" if d is None else str(d) for d in block) + ")"
 
 
@@ -236,8 +236,15 @@ def loop_markdown(view: KernelView, hits: list[tuple[int, Any, Any]]) -> str:
         )
         label = str(index) if view.units[index].args else "–"
         strategy = "grid (BlockSpec pipeline)" if loop.strategy == "grid" else f"`{loop.strategy}`"
-        table.append(f"| {label} | {_shape(loop.extents)} | {blocks} | {_shape(loop.steps)} | {strategy} |")
+        extents, steps = _shape(loop.extents), _shape(loop.steps)
+        if any(loop.device_bounds):
+            extents = _shape(["on device" if dyn else e for e, dyn in zip(loop.extents, loop.device_bounds, strict=True)])
+            steps = _shape(["on device" if dyn else s for s, dyn in zip(loop.steps, loop.device_bounds, strict=True)])
+        table.append(f"| {label} | {extents} | {blocks} | {steps} | {strategy} |")
     parts.append("\n".join(table))
+    device = {loop.note: None for _, _ck, loop in hits if loop.note}
+    if device:
+        parts.append("\n".join(f"- {note}" for note in device))
     tails = {note: None for _, _ck, loop in hits for note in loop.tail_notes()}
     if tails:
         parts.append("\n".join(f"- {note} (the last block is partial: loads past the end are masked out of "
