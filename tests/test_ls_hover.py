@@ -151,3 +151,30 @@ async def test_partial_tile_hovers_name_the_masked_tail(client: LanguageClient):
 async def test_no_hover_outside_kernels_and_on_plain_code(client: LanguageClient):
     assert await hover(client, "import math") is None
     assert await hover(client, "def reference", 5) is None
+
+
+SEGMENT_ROWS = """import helion
+import helion.language as hl
+import torch
+
+
+# helion: args(x=f32[48, 128], offsets=i32[4])
+@helion.kernel(config=helion.Config(block_sizes=[16], pallas_loop_type="unroll"))
+def segment_add(x: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for g in hl.grid(offsets.size(0) - 1):
+        for t in hl.tile(offsets[g], offsets[g + 1]):
+            out[t, :] = x[t, :] + 1.0
+    return out
+"""
+
+
+async def test_device_bounded_loop_hover_says_bounds_are_computed_on_the_device(client: LanguageClient):
+    folder = Path(url2pathname(urlparse(client.uri).path)).parent
+    uri = open_doc(client, folder / "segment_rows.py", SEGMENT_ROWS)
+    await stage_diagnostics(client, uri, 1, "front")
+    inner = await hover(client, "hl.tile(offsets[g]", 3, SEGMENT_ROWS, uri)
+    assert inner is not None
+    text = inner.contents.value
+    assert "| (on device) | 16 (block_sizes[0]) | (on device) | `fori_loop` |" in text
+    assert "bounds computed on the device" in text and "`unroll` was asked for" in text

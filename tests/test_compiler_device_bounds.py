@@ -1,0 +1,145 @@
+"""Loops whose bounds are computed on the device (`hl.tile(offsets[g], offsets[g + 1])`, `hl.tile(0, n[g])`):
+a fori_loop with a dynamic trip count, a window per step clamped inside the arrays, positions outside the
+step's range masked out of reductions, dots, carried values and stores; results match plain torch."""
+
+import textwrap
+
+import pytest
+import torch
+
+import compiler
+from compiler import CompileError
+
+HEADER = "import torch\nimport helion\nimport helion.language as hl\n\n"
+STRATEGIES = ("unroll", "fori_loop", "emit_pipeline")
+
+
+def kernel(source: str):
+    return next(iter(compiler.load(HEADER + textwrap.dedent(source)).kernels.values()))
+
+
+def run(k, args: str, inputs: list, config: dict):
+    ck = k.compile(args=args, config=config)
+    assert ck.check_lowering() == [], ck.source
+    out = ck(*[t.clone() for t in inputs])
+    return ck, out
+
+
+SEGMENT_MAX = """
+    @helion.kernel()
+    def segment_max(x: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+        out = torch.zeros([offsets.size(0) - 1, x.size(1)], dtype=x.dtype, device=x.device)
+        for g in hl.grid(offsets.size(0) - 1):
+            lo = offsets[g]
+            hi = offsets[g + 1]
+            best = hl.full([x.size(1)], float("-inf"), dtype=torch.float32)
+            for t in hl.tile(lo, hi):
+                best = torch.maximum(best, x[t, :].amax(dim=0))
+            out[g, :] = best
+        return out
+"""
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_segment_max_masks_rows_of_other_segments(strategy):
+    """Segments of 5, 0, 14 and 21 rows in blocks of 8: windows overlap the neighbours' rows (and are clamped at
+    the end of the 40 rows), which must not win the max; the empty segment keeps the initial -inf."""
+    x = torch.randn(40, 128) - 10.0
+    x[::7] += 20.0  # large rows in every segment, so a neighbour's row would show
+    offsets = torch.tensor([0, 5, 5, 19, 40], dtype=torch.int32)
+    ck, out = run(kernel(SEGMENT_MAX), "x=f32[40, 128], offsets=i32[5]", [x, offsets],
+                  {"block_sizes": [8], "pallas_loop_type": strategy})
+    want = torch.stack([x[a:b].amax(0) if b > a else torch.full((128,), float("-inf"))
+                        for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist(), strict=True)])
+    torch.testing.assert_close(out, want)
+    assert "pl.cdiv(hi - lo, 8)" in ck.source and "jnp.clip(t_begin, 0, 32)" in ck.source
+    loop = next(lp for lp in ck.plan.loops if lp.kind == "inner")
+    assert loop.strategy == "fori_loop" and loop.device_bounds == (True,)
+    assert "computed on the device" in loop.note
+    assert (f"`{strategy}` was asked for" in loop.note) == (strategy != "fori_loop")
+
+
+SEGMENT_SCALE = """
+    @helion.kernel()
+    def segment_scale(x: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+        for g in hl.grid(offsets.size(0) - 1):
+            for t in hl.tile(offsets[g], offsets[g + 1]):
+                x[t, :] = x[t, :] * 2.0 + 1.0
+        return x
+"""
+
+
+def test_store_keeps_rows_outside_the_ranges():
+    """Rows 0..2 and 21..31 lie in no segment: the masked stores keep their old values (x is updated in place)."""
+    x = torch.randn(32, 128)
+    offsets = torch.tensor([3, 10, 21], dtype=torch.int32)
+    _, out = run(kernel(SEGMENT_SCALE), "x=f32[32, 128], offsets=i32[3]", [x, offsets],
+                 {"block_sizes": [16], "pallas_loop_type": "fori_loop"})
+    want = x.clone()
+    want[3:21] = want[3:21] * 2.0 + 1.0
+    torch.testing.assert_close(out, want)
+
+
+PREFIX_DOT = """
+    @helion.kernel()
+    def prefix_gram(a: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        out = torch.empty([lengths.size(0), a.size(1), a.size(1)], dtype=torch.float32, device=a.device)
+        for s in hl.grid(lengths.size(0)):
+            acc = hl.zeros([a.size(1), a.size(1)], dtype=torch.float32)
+            for t in hl.tile(0, lengths[s]):
+                rows = a[t, :]
+                acc = acc + torch.matmul(rows.transpose(0, 1), rows)
+            out[s, :, :] = acc
+        return out
+"""
+
+
+def test_dot_over_a_prefix_longer_block_than_rows():
+    """The block (64) is longer than the 24 rows: the window is the whole dim; the dot contracts only the first
+    lengths[s] rows; length 0 gives zeros."""
+    a = torch.randn(24, 128)
+    lengths = torch.tensor([24, 7, 0], dtype=torch.int32)
+    ck, out = run(kernel(PREFIX_DOT), "a=f32[24, 128], lengths=i32[3]", [a, lengths],
+                  {"block_sizes": [64], "pallas_loop_type": "fori_loop"})
+    want = torch.stack([a[:n].T @ a[:n] for n in lengths.tolist()])
+    torch.testing.assert_close(out, want, rtol=1e-3, atol=1e-3)
+    assert "pl.ds(t_at, 24)" in ck.source and ck.plan.calls[0].operands[1].block_shape == (24, 128)
+
+
+LIVE_ROWS = """
+    @helion.kernel()
+    def live_rows(x: torch.Tensor) -> torch.Tensor:
+        out = torch.zeros([x.size(1)], dtype=x.dtype, device=x.device)
+        for _ in hl.grid(1):
+            acc = hl.zeros([x.size(1)], dtype=torch.float32)
+            for outer in hl.tile(3, block_size=4):
+                block = x[outer, :]
+                live = outer.end - outer.begin
+                for local in hl.tile(live, block_size=2):
+                    acc = acc + block[local.index, :].sum(dim=0)
+            out[:] = acc
+        return out
+"""
+
+
+def test_positions_from_a_device_tile_index_are_refused():
+    """`block[local.index]` would read a window that is neither clamped nor masked like the tile's: HPL106."""
+    with pytest.raises(CompileError) as info:
+        kernel(LIVE_ROWS).compile(args="x=f32[4, 128]", config={"pallas_loop_type": "fori_loop"})
+    d = info.value.diagnostics[0]
+    assert d.code == "HPL106" and "`local.index`" in d.message and d.range.start.line == 14
+
+
+def test_grid_bounds_on_the_device_are_refused():
+    source = """
+        @helion.kernel()
+        def k(x: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
+            out = torch.zeros_like(x)
+            for g in hl.grid(1):
+                for r in hl.grid(n[g]):
+                    out[r, :] = x[r, :]
+            return out
+    """
+    with pytest.raises(CompileError) as info:
+        kernel(source).compile(args="x=f32[8, 128], n=i32[1]")
+    assert info.value.diagnostics[0].code == "HPL106" and "hl.grid bounds" in info.value.diagnostics[0].message
