@@ -82,8 +82,11 @@ def bounds(v: object, depth: int = 0) -> tuple[int, int] | None:
         return None
     if p.kind in ("tile_begin", "tile_end", "tile_id"):
         d: TileDim = p.args[0]
-        if d.dynamic or (d.parent is not None and d.parent.dynamic):
-            return None
+        if d.dynamic:  # inside the loop a step's first position lies in [begin, end), its end in (begin, end]
+            lo_b, hi_b = bounds(d.lo, depth + 1), bounds(d.hi, depth + 1)
+            if lo_b is None or hi_b is None or p.kind == "tile_id":
+                return None
+            return (lo_b[0], hi_b[1] - 1) if p.kind == "tile_begin" else (lo_b[0] + 1, hi_b[1])
         last = d.steps - 1
         if p.kind == "tile_id":
             return 0, last
@@ -109,6 +112,9 @@ def bounds(v: object, depth: int = 0) -> tuple[int, int] | None:
         return (max(b[0], lo) if lo is not None else b[0], min(b[1], hi) if hi is not None else b[1])
     if p.kind not in _ARITH and p.kind not in ("maximum", "minimum"):
         return None
+    span = _tile_span(p)
+    if span is not None:
+        return span
     a, b = (bounds(x, depth + 1) for x in p.args[:2])
     if p.kind == "mod":
         m = _int(p.args[1])
@@ -130,6 +136,18 @@ def bounds(v: object, depth: int = 0) -> tuple[int, int] | None:
         return min(products), max(products)
     if p.kind == "floordiv" and b[0] == b[1] and b[0] > 0:
         return a[0] // b[0], a[1] // b[0]
+    return None
+
+
+def _tile_span(p: Op) -> tuple[int, int] | None:
+    """`t.end - t.begin` of one compile-time tile: the positions in its block, 0..block_size (sharper than the
+    difference of the two bounds)."""
+    if p.kind != "sub" or not all(isinstance(a, Value) and isinstance(a.producer, Op) for a in p.args):
+        return None
+    end, begin = p.args[0].producer, p.args[1].producer
+    if end.kind == "tile_end" and begin.kind == "tile_begin" and end.args[0] == begin.args[0] \
+            and not end.args[0].dynamic:
+        return 0, end.args[0].block_size
     return None
 
 
@@ -253,10 +271,11 @@ def affine(v: object, depth: int = 0) -> tuple[dict[TileDim, int], int] | None:
     return {d: k for d, k in terms.items() if k}, ca + sign * cb
 
 
-def device_tile_positions(v: object) -> TileDim | None:
-    """A device-bounded tile whose `tile.index` positions `v` is computed from (None if none). Such positions
-    index a tensor correctly only as the tile itself (`x[t, :]`): the tile's window is clamped inside the
-    arrays and masked per step, which a window or gather built from `t.index` would not be."""
+def device_tile_positions(v: object, scalars: bool = False) -> TileDim | None:
+    """A device-bounded tile whose `tile.index` positions (with `scalars`, also its begin / end) `v` is
+    computed from (None if none). Such positions index a tensor correctly only as the tile itself (`x[t, :]`):
+    the tile's window is clamped inside the arrays and masked per step, which a window or gather built from
+    `t.index` would not be; and nothing bounds them to a loaded block's rows."""
     seen: set[int] = set()
     todo = [v]
     while todo:
@@ -269,6 +288,8 @@ def device_tile_positions(v: object) -> TileDim | None:
             continue
         if p.kind == "iota" and p.args and p.args[0][1].dynamic:
             return p.args[0][1]
+        if scalars and p.kind in ("tile_begin", "tile_end") and p.args[0].dynamic:
+            return p.args[0]
         todo.extend(a for a in p.args if isinstance(a, Value))
     return None
 

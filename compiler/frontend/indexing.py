@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from .. import index_exprs as ix
 from ..diagnostics import Range, UserError
 from ..ir import Load, Op, TileDim, Value
 from .values import BlockTooLong, NamedConst, Tile, TileId
@@ -479,6 +480,12 @@ class Indexer:
                 return ("scalar", pos), guard
             sub = e % extent
         elif isinstance(e, Value) and not e.shape:
+            moving = ix.device_tile_positions(e, scalars=True) if tile is not None else None
+            b = ix.bounds(e) if moving is not None else None
+            if moving is not None and (b is None or b[0] < 0 or b[1] >= extent):
+                raise UserError("HPL106", f"a position computed from `{moving.name}` (a loop whose bounds are computed "
+                                          f"on the device) cannot index a loaded block: nothing keeps it inside the "
+                                          f"block's {extent} rows; index the tensor itself", rng)
             sub = e
         else:
             run = self.run(e, rng) if len(e.shape) == 1 else None

@@ -325,6 +325,9 @@ class Tracer(ExpressionEvaluator):
                                     name))
                 continue
             block = min(block, self.caps.get((loop_id, axis), block))
+            for bound, what in zip(bounds, ("start", "end"), strict=True):
+                if isinstance(bound, Value) and bound.hint is None:  # named in the generated code
+                    bound.hint = f"{name}_{what}"
             dims.append(TileDim(loop_id, axis, block, block, 0, "tile", index, name, None, bounds[0], bounds[1]))
         tiles = [Tile(d) for d in dims]
         self._inner_loop(stmt, dims, tuple(tiles) if spec.multi else tiles[0], rng)
