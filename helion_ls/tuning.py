@@ -87,8 +87,24 @@ class TuneJob:
     result: dict[str, Any] | None = None  # the CLI's --json object
     started: float | None = None
     finished: float | None = None
+    events: int = 0  # progress events received from the tuner
     proc: asyncio.subprocess.Process | None = field(default=None, repr=False)
     done: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+
+    @property
+    def title(self) -> str:
+        """The job's progress in a few words: the lens shows it and the client's notification too, so the
+        two always say the same. Until the tuner's first count it says it is starting (its imports take
+        seconds), not "0"."""
+        if self.state == "queued":
+            return "Tuning queued…"
+        if self.state != "running":
+            return f"Tuning {self.state}"
+        if self.phase == "verifying":
+            return f"Verifying the best of {self.evaluated}…"
+        if self.events == 0:
+            return "Tuning… starting the tuner"
+        return f"Tuning… {self.evaluated}{f'/{self.total}' if self.total else ''}"
 
     @property
     def id(self) -> tuple[str, str, int]:
@@ -284,6 +300,7 @@ class Tuner:
     def _on_event(self, job: TuneJob, event: dict[str, Any]) -> None:
         if not job.active:
             return
+        job.events += 1
         job.evaluated = int(event.get("evaluated") or job.evaluated)
         job.total = int(event.get("total") or job.total)
         job.phase = PHASES.get(event.get("phase"), job.phase)

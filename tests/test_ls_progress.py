@@ -110,16 +110,21 @@ async def test_lenses_show_the_live_state_and_the_server_makes_no_progress_of_it
     note, title = await paused_lens(client, uri, pid)
     assert attr(note, "phase") == "searching" and attr(note, "evaluated") > 0, note
     assert title == f"Tuning… {attr(note, 'evaluated')}/{attr(note, 'total')} (cancel)"
+    assert title == f"{attr(note, 'title')} (cancel)"  # the client's notification shows the lens's words
 
     # verifying: the correctness gate on the winner
     await rec(client).wait(lambda: attr(notes(client, uri)[-1], "phase") == "verifying", 60)
     note, title = await paused_lens(client, uri, pid)
     assert (attr(note, "state"), attr(note, "phase")) == ("running", "verifying")
-    assert title == "Verifying best… (cancel)"
+    assert title == f"Verifying the best of {attr(note, 'evaluated')}… (cancel)" == f"{attr(note, 'title')} (cancel)"
 
     # refreshes came during the run, and the lenses fetched after them showed progress
     assert seen[0] == "Tuning queued… (cancel)" or seen[0].startswith("Tuning… "), seen
     assert any(re.fullmatch(r"Tuning… [1-9]\d*/200 \(cancel\)", t) for t in seen), seen
+    # before the tuner's first count (its imports take seconds) the lens says it is starting, never a bare 0
+    running = [p for p in notes(client, uri) if attr(p, "state") == "running"]
+    assert attr(running[0], "title") == "Tuning… starting the tuner", running[0]
+    assert not [t for t in seen if re.fullmatch(r"Tuning… 0 \(cancel\)", t)], seen
 
     done = await rec(client).wait(
         lambda: next((p for p in notes(client, uri) if attr(p, "state") in FINAL), None)

@@ -147,14 +147,6 @@ def _shapes_title(lines: list[str], view: KernelView, unit: Unit) -> str:
     return "  ".join(f"{', '.join(names)}: {spec}" for spec, names in groups.items())
 
 
-def _progress_title(job: TuneJob) -> str:
-    if job.state == "queued":
-        return "Tuning queued…"
-    if job.phase == "verifying":
-        return "Verifying best…"
-    return f"Tuning… {job.evaluated}{f'/{job.total}' if job.total else ''}"
-
-
 def unit_lenses(
     ls: HelionServer,
     uri: str,
@@ -174,7 +166,7 @@ def unit_lenses(
     job = ls.tuner.jobs.get((uri, view.name, unit.index))
     cancel = {"uri": uri, "kernel": view.name}
     if job is not None and job.active:
-        lenses.append(_lens(rng, f"{_progress_title(job)} (cancel)", "helion.cancelTuning", cancel))
+        lenses.append(_lens(rng, f"{job.title} (cancel)", "helion.cancelTuning", cancel))
         return lenses
     stored = summary is not None
     if summary is None and job is not None and job.state == "done" and job.best and job.best.get("config"):

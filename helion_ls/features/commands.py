@@ -107,6 +107,7 @@ def _job_json(job: TuneJob) -> dict[str, Any]:
         "total": job.total,
         "best": job.best,
         "message": job.message,
+        "title": job.title,  # what the lens shows
     }
 
 
@@ -142,9 +143,7 @@ class JobProgress:
                 message = snap["message"] or snap["state"]
                 ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
                 return
-            message = f"{snap['evaluated']}/{snap['total'] or '?'} configs"
-            if snap["phase"] == "verifying":
-                message = f"verifying the best of {snap['evaluated']} configs"
+            message = snap["title"]
             if snap["best"] and snap["best"].get("seconds"):
                 message += f", best {codelens.fmt_seconds(snap['best']['seconds'])}"
             pct = int(100 * snap["evaluated"] / snap["total"]) if snap["total"] else None

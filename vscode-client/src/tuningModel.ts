@@ -22,6 +22,8 @@ export interface TuningStateParams {
   total: number;
   best: TuningBest | null;
   message?: string | null;
+  /** The server's words for this state, the same its code lens shows ("Tuning… 3/30"). */
+  title?: string;
 }
 
 const FINAL: ReadonlySet<TuningPhase> = new Set(["done", "failed", "cancelled", "stale"]);
@@ -83,7 +85,8 @@ export function describeRun(run: TuningRun, format: (seconds: number) => string)
   const sets = [...run.shapeSets.values()].sort((a, b) => a.shapeSet - b.shapeSet);
   const parts = sets.map((s) => {
     const count = s.total > 0 ? ` ${s.evaluated}/${s.total}` : s.evaluated > 0 ? ` ${s.evaluated}` : "";
-    return sets.length > 1 ? `set ${s.shapeSet}: ${s.state}${count}` : `${s.state}${count}`;
+    const text = s.title ?? `${s.state}${count}`; // the lens's words when the server sends them
+    return sets.length > 1 ? `set ${s.shapeSet}: ${text}` : text;
   });
   const best = bestSeconds(run);
   if (best !== null) parts.push(`best ${format(best)}`);

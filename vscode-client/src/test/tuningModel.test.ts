@@ -74,3 +74,11 @@ test("failure messages are part of the description", () => {
   const update = tracker.update({ ...state(0, "failed", 3, 30), message: "no valid config" });
   assert.equal(describeRun(update.run, fmt), "failed 3/30 — no valid config");
 });
+
+test("the notification uses the server's words for the state, the same as its code lens", () => {
+  const tracker = new TuningTracker(fmt);
+  const starting = tracker.update({ ...state(0, "running", 0, 0), title: "Tuning… starting the tuner" });
+  assert.equal(starting.message, "Tuning… starting the tuner");
+  const mid = tracker.update({ ...state(0, "running", 8, 30, 0.002), title: "Tuning… 8/30" });
+  assert.equal(mid.message, "Tuning… 8/30, best 2ms");
+});
