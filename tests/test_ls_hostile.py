@@ -457,7 +457,11 @@ async def test_an_unwritable_store_is_reported_and_tuning_still_shows_its_result
 # -- scale -----------------------------------------------------------------------------------------------
 async def test_a_file_of_many_kernels_publishes_each_kernel_as_it_finishes(server):
     count = 80
-    body = KERNEL.split("import torch\n", 1)[1].replace("x[tile] * 2.0", "x[tile] * missing")
+    # each kernel traces a few lines before its error, so the file takes longer than one publish interval
+    work = "".join(f"        y{i} = torch.exp(x[tile]) * {i + 1}.0\n" for i in range(12))
+    body = KERNEL.split("import torch\n", 1)[1].replace(
+        "        out[tile] = x[tile] * 2.0", work + "        out[tile] = y11 * missing"
+    )
     text = KERNEL.split("import torch\n", 1)[0] + "import torch\n" + "".join(
         body.replace("def scale(", f"def scale_{i}(") for i in range(count)
     )
