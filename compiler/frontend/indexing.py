@@ -490,6 +490,11 @@ class Indexer:
         else:
             run = self.run(e, rng) if len(e.shape) == 1 else None
             sub = run if run is not None and run[2] > 0 else ("gather", e)
+            inner = _partial_tile_of(e)
+            if inner is not None and inner is not tile:
+                raise UserError("HPL202", f"positions from `{inner.name}` (a tile whose last block is partial) index a "
+                                          "loaded block: its masked positions would be read; index the tensor "
+                                          "itself with the tile", rng)
         guard = None
         if tile is not None and tile.partial:
             guard = self._valid(tile, sub, rng)  # positions past a partial tile read as 0
@@ -514,6 +519,21 @@ class Indexer:
             rel = sub
         pos = self.add(self.begin(tile, rng), rel, rng)
         return self.ops.binary("lt", pos, tile.extent, rng)
+
+
+def _partial_tile_of(v: Value, depth: int = 0) -> TileDim | None:
+    """A partial tile whose `.index` the 1-D value is computed from (through +, -, *, casts), if any."""
+    p = v.producer
+    if not isinstance(p, Op) or depth > 32:
+        return None
+    if p.kind == "iota":
+        return p.args[0][1] if p.args and p.args[0][1].partial else None
+    if p.kind in ("add", "sub", "mul", "to"):
+        for a in p.args:
+            found = _partial_tile_of(a, depth + 1) if isinstance(a, Value) else None
+            if found is not None:
+                return found
+    return None
 
 
 def _negative_slice(s: slice, rng: Range) -> UserError:
