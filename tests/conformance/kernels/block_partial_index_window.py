@@ -4,6 +4,7 @@ import helion
 import helion.language as hl
 import torch
 
+
 # helion: args(x=f32[4, 2, 128], out=f32[1, 2, 128])
 @helion.kernel(static_shapes=True, config=helion.Config(pallas_loop_type="fori_loop"))
 def block_partial_index_window(x: torch.Tensor, out: torch.Tensor) -> None:
@@ -11,7 +12,6 @@ def block_partial_index_window(x: torch.Tensor, out: torch.Tensor) -> None:
         acc = hl.zeros([2, 128], dtype=torch.float32)
         for outer in hl.tile(3, block_size=4):
             x_block = x[outer, :, :]
-            live = outer.end - outer.begin
             for local in hl.tile(3, block_size=2):
                 acc = acc + x_block[local.index, :, :].float().sum(dim=0)
         out[0, :, :] = acc.to(out.dtype)
@@ -25,4 +25,6 @@ def inputs():
 def reference(x, out):
     out[:] = 7.0
     return None
+
+
 REJECT = r"HPL202"
