@@ -527,7 +527,8 @@ def _partial_tile_of(v: Value, depth: int = 0) -> TileDim | None:
     if not isinstance(p, Op) or depth > 32:
         return None
     if p.kind == "iota":
-        return p.args[0][1] if p.args and p.args[0][1].partial else None
+        tile = p.args[0][1] if p.args else None  # a device-bounded tile's own check says more (HPL106)
+        return tile if tile is not None and tile.partial and not tile.dynamic else None
     if p.kind in ("add", "sub", "mul", "to"):
         for a in p.args:
             found = _partial_tile_of(a, depth + 1) if isinstance(a, Value) else None
