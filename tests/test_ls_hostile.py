@@ -448,8 +448,9 @@ async def test_an_unwritable_store_is_reported_and_tuning_still_shows_its_result
 
             final = (await srv.wait(finished, timeout=300))[-1]
             assert final["state"] == "done" and final["best"]["config"], final
-            warned = [m for m in srv.of("window/showMessage") if "NOT stored" in m["message"]]
-            assert warned and warned[-1]["type"] == 2 and "it is a directory" in warned[-1]["message"]
+            # the warning follows the final state on the wire: wait for it rather than read it in the same breath
+            warned = await srv.wait(lambda: [m for m in srv.of("window/showMessage") if "NOT stored" in m["message"]])
+            assert warned[-1]["type"] == 2 and "it is a directory" in warned[-1]["message"]
             titles = [lens["title"] for lens in await tune_lenses(srv, uri)]
             assert any(t.startswith("Best: ") and t.endswith("(not stored)") for t in titles), titles
     finally:
