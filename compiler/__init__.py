@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from .api import CompiledKernel, Kernel, Module
 
 __all__ = ["CompileError", "CompiledKernel", "Config", "Diagnostic", "Kernel", "Module", "Position", "Range",
-           "Severity", "load", "parse_python"]
+           "Severity", "load", "parse_python", "skip_dynamo_import"]
 
 
 def load(path_or_source: Any, name: str | None = None) -> Module:
@@ -30,6 +30,14 @@ def load(path_or_source: Any, name: str | None = None) -> Module:
     from .api import load as _load
 
     return _load(path_or_source, name)
+
+
+def skip_dynamo_import() -> int:
+    """For processes that compile but never run torch.compile: the first compile then does not import
+    torch._dynamo (1-2 s); see `compiler.frontend.dynamo_free`."""
+    from .frontend.dynamo_free import skip_dynamo_import as _skip
+
+    return _skip()
 
 
 def __getattr__(name: str) -> Any:

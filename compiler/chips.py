@@ -1,8 +1,10 @@
 """TPU chip facts, in one place. Everything else (VMEM report, codegen limits, model, libtpu) reads them.
 
-Per-TensorCore figures (the unit a Pallas kernel runs on) come from jax's own table
-(`jax._src.pallas.mosaic.tpu_info.get_tpu_info_for_chip`, jax 0.10.2) when jax has the chip; figures jax
-does not carry are listed in `_EXTRA` with their source named beside them.
+Per-TensorCore figures (the unit a Pallas kernel runs on) are jax 0.10.2's own
+(`jax._src.pallas.mosaic.tpu_info.get_tpu_info_for_chip`), written out in `_JAX_TPU_INFO` because importing
+jax for them cost a cold language server ~0.5 s before its first diagnostics;
+tests/test_compiler_chips.py checks the copy against the installed jax. Figures jax does not carry are
+listed in `_EXTRA` with their source named beside them.
 """
 
 from __future__ import annotations
@@ -19,6 +21,29 @@ _JAX_CHIPS = {
     "v5p": ("v5p", 2, "TPU v5"),
     "v6e": ("v6e", 1, "TPU v6 lite"),
     "v7x": ("7x", 1, "TPU7x"),
+}
+
+# name -> jax 0.10.2 tpu_info.get_tpu_info_for_chip(ChipVersion(version), cores): the fields we use.
+_JAX_TPU_INFO = {
+    "v4": dict(generation=4, num_lanes=128, num_sublanes=8, mxu_column_size=128, num_mxus=4,
+               vmem_capacity_bytes=16 * MiB, mem_bw_bytes_per_second=615_000_000_000,
+               bf16_ops_per_second=137_500_000_000_000, int8_ops_per_second=0, fp8_ops_per_second=0),
+    "v5e": dict(generation=5, num_lanes=128, num_sublanes=8, mxu_column_size=128, num_mxus=4,
+                vmem_capacity_bytes=128 * MiB, mem_bw_bytes_per_second=820_000_000_000,
+                bf16_ops_per_second=197_000_000_000_000, int8_ops_per_second=394_000_000_000_000,
+                fp8_ops_per_second=0),
+    "v5p": dict(generation=5, num_lanes=128, num_sublanes=8, mxu_column_size=128, num_mxus=4,
+                vmem_capacity_bytes=64 * MiB, mem_bw_bytes_per_second=1_230_000_000_000,
+                bf16_ops_per_second=229_500_000_000_000, int8_ops_per_second=459_000_000_000_000,
+                fp8_ops_per_second=0),
+    "v6e": dict(generation=6, num_lanes=128, num_sublanes=8, mxu_column_size=256, num_mxus=2,
+                vmem_capacity_bytes=128 * MiB, mem_bw_bytes_per_second=1_640_000_000_000,
+                bf16_ops_per_second=920_000_000_000_000, int8_ops_per_second=1_840_000_000_000_000,
+                fp8_ops_per_second=920_000_000_000_000),
+    "v7x": dict(generation=7, num_lanes=128, num_sublanes=8, mxu_column_size=256, num_mxus=2,
+                vmem_capacity_bytes=64 * MiB, mem_bw_bytes_per_second=3_700_000_000_000,
+                bf16_ops_per_second=1_155_000_000_000_000, int8_ops_per_second=0,
+                fp8_ops_per_second=2_300_000_000_000_000),
 }
 
 ALIASES = {
@@ -97,28 +122,26 @@ def canonical_name(name: str) -> str:
 @cache
 def get_chip(name: str) -> Chip:
     """The chip called `name` (or an alias such as 'ironwood')."""
-    from jax._src.pallas.mosaic import tpu_info
-
     key = canonical_name(name)
-    version, cores, device_kind = _JAX_CHIPS[key]
-    info = tpu_info.get_tpu_info_for_chip(tpu_info.ChipVersion(version), cores)
+    device_kind = _JAX_CHIPS[key][2]
+    info = _JAX_TPU_INFO[key]
     extra = _EXTRA[key]
     topo_name, topo_kwargs = extra["topology"]
     return Chip(
         name=key,
         device_kind=device_kind,
-        generation=info.generation,
-        vmem_capacity_bytes=info.vmem_capacity_bytes,
+        generation=info["generation"],
+        vmem_capacity_bytes=info["vmem_capacity_bytes"],
         default_scoped_vmem_bytes=extra["default_scoped_vmem"],
-        max_vmem_limit_bytes=min(extra["max_vmem_limit"], info.vmem_capacity_bytes),
-        hbm_bandwidth=float(info.mem_bw_bytes_per_second),
-        bf16_flops=float(info.bf16_ops_per_second),
-        int8_flops=float(info.int8_ops_per_second),
-        fp8_flops=float(info.fp8_ops_per_second),
-        num_lanes=info.num_lanes,
-        num_sublanes=info.num_sublanes,
-        mxu_column_size=info.mxu_column_size,
-        num_mxus=info.num_mxus,
+        max_vmem_limit_bytes=min(extra["max_vmem_limit"], info["vmem_capacity_bytes"]),
+        hbm_bandwidth=float(info["mem_bw_bytes_per_second"]),
+        bf16_flops=float(info["bf16_ops_per_second"]),
+        int8_flops=float(info["int8_ops_per_second"]),
+        fp8_flops=float(info["fp8_ops_per_second"]),
+        num_lanes=info["num_lanes"],
+        num_sublanes=info["num_sublanes"],
+        mxu_column_size=info["mxu_column_size"],
+        num_mxus=info["num_mxus"],
         topology_name=topo_name,
         topology_kwargs=topo_kwargs,
         sources={
