@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import importlib
 import logging
 import os
 import sys
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 # libtpu, when installed, must never claim this process (or the check worker) nor query a metadata server.
 JAX_ENV = {"JAX_PLATFORMS": "cpu", "TPU_SKIP_MDS_QUERY": "1"}
@@ -57,18 +60,34 @@ def main(argv: list[str] | None = None) -> None:
     reader.start()
     reader.answered.wait(INITIALIZE_WAIT)  # the editor gets its answer before anything heavy starts
 
-    from .transport import serve_early_stdio
+    code = 1
+    try:
+        code = asyncio.run(_serve_stdio(reader, stdout))
+    except BaseException:
+        log.exception("the server failed")
+    from .transport import exit_process
 
-    serve_early_stdio(build_server, reader, stdout, on_exit=lambda server: server.close_parts())
+    exit_process(code)
 
 
-async def build_server() -> Any:
-    """The compile workers start first (their imports take longest), then the server's own imports and
-    warm-up parse run in a thread, while the handshake's reader answers helion/stats and keeps the rest."""
+async def _serve_stdio(reader: Any, stdout: Any) -> int:
+    """The first compile worker starts before anything else is imported here: its imports (torch) are
+    the longest part of a cold start. Then the transport (pygls) is imported in a thread while the loop
+    spawns the worker, and the session runs."""
     from .compile_pool import CompilePool
 
     pool = CompilePool()
     pool.start()
+    loop = asyncio.get_running_loop()
+    transport = await loop.run_in_executor(None, importlib.import_module, "helion_ls.transport")
+    return await transport.serve_early_stdio(
+        lambda: build_server(pool), reader, stdout, on_exit=lambda server: server.close_parts()
+    )
+
+
+async def build_server(pool: Any) -> Any:
+    """The server's own imports and warm-up parse run in a thread, while the compile workers warm up and
+    the handshake's reader answers helion/stats and keeps the rest."""
     await asyncio.get_running_loop().run_in_executor(None, _import_and_warm_up)
     from .server import create_server
 

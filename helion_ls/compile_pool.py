@@ -11,6 +11,7 @@ blocking call (parsing a document, reading the store) in one thread, never behin
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from collections import deque
@@ -25,6 +26,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 TIMEOUT_ENV = "HELION_LS_COMPILE_TIMEOUT"  # seconds one compile may take (default 30)
+OTHERS_AFTER = 3.0  # seconds after the first worker is ready when the others start, if it has not answered
 
 
 @dataclass(eq=False)
@@ -47,6 +49,7 @@ class CompilePool:
         self._queue: deque[_Job] = deque()
         self._jobs: dict[Hashable, _Job] = {}
         self._wake: asyncio.Event | None = None
+        self._first_answer: asyncio.Event | None = None
         self._servers: list[asyncio.Task] = []
         self._quick = ThreadPoolExecutor(1, thread_name_prefix="helion-quick")
         self.submitted = 0  # compiles actually started (cache and in-flight hits excluded)
@@ -54,11 +57,13 @@ class CompilePool:
 
     def start(self) -> None:
         """Start the first worker (its imports take seconds) and the tasks that feed the workers. The
-        others start once the first is ready: on two cores, importing in parallel would only delay the
-        first compile of a cold start."""
+        others start once the first has answered (or OTHERS_AFTER seconds after it is ready): on two
+        cores, their imports would otherwise compete with the server's own imports and the first compile
+        of a cold start."""
         if self._servers:
             return
         self._wake = asyncio.Event()
+        self._first_answer = asyncio.Event()
         first = self.workers[0]
         first.prestart()
         self._servers.append(asyncio.ensure_future(self._serve(first)))
@@ -88,9 +93,11 @@ class CompilePool:
             job.waiters -= 1
 
     async def _serve(self, worker: WorkerProcess, after: WorkerProcess | None = None) -> None:
-        assert self._wake is not None
+        assert self._wake is not None and self._first_answer is not None
         if after is not None:  # takes jobs once warm: the first worker keeps the queue meanwhile
             await after.wait_started()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._first_answer.wait(), OTHERS_AFTER)
             worker.prestart()
             await worker.wait_started()
         while True:
@@ -112,6 +119,7 @@ class CompilePool:
                 log.exception("compile of %s", job.key)
                 job.future.set_exception(WorkerFailure(f"internal error: {exc!r}"))
             finally:
+                self._first_answer.set()
                 if job.future.done() and not job.future.cancelled():
                     job.future.exception()  # retrieved, even when every caller went away meanwhile
                 self._jobs.pop(job.key, None)

@@ -192,35 +192,27 @@ class Session:
         return self.exit_code
 
 
-def _exit(code: int) -> None:
+def exit_process(code: int) -> None:
     """Leave now: a reader thread blocked on stdin or an abandoned worker thread must not keep us alive."""
     logging.shutdown()
     sys.stderr.flush()
     os._exit(code)
 
 
-def serve_early_stdio(
+async def serve_early_stdio(
     make_server: Callable[[], Awaitable[Any]], reader: Any, stdout: BinaryIO, on_exit: Callable[[Any], Awaitable[None]]
-) -> None:
+) -> int:
     """Serve the client whose `initialize` the handshake's `reader` already answered: build the server
     (`make_server`, while the reader keeps messages), replay the initialize request to it, then every
-    message the reader keeps or reads; exit the process at the end of the session."""
-
-    async def main() -> int:
-        server = await make_server()
-        session = Session(server, lambda: on_exit(server))
-        loop = asyncio.get_running_loop()
-        server.protocol.set_writer(_Writer(stdout, lambda: loop.call_soon_threadsafe(session.end, 1, "")))
-        if reader.initialize_id is not None:
-            server.protocol.answered_early = (reader.initialize_id, reader.initialize_result)
-        return await session.run(lambda s: reader.attach(lambda body: loop.call_soon_threadsafe(s.body, body)))
-
-    code = 1
-    try:
-        code = asyncio.run(main())
-    except BaseException:
-        log.exception("the server failed")
-    _exit(code)
+    message the reader keeps or reads. Returns the exit code; the caller ends the process with
+    `exit_process` (its loop started before this module was imported, see __main__)."""
+    server = await make_server()
+    session = Session(server, lambda: on_exit(server))
+    loop = asyncio.get_running_loop()
+    server.protocol.set_writer(_Writer(stdout, lambda: loop.call_soon_threadsafe(session.end, 1, "")))
+    if reader.initialize_id is not None:
+        server.protocol.answered_early = (reader.initialize_id, reader.initialize_result)
+    return await session.run(lambda s: reader.attach(lambda body: loop.call_soon_threadsafe(s.body, body)))
 
 
 def serve_tcp(server: Any, host: str, port: int, on_exit: Callable[[], Awaitable[None]]) -> None:
@@ -252,7 +244,7 @@ def serve_tcp(server: Any, host: str, port: int, on_exit: Callable[[], Awaitable
         code = asyncio.run(main())
     except BaseException:
         log.exception("the server failed")
-    _exit(code)
+    exit_process(code)
 
 
 class _SocketStream:

@@ -1,15 +1,20 @@
-"""What keeps a cold compile worker fast: its warm-up and first compiles import neither torch._dynamo nor
-jax (together ~1.5 s of a cold start's 2.5 s budget), and skipping dynamo changes no generated code.
+"""What keeps a cold start fast: a compile worker's warm-up and first compiles import neither torch._dynamo
+nor jax (together ~1.5 s of a cold start's 2.5 s budget), skipping dynamo changes no generated code, and
+the second compile worker does not start importing before the first has answered.
 
 Each check runs in a fresh interpreter, since one import anywhere in the test process would hide it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
 
+import pytest
 from conftest import EXAMPLES, MORE_KERNELS, REPO
+
+from helion_ls import compile_pool
 
 # Warm up as the compile worker does, then compile every kernel of the given files through its handler.
 WORKER_COMPILES = """
@@ -62,3 +67,60 @@ def test_skipping_dynamo_changes_no_generated_code():
     assert "torch._dynamo" in plain["modules"]  # without the skip torch does import it (else this proves nothing)
     assert skipped["compiled"] == plain["compiled"]
     assert sum(code is not None for code, _ in plain["compiled"].values()) >= 5
+
+
+ADD = """import helion
+import helion.language as hl
+import torch
+
+
+# helion: args(x=f32[64, 128])
+@helion.kernel
+def twice(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(out.size()):
+        out[tile] = x[tile] * 2.0
+    return out
+"""
+
+
+async def _until(predicate, seconds: float = 120.0) -> None:
+    deadline = asyncio.get_running_loop().time() + seconds
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, "timed out"
+        await asyncio.sleep(0.05)
+
+
+async def _shut_down(pool: compile_pool.CompilePool) -> None:
+    children = [w._proc for w in pool.workers if w._proc is not None]
+    pool.shutdown()
+    await asyncio.gather(*(child.wait() for child in children))
+
+
+async def test_the_second_compile_worker_waits_for_the_first_answer(monkeypatch):
+    """Its imports would compete with the server's and the first compile on two cores."""
+    monkeypatch.setattr(compile_pool, "OTHERS_AFTER", 600.0)
+    pool = compile_pool.CompilePool(workers=2)
+    try:
+        pool.start()
+        await _until(lambda: len(pool.pids) == 1)
+        await pool.workers[0].wait_started()
+        await asyncio.sleep(1.0)
+        assert len(pool.pids) == 1
+        request = {"source": ADD, "kernel": "twice", "args": None, "config": None, "chip": "v7x", "file": "t.py"}
+        answer = await pool.run("twice", request, on_failure=lambda why: pytest.fail(why))
+        assert answer["compiled"] is not None and "pallas_call" in answer["compiled"].source
+        await _until(lambda: len(pool.pids) == 2)
+    finally:
+        await _shut_down(pool)
+
+
+async def test_the_second_compile_worker_starts_anyway_when_nothing_is_asked(monkeypatch):
+    monkeypatch.setattr(compile_pool, "OTHERS_AFTER", 0.2)
+    pool = compile_pool.CompilePool(workers=2)
+    try:
+        pool.start()
+        await _until(lambda: len(pool.pids) == 2)
+        assert pool.submitted == 0
+    finally:
+        await _shut_down(pool)
