@@ -67,10 +67,12 @@ def main() -> None:
     sys.stdout = sys.stderr
     from helion_ls.warmup import compile_warm_up
 
+    gc.disable()  # collections scanning torch's and jax's objects mid-import would only slow the imports
     warm = compile_warm_up("v7x")  # pay the imports before the first request, not during it
     if warm is not None:
         warm.check_lowering()
     gc.freeze()  # torch and jax are millions of long-lived objects: keep them out of every collection
+    gc.enable()
     cache: OrderedDict = OrderedDict()
     for line in sys.stdin:
         if not line.strip():

@@ -8,7 +8,9 @@ pickles (see worker_process.py):
   -> {"diagnostics": [Diagnostic], "compiled": documents.Compiled | None, "seconds"}
 Requests with "kind": "vmem_fixes" ask for verified quick fixes instead (see vmem_fixes.py).
 The parsed module of the last few texts is kept, so the kernels of one file are parsed once. Imports only
-`compiler` and the server's pure helpers (documents.Compiled, edits); never runs the user's file.
+`compiler` and the server's pure helpers (documents.Compiled, edits); never runs the user's file. The
+heavy ones (torch, through documents and the compiler's front end) are imported by `warm_up`, with the
+garbage collector off: collections scanning torch's objects mid-import cost ~0.2 s of a cold start.
 Run as `python -m helion_ls.compile_worker`.
 """
 
@@ -25,8 +27,6 @@ from typing import Any
 import compiler
 from compiler.diagnostics import Range, error
 
-from .documents import Compiled
-from .vmem_fixes import verified_fixes
 from .warmup import compile_warm_up
 from .worker_process import serve
 
@@ -49,6 +49,8 @@ class Compiler:
         return found
 
     def handle(self, req: dict[str, Any]) -> dict[str, Any]:
+        from .documents import Compiled  # imported by warm_up already: a lookup
+
         if req.get("kind") == "vmem_fixes":
             return self.fixes(req)
         start = time.perf_counter()
@@ -70,6 +72,8 @@ class Compiler:
 
 
     def fixes(self, req: dict[str, Any]) -> dict[str, Any]:
+        from .vmem_fixes import verified_fixes  # imported by warm_up already: a lookup
+
         try:
             return verified_fixes(self.module, req)
         except Exception:  # a bug costs the quick fixes, never the worker
@@ -80,13 +84,18 @@ class Compiler:
 
 
 def warm_up() -> None:
-    """Pay the imports, then exclude everything alive from garbage collection: with torch's millions of
-    objects, each full collection (many per large parse) would otherwise cost ~0.3 s."""
+    """Pay the imports (the collector is off, see main), then exclude everything alive from garbage
+    collection: with torch's millions of objects, each full collection (many per large parse) would
+    otherwise cost ~0.3 s."""
+    from . import documents, vmem_fixes  # noqa: F401  (for handle and fixes)
+
     compile_warm_up("v7x")
     gc.freeze()
+    gc.enable()
 
 
 def main() -> None:
+    gc.disable()  # until warm_up has imported everything and frozen it
     logging.basicConfig(level=logging.WARNING)
     worker = Compiler()
     serve(worker.handle, warm_up)

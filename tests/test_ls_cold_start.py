@@ -18,12 +18,14 @@ from helion_ls import compile_pool
 
 # Warm up as the compile worker does, then compile every kernel of the given files through its handler.
 WORKER_COMPILES = """
-import json, sys
+import gc, json, sys
 from pathlib import Path
 import compiler
 from helion_ls import compile_worker
 
-if sys.argv[1] == "worker":
+torch_at_import = "torch" in sys.modules
+if sys.argv[1] == "worker":  # as compile_worker.main does
+    gc.disable()
     compile_worker.warm_up()
 compiled = {}
 handler = compile_worker.Compiler()
@@ -36,7 +38,7 @@ for path in sys.argv[2:]:
         compiled[f"{Path(path).name}:{name}"] = [None if got is None else got.source,
                                                  [d.message for d in answer["diagnostics"]]]
 print(json.dumps({"modules": sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "jax")),
-                  "compiled": compiled}))
+                  "compiled": compiled, "torch_at_import": torch_at_import, "gc_enabled": gc.isenabled()}))
 """
 
 
@@ -54,6 +56,8 @@ FILES = [str(p) for p in sorted(EXAMPLES.glob("*.py")) + sorted(MORE_KERNELS.glo
 
 def test_worker_warm_up_and_compiles_import_neither_dynamo_nor_jax():
     got = _compile_in_fresh_process("worker", FILES)
+    assert not got["torch_at_import"]  # torch comes with warm_up, while main keeps the collector off
+    assert got["gc_enabled"]  # and warm_up turns it back on
     assert "torch" in got["modules"]  # the front end types operations with torch's meta tensors
     assert "torch._dynamo" not in got["modules"]
     assert not [m for m in got["modules"] if m.split(".")[0] == "jax"]
