@@ -1,6 +1,7 @@
 """The staged analysis of one document version, and what gets published from it.
 
-  load   compiler.load in a thread -> `Loaded` (kernels, units, keys); no compile.
+  load   compiler.load in a thread -> `Loaded` (kernels, units, keys); no compile. What it found (a bad
+         shape line, a syntax error) is published at once, before any compile (no stage notification)
   front  every unit through `Kernel.compile` in the compile workers (cache hits are free) -> publish
          (also while they run: each kernel's diagnostics as it finishes, at most every 0.25 s)
   lower  Mosaic lowering of every unit that compiled, in the check worker               -> publish
@@ -145,6 +146,8 @@ class Analyzer:
             if state.published:
                 self._publish_now(state, loaded)
             return
+        if loaded.diagnostics:  # seconds before a cold worker can compile anything
+            self._publish_now(state, loaded)
         units = [(view, unit) for view in loaded.kernels.values() for unit in view.units]
         partial = _Throttled(lambda: self.is_current(uri, version, text) and self._publish_now(state, loaded))
 

@@ -1,6 +1,7 @@
 """What keeps a cold start fast: a compile worker's warm-up and first compiles import neither torch._dynamo
 nor jax (together ~1.5 s of a cold start's 2.5 s budget), skipping dynamo changes no generated code, and
-the second compile worker does not start importing before the first has answered.
+the second compile worker does not start importing before the first has answered, and what the parse
+found is published before any compile.
 
 Each check runs in a fresh interpreter, since one import anywhere in the test process would hide it."""
 
@@ -12,7 +13,10 @@ import subprocess
 import sys
 
 import pytest
+import pytest_lsp
 from conftest import EXAMPLES, MORE_KERNELS, REPO
+from pytest_lsp import LanguageClient
+from test_ls_support import final_diagnostics, make_workspace, open_doc, rec, server_config, start
 
 from helion_ls import compile_pool
 
@@ -128,3 +132,47 @@ async def test_the_second_compile_worker_starts_anyway_when_nothing_is_asked(mon
         assert pool.submitted == 0
     finally:
         await _shut_down(pool)
+
+
+BAD_SHAPE_LINE_AND_BAD_OP = """import helion
+import helion.language as hl
+import torch
+
+
+# helion: args(x=f99[64, 128])
+@helion.kernel
+def bad_args(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(out.size()):
+        out[tile] = x[tile] * 2.0
+    return out
+
+
+# helion: args(x=f32[64, 128])
+@helion.kernel
+def bad_op(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(out.size()):
+        out[tile] = torch.no_such_op(x[tile])
+    return out
+"""
+
+
+@pytest_lsp.fixture(config=server_config(), scope="module")
+async def client(lsp_client: LanguageClient, tmp_path_factory):
+    ws = make_workspace(tmp_path_factory.mktemp("cold"))
+    lsp_client.ws = ws
+    await start(lsp_client, ws, libtpu=False)
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_what_the_parse_found_is_published_before_any_compile(client: LanguageClient):
+    """A bad shape line shows at once, not after a (cold) compile worker got through the other kernels."""
+    path = client.ws / "parse_first.py"
+    uri = open_doc(client, path, BAD_SHAPE_LINE_AND_BAD_OP)
+    final = await final_diagnostics(client, uri, 1)
+    assert {"HPL104", "HPL102"} <= {d.code for d in final}
+    published = [p.diagnostics for p in rec(client).of("diagnostics") if p.uri == uri and p.version == 1]
+    assert [d.code for d in published[0]] == ["HPL104"]  # the parse's finding alone: before any compile
