@@ -22,7 +22,8 @@ Layout (data flows top to bottom; lower modules never import higher ones):
   settings.py       typed options, defaults, validation, per-folder registry.
   lsp.py            conversions between compiler types and lsprotocol types.
   monitor.py        event-loop lag and GC pauses (helion/stats).
-  warmup.py         a built-in kernel compiled once at start-up (server and check worker).
+  warmup.py         a built-in kernel compiled once at start-up (compile and check workers; the server
+                    parses it).
 
 Only `compiler`'s public API is used; `compiler` never imports this package, and no user kernel file is
 imported or executed in the server process.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 
@@ -47,9 +48,9 @@ print(json.dumps({"modules": sorted(m for m in sys.modules if m.split(".")[0] in
 
 
 def _compile_in_fresh_process(mode: str, files: list[str]) -> dict:
-    done = subprocess.run(
+    done = subprocess.run(  # one hash seed for both: nothing but the dynamo skip may differ
         [sys.executable, "-c", WORKER_COMPILES, mode, *files],
-        capture_output=True, text=True, timeout=300, cwd=REPO,
+        capture_output=True, text=True, timeout=300, cwd=REPO, env={**os.environ, "PYTHONHASHSEED": "0"},
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.splitlines()[-1])
