@@ -74,6 +74,14 @@ class TileDim:
     # int each; then `begin`/`extent` are placeholders (0 and one block) and the trip count is dynamic
     lo: Value | int | None = None
     hi: Value | int | None = None
+    # `hl.jagged_tile(lanes)`: a device tensor of per-lane ends whose axes are the enclosing tiles `lane_dims`;
+    # the loop runs to their largest (`hi`) and position k of lane i is valid only below lanes[i]
+    lanes: Value | None = None
+    lane_dims: tuple[TileDim, ...] = ()
+
+    @property
+    def jagged(self) -> bool:
+        return self.lanes is not None
 
     @property
     def dynamic(self) -> bool:
@@ -252,8 +260,9 @@ def drop_unused_loads(host: list[Node]) -> None:
 
 
 def bound_values(loop: InnerLoop) -> list[Value]:
-    """The device values an inner loop's bounds read (`hl.tile(offsets[g], offsets[g + 1])`)."""
-    return [b for d in loop.dims for b in (d.lo, d.hi) if isinstance(b, Value)]
+    """The device values an inner loop's bounds read (`hl.tile(offsets[g], offsets[g + 1])`, the per-lane ends
+    of `hl.jagged_tile`)."""
+    return [b for d in loop.dims for b in (d.lo, d.hi, d.lanes) if isinstance(b, Value)]
 
 
 def _flat(items: Any):

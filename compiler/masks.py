@@ -21,7 +21,10 @@ HPL210 diagnostic naming the tile, never a silent wrong answer. A new op that ke
 belongs in `ELEMENTWISE`; one that mixes positions along a dim needs a rule in `_Rewriter.op`.
 
 Dynamic tile ends (jagged rows, bounds read on the device) reuse all of this unchanged: a `TileDim` whose end
-is a device value reports `partial` (always masked), and `ExprWriter.tile_limit` spells its end.
+is a device value reports `partial` (always masked), and `ExprWriter.tile_limit` spells its end. An
+`hl.jagged_tile` also ends per lane of its enclosing tiles (compiler/frontend/jagged.py): the analysis then
+tracks those lane tiles as well, so each mask over the jagged dim knows which axes of the value its lanes run
+along (`lanes`); a value that lost them cannot be masked, and that is an HPL106 diagnostic.
 """
 
 from __future__ import annotations
@@ -31,15 +34,13 @@ import math
 import torch
 
 from .diagnostics import UserError
-from .frontend.ops import BINARY, BINARY_FUNCS, UNARY
+from .frontend.ops import ELEMENTWISE
 from .ir import Carried, GridLoop, InnerLoop, KernelIR, Load, Node, Op, Store, TileDim, Value
 
 OPAQUE = "opaque"  # a dim whose positions no longer line up with any tile
 EMPTY: frozenset = frozenset()
 Tags = tuple[frozenset, ...]
 
-ELEMENTWISE = (UNARY | (set(BINARY) - {"matmul"}) | set(BINARY_FUNCS.values())
-               | {"where", "clamp", "to", "neg", "relu", "reciprocal", "gelu"})
 REDUCTIONS = {"sum", "mean", "amax", "amin", "prod", "argmax", "argmin", "logsumexp", "any", "all"}
 _LOW = {"amax", "argmax", "logsumexp"}  # reductions whose identity is the lowest value
 _HIGH = {"amin", "argmin"}
@@ -50,7 +51,8 @@ def insert_masks(ir: KernelIR) -> None:
     grids = [n for n in ir.host if isinstance(n, GridLoop)]
     if not any(_has_partial(g) for g in grids):
         return
-    analysis = _Analysis()
+    lanes = frozenset(p for lp in ir.inner_loops for d in lp.dims for p in d.lane_dims)
+    analysis = _Analysis(lanes)
     for g in grids:
         analysis.region(g.body)
     rewriter = _Rewriter(analysis.tags)
@@ -101,8 +103,9 @@ def _values(args) -> list[Value]:
 class _Analysis:
     """Forward propagation of per-dim tile tags; only values with some tag are stored."""
 
-    def __init__(self):
+    def __init__(self, lanes: frozenset = EMPTY):
         self.tags: dict[int, Tags] = {}
+        self.lanes = lanes  # the enclosing tiles of jagged loops: tracked too, so a mask finds each lane's axis
 
     def of(self, v: Value) -> Tags:
         return self.tags.get(v.id) or (EMPTY,) * len(v.shape)
@@ -116,7 +119,7 @@ class _Analysis:
     def region(self, nodes: list[Node]) -> None:
         for n in nodes:
             if isinstance(n, Load):
-                self.set(n.out, load_tags(n))
+                self.set(n.out, load_tags(n, self.lanes, self.of))
             elif isinstance(n, Op):
                 outs = n.outputs()
                 for v, tags in zip(outs, self.op(n), strict=True):
@@ -154,10 +157,10 @@ class _Analysis:
             if isinstance(like, Value):
                 return [self.of(like)]
             tiles = kw.get("tiles") or ()
-            return [tuple(frozenset({d}) if isinstance(d, TileDim) and d.partial else EMPTY for d in tiles)
-                    or (EMPTY,) * n]
+            return [tuple(frozenset({d}) if isinstance(d, TileDim) and tracked(d, self.lanes) else EMPTY
+                          for d in tiles) or (EMPTY,) * n]
         if k == "iota":
-            if a and isinstance(a[0], tuple) and a[0][1].partial:
+            if a and isinstance(a[0], tuple) and tracked(a[0][1], self.lanes):
                 return [(frozenset({a[0][1]}),)]
             return [(EMPTY,) * n]
         if k in REDUCTIONS:
@@ -188,9 +191,9 @@ class _Analysis:
             return [index_tags(self.of(a[0]), kw["items"])]
         if k == "mask":
             return [self.of(a[0])]
-        if any(any(self.of(v)) for v in _values(a)):
+        if any(maskable(t) for v in _values(a) for t in self.of(v)):
             return [(frozenset({OPAQUE}),) * len(v.shape) for v in outs]
-        return [(EMPTY,) * len(v.shape) for v in outs]
+        return [(EMPTY,) * len(v.shape) for v in outs]  # lane tiles alone are forgotten (a jagged mask then says so)
 
     def broadcast(self, args: list[Value], shape: tuple[int, ...]) -> Tags:
         n = len(shape)
@@ -204,8 +207,19 @@ class _Analysis:
         return tuple(tags)
 
 
-def load_tags(n: Load) -> Tags:
-    """A loaded block: one dim per tile / `:` / None item; tile dims carry their tile when it is partial.
+def tracked(d: TileDim, lanes: frozenset) -> bool:
+    """Does the analysis follow tile `d`? Partial tiles (to mask them) and the lane tiles of jagged loops."""
+    return d.partial or d in lanes
+
+
+def maskable(tags: frozenset) -> bool:
+    """Does a dim hold padding to mask (a partial tile, or positions moved beyond knowing)?"""
+    return any(d == OPAQUE or d.partial for d in tags)
+
+
+def load_tags(n: Load, lanes: frozenset = EMPTY, of=None) -> Tags:
+    """A loaded block: one dim per tile / `:` / None item; tile dims carry their tile when it is partial
+    (or a jagged loop's lane tile).
 
     An index kind not known here that adds dims makes every dim OPAQUE when some tile in the index is
     partial (loud, never silent): such a kind belongs in this function.
@@ -213,11 +227,11 @@ def load_tags(n: Load) -> Tags:
     tags = []
     for it in n.index:
         if it[0] == "tile":
-            tags.append(frozenset({it[1]}) if it[1].partial else EMPTY)
+            tags.append(frozenset({it[1]}) if tracked(it[1], lanes) else EMPTY)
         elif it[0] in ("full", "newaxis", "window"):  # a window's positions all lie inside the array
             tags.append(EMPTY)
-        elif it[0] == "gather":
-            tags.extend([EMPTY] * len(it[1].shape))
+        elif it[0] == "gather":  # the gathered dims are the positions' dims, with their padding
+            tags.extend(of(it[1]) if of is not None else [EMPTY] * len(it[1].shape))
     if len(tags) != len(n.out.shape):
         partial = any(isinstance(x, TileDim) and x.partial for it in n.index for x in it[1:])
         return (frozenset({OPAQUE}) if partial else EMPTY,) * len(n.out.shape)
@@ -265,7 +279,7 @@ def reshape_tags(tags: Tags, src: tuple[int, ...], dst: tuple[int, ...]) -> Tags
                 width += 1
                 j += 1
         merged = frozenset().union(*(tags[g] for g in group))
-        out.extend([frozenset({OPAQUE}) if merged else EMPTY] * width)
+        out.extend([frozenset({OPAQUE}) if maskable(merged) else EMPTY] * width)
     return tuple(out)
 
 
@@ -283,7 +297,7 @@ def index_tags(tags: Tags, items: tuple) -> Tags:
             out.append(EMPTY)
         elif isinstance(it, slice):  # a slice that does not start at 0 moves the positions
             moved = it.start not in (None, 0) or it.step not in (None, 1)
-            out.append(frozenset({OPAQUE}) if moved and tags[i] else tags[i])
+            out.append((frozenset({OPAQUE}) if maskable(tags[i]) else EMPTY) if moved else tags[i])
             i += 1
         else:
             i += 1
@@ -294,7 +308,7 @@ def index_tags(tags: Tags, items: tuple) -> Tags:
 # -- rewrite -----------------------------------------------------------------------------------------------
 
 def _tile_names(tags: frozenset) -> str:
-    return ", ".join(sorted(f"`{d.name}`" for d in tags if isinstance(d, TileDim)))
+    return ", ".join(sorted(f"`{d.name}`" for d in tags if isinstance(d, TileDim) and d.partial))
 
 
 def _describe(d: TileDim) -> str:
@@ -330,19 +344,43 @@ class _Rewriter:
                 out.extend(self.carry(loop, c))
         nodes[:] = out
 
-    def mask(self, x: Value, axes: list, fill, rng, live=()) -> tuple[Op, Value]:
-        """`where(valid, x, fill)`: valid = every (axis, tile) position in range and every `live` tile non-empty."""
+    def mask(self, x: Value, axes: list, fill, rng, live=(), lanes_needed: bool = True) -> tuple[Op, Value]:
+        """`where(valid, x, fill)`: valid = every (axis, tile) position in range and every `live` tile non-empty;
+        a jagged tile's positions also lie below their lane's end (`lanes`: the axes of `x` its lanes run on;
+        None where `x` does not run along them and `lanes_needed` is False: the other operand of a dot)."""
         out = Value(x.meta, "device")
-        m = Op(rng, "mask", (x, fill), {"dims": tuple(axes), "live": tuple(live)}, out)
+        lanes = tuple(self.lane_axes(x, d, rng, lanes_needed) if isinstance(d, TileDim) and d.jagged else None
+                      for _, d in axes)
+        m = Op(rng, "mask", (x, fill), {"dims": tuple(axes), "live": tuple(live), "lanes": lanes}, out)
         out.producer = m
         return m, out
+
+    def lane_axes(self, x: Value, d: TileDim, rng, needed: bool = True) -> tuple[int, ...] | None:
+        """The axis of `x` along each of jagged tile `d`'s lane tiles, in the order of its per-lane ends."""
+        tags = self.of(x)
+        found = []
+        for lane in d.lane_dims:
+            axis = next((i for i, t in enumerate(tags) if lane in t), None)
+            if axis is None and not needed:
+                return None
+            if axis is None:
+                raise UserError("HPL106", f"this value runs along jagged tile `{d.name}` but not along `{lane.name}`, "
+                                          f"whose lanes give its ends, so its valid positions are not known here; "
+                                          f"keep `{lane.name}` in the value (index as `x[{lane.name}, {d.name}]`)",
+                                rng)
+            found.append(axis)
+        if found != sorted(found):
+            raise UserError("HPL106", f"this value runs along the lane tiles of jagged tile `{d.name}` in another "
+                                      "order than its per-lane ends; transpose the ends to match", rng)
+        return tuple(found)
 
     def partial_axes(self, v: Value, axes) -> list[tuple[int, TileDim]]:
         tags = self.of(v)
         found = []
         for ax in sorted(axes):
             for d in sorted(tags[ax], key=_order):
-                found.append((ax, d))
+                if d == OPAQUE or d.partial:
+                    found.append((ax, d))
         return found
 
     def op(self, op: Op) -> list[Node]:
@@ -353,6 +391,9 @@ class _Rewriter:
             if not axes:
                 return []
             self._no_opaque(axes, op)
+            if k == "mean" and any(d.jagged for _, d in axes):
+                raise UserError("HPL106", "a mean over a jagged tile would divide by the block, not each lane's "
+                                          "length; sum it and divide by the lengths", op.range)
             m, out = self.mask(x, axes, fill_value(k, x.dtype), op.range)
             op.args = (out,) + tuple(a[1:])
             if k == "mean":
@@ -375,8 +416,13 @@ class _Rewriter:
                 return []
             axes_x = [(kx, d) for d in sorted(dims, key=_order)]
             self._no_opaque(axes_x, op)
-            mx, vx = self.mask(x, axes_x, 0, op.range)
-            my, vy = self.mask(y, [(ky, d) for _, d in axes_x], 0, op.range)
+            # a jagged contraction needs its lanes on one operand: the other holds real data below the longest lane
+            mx, vx = self.mask(x, axes_x, 0, op.range, lanes_needed=False)
+            my, vy = self.mask(y, [(ky, d) for _, d in axes_x], 0, op.range, lanes_needed=False)
+            for i, (_, d) in enumerate(axes_x):
+                if isinstance(d, TileDim) and d.jagged and mx.kwargs["lanes"][i] is None \
+                        and my.kwargs["lanes"][i] is None:
+                    self.lane_axes(x, d, op.range)  # raises: neither operand knows each lane's end
             op.args = (vx, vy) + tuple(a[2:])
             return [mx, my]
         return []
@@ -390,7 +436,7 @@ class _Rewriter:
 
     def check_store(self, n: Store) -> None:
         tags = self.of(n.value)
-        if not any(tags):
+        if not any(maskable(t) for t in tags):
             return
         block = []
         for it in n.index:
@@ -401,6 +447,8 @@ class _Rewriter:
         off = len(block) - len(tags)
         for i, t in enumerate(tags):
             for d in t:
+                if d != OPAQUE and not d.partial:
+                    continue
                 item = block[off + i] if off + i >= 0 else None
                 if d == OPAQUE:
                     raise UserError("HPL210", f"this store would write padding of a partial tile ({_tile_names(t) or 'moved by a reshape'}) "

@@ -122,12 +122,15 @@ LIVE_ROWS = """
 """
 
 
-def test_positions_from_a_device_tile_index_are_refused():
-    """`block[local.index]` would read a window that is neither clamped nor masked like the tile's: HPL106."""
-    with pytest.raises(CompileError) as info:
-        kernel(LIVE_ROWS).compile(args="x=f32[4, 128]", config={"pallas_loop_type": "fori_loop"})
-    d = info.value.diagnostics[0]
-    assert d.code == "HPL106" and "`local.index`" in d.message and d.range.start.line == 14
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_positions_from_a_device_tile_index_gather_masked(strategy):
+    """`block[local.index]` gathers rows at positions from a device-bounded tile: the gathered dim carries the
+    tile, so its positions past `live` (row 3 of the 4 loaded) are masked out of the sum."""
+    x = torch.randn(4, 128)
+    x[3] += 1000.0  # the row past the live range would show
+    ck, out = run(kernel(LIVE_ROWS), "x=f32[4, 128]", [x], {"pallas_loop_type": strategy})
+    torch.testing.assert_close(out, x[:3].sum(0))
+    assert "_gather(" in ck.source
 
 
 def test_grid_bounds_on_the_device_are_refused():
@@ -143,3 +146,45 @@ def test_grid_bounds_on_the_device_are_refused():
     with pytest.raises(CompileError) as info:
         kernel(source).compile(args="x=f32[8, 128], n=i32[1]")
     assert info.value.diagnostics[0].code == "HPL106" and "hl.grid bounds" in info.value.diagnostics[0].message
+
+
+JAGGED_ROW_SUM = """
+    @helion.kernel()
+    def jagged_row_sum(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        b, _, d = x.size()
+        out = torch.empty([b, d], dtype=x.dtype, device=x.device)
+        for rows in hl.tile(b):
+            acc = hl.zeros([rows, d], dtype=x.dtype)
+            for k in hl.jagged_tile(lengths[rows, 0]):
+                acc = acc + torch.exp(x[rows, k, :]).sum(dim=1)
+            out[rows, :] = acc
+        return out
+"""
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_jagged_tile_masks_each_row_past_its_own_length(strategy):
+    """`hl.jagged_tile(lengths[rows])`: 12 rows in tiles of 8 (the last tile half padding), each summing exp of
+    its own prefix of 40 positions in blocks of 16; exp(0) = 1 would show if a row's tail were only zeroed at
+    the load, and a padded row's garbage length must not stretch the loop."""
+    x = torch.randn(12, 40, 128)
+    lengths = torch.tensor([[0], [40], [7], [16], [17], [1], [39], [32], [3], [0], [25], [9]], dtype=torch.int32)
+    ck, out = run(kernel(JAGGED_ROW_SUM), "x=f32[12, 40, 128], lengths=i32[12, 1]", [x, lengths],
+                  {"block_sizes": [8, 16], "pallas_loop_type": strategy})
+    want = torch.stack([x[r, :n].exp().sum(0) for r, (n,) in enumerate(lengths.tolist())])
+    torch.testing.assert_close(out, want, rtol=1e-4, atol=1e-4)
+    assert "k_end = jnp.max(" in ck.source and "k_ends.reshape((8, 1, 1))" in ck.source
+    loop = next(lp for lp in ck.plan.loops if lp.kind == "inner")
+    assert loop.strategy == "fori_loop" and "`k` is jagged" in loop.note and "`rows`" in loop.note
+
+
+@pytest.mark.parametrize("body, message", [
+    ("acc = acc + x[k, 0, :].sum(dim=0)[None, :]", "jagged tile `k` but not along `rows`"),
+    ("acc = acc + x[rows, k, :].mean(dim=1)", "mean over a jagged tile"),
+])
+def test_jagged_tile_refuses_what_it_cannot_mask(body, message):
+    source = JAGGED_ROW_SUM.replace("acc = acc + torch.exp(x[rows, k, :]).sum(dim=1)", body)
+    with pytest.raises(CompileError) as info:
+        kernel(source).compile(args="x=f32[12, 40, 128], lengths=i32[12, 1]", config={"block_sizes": [8, 16]})
+    d = info.value.diagnostics[0]
+    assert d.code == "HPL106" and message in d.message and d.range.start.line == 12

@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 
 from .. import index_exprs as ix
+from ..diagnostics import UserError
 from ..ir import Load, Store, TileDim, Value
 from . import outputs
 from .exprs import dtype_text
@@ -161,6 +162,26 @@ class IndexWriter:
                 axis += len(it[1].shape)
             d += 1
         return out
+
+    @staticmethod
+    def store_lanes(node: Store, td: TileDim) -> tuple[int, ...] | None:
+        """The axes of a stored region along jagged tile `td`'s lane tiles (None for other tiles)."""
+        if not td.jagged:
+            return None
+        axes: dict[TileDim, int] = {}
+        axis = 0
+        for it in node.index:
+            if it[0] in ("tile", "full", "window"):
+                if it[0] == "tile":
+                    axes[it[1]] = axis
+                axis += 1
+            elif it[0] == "gather":
+                axis += len(it[1].shape)
+        missing = [lane for lane in td.lane_dims if lane not in axes]
+        if missing:
+            raise UserError("HPL106", f"a store along jagged tile `{td.name}` must index `{missing[0].name}` too, "
+                                      f"whose lanes give its ends (`out[{missing[0].name}, {td.name}]`)", node.range)
+        return tuple(axes[lane] for lane in td.lane_dims)
 
     def _var(self, td: TileDim) -> str:
         key = (td.loop_id, td.axis)

@@ -186,8 +186,9 @@ class KernelWriter(IndexWriter, RegionWriter):
         if n.value.dtype != dtype:
             value = f"{value if atomic else '(' + value + ')'}.astype({dtype_text(dtype)})"
         if spills:  # the padding of a partial tile would land on valid elements: keep their old values there
-            shape = literal(tuple(region))
-            cond = " & ".join(f"({self.writer.valid(td, shape, axis)})" for axis, td in spills)
+            shape = tuple(region)
+            cond = " & ".join(f"({self.writer.valid(td, shape, axis, self.store_lanes(n, td))})"
+                              for axis, td in spills)
             value = f"jnp.where({cond}, {value}, {current})"
         if gathered is not None:
             self.use_helper("scatter")

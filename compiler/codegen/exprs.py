@@ -275,20 +275,26 @@ class ExprWriter:
         """Valid elements in the current block of a partial tile (at least 1, so a mean never divides by 0)."""
         return f"jnp.clip({self.tile_limit(dim)} - ({self.tile_begin(dim, first=True)}), 1, {dim.block_size})"
 
-    def valid(self, dim: TileDim, shape: str, axis: int) -> str:
+    def valid(self, dim: TileDim, shape: tuple[int, ...], axis: int, lanes: tuple[int, ...] | None = None) -> str:
         """Which positions of a block along `axis` lie in the tile's range. A device-bounded loop's window may
         start before this step's first position (it is clamped inside the array): those belong to the step
-        before (or to another segment) and are invalid too."""
-        at = f"{self.tile_begin(dim)} + jax.lax.broadcasted_iota(jnp.int32, {shape}, {axis})"
-        if dim.dynamic:
-            return f"({at} >= {self.tile_begin(dim, first=True)}) & ({at} < {self.tile_limit(dim)})"
-        return f"{at} < {self.tile_limit(dim)}"
+        before (or to another segment) and are invalid too. A jagged tile's positions lie below their lane's
+        end too, when `lanes` names the block's axes its per-lane ends run along."""
+        at = f"{self.tile_begin(dim)} + jax.lax.broadcasted_iota(jnp.int32, {literal(shape)}, {axis})"
+        if not dim.dynamic:
+            return f"{at} < {self.tile_limit(dim)}"
+        text = f"({at} >= {self.tile_begin(dim, first=True)}) & ({at} < {self.tile_limit(dim)})"
+        if lanes is not None and dim.lanes is not None:
+            ends = tuple(shape[i] if i in lanes else 1 for i in range(len(shape)))
+            text += f" & ({at} < {self.arg(dim.lanes)}.reshape({literal(ends)}))"
+        return text
 
     def mask(self, op: Op) -> tuple[str, bool]:
         """`where(valid, x, fill)`: positions past a partial tile's end (and blocks wholly past it) read `fill`."""
         x, fill = op.args
-        shape = literal(tuple(op.outputs()[0].shape))
-        conds = [self.valid(d, shape, axis) for axis, d in op.kwargs["dims"]]
+        shape = tuple(op.outputs()[0].shape)
+        lanes = op.kwargs.get("lanes") or (None,) * len(op.kwargs["dims"])
+        conds = [self.valid(d, shape, axis, ln) for (axis, d), ln in zip(op.kwargs["dims"], lanes, strict=True)]
         conds += [f"{self.tile_begin(d, first=True)} < {self.tile_limit(d)}" for d in op.kwargs["live"]]
         cond = conds[0] if len(conds) == 1 else " & ".join(f"({c})" for c in conds)
         return f"jnp.where({cond}, {self.arg(x, False)}, {self.arg(fill, False)})", True

@@ -142,6 +142,11 @@ def device_loop_note(loop: InnerLoop, requested: object, grid_body: list[Node]) 
     note = ("bounds computed on the device: a `fori_loop` over cdiv(end - begin, block) steps, known only when it "
             "runs; each step reads a block-long window kept inside the arrays and masks positions outside its range"
             + (f" (the range fits in {most} positions)" if most else ""))
+    for d in dims:
+        if d.jagged:
+            lanes = ", ".join(f"`{t.name}`" for t in d.lane_dims)
+            note += (f"; `{d.name}` is jagged: it runs to the longest lane of {lanes} and each lane's positions past "
+                     "its own end are masked")
     if requested in ("unroll", "emit_pipeline"):
         note += f"; `{requested}` was asked for and needs a trip count known at compile time, so it runs as a fori_loop"
     return note

@@ -10,6 +10,7 @@ import torch
 
 from ..diagnostics import Range, UserError
 from ..ir import Op, TileDim, Value
+from .jagged import jagged_spec
 from .limits import check_product, check_range, check_round
 from .ops import BINARY_FUNCS, CASTS, REDUCTIONS, UNARY
 from .values import DEVICE_SENTINEL, BlockSize, Module, NamedConst, Tile, TileId, TileLoopSpec
@@ -238,6 +239,8 @@ class Dispatcher:
             return self.t.blocks.allocate(extent, rng)
         if name in ("tile", "grid"):
             return self.loop_spec(name, args, kwargs, rng)
+        if name == "jagged_tile":
+            return jagged_spec(self.ops, args, kwargs, rng)
         if name in ("zeros", "full"):
             if not args:
                 raise UserError("HPL103", f"hl.{name}(shape, ...) needs a shape", rng)

@@ -34,6 +34,9 @@ BINARY_FUNCS = {
     "minimum": "minimum", "logical_and": "logical_and", "logical_or": "logical_or", "atan2": "atan2",
     "bitwise_and": "and", "bitwise_or": "or", "bitwise_xor": "xor", "fmod": "fmod",
 }
+# ops that keep positions elementwise (broadcasting aside): padding and lane provenance pass through them
+ELEMENTWISE = (UNARY | (set(BINARY) - {"matmul"}) | set(BINARY_FUNCS.values())
+               | {"where", "clamp", "to", "neg", "relu", "reciprocal", "gelu"})
 REDUCTIONS = {"sum", "mean", "amax", "amin", "prod", "argmax", "argmin", "logsumexp", "max", "min", "any", "all"}
 CASTS = {"float": torch.float32, "bfloat16": torch.bfloat16, "half": torch.float16, "int": torch.int32,
          "bool": torch.bool, "double": torch.float32, "long": torch.int32}

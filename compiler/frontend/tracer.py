@@ -328,7 +328,11 @@ class Tracer(ExpressionEvaluator):
             for bound, what in zip(bounds, ("start", "end"), strict=True):
                 if isinstance(bound, Value) and bound.hint is None:  # named in the generated code
                     bound.hint = f"{name}_{what}"
-            dims.append(TileDim(loop_id, axis, block, block, 0, "tile", index, name, None, bounds[0], bounds[1]))
+            lanes, lane_dims = spec.lanes or (None, ())
+            if lanes is not None and lanes.hint is None:
+                lanes.hint = f"{name}_ends"
+            dims.append(TileDim(loop_id, axis, block, block, 0, "tile", index, name, None, bounds[0], bounds[1],
+                                lanes, lane_dims))
         tiles = [Tile(d) for d in dims]
         self._inner_loop(stmt, dims, tuple(tiles) if spec.multi else tiles[0], rng)
 
@@ -521,9 +525,10 @@ def _scalar(v: Any) -> Any:
 
 def _no_device_tile_runs(items: tuple, rng: Range) -> None:
     """Positions made from a device-bounded tile's `tile.index` must index as the tile itself (see
-    `index_exprs.device_tile_positions`); anything else would read unmasked rows, so it is refused."""
+    `index_exprs.device_tile_positions`) or gather (the gathered dims carry the positions' tile, so compiler/masks.py
+    masks them); a window would read unmasked rows, so it is refused."""
     for it in items:
-        if it[0] in ("window", "gather"):
+        if it[0] == "window":
             d = device_tile_positions(it[1])
             if d is not None:
                 raise UserError("HPL106", f"positions computed from `{d.name}.index` (a loop whose bounds are computed "

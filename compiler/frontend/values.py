@@ -63,6 +63,7 @@ class TileLoopSpec:
     # per dim (begin, end) when a bound of the loop is computed on the device (a 0-d int Value), else None;
     # None when every bound is known at compile time
     device_bounds: tuple | None = None
+    lanes: tuple | None = None  # hl.jagged_tile: (per-lane ends Value, the enclosing tiles of its axes)
 
 
 class BlockTooLong(Exception):  # noqa: N818 - a request to trace again, not an error
