@@ -160,6 +160,7 @@ class Store(Node):
     index: tuple[IndexItem, ...]
     value: Value
     accumulate: str | None = None  # "add" for `x[...] += v`
+    pred: Value | None = None  # under `if` on device values: a 0-d bool; elsewhere the old values stay
 
 
 @dataclass(eq=False)
@@ -243,6 +244,8 @@ def drop_unused_loads(host: list[Node]) -> None:
                             and isinstance(it[1], Value))
                 if isinstance(n, Store):
                     used.add(n.value.id)
+                    if n.pred is not None:
+                        used.add(n.pred.id)
             elif isinstance(n, Return):
                 used.update(v.id for v in n.values if isinstance(v, Value))
             if isinstance(n, InnerLoop):

@@ -63,7 +63,7 @@ def value_uses(nodes: list[Node]) -> dict[int, list[tuple[list[Node], int]]]:
             elif isinstance(n, Load):
                 vals = index_values(n.index)
             elif isinstance(n, Store):
-                vals = [n.value, *index_values(n.index)]
+                vals = [n.value, *index_values(n.index), *([n.pred] if n.pred is not None else [])]
             elif isinstance(n, InnerLoop):
                 for v in bound_values(n):  # read by the trip count and in the body: always named
                     uses.setdefault(v.id, []).extend([(region, i), (region, i)])

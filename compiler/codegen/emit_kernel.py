@@ -194,6 +194,8 @@ class KernelWriter(IndexWriter, RegionWriter):
             self.use_helper("scatter")
             axis, index = gathered
             value = f"_scatter({current}, {self.ref(index)[0]}, {value}, axis={axis})"
+        if n.pred is not None:  # under `if` on a device value: the old values stay where it is false
+            value = f"jnp.where({self.ref(n.pred)[0]}, {value}, {current})"
         parts = self.index_parts(op, n) if op.memory != "smem" else []
         if parts and parts[-1][1]:  # one lane: TPUs store whole vectors, so merge it into its row
             lanes = op.block_dims_visible()[-1]

@@ -183,6 +183,8 @@ def _check_revisits(o: OperandLayout, launch: list[TileDim], by_node: dict[int, 
 def _covers(store: Store, o: OperandLayout, launch_id: int) -> bool:
     """Does one execution of `store` (all iterations of the inner loops it is in) write every element of the
     operand's block?"""
+    if store.pred is not None:
+        return False  # under `if` on a device value: where the branch is not taken the old values stay
     shape = o.tensor.value.shape
     d = 0
     for it in store.index:

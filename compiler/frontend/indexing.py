@@ -467,6 +467,11 @@ class Indexer:
                 return it, None
             if tile is not None and any(_is_int(b) and b < 0 for b in (e.start, e.stop)):
                 raise _negative_slice(e, rng)
+            if not all(b is None or _is_int(b) for b in (e.start, e.stop, e.step)):
+                raise UserError("HPL202", "a slice of a loaded block with bounds computed on the device is not "
+                                          "supported (its length and torch's wrapping of a negative start are only "
+                                          "known when it runs); index the tensor itself with positions "
+                                          "`start + hl.arange(n)`", rng)
             r = range(extent)[e]
             if len(r) == 0 or r.step <= 0:
                 raise UserError("HPL105", f"the slice {_slice_text(e)} of a dim of size {extent} is empty", rng)

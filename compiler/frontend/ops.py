@@ -123,6 +123,9 @@ class OpBuilder:
         return self.make("where", (cond, a, b), {}, lambda c, x, y: torch.where(*_tensorize3(c, x, y)), rng)
 
     def clamp(self, x: Value, lo: Any, hi: Any, rng: Range) -> Value:
+        if isinstance(lo, Value) or isinstance(hi, Value):  # tensor bounds: max(x, lo) then min(., hi), as torch
+            out = x if lo is None else self.binary("maximum", x, lo, rng)
+            return out if hi is None else self.binary("minimum", out, hi, rng)
         return self.make("clamp", (x,), {"min": lo, "max": hi}, lambda t, min, max: torch.clamp(t, min, max), rng)
 
     def reduce(self, name: str, x: Value, dim: Any, keepdim: bool, rng: Range) -> Value | tuple[Value, ...]:

@@ -30,6 +30,7 @@ from ..ir import (
     drop_unused_loads,
 )
 from ..specs import ArgSpec, TensorSpec
+from .branches import trace_device_if
 from .dispatch import Dispatcher
 from .expressions import BINOPS, ExpressionEvaluator
 from .indexing import Indexer
@@ -60,6 +61,7 @@ class Tracer(ExpressionEvaluator):
         self.host: list[Node] = []
         self.region: list[Node] = self.host
         self.loops: list[GridLoop | InnerLoop] = []
+        self.predicate: Value | None = None  # inside `if` on device values: when stores take effect (branches.py)
         self.tensors: dict[int, HostTensor] = {}
         self.arg_values: dict[str, Any] = {}
         self.inner_loops: list[InnerLoop] = []
@@ -172,8 +174,9 @@ class Tracer(ExpressionEvaluator):
         elif isinstance(stmt, ast.If):
             cond = self.eval(stmt.test)
             if isinstance(cond, Value):
-                raise UserError("HPL101", "`if` on a tensor value is not supported on TPU; use torch.where", Range.of(stmt.test))
-            self.exec_block(stmt.body if cond else stmt.orelse)
+                trace_device_if(self, stmt, cond)
+            else:
+                self.exec_block(stmt.body if cond else stmt.orelse)
         elif isinstance(stmt, ast.Return):
             raise _ReturnSignal(None if stmt.value is None else self.eval(stmt.value))
         elif isinstance(stmt, ast.Expr):
@@ -486,7 +489,7 @@ class Tracer(ExpressionEvaluator):
             raise UserError("HPL105", f"cannot store a value of shape {list(value.shape)} into a block of shape {block}", rng) from None
         if len(value.shape) > len(block) or torch.broadcast_shapes(tuple(value.shape), tuple(block)) != tuple(block):
             raise UserError("HPL105", f"cannot store a value of shape {list(value.shape)} into a block of shape {block}", rng)
-        self.region.append(Store(rng, ht, items, value, accumulate))
+        self.region.append(Store(rng, ht, items, value, accumulate, self.predicate))
 
     def inline(self, fn: ast.FunctionDef, args: list, kwargs: dict, rng: Range) -> Any:
         """Same-file helper functions are traced inline, like Helion does."""
