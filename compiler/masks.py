@@ -7,7 +7,8 @@ code needs nothing. Only ops that combine positions along a dim can see the padd
 this pass inserts a `mask` op — `where(begin + iota < end, x, fill)` — with the op's identity as the fill:
 - reductions over the dim: sum/mean/any -> 0, amax/argmax/logsumexp -> -inf, amin/argmin -> +inf, prod/all
   -> 1 (mean then divides by the valid count, not the block);
-- softmax / log_softmax along the dim: -inf;
+- softmax / log_softmax along the dim: -inf; cumsum / cumprod along it: 0 / 1 (a device-bounded window starts
+  before its step's first position, so padding can precede valid positions);
 - dots contracting the dim: both operands 0 (0 * NaN would still be NaN);
 - a value carried by an inner loop and updated elementwise over the loop's own partial tile: its padding
   keeps the carried value (`where(valid, next, phi)`), and iterations that lie wholly past the end (sub-tiles
@@ -171,7 +172,7 @@ class _Analysis:
             else:
                 tags = tuple(t for i, t in enumerate(x) if i not in dims)
             return [tags] * len(outs)
-        if k in ("softmax", "log_softmax"):
+        if k in ("softmax", "log_softmax", "cumsum", "cumprod"):
             return [self.of(a[0])]
         if k == "dot":
             ta, tb = self.of(a[0]), self.of(a[1])
@@ -399,13 +400,16 @@ class _Rewriter:
             if k == "mean":
                 op.kwargs["valid"] = tuple(sorted({d for _, d in axes}, key=_order))
             return [m]
-        if k in ("softmax", "log_softmax"):
+        if k in ("softmax", "log_softmax", "cumsum", "cumprod"):
             x = a[0]
             axes = self.partial_axes(x, {op.kwargs["dim"]})
             if not axes:
                 return []
             self._no_opaque(axes, op)
-            m, out = self.mask(x, axes, -math.inf, op.range)
+            # a scan's padding only follows the valid positions at a partial tail, but a device-bounded window
+            # starts before its step's first position: padding is the scan's identity
+            fill = -math.inf if k in ("softmax", "log_softmax") else 0 if k == "cumsum" else 1
+            m, out = self.mask(x, axes, fill, op.range)
             op.args = (out,) + tuple(a[1:])
             return [m]
         if k == "dot":

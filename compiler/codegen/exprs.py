@@ -41,6 +41,17 @@ HELPERS = {
         "    shifted = x - jnp.max(x, axis=axis, keepdims=True)\n"
         "    return shifted - jnp.log(jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True))\n"
     ),
+    "prefix": (
+        "def _prefix(x, axis, combine, identity):\n"
+        '    """Inclusive scan along `axis` (torch.cumsum / cumprod) in log2(n) steps, each combining every element\n'
+        "    with the one `shift` before it, rotated in by pltpu.roll (jnp.cumsum has no TPU lowering).\"\"\"\n"
+        "    pos = jax.lax.broadcasted_iota(jnp.int32, x.shape, axis)\n"
+        "    shift = 1\n"
+        "    while shift < x.shape[axis]:\n"
+        "        x = combine(x, jnp.where(pos >= shift, pltpu.roll(x, shift, axis), identity))\n"
+        "        shift *= 2\n"
+        "    return x\n"
+    ),
     "topk": (
         "def _topk(x, k, axis, largest):\n"
         "    \"\"\"torch.topk by k rounds of max (TPUs have no sort): values and indices, best first. Like torch,\n"
@@ -185,6 +196,13 @@ class ExprWriter:
             if k in ("argmax", "argmin") or out.dtype != a[0].dtype and k not in ("any", "all"):
                 text += f".astype({dtype_text(out.dtype)})"
             return text, True
+        if k in ("cumsum", "cumprod"):
+            self.helpers.add("prefix")
+            x = self.arg(a[0])
+            if a[0].dtype != out.dtype:
+                x = f"{x}.astype({dtype_text(out.dtype)})"
+            combine, identity = ("jnp.add", 0) if k == "cumsum" else ("jnp.multiply", 1)
+            return f"_prefix({x}, {kw['dim']}, {combine}, {identity})", True
         if k in ("softmax", "log_softmax"):
             self.helpers.add(k)
             x = self.arg(a[0])

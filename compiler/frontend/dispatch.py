@@ -553,6 +553,13 @@ class Dispatcher:
             if "dtype" in kwargs:
                 result = ops.cast(result, kwargs["dtype"], rng)
             return result
+        if name in ("cumsum", "cumprod"):
+            dim = unwrap(args[0] if args else kwargs.get("dim"))
+            if dim is None or isinstance(dim, Value):
+                raise UserError("HPL103", f"{name} needs a constant dim=", rng)
+            if kwargs.get("dtype") is not None:
+                x = ops.cast(x, kwargs["dtype"], rng)
+            return ops.scan(name, x, _as_int(dim, "dim", rng), rng)
         if name in ("softmax", "log_softmax"):
             dim = unwrap(args[0] if args else kwargs.get("dim"))
             if dim is None:

@@ -158,6 +158,12 @@ class OpBuilder:
         fn = torch.softmax if name == "softmax" else torch.log_softmax
         return self.make(name, (x,), {"dim": dim, "dtype": dtype}, lambda t, dim, dtype: fn(t, dim, dtype=dtype), rng)
 
+    def scan(self, name: str, x: Value, dim: int, rng: Range) -> Value:
+        """`torch.cumsum` / `torch.cumprod` along `dim` (an inclusive prefix combine)."""
+        dim = _check_dim(dim, len(x.shape), name, rng)
+        fn = torch.cumsum if name == "cumsum" else torch.cumprod
+        return self.make(name, (x,), {"dim": dim}, lambda t, dim: fn(t, dim), rng)
+
     def dot(self, a: Value, b: Value, acc: Value | None, out_dtype: torch.dtype | None, rng: Range) -> Value:
         if not (isinstance(a, Value) and isinstance(b, Value)):
             raise UserError("HPL105", "dot needs two tensors", rng)
