@@ -3,7 +3,8 @@
 module.py finds kernels, imports and `# helion: args(...)` lines; tracer.py runs statements and loops
 (device loops become IR, subscripts of host tensors become loads/stores) on top of expressions.py, which
 evaluates expressions; dispatch.py resolves calls and attributes (hl.*, torch.*, tensor methods, tiles);
-ops.py types torch operations on meta tensors; values.py holds the tracer's non-tensor values;
+ops.py types torch operations on meta tensors, memoised by input types in meta_cache.py (the tuner
+re-traces a kernel for each choice of block sizes); values.py holds the tracer's non-tensor values;
 dynamo_free.py lets a compile-only process run torch's meta kernels without importing torch._dynamo.
 May import compiler.ir, compiler.diagnostics, compiler.config, compiler.specs; nothing from codegen,
 checks, tune or helion_ls.

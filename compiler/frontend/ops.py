@@ -13,6 +13,7 @@ import torch
 
 from ..diagnostics import Range, UserError
 from ..ir import Op, Value
+from .meta_cache import typed
 from .values import NamedConst
 
 UNARY = {
@@ -74,10 +75,11 @@ class OpBuilder:
 
     def make(self, kind: str, args: tuple, kwargs: dict, meta_fn: Callable[..., Any], rng: Range,
              hint: str | None = None, space: str | None = None) -> Value | tuple[Value, ...]:
-        """Run `meta_fn` on meta versions of args to get the result type, then record the op."""
+        """Run `meta_fn` on meta versions of args to get the result type (memoised by input types, see
+        meta_cache.py), then record the op."""
         space = space or self.space_of(args + tuple(kwargs.values()), rng)
         try:
-            result = meta_fn(*[_meta_arg(a) for a in args], **{k: _meta_arg(v) for k, v in kwargs.items()})
+            result = typed(meta_fn, [_meta_arg(a) for a in args], {k: _meta_arg(v) for k, v in kwargs.items()})
         except (RuntimeError, TypeError, ValueError, IndexError) as exc:
             raise UserError("HPL105", f"{kind}: {_short(exc)}", rng) from None
         if isinstance(result, tuple | list):
