@@ -461,10 +461,8 @@ def _kernel_plan(ir: KernelIR, layouts: list[CallLayout], chip: Chip) -> KernelP
         flops += lay.plan.outer_work.mxu_flops * steps
         for lp in lay.plan.inner_loops:
             flops += lp.work.mxu_flops * lp.trips * steps
-    hbm = 0.0
-    for t in ir.tensors:
-        if any(n.tensor is t for n in walk(ir.host) if isinstance(n, Load | Store)):
-            hbm += t.value.meta.numel() * t.value.dtype.itemsize
+    accessed = {id(n.tensor) for n in walk(ir.host) if isinstance(n, Load | Store)}
+    hbm = float(sum(t.value.meta.numel() * t.value.dtype.itemsize for t in ir.tensors if id(t) in accessed))
     loops, accesses = [], []
     for lay in layouts:
         g = lay.grid

@@ -154,12 +154,12 @@ def test_search_compiles_each_config_once_and_checks_only_the_winner(monkeypatch
         compiles.append(repr(compiler.Config(dict(config))))
         return original(self, args, config, chip, shape_set, **kwargs)
 
-    def fake_verify(problem, config, seed=0):
+    def fake_gate_case(problem, config):
         checks.append(dict(config))
-        return driver.CorrectnessResult("ok", "checked", "small")
+        return driver.CorrectnessResult("ok", "checked", "small")  # what a case that needs no run gives
 
     monkeypatch.setattr(compiler.api.Kernel, "compile", counting)
-    monkeypatch.setattr(driver, "verify", fake_verify)
+    monkeypatch.setattr(driver, "gate_case", fake_gate_case)
     result = tune(problem, TuneOptions(max_evals=120))
     assert len(compiles) == len(set(compiles))  # pruning and evaluating one config: one compile
     assert len(compiles) < result.evaluated + result.pruned  # some OOM configs were pruned unseen
@@ -191,8 +191,8 @@ def test_gate_gives_up_after_the_winner_and_the_runner_up(monkeypatch) -> None:
 
     checks: list[dict] = []
 
-    def always_wrong(problem, config, seed=0):
-        checks.append(dict(config))
+    def always_wrong(case, seed=0):
+        checks.append(dict(case.config))
         return driver.CorrectnessResult("wrong", "bad", "small")
 
     monkeypatch.setattr(driver, "verify", always_wrong)
@@ -201,10 +201,35 @@ def test_gate_gives_up_after_the_winner_and_the_runner_up(monkeypatch) -> None:
     assert [r["config"] for r in result.rejected] == checks
 
 
-def test_the_warm_up_runs_a_real_check() -> None:
+def test_the_warm_up_starts_the_reference_process() -> None:
+    from compiler.tune.correctness import reference_process
     from compiler.tune.evaluators import warm_up
 
-    assert warm_up() == "ok"
+    reference_process().close()
+    warm_up()
+    assert reference_process()._proc is not None and reference_process()._proc.is_alive()
+
+
+def test_the_gate_worker_runs_a_prepared_case_without_tracing(tmp_path) -> None:
+    """The tuning process compiles the gate's case; the worker only runs it (no tracer, so no torch._dynamo,
+    which tracing imports), and the case's verdict is the same as a check done all in one process."""
+    import pickle
+    import subprocess
+    import sys
+
+    from compiler.tune.evaluators import gate_case
+
+    problem = _problem("softmax", 1)
+    case = gate_case(problem, {"block_sizes": [256]})
+    (tmp_path / "case.pkl").write_bytes(pickle.dumps(case))
+    code = (
+        "import pickle, sys\n"
+        "from compiler.tune.evaluators import verify\n"
+        f"case = pickle.loads(open({str(tmp_path / 'case.pkl')!r}, 'rb').read())\n"
+        "print(verify(case).verdict, 'torch._dynamo' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert out.stdout.split() == ["ok", "False"], out.stderr[-2000:]
 
 
 def test_a_plan_only_compile_has_the_same_plan_and_no_code() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -225,8 +226,10 @@ def target_name(target: ast.expr, axis: int) -> str:
     return f"tile{axis}"
 
 
-def assigned_names(stmts: list[ast.stmt]) -> set[str]:
-    """Names a block of statements assigns (loop-carried candidates)."""
+@functools.lru_cache(maxsize=256)
+def assigned_names(stmts: tuple[ast.stmt, ...]) -> frozenset[str]:
+    """Names a block of statements assigns (loop-carried candidates). Kept per block: the tuner traces the
+    same loops hundreds of times."""
     names: set[str] = set()
     for stmt in stmts:
         for node in ast.walk(stmt):
@@ -234,4 +237,4 @@ def assigned_names(stmts: list[ast.stmt]) -> set[str]:
                 names.add(node.id)
             elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
                 names.add(node.target.id)
-    return names
+    return frozenset(names)

@@ -360,7 +360,7 @@ class Tracer(ExpressionEvaluator):
             self.region = outer_region
 
     def _inner_loop(self, stmt: ast.For, dims: list[TileDim], bound: Any, rng: Range) -> None:
-        assigned = assigned_names(stmt.body)
+        assigned = assigned_names(tuple(stmt.body))
         carried = []
         for name in sorted(assigned):
             cur = self.env.get(name)

@@ -1,6 +1,6 @@
 """The eager reference in a separate process with resource limits: it runs the user's code.
 
-`ReferenceProcess` owns one spawned worker (started on first use, reused by later runs). The worker limits
+`ReferenceProcess` owns one spawned worker (started by `start()` or on first use, reused by later runs). The worker limits
 its own address space (RLIMIT_AS) and CPU time (RLIMIT_CPU), dies with the process that started it, and
 runs only what the kernel needs (`load_module(..., kernel=...)`, see prune.py). Each `run` also has a
 wall-clock limit: a worker that exceeds it is killed and the next run starts a fresh one. Whatever goes
@@ -92,17 +92,28 @@ class ReferenceProcess:
         self.memory_bytes = memory_bytes or default_memory_limit()
         self._proc: Any = None
         self._conn: Any = None
+        self._ready = False  # the worker said it is ready
 
-    def _start(self) -> None:
-        ctx = multiprocessing.get_context("spawn")  # never fork: the parent may hold threads or jax
-        parent_conn, child_conn = ctx.Pipe()
-        cpu = int(self.time_limit) + 60
-        self._proc = ctx.Process(
-            target=_serve, args=(child_conn, os.getpid(), self.memory_bytes, cpu), name="helion-reference", daemon=True
-        )
-        self._proc.start()
-        child_conn.close()
-        self._conn = parent_conn
+    def start(self) -> None:
+        """Spawn the worker now without waiting for it (its torch import then runs while the caller does
+        other work); the first run waits until it is ready."""
+        if self._proc is None or not self._proc.is_alive():
+            self.close()
+            ctx = multiprocessing.get_context("spawn")  # never fork: the parent may hold threads or jax
+            parent_conn, child_conn = ctx.Pipe()
+            cpu = int(self.time_limit) + 60
+            self._proc = ctx.Process(
+                target=_serve, args=(child_conn, os.getpid(), self.memory_bytes, cpu), name="helion-reference",
+                daemon=True,
+            )
+            self._proc.start()
+            child_conn.close()
+            self._conn = parent_conn
+            self._ready = False
+
+    def _wait_ready(self) -> None:
+        if self._ready:
+            return
         if not self._conn.poll(START_LIMIT):
             self.close()
             raise ReferenceRunError(f"the eager reference process did not start within {START_LIMIT:.0f} s")
@@ -112,6 +123,7 @@ class ReferenceProcess:
             code = self._proc.exitcode
             self.close()
             raise ReferenceRunError(f"the eager reference process exited while starting (code {code})") from None
+        self._ready = True
 
     def run(
         self,
@@ -131,9 +143,8 @@ class ReferenceProcess:
 
     def _request(self, kind: str, source: str, kernel: str, args: Sequence[Any], block_sizes: Sequence[int] | None,
                  filename: str) -> tuple[Any, list[Any]]:
-        if self._proc is None or not self._proc.is_alive():
-            self.close()
-            self._start()
+        self.start()
+        self._wait_ready()
         request = pickle.dumps((kind, source, filename, kernel, list(args), list(block_sizes) if block_sizes else None))
         try:
             self._conn.send_bytes(request)

@@ -10,11 +10,12 @@ results, which are still printed; --json adds "store_error"), 2 usage (bad file,
 executor). The correctness gate runs the kernel's code (see compiler/reference/isolated.py): running
 this command is the request to do so.
 
-Where the time goes: the model search runs in this process; the executor runs the correctness gate (and
-the compile / tpu evaluators). With the model evaluator the default `local` executor is one worker,
-started first and warmed up (imports, a tiny interpret-mode check) while the search runs; each shape
-set's winner goes to it as soon as its search ends, while the next shape set is searched. Run from the
-command line, the process exits as soon as the results are printed (no interpreter teardown).
+Where the time goes: the model search runs in this process, and so does the gate's compile of each winner
+for reduced shapes; the executor runs the gate's check (and the compile / tpu evaluators). With the model
+evaluator the default `local` executor is one worker, started first and warmed up (jax and Pallas imports,
+the eager-reference process started) while the search runs; each shape set's winner goes to it as soon as
+its search ends, while the next shape set is searched. Run from the command line, the process exits as
+soon as the results are printed (no interpreter teardown).
 """
 
 from __future__ import annotations

@@ -1,6 +1,11 @@
 """The correctness gate: a config is reported as best only after its generated code agreed with the eager
 reference on reduced shapes.
 
+It comes in two halves so that the process that searched does the compiling and a worker only runs code:
+`prepare_check` shrinks the shapes and compiles the config for them (static work, in the tuning process,
+whose compiler is warm) into a `GateCase` of plain data; `check_case` runs it (in a worker, which then never
+traces a kernel and so never pays for torch's tracing machinery).
+
 The generated module runs (TPU interpret mode on a CPU machine) on random inputs of the reduced shapes
 (shrink.py) and its results — returned tensors and tensors it wrote in place — are compared with the eager
 reference run of the ORIGINAL kernel source (compiler.reference) on the same inputs and block sizes. A
@@ -15,13 +20,13 @@ import atexit
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import torch
 
 from ..api import CompiledKernel, Kernel
-from ..chips import Chip
+from ..chips import Chip, get_chip
 from ..diagnostics import CompileError
 from ..reference import ReferenceProcess, ReferenceRunError, make_inputs
 from ..specs import ArgSpec, format_args
@@ -70,10 +75,36 @@ def reference_process() -> ReferenceProcess:
     return _reference
 
 
-def check_config(
-    kernel: Kernel, args: Mapping[str, ArgSpec], config: Mapping[str, Any], chip: Chip, seed: int = 0
-) -> CorrectnessResult:
-    """Shrink the shapes, compile `config` for them and compare with the reference."""
+@dataclass(frozen=True)
+class GateCase:
+    """One config compiled for the gate's reduced shapes: what running it and the reference needs. Picklable."""
+
+    module: str  # the generated Pallas module
+    entry: str
+    params: tuple[str, ...]
+    args: dict[str, ArgSpec]  # the reduced shapes
+    chip: str
+    mutated: tuple[str, ...]
+    kernel_source: str  # the original source, for the eager reference
+    kernel_name: str
+    kernel_path: str | None
+    block_sizes: tuple[int, ...]  # as compiled: the reference tiles with the same blocks
+    config: dict[str, Any] = field(default_factory=dict)  # the config checked, as the tuner knows it
+    prepare_seconds: float = 0.0
+
+    @staticmethod
+    def of(ck: CompiledKernel, config: Mapping[str, Any] | None = None, prepare_seconds: float = 0.0) -> GateCase:
+        k = ck.kernel
+        blocks = tuple(ck.config.get("block_sizes", []))
+        return GateCase(ck.source, ck.entry, tuple(k.params), dict(ck.args), ck.chip.name, tuple(ck.mutated),
+                        k.source, k.name, k.path, blocks, dict(config if config is not None else ck.config),
+                        prepare_seconds)  # fmt: skip
+
+
+def prepare_check(
+    kernel: Kernel, args: Mapping[str, ArgSpec], config: Mapping[str, Any], chip: Chip
+) -> GateCase | CorrectnessResult:
+    """Shrink the shapes and compile `config` for them; a config that does not compile is failed here."""
     start = time.perf_counter()
     try:
         small = reduced_args(kernel, args, config, chip)
@@ -83,34 +114,48 @@ def check_config(
         return CorrectnessResult(
             "failed", f"does not compile: {message}", format_args(args), seconds=time.perf_counter() - start
         )
-    result = check_compiled(ck, seed)
-    return CorrectnessResult(
-        result.verdict, result.message, result.shapes, result.max_error, time.perf_counter() - start
-    )
+    return GateCase.of(ck, config, time.perf_counter() - start)
+
+
+def check_config(
+    kernel: Kernel, args: Mapping[str, ArgSpec], config: Mapping[str, Any], chip: Chip, seed: int = 0
+) -> CorrectnessResult:
+    """Shrink the shapes, compile `config` for them and compare with the reference (both halves here)."""
+    case = prepare_check(kernel, args, config, chip)
+    return case if isinstance(case, CorrectnessResult) else check_case(case, seed)
 
 
 def check_compiled(ck: CompiledKernel, seed: int = 0) -> CorrectnessResult:
     """Run `ck` (its generated module, as it stands) and the eager reference on the same random inputs."""
+    return check_case(GateCase.of(ck), seed)
+
+
+def check_case(case: GateCase, seed: int = 0) -> CorrectnessResult:
+    """Run the case's generated module and the eager reference on the same random inputs and compare."""
+    from ..runtime import load_entry, run
+
     start = time.perf_counter()
-    shapes = format_args(ck.args)
-    inputs = make_inputs(ck.args, seed)
+    shapes = format_args(case.args)
+    inputs = make_inputs(case.args, seed)
     ours = [_clone(a) for a in inputs]
     theirs = [_clone(a) for a in inputs]
 
     def done(verdict: Verdict, message: str, error: float | None = None) -> CorrectnessResult:
-        return CorrectnessResult(verdict, message, shapes, error, time.perf_counter() - start)
+        seconds = case.prepare_seconds + time.perf_counter() - start
+        return CorrectnessResult(verdict, message, shapes, error, seconds)
 
     try:
-        got = ck(*ours)
+        fn = load_entry(case.module, case.entry, f"<pallas {case.kernel_name}>")
+        got = run(fn, list(case.params), case.args, get_chip(case.chip), ours, list(case.mutated))
     except Exception as exc:  # noqa: BLE001 - the generated code failing is the finding
         return done("failed", f"the generated kernel raised {type(exc).__name__}: {_first_line(exc)}")
     try:
         want, theirs = reference_process().run(
-            ck.kernel.source,
-            ck.kernel.name,
+            case.kernel_source,
+            case.kernel_name,
             theirs,
-            block_sizes=list(ck.config.get("block_sizes", [])),
-            filename=ck.kernel.path or "<helion kernel source>",
+            block_sizes=list(case.block_sizes),
+            filename=case.kernel_path or "<helion kernel source>",
         )
     except ReferenceRunError as exc:
         return done("unverified", f"the eager reference could not run the kernel: {_first_line(exc)}")
@@ -119,8 +164,8 @@ def check_compiled(ck: CompiledKernel, seed: int = 0) -> CorrectnessResult:
         return done("wrong", f"returned {len(_flat(got))} values, the reference {len(_flat(want))}")
     pairs += [
         (f"argument {name!r} (written in place)", o, t)
-        for name, o, t in zip(ck.kernel.params, ours, theirs, strict=True)
-        if name in ck.mutated
+        for name, o, t in zip(case.params, ours, theirs, strict=True)
+        if name in case.mutated
     ]
     worst = 0.0
     for what, g, w in pairs:

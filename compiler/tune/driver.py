@@ -13,8 +13,9 @@ Phases:
             (`gate_attempts` in all).
 Every trial (evaluated, pruned, failed, wrong) is recorded in the results store under its evaluator.
 
-No user code runs in the driver process: the search only compiles and models. The gate, and the compile
-and tpu evaluators, run on executors (worker processes or Ray), since they execute generated and user code.
+No user code runs in the driver process: the search only compiles and models, and the gate's compile for
+reduced shapes happens here too. Running the gate's check, and the compile and tpu evaluators, happens on
+executors (worker processes or Ray), since they execute generated and user code.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from ..api import Kernel
 from ..config import Config
 from ..syntax import parse
 from .correctness import CorrectnessResult
-from .evaluators import Problem, evaluate, get_evaluator, verify
+from .evaluators import Problem, evaluate, gate_case, get_evaluator, verify
 from .executors import Executor, InlineExecutor
 from .kernel_space import KernelSpace
 from .keys import TrialKey
@@ -291,7 +292,16 @@ class TuneRun:
         """Send the winner to the correctness gate (on the executor) and return at once."""
         if self.options.verify and self.candidates and self._pending is None:
             self._emit_best("verify", self.candidates[0])
-            self._pending = self.executor.submit(verify, self.problem, self.candidates[0].config, self.options.seed)
+            self._pending = self._submit_check(self.candidates[0].config)
+
+    def _submit_check(self, config: Mapping[str, Any]) -> Future[CorrectnessResult]:
+        """Compile `config` for the gate's reduced shapes here, run the check on the executor."""
+        case = gate_case(self.problem, config)
+        if isinstance(case, CorrectnessResult):  # it does not compile for the reduced shapes
+            failed: Future[CorrectnessResult] = Future()
+            failed.set_result(case)
+            return failed
+        return self.executor.submit(verify, case, self.options.seed)
 
     def finish(self) -> TuneResult:
         """Wait for the gate's verdicts and return the result (once)."""
@@ -346,7 +356,7 @@ class TuneRun:
             if i == 0 and self._pending is not None:
                 check = self._pending.result()
             else:
-                check = self.executor.submit(verify, self.problem, cand.config, self.options.seed).result()
+                check = self._submit_check(cand.config).result()
             self.work_seconds += check.seconds
             if check.verdict in ("ok", "unverified"):
                 best = Candidate(cand.config, cand.seconds, cand.metrics, cand.evaluator, check)

@@ -10,9 +10,10 @@
 
 compile and tpu are too slow to drive a search: the driver searches with the model and hands them the
 best candidates. compile, tpu and the correctness gate execute in worker processes through an
-executor; the functions they run (`evaluate`, `verify`, `probe_tpu`, `warm_up`) are top-level and take a
-picklable `Problem`, so they cross process (and Ray) boundaries. (The model itself needs no worker: the
-driver runs it in-process on each config's one compile.)
+executor; the functions they run (`evaluate`, `verify`, `probe_tpu`, `warm_up`) are top-level and take
+picklable arguments (a `Problem`, a `GateCase`), so they cross process (and Ray) boundaries. The gate's
+compile for reduced shapes (`gate_case`) runs in the tuning process; workers only run code. (The model
+itself needs no worker: the driver runs it in-process on each config's one compile.)
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from ..chips import Chip, get_chip
 from ..config import Config
 from ..diagnostics import CompileError
 from ..specs import ArgSpec, format_args
-from .correctness import CorrectnessResult, check_config
+from .correctness import CorrectnessResult, GateCase, check_case, prepare_check
 from .model import estimate
 
 
@@ -316,33 +317,27 @@ def evaluate(
     return get_evaluator(evaluator).measure(ck).outcome()
 
 
-def verify(problem: Problem, config: Mapping[str, Any], seed: int = 0) -> CorrectnessResult:
-    """The correctness gate for one config (runs user code: only in a worker)."""
-    return check_config(problem.load_kernel(), problem.args, config, get_chip(problem.chip), seed)
+def gate_case(problem: Problem, config: Mapping[str, Any]) -> GateCase | CorrectnessResult:
+    """The first half of the gate, in the tuning process: `config` compiled for reduced shapes (static work:
+    no user code runs), or the failed verdict of a config that does not compile for them."""
+    return prepare_check(problem.load_kernel(), problem.args, config, get_chip(problem.chip))
 
 
-_WARM_UP_SOURCE = """
-import helion
-import helion.language as hl
-import torch
-
-@helion.kernel(static_shapes=True)
-def warm(x: torch.Tensor) -> torch.Tensor:
-    out = torch.empty_like(x)
-    for tile in hl.tile(x.size()):
-        out[tile] = torch.exp(x[tile]) * 2.0
-    return out
-"""
+def verify(case: GateCase, seed: int = 0) -> CorrectnessResult:
+    """The second half of the gate: run the generated module and the eager reference (user code: only in a
+    worker)."""
+    return check_case(case, seed)
 
 
-def warm_up() -> str:
-    """Run first in a fresh gate worker while the driver searches: the imports and first-call costs of the
-    gate (torch, jax, Pallas interpret mode, the eager reference; about half of a first check) are paid
-    before the winner arrives. Returns the tiny check's verdict."""
-    ck = _kernel(_WARM_UP_SOURCE, "warm").compile(args={"x": "f32[8, 128]"}, chip="v7x")
-    from .correctness import check_compiled
+def warm_up() -> None:
+    """Run first in a fresh gate worker while the driver searches: start the eager-reference process (its
+    torch import overlaps this one's jax import), import jax and Pallas' TPU interpret mode, so the first
+    check pays only its own work."""
+    from .correctness import reference_process
 
-    return check_compiled(ck).verdict
+    reference_process().start()
+    import jax  # noqa: F401
+    from jax.experimental.pallas import tpu  # noqa: F401
 
 
 def probe_tpu(chip: str) -> str | None:
