@@ -118,12 +118,21 @@ def _merge_shared_blocks(ops: list[OperandLayout], by_node: dict[int, OperandLay
     return kept
 
 
+class BlockConflict(UserError):
+    """A written tensor accessed through two block layouts in one call; `root` (a value id, see `viewed`) names
+    it, so the call can be placed again with that tensor's whole array as one resident block."""
+
+    def __init__(self, code: str, message: str, rng, root: int):
+        super().__init__(code, message, rng)
+        self.root = root
+
+
 def _check_conflicts(ops: list[OperandLayout], by_node: dict[int, OperandLayout], grid: GridLoop) -> None:
     """A tensor written in this loop may be accessed through one block layout only."""
     by_root: dict[int, list[OperandLayout]] = {}
     for o in ops:  # grouped by the tensor they store through or look at (views included)
         by_root.setdefault(viewed(o.tensor.root.value).id, []).append(o)
-    for group in by_root.values():
+    for root, group in by_root.items():
         writers = [o for o in group if o.kind in ("output", "inout")]
         if not writers or len(group) == 1:
             continue
@@ -135,16 +144,17 @@ def _check_conflicts(ops: list[OperandLayout], by_node: dict[int, OperandLayout]
         first = nodes[id(other)][0]
         name = w.tensor.root.name
         if len(writers) > 1 and all(o.kind == "output" for o in group):
-            raise UserError("HPL202", f"`{name}` is stored through two different blocks in one loop (line "
-                                      f"{store.range.start.line + 1} and here); Pallas needs one output block per tensor",
-                            first.range)
-        raise UserError(
+            raise BlockConflict("HPL202", f"`{name}` is stored through two different blocks in one loop (line "
+                                          f"{store.range.start.line + 1} and here); Pallas needs one output block per "
+                                          "tensor", first.range, root)
+        raise BlockConflict(
             "HPL204",
             f"`{name}` is written in this loop (line {store.range.start.line + 1}) and accessed here through a "
             f"different {'view or ' if other.tensor is not w.tensor else ''}index pattern: a grid step would not "
             f"see the writes of the steps before it; index `{name}` the same way in both places (or read it in "
             "a separate loop)",
             first.range,
+            root,
         )
 
 

@@ -23,7 +23,7 @@ import torch
 
 from .. import index_exprs as ix
 from ..diagnostics import UserError
-from ..ir import InnerLoop, Load, Store, TileDim
+from ..ir import InnerLoop, Load, Store, TileDim, viewed
 from .work import sublane_rows
 
 
@@ -100,9 +100,11 @@ def _block_ok(d: int, shape: tuple[int, ...], n: int, itemsize: int) -> bool:
 class Placer:
     """Places the accesses of one grid loop; `grid_dims` maps (loop_id, axis) -> launch-grid axis."""
 
-    def __init__(self, grid_dims: dict[tuple[int, int], int], grid_names: list[str]):
+    def __init__(self, grid_dims: dict[tuple[int, int], int], grid_names: list[str],
+                 whole: frozenset[int] = frozenset()):
         self.grid_dims = grid_dims
         self.grid_names = grid_names
+        self.whole = whole  # tensors (`viewed` root value ids) kept whole in VMEM for the call: one block
         self.grid_loops = {k[0] for k in grid_dims}
 
     # -- naming positions in index maps ------------------------------------------------------------------
@@ -129,9 +131,14 @@ class Placer:
 
     # -- one access ----------------------------------------------------------------------------------------
 
+    def keeps_whole(self, n: Load | Store) -> bool:
+        return viewed(n.tensor.root.value).id in self.whole
+
     def place(self, n: Load | Store, streaming: InnerLoop | None, memory: str) -> Placement:
         shape = tuple(n.tensor.value.shape)
         itemsize = n.tensor.value.dtype.itemsize
+        if self.keeps_whole(n):  # every access slices the one block, which stays put over the whole grid
+            return Placement(tuple(DimPlan(size, "0", "0", "sliced") for size in shape))
         dims: list[DimPlan] = []
         d = 0
         for it in n.index:

@@ -10,6 +10,7 @@ Decisions made here (and nowhere else):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import torch
@@ -17,7 +18,7 @@ import torch
 from .. import index_exprs as ix
 from ..chips import Chip
 from ..diagnostics import Range, UserError
-from ..ir import GridLoop, HostTensor, InnerLoop, KernelIR, Load, Node, Op, Store, TileDim, walk
+from ..ir import GridLoop, HostTensor, InnerLoop, KernelIR, Load, Node, Op, Store, TileDim, viewed, walk
 from ..plan import CallPlan, Operand, Scratch
 from ..plan import InnerLoop as PlanInnerLoop
 from . import outputs
@@ -171,7 +172,7 @@ def build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chip
     if pinned:
         return _build_call(ir, grid, call_index, config, chip, order)
     try:
-        return _build_call(ir, grid, call_index, config, chip, order)
+        return _build_whole(ir, grid, call_index, config, chip, order)
     except UserError as exc:
         if exc.code != "HPL204":
             raise
@@ -184,11 +185,28 @@ def build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chip
         better = [i for i in order if i not in free] + [i for i in order if i in free]
         if better == order:
             raise
-        return _build_call(ir, grid, call_index, config, chip, better)
+        return _build_whole(ir, grid, call_index, config, chip, better)
+
+
+def _build_whole(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chip: Chip,
+                 order: list[int]) -> CallLayout:
+    """`_build_call`, placing again with a tensor's whole array as one VMEM block when it is written and
+    accessed through several block layouts (`out[t] = ...; out[t.index + n] = ...`): every access then slices
+    that block, which stays resident over the grid and is written back once (its grid axes run in order)."""
+    whole: frozenset[int] = frozenset()
+    while True:
+        try:
+            return _build_call(ir, grid, call_index, config, chip, order, whole=whole)
+        except outputs.BlockConflict as exc:
+            size = max((math.prod(t.value.shape) * t.value.dtype.itemsize for t in ir.tensors
+                        if viewed(t.root.value).id == exc.root), default=0)
+            if exc.root in whole or size > chip.default_scoped_vmem_bytes // 4:  # too large to hold for the call
+                raise
+            whole = whole | {exc.root}
 
 
 def _build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chip: Chip,
-                order: list[int], check_revisits: bool = True) -> CallLayout:
+                order: list[int], check_revisits: bool = True, whole: frozenset[int] = frozenset()) -> CallLayout:
     loop_type = config.get("pallas_loop_type")
     bufs = config.get("pallas_load_buffer_count")
     dims = [grid.dims[i] for i in order]  # the launch grid in the chosen loop order (first = outermost)
@@ -205,7 +223,7 @@ def _build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chi
             elif isinstance(n, Load | Store):
                 access(n, loops)
 
-    placer = Placer(grid_dims, grid_names)
+    placer = Placer(grid_dims, grid_names, whole)
     modes: dict[int, tuple[str, ...]] = {}
 
     def access(n: Load | Store, loops: list[InnerLoop]) -> None:
@@ -218,6 +236,8 @@ def _build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chi
                     streaming = lp
         strategy = loop_strategy(loop_type, streaming) if streaming else None
         memory = "vmem_block" if streaming is None else ("hbm" if strategy == "emit_pipeline" else "resident")
+        if placer.keeps_whole(n):
+            memory = "vmem_block"  # one block for the call, shared by every access
         if memory == "hbm" and not _streamable(n, streaming):
             memory = "resident"  # emit_pipeline cannot fetch this operand's blocks: the loop slices it in VMEM
         if memory == "hbm" and not any(
