@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from .. import skip_dynamo_import
 from ..api import Kernel, load
 from ..chips import CHIP_NAMES, canonical_name
 from ..diagnostics import CompileError, Diagnostic
@@ -114,6 +115,7 @@ def _run(ns: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
         if isinstance(executor, LocalExecutor):
             executor.submit(warm_up)  # runs while this process compiles and searches
+        skip_dynamo_import()  # this process compiles and never runs torch.compile: ~1 s off the first trace
         problems, failed = _problems(ns, chip)
         if not problems:
             return NOTHING_VALID
