@@ -175,8 +175,10 @@ async def test_a_deep_expression_is_a_normal_diagnostic(server):
 
 
 # 2**12 multiplies through helpers: a small file whose kernel takes tens of seconds to compile
-SLOW_HELPERS = "def h0(v):\n    return v * 1.5\n\n\n" + "".join(
-    f"def h{k}(v):\n    return h{k - 1}(v) + h{k - 1}(v)\n\n\n" for k in range(1, 13)
+# 8,192 inlined leaves of 4 ops each: ~5 s to compile on a busy 2-core machine (torch's meta results are reused
+# across the identical leaves, see compiler/frontend/meta_cache.py, so the count, not their cost, makes it slow)
+SLOW_HELPERS = "def h0(v):\n    return torch.sin(v) * 1.5 + torch.cos(v)\n\n\n" + "".join(
+    f"def h{k}(v):\n    return h{k - 1}(v) + h{k - 1}(v)\n\n\n" for k in range(1, 14)
 )
 
 
@@ -194,7 +196,7 @@ async def impatient_server(tmp_path):
 
 async def test_a_compile_past_its_time_limit_costs_one_worker_not_the_server(impatient_server):
     srv = impatient_server
-    slow = KERNEL.replace("def scale(", "def slow(").replace("x[tile] * 2.0", "h12(x[tile])")
+    slow = KERNEL.replace("def scale(", "def slow(").replace("x[tile] * 2.0", "h13(x[tile])")
     text = KERNEL + "\n\n" + SLOW_HELPERS + slow.split("import torch\n", 1)[1].lstrip()
     path = srv.ws / "k.py"
     path.write_text(text)
@@ -460,14 +462,15 @@ async def test_an_unwritable_store_is_reported_and_tuning_still_shows_its_result
 # -- scale -----------------------------------------------------------------------------------------------
 async def test_a_file_of_many_kernels_publishes_each_kernel_as_it_finishes(server):
     count = 80
-    # each kernel traces a few lines before its error, so the file takes longer than one publish interval
-    work = "".join(f"        y{i} = torch.exp(x[tile]) * {i + 1}.0\n" for i in range(12))
-    body = KERNEL.split("import torch\n", 1)[1].replace(
-        "        out[tile] = x[tile] * 2.0", work + "        out[tile] = y11 * missing"
-    )
-    text = KERNEL.split("import torch\n", 1)[0] + "import torch\n" + "".join(
-        body.replace("def scale(", f"def scale_{i}(") for i in range(count)
-    )
+    # each kernel traces a few lines before its error, so the file takes longer than one publish interval;
+    # constants of their own per kernel, so that torch types each op anew (meta results are reused by value)
+    def body(k: int) -> str:
+        work = "".join(f"        y{i} = torch.exp(x[tile] * {k}.{i + 1}) + {k}.{i + 2}\n" for i in range(12))
+        return KERNEL.split("import torch\n", 1)[1].replace(
+            "        out[tile] = x[tile] * 2.0", work + "        out[tile] = y11 * missing"
+        ).replace("def scale(", f"def scale_{k}(")
+
+    text = KERNEL.split("import torch\n", 1)[0] + "import torch\n" + "".join(body(k) for k in range(count))
     path = server.ws / "many.py"
     path.write_text(text)
     async with StatsWatch(server.stats):
