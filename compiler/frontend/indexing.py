@@ -468,14 +468,12 @@ class Indexer:
             if tile is not None and any(_is_int(b) and b < 0 for b in (e.start, e.stop)):
                 raise _negative_slice(e, rng)
             if not all(b is None or _is_int(b) for b in (e.start, e.stop, e.step)):
-                raise UserError("HPL202", "a slice of a loaded block with bounds computed on the device is not "
-                                          "supported (its length and torch's wrapping of a negative start are only "
-                                          "known when it runs); index the tensor itself with positions "
-                                          "`start + hl.arange(n)`", rng)
-            r = range(extent)[e]
-            if len(r) == 0 or r.step <= 0:
-                raise UserError("HPL105", f"the slice {_slice_text(e)} of a dim of size {extent} is empty", rng)
-            sub = (r.start, len(r), r.step)
+                sub = self._device_slice(tile, extent, size if tile is None else None, e, rng)
+            else:
+                r = range(extent)[e]
+                if len(r) == 0 or r.step <= 0:
+                    raise UserError("HPL105", f"the slice {_slice_text(e)} of a dim of size {extent} is empty", rng)
+                sub = (r.start, len(r), r.step)
         elif _is_int(e):
             if not -extent <= e < extent:
                 raise UserError("HPL105", f"index {e} is out of range for size {extent}", rng)
@@ -513,6 +511,39 @@ class Indexer:
             return self._window(size, (pos, n, r_step * step), rng), guard
         pos = self.add(start, self.mul(sub, step, rng), rng)
         return (("int", pos) if _is_int(pos) else ("scalar", pos)), guard
+
+    def _device_slice(self, tile: TileDim | None, extent: int, rows: int | None, e: slice, rng: Range) -> Run:
+        """`blk[a + c0 : a + c1]` with `a` computed on the device: a window of the static length c1 - c0 whose
+        start is clamped into the block (as lax.dynamic_slice does). It equals torch's slice only when the
+        window lies inside the block's live rows, so that must be proven: from the bounds of `a`, or from the
+        `if` conditions the read sits under (the branch not taken runs predicated and its reads are discarded).
+        `rows` is the live length of a dim that is not a tile (a tile's is its `end - begin`)."""
+        (b0, c0), (b1, c1) = _offset(e.start), _offset(e.stop)
+        if e.step not in (None, 1) or e.start is None or e.stop is None or b0 is not b1 or c1 <= c0 \
+                or not (_int_value(b0) and not b0.shape):
+            raise UserError("HPL202", "a slice of a loaded block with bounds computed on the device needs a length "
+                                      "known at compile time (`blk[s : s + 3]`, `blk[n - 3 : n]`, step 1); index "
+                                      "the tensor itself with positions `start + hl.arange(n)`", rng)
+        n = c1 - c0
+        if n > extent:
+            raise UserError("HPL105", f"this slice takes {n} rows of a block of {extent}", rng)
+        b = ix.bounds(b0)
+        lows = _lower_bounds(self.t.predicate, b0) + ([b[0]] if b is not None else [])
+        inside_low = bool(lows) and max(lows) + c0 >= 0
+        if tile is None:
+            inside_high = b is not None and rows is not None and b[1] + c1 <= rows
+        elif tile.partial or tile.dynamic:
+            inside_high = not tile.dynamic and c1 <= 0 and _is_span_of(b0, tile)
+        else:
+            inside_high = (b is not None and b[1] + c1 <= extent) or (c1 <= 0 and _is_span_of(b0, tile))
+        if not (inside_low and inside_high):
+            raise UserError("HPL202", f"this {n}-row slice of a loaded block: nothing proves it lies inside the "
+                                      "block's live rows, where torch would shorten or wrap it; put it under an `if` "
+                                      "that keeps it inside (as `if n >= 3:` does for `blk[n - 3:n]`) or index the "
+                                      "tensor itself", rng)
+        first = b0 if c0 == 0 else self.ops.binary("add" if c0 > 0 else "sub", b0, abs(c0), rng)
+        start = self.ops.clamp(first, 0, extent - n, rng)
+        return start, n, 1
 
     def _valid(self, tile: TileDim, sub: Any, rng: Range) -> Value:
         """True where the positions a composed read names lie inside the tile's extent."""
@@ -552,3 +583,48 @@ def _slice_text(s: slice) -> str:
     parts = ["" if p is None else str(_const(p)) for p in (s.start, s.stop)]
     text = ":".join(parts)
     return text + (f":{_const(s.step)}" if s.step is not None else "")
+
+
+def _offset(v: Any) -> tuple[Any, int]:
+    """(base, c) with v = base + c, following + and - of ints (base None for an int)."""
+    if v is None or _is_int(v):
+        return None, _const(v) if v is not None else 0
+    p = v.producer if isinstance(v, Value) else None
+    if isinstance(p, Op) and p.kind in ("add", "sub") and len(p.args) == 2:
+        a, b = p.args
+        if _is_int(b):
+            base, c = _offset(a)
+            return base, c + (_const(b) if p.kind == "add" else -_const(b))
+        if _is_int(a) and p.kind == "add":
+            base, c = _offset(b)
+            return base, c + _const(a)
+    return v, 0
+
+
+def _lower_bounds(pred: Value | None, base: Any) -> list[int]:
+    """Lower bounds on `base` that the enclosing `if` conditions state (`base >= k`, `base > k`, `k <= base`)."""
+    out: list[int] = []
+    todo = [pred]
+    while todo:
+        v = todo.pop()
+        p = v.producer if isinstance(v, Value) else None
+        if not isinstance(p, Op) or len(p.args) != 2:
+            continue
+        a, b = p.args
+        if p.kind == "logical_and":
+            todo.extend([a, b])
+        elif p.kind in ("ge", "gt") and a is base and _is_int(b):
+            out.append(_const(b) + (p.kind == "gt"))
+        elif p.kind in ("le", "lt") and b is base and _is_int(a):
+            out.append(_const(a) + (p.kind == "lt"))
+    return out
+
+
+def _is_span_of(v: Any, tile: TileDim) -> bool:
+    """Whether v is `tile.end - tile.begin` (the live rows of the tile's block)."""
+    p = v.producer if isinstance(v, Value) else None
+    if not isinstance(p, Op) or p.kind != "sub" or not all(isinstance(a, Value) for a in p.args):
+        return False
+    end, begin = p.args[0].producer, p.args[1].producer
+    return (isinstance(end, Op) and isinstance(begin, Op) and end.kind == "tile_end" and begin.kind == "tile_begin"
+            and end.args[0] is tile and begin.args[0] is tile)
