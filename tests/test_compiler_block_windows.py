@@ -55,3 +55,52 @@ def test_windows_not_proven_inside_the_live_rows_are_refused(guard, window, word
         kernel(guard, window).compile(args="x=f32[9, 128]")
     d = info.value.diagnostics[0]
     assert d.code == "HPL202" and words in d.message and d.range.start.line == 14, d
+
+
+ROWS = """
+    @helion.kernel(static_shapes=True)
+    def live_rows(x: torch.Tensor, starts: torch.Tensor, ends: torch.Tensor) -> torch.Tensor:
+        out = torch.zeros_like(x)
+        for s in hl.grid(starts.size(0)):
+            acc = hl.zeros([x.size(1), x.size(2)], dtype=torch.float32)
+            for outer in hl.tile(starts[s], ends[s], block_size=4):
+                blk = x[outer, :, :]
+                live = outer.end - outer.begin
+                for local in hl.tile(LIVE, block_size=1):
+                    acc = acc * 0.5 + blk[local.begin, :, :]
+                    out[outer.begin + local.begin, :, :] = acc
+        return out
+"""
+
+
+def rows_kernel(live: str):
+    source = HEADER + textwrap.dedent(ROWS).replace("LIVE", live)
+    return next(iter(compiler.load(source).kernels.values()))
+
+
+@pytest.mark.parametrize("strategy", ["unroll", "fori_loop", "emit_pipeline"])
+def test_block_rows_at_the_live_row_loop_positions_match_torch(strategy):
+    """Segments 2..7 and 7..12 of 12 rows in blocks of 4: blocks start off the block grid (and a last window
+    would be clamped back inside the rows), so a row read relative to the window instead of `outer.begin`
+    would show."""
+    x = torch.randn(12, 2, 128)
+    starts, ends = torch.tensor([2, 7], dtype=torch.int32), torch.tensor([7, 12], dtype=torch.int32)
+    ck = rows_kernel("live").compile(args="x=f32[12, 2, 128], starts=i32[2], ends=i32[2]",
+                                     config={"pallas_loop_type": strategy})
+    out = ck(x.clone(), starts, ends)
+    want = torch.zeros_like(x)
+    for a, b in ((2, 7), (7, 12)):
+        acc = torch.zeros(2, 128)
+        for i in range(a, b):
+            acc = acc * 0.5 + x[i]
+            want[i] = acc
+    torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
+    assert "x_ref[_wrap_index(outer_begin + local_begin, 12), :, :]" in ck.source, ck.source
+
+
+def test_block_rows_past_the_live_rows_stay_refused():
+    """`hl.tile(live + 1)` reaches one row past the block's live rows: nothing keeps it inside."""
+    with pytest.raises(CompileError) as info:
+        rows_kernel("live + 1").compile(args="x=f32[12, 2, 128], starts=i32[2], ends=i32[2]")
+    d = info.value.diagnostics[0]
+    assert d.code == "HPL106" and "cannot index a loaded block" in d.message and d.range.start.line == 14, d

@@ -484,11 +484,14 @@ class Indexer:
             sub = e % extent
         elif isinstance(e, Value) and not e.shape:
             moving = ix.device_tile_positions(e, scalars=True) if tile is not None else None
+            if moving is not None and _begin_within_live_rows(e, moving, tile):
+                return ("scalar", self.add(start, e, rng)), None  # a live row: no mask needed
             b = ix.bounds(e) if moving is not None else None
             if moving is not None and (b is None or b[0] < 0 or b[1] >= extent):
                 raise UserError("HPL106", f"a position computed from `{moving.name}` (a loop whose bounds are computed "
                                           f"on the device) cannot index a loaded block: nothing keeps it inside the "
-                                          f"block's {extent} rows; index the tensor itself", rng)
+                                          f"block's {extent} rows (`local.begin` of `hl.tile(t.end - t.begin)` over the "
+                                          f"block's own tile `t` is); index the tensor itself", rng)
             sub = e
         else:
             run = self.run(e, rng) if len(e.shape) == 1 else None
@@ -618,6 +621,15 @@ def _lower_bounds(pred: Value | None, base: Any) -> list[int]:
         elif p.kind in ("le", "lt") and b is base and _is_int(a):
             out.append(_const(a) + (p.kind == "lt"))
     return out
+
+
+def _begin_within_live_rows(e: Value, moving: TileDim, tile: TileDim | None) -> bool:
+    """Whether e is `local.begin` of a loop `hl.tile(tile.end - tile.begin)` (device-bounded, from 0): a row of
+    the loaded tile's block that is always live, whatever the tile's window and however short its block."""
+    p = e.producer
+    return (tile is not None and isinstance(p, Op) and p.kind == "tile_begin" and p.args[0] is moving
+            and _is_int(moving.lo) and _const(moving.lo) == 0 and moving.parent is None
+            and _is_span_of(moving.hi, tile))
 
 
 def _is_span_of(v: Any, tile: TileDim) -> bool:
