@@ -468,12 +468,12 @@ class Indexer:
             if tile is not None and any(_is_int(b) and b < 0 for b in (e.start, e.stop)):
                 raise _negative_slice(e, rng)
             if not all(b is None or _is_int(b) for b in (e.start, e.stop, e.step)):
-                sub = self._device_slice(tile, extent, size if tile is None else None, e, rng)
-            else:
-                r = range(extent)[e]
-                if len(r) == 0 or r.step <= 0:
-                    raise UserError("HPL105", f"the slice {_slice_text(e)} of a dim of size {extent} is empty", rng)
-                sub = (r.start, len(r), r.step)
+                rel, n, _ = self._device_slice(tile, extent, e, rng)  # proven live rows: no mask
+                return self._window(size, (self.add(start, self.mul(rel, step, rng), rng), n, step), rng), None
+            r = range(extent)[e]
+            if len(r) == 0 or r.step <= 0:
+                raise UserError("HPL105", f"the slice {_slice_text(e)} of a dim of size {extent} is empty", rng)
+            sub = (r.start, len(r), r.step)
         elif _is_int(e):
             if not -extent <= e < extent:
                 raise UserError("HPL105", f"index {e} is out of range for size {extent}", rng)
@@ -515,12 +515,12 @@ class Indexer:
         pos = self.add(start, self.mul(sub, step, rng), rng)
         return (("int", pos) if _is_int(pos) else ("scalar", pos)), guard
 
-    def _device_slice(self, tile: TileDim | None, extent: int, rows: int | None, e: slice, rng: Range) -> Run:
+    def _device_slice(self, tile: TileDim | None, extent: int, e: slice, rng: Range) -> Run:
         """`blk[a + c0 : a + c1]` with `a` computed on the device: a window of the static length c1 - c0 whose
         start is clamped into the block (as lax.dynamic_slice does). It equals torch's slice only when the
         window lies inside the block's live rows, so that must be proven: from the bounds of `a`, or from the
         `if` conditions the read sits under (the branch not taken runs predicated and its reads are discarded).
-        `rows` is the live length of a dim that is not a tile (a tile's is its `end - begin`)."""
+        A tile's block has `end - begin` live rows; a whole dim or a window has `extent`."""
         (b0, c0), (b1, c1) = _offset(e.start), _offset(e.stop)
         if e.step not in (None, 1) or e.start is None or e.stop is None or b0 is not b1 or c1 <= c0 \
                 or not (_int_value(b0) and not b0.shape):
@@ -534,7 +534,7 @@ class Indexer:
         lows = _lower_bounds(self.t.predicate, b0) + ([b[0]] if b is not None else [])
         inside_low = bool(lows) and max(lows) + c0 >= 0
         if tile is None:
-            inside_high = b is not None and rows is not None and b[1] + c1 <= rows
+            inside_high = b is not None and b[1] + c1 <= extent
         elif tile.partial or tile.dynamic:
             inside_high = not tile.dynamic and c1 <= 0 and _is_span_of(b0, tile)
         else:
