@@ -310,9 +310,7 @@ def test_inner_two_dim_loop_accumulates_into_a_revisited_block(loop_type):
         assert not ck.check_lowering()
 
 
-@pytest.mark.parametrize("loop_type", ["unroll", "fori_loop"])
-def test_two_inner_loops_write_then_update_one_resident_row(loop_type):
-    assert_matches_torch("""
+WRITE_THEN_UPDATE = """
         @helion.kernel()
         def twice(x: torch.Tensor) -> torch.Tensor:
             m, n = x.size()
@@ -323,24 +321,18 @@ def test_two_inner_loops_write_then_update_one_resident_row(loop_type):
                 for tn in hl.tile(n):
                     out[tm, tn] = out[tm, tn] + 1
             return out
-    """, [torch.randn(32, 256)], lambda x: x * 2 + 1, {"block_sizes": [16, 128, 128], "pallas_loop_type": loop_type})
+"""  # two inner loops over one output row: a write, then a read-modify-write
+
+
+@pytest.mark.parametrize("loop_type", ["unroll", "fori_loop"])
+def test_two_inner_loops_write_then_update_one_resident_row(loop_type):
+    assert_matches_torch(WRITE_THEN_UPDATE, [torch.randn(32, 256)], lambda x: x * 2 + 1, {"block_sizes": [16, 128, 128], "pallas_loop_type": loop_type})
 
 
 def test_two_pipelines_on_one_tensor_share_its_whole_array():
     """Two emit_pipeline loops would stream `out` through two sets of blocks; placed again, its whole array is
     one VMEM block for the call that both loops slice (written back once), and the result matches torch."""
-    ck = assert_matches_torch("""
-        @helion.kernel()
-        def twice(x: torch.Tensor) -> torch.Tensor:
-            m, n = x.size()
-            out = torch.empty_like(x)
-            for tm in hl.tile(m):
-                for tn in hl.tile(n):
-                    out[tm, tn] = x[tm, tn] * 2
-                for tn in hl.tile(n):
-                    out[tm, tn] = out[tm, tn] + 1
-            return out
-    """, [torch.randn(32, 256)], lambda x: x * 2 + 1, {"block_sizes": [16, 128, 128], "pallas_loop_type": "emit_pipeline"})
+    ck = assert_matches_torch(WRITE_THEN_UPDATE, [torch.randn(32, 256)], lambda x: x * 2 + 1, {"block_sizes": [16, 128, 128], "pallas_loop_type": "emit_pipeline"})
     assert "out_specs=pl.BlockSpec((32, 256), lambda tm: (0, 0))" in ck.source, ck.source
     assert "'arbitrary'" in ck.source and not ck.check_lowering()
 
