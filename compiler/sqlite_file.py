@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 # Primary SQLite result codes (https://sqlite.org/rescode.html).
 _BUSY_CODES = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED
 _CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
+_SHORT_READ = 522  # SQLITE_IOERR_SHORT_READ: the file ends before its pages do (truncated)
 _READONLY_DBMOVED = 1032  # the file was unlinked or renamed under an open connection
 
 T = TypeVar("T")
@@ -42,6 +43,11 @@ class _Foreign(Exception):
 
 def error_code(exc: sqlite3.Error) -> int:
     return getattr(exc, "sqlite_errorcode", -1)
+
+
+def _damaged(exc: sqlite3.Error) -> bool:
+    code = error_code(exc)
+    return code & 0xFF in _CORRUPT_CODES or code == _SHORT_READ
 
 
 def file_id(path: Path) -> tuple[int, int] | None:
@@ -107,7 +113,7 @@ class SqliteFile:
                     self._check_or_init(conn)
                 except (_Foreign, sqlite3.DatabaseError) as exc:
                     conn.close()
-                    if isinstance(exc, sqlite3.DatabaseError) and error_code(exc) not in _CORRUPT_CODES:
+                    if isinstance(exc, sqlite3.DatabaseError) and not _damaged(exc):
                         raise
                     self._move_aside(str(exc) or type(exc).__name__)
                     conn = self._connect()
@@ -205,7 +211,7 @@ class SqliteFile:
                         continue
                     if recovered:
                         raise self.ERROR(f"{self.WHAT} {self.path}: {exc}") from exc
-                    if code & 0xFF in _CORRUPT_CODES:
+                    if _damaged(exc):
                         recovered = True
                         log.warning("%s %s: %s", self.WHAT, self.path, exc)
                         self._open(bad_file=self._file)

@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> None:
         from .transport import serve_tcp
         from .warmup import parse_warm_up
 
-        server = create_server()
+        server = create_server(remembered=_remembered())
         parse_warm_up()
         serve_tcp(server, *args.tcp, on_exit=server.close_parts)
         return
@@ -58,7 +58,6 @@ def main(argv: list[str] | None = None) -> None:
     stdin, stdout = stdio_streams()
     reader = EarlyReader(stdin, stdout, load_template())
     reader.start()
-    reader.answered.wait(INITIALIZE_WAIT)  # the editor gets its answer before anything heavy starts
 
     code = 1
     try:
@@ -70,28 +69,51 @@ def main(argv: list[str] | None = None) -> None:
     exit_process(code)
 
 
+def _remembered() -> Any:
+    """The user's analysis cache, as the server reads and writes it (see remembered.py)."""
+    from compiler.results import AnalysisCache
+
+    from .remembered import Remembered
+
+    return Remembered(AnalysisCache())
+
+
+def _watch_early(reader: Any) -> Any:
+    """Publish remembered results of files opened while the server is built (early.py); the same
+    results for the server."""
+    from .early import EarlyPublisher
+
+    remembered = _remembered()
+    reader.watch(EarlyPublisher(remembered, reader.send_early))
+    return remembered
+
+
 async def _serve_stdio(reader: Any, stdout: Any) -> int:
     """The first compile worker starts before anything else is imported here: its imports (torch) are
-    the longest part of a cold start. Then the transport (pygls) is imported in a thread while the loop
-    spawns the worker, and the session runs."""
+    the longest part of a cold start. Meanwhile, in a thread, the early publisher is set up (remembered
+    results of files opened now are published before the server is built), `initialize` is answered
+    (the editor gets its answer before anything heavy starts), the transport (pygls) is imported, and
+    then the session runs."""
     from .compile_pool import CompilePool
 
     pool = CompilePool()
     pool.start()
     loop = asyncio.get_running_loop()
+    remembered = await loop.run_in_executor(None, _watch_early, reader)
+    await loop.run_in_executor(None, reader.answered.wait, INITIALIZE_WAIT)
     transport = await loop.run_in_executor(None, importlib.import_module, "helion_ls.transport")
     return await transport.serve_early_stdio(
-        lambda: build_server(pool), reader, stdout, on_exit=lambda server: server.close_parts()
+        lambda: build_server(pool, remembered), reader, stdout, on_exit=lambda server: server.close_parts()
     )
 
 
-async def build_server(pool: Any) -> Any:
+async def build_server(pool: Any, remembered: Any) -> Any:
     """The server's own imports and warm-up parse run in a thread, while the compile workers warm up and
     the handshake's reader answers helion/stats and keeps the rest."""
     await asyncio.get_running_loop().run_in_executor(None, _import_and_warm_up)
     from .server import create_server
 
-    return create_server(pool)
+    return create_server(pool, remembered)
 
 
 def _import_and_warm_up() -> None:

@@ -1,11 +1,18 @@
 """The staged analysis of one document version, and what gets published from it.
 
-  load   compiler.load in a thread -> `Loaded` (kernels, units, keys); no compile. What it found (a bad
-         shape line, a syntax error) is published at once, before any compile (no stage notification)
-  front  every unit through `Kernel.compile` in the compile workers (cache hits are free) -> publish
-         (also while they run: each kernel's diagnostics as it finishes, at most every 0.25 s)
-  lower  Mosaic lowering of every unit that compiled, in the check worker               -> publish
-  tpu    libtpu deviceless compile (setting `libtpu`), in the check worker              -> publish
+  load    compiler.load in a thread -> `Loaded` (kernels, units, keys); no compile. What it found (a bad
+          shape line, a syntax error) is published at once, before any compile (no stage notification)
+  recall  every stage's remembered result of each unit not in memory (remembered.py, from the analysis
+          cache on disk that every process shares)                                      -> publish
+  front   every unit through `Kernel.compile` in the compile workers (cache hits are free) -> publish
+          (also while they run: each kernel's diagnostics as it finishes, at most every 0.25 s)
+  lower   Mosaic lowering of every unit that compiled, in the check worker               -> publish
+  tpu     libtpu deviceless compile (setting `libtpu`), in the check worker              -> publish
+  confirm each remembered front result is compiled again at low priority (after every other compile);
+          a differing result replaces it, its lowering and libtpu results are dropped and redone -> publish.
+          Lowering and libtpu results are never redone for a kernel whose compile is unchanged.
+
+Fresh results (never a failed worker's) are remembered for the next process.
 
 Each publish carries the document version and is made only while that version is still the latest;
 results for older versions are kept in the cache (the next version may reuse them) but never shown.
@@ -17,31 +24,23 @@ replaces its earlier one and results of an edited kernel disappear with its old 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from lsprotocol import types
-
-from compiler.diagnostics import Diagnostic, Range, error, warning
+from compiler.diagnostics import error, warning
+from compiler.results import STAGES, UnitKey
 
 from .check_client import CheckClient, Skipped, WorkerFailure
 from .compile_pool import CompilePool
-from .documents import (
-    STAGES,
-    KernelView,
-    Loaded,
-    ResultCache,
-    StageResult,
-    Unit,
-    anchored,
-    load_document,
-    remap,
-)
+from .compose import compose, needs_check
+from .documents import KernelView, Loaded, ResultCache, StageResult, Unit, load_document, remap
 from .lru import LruCache
-from .lsp import diagnostic_from_json, to_lsp_diagnostic
+from .lsp import diagnostic_from_json
+from .remembered import Remembered, document_parts
 
 log = logging.getLogger(__name__)
 PARTIAL_INTERVAL = 0.25  # seconds between publishes while a document's kernels compile
@@ -77,17 +76,22 @@ class Analyzer:
         self,
         pool: CompilePool,
         checks: CheckClient,
-        publish: Callable[[str, int | None, list[types.Diagnostic]], None],
+        publish: Callable[[str, int | None, list[dict[str, Any]]], None],
         on_stage: Callable[[str, int | None, str, bool], None],
         on_loaded: Callable[[Loaded], None],
         encoding: Callable[[], str],
+        remembered: Remembered | None = None,
     ):
         self.pool = pool
         self.checks = checks
         self.cache = ResultCache()
+        self.remembered = remembered or Remembered(None)
         self._transient: LruCache[StageResult] = LruCache(256)  # worker failures: shown, never cached
+        self._unconfirmed: set[UnitKey] = set()  # front results recalled and not yet compiled again
+        self._failed: set[UnitKey] = set()  # units whose last compile cost its worker (shown, not remembered)
         self.docs: dict[str, DocState] = {}
-        self.counts = {"loads": 0, "checks": 0}  # work actually done (for helion/stats)
+        # work actually done (for helion/stats): recalled / confirmed / replaced count remembered results
+        self.counts = {"loads": 0, "checks": 0, "recalled": 0, "confirmed": 0, "replaced": 0}
         self._publish = publish
         self._on_stage = on_stage
         self._on_loaded = on_loaded
@@ -149,6 +153,8 @@ class Analyzer:
         if loaded.diagnostics:  # seconds before a cold worker can compile anything
             self._publish_now(state, loaded)
         units = [(view, unit) for view in loaded.kernels.values() for unit in view.units]
+        if await self.recall(units, libtpu) and self.is_current(uri, version, text):
+            self._publish_now(state, loaded)
         partial = _Throttled(lambda: self.is_current(uri, version, text) and self._publish_now(state, loaded))
 
         async def front(view: KernelView, unit: Unit) -> None:
@@ -163,8 +169,10 @@ class Analyzer:
             return
         stages = ["lower", "tpu"] if libtpu else ["lower"]
         pending = [s for s in stages if any(self._needs(s, view, unit, ahead=True) for view, unit in units)]
-        self._publish_now(state, loaded)
+        shown = self._publish_now(state, loaded)
         self._on_stage(uri, version, "front", not pending)
+        if not pending:
+            self._remember_document(loaded, units, chip, libtpu, shown)
         if pending:
             self.checks.prestart()  # after the first diagnostics: its imports would compete with compiles
         for i, stage in enumerate(pending):
@@ -172,8 +180,68 @@ class Analyzer:
             await asyncio.gather(*(self._check(stage, loaded, view, unit, wanted) for view, unit in units))
             if not wanted():
                 return
-            self._publish_now(state, loaded)
+            shown = self._publish_now(state, loaded)
             self._on_stage(uri, version, stage, i == len(pending) - 1)
+        if pending:
+            self._remember_document(loaded, units, chip, libtpu, shown)
+        if await self._confirm(loaded, units) and self.is_current(uri, version, text):
+            await self.analyze(uri, chip, libtpu)  # a replaced result: publish it and redo its checks
+
+    def _remember_document(self, loaded: Loaded, units: list[tuple[KernelView, Unit]], chip: str, libtpu: bool,
+                           shown: list[dict[str, Any]]) -> None:
+        """Keep a complete publish for the next opening of the same text, unless a worker failed in it."""
+        keys = {unit.key for _, unit in units}
+        if keys & self._failed or any(self._transient.get((s, k)) is not None for s in STAGES for k in keys):
+            return
+        self.remembered.keep_document(document_parts(loaded.uri, loaded.text, chip, libtpu, self._encoding()), shown)
+
+    async def recall(self, units: list[tuple[KernelView, Unit]], libtpu: bool) -> bool:
+        """Bring the remembered results of units not in memory from disk; True when some came."""
+        stages = STAGES if libtpu else STAGES[:2]
+        wanted = [(stage, view, unit) for view, unit in units for stage in stages
+                  if self.cache.stages[stage].get(unit.key) is None]
+        if not wanted:
+            return False
+        found = await self.pool.call(self.remembered.recall, wanted)
+        for (stage, key), result in found.items():
+            if self.cache.stages[stage].get(key) is None:  # a compile may have finished meanwhile
+                self.cache.put(stage, result)
+                if stage == "front":
+                    self._unconfirmed.add(key)
+        self.counts["recalled"] += len(found)
+        return bool(found)
+
+    async def _confirm(self, loaded: Loaded, units: list[tuple[KernelView, Unit]]) -> bool:
+        """Compile each recalled front result again (at low priority); True when one was replaced."""
+        todo = {unit.key: (view, unit) for view, unit in units if unit.key in self._unconfirmed}
+        if not todo:
+            return False
+        replaced = await asyncio.gather(*(self._confirm_one(loaded, view, unit) for view, unit in todo.values()))
+        return any(replaced)
+
+    async def _confirm_one(self, loaded: Loaded, view: KernelView, unit: Unit) -> bool:
+        answer = await self.pool.run(("confirm", unit.key), compile_request(loaded, view, unit), _failed(view),
+                                     low_priority=True)
+        if unit.key not in self._unconfirmed or answer.get("failed"):
+            return False  # confirmed meanwhile, or the worker failed (try again next time)
+        self._unconfirmed.discard(unit.key)
+        old = self.cache.get("front", unit.key, view)
+        fresh = StageResult(unit.key, view.source, tuple(answer["diagnostics"]), answer["compiled"],
+                            answer.get("seconds", 0.0))
+        self.cache.put("front", fresh)
+        if old is not None and _same_front(old, fresh, view):
+            self.counts["confirmed"] += 1
+            if old[0].basis is not view.source:  # remember it on this text: the next recall maps nothing
+                self.remembered.keep("front", fresh)
+            return False
+        log.info("the remembered result of %s (%s) differs from a fresh compile; replaced", view.name,
+                 unit.key.shape_key or "no shape set")
+        self.counts["replaced"] += 1
+        for stage in STAGES[1:]:
+            self.cache.stages[stage].pop(unit.key)
+        self.remembered.keep("front", fresh)
+        await self.pool.call(self.remembered.forget, [(stage, unit.key) for stage in STAGES[1:]])
+        return True
 
     def has_failed_units(self, uri: str) -> bool:
         """Some shape set of the document's current text does not compile (its lens offers no Tune)."""
@@ -188,36 +256,26 @@ class Analyzer:
                     return True
         return False
 
-    def _front_ok(self, view: KernelView, unit: Unit) -> StageResult | None:
-        hit = self.cache.get("front", unit.key, view)
-        return hit[0] if hit else None
-
     def _needs(self, stage: str, view: KernelView, unit: Unit, ahead: bool = False) -> bool:
-        """The unit compiled, has no result for `stage` yet, and (for libtpu) lowered without errors.
+        return needs_check(stage, self._cached, view, unit, ahead)
 
-        `ahead`: asked before the lowering ran, so a missing lowering result still counts as "will need".
-        """
-        front = self._front_ok(view, unit)
-        if front is None or front.compiled is None or self.cache.get(stage, unit.key, view) is not None:
-            return False
-        if stage == "tpu":
-            lower = self.cache.get("lower", unit.key, view)
-            if lower is None:
-                return ahead
-            return not any(d.is_error for d in lower[0].diagnostics)
-        return True
+    def _cached(self, stage: str, view: KernelView, unit: Unit) -> tuple[StageResult, Any] | None:
+        return self.cache.get(stage, unit.key, view)
 
     async def ensure_front(self, loaded: Loaded, view: KernelView, unit: Unit) -> bool:
         """Compile `unit` unless its result is cached; True when a new result arrived."""
         if self.cache.get("front", unit.key, view) is not None:
             return False
-
-        def failed(why: str) -> dict[str, Any]:
-            return {"diagnostics": [error("HPL900", f"the compiler {why}", view.decorator_range)], "compiled": None}
-
-        answer = await self.pool.run(unit.key, compile_request(loaded, view, unit), failed)
+        answer = await self.pool.run(unit.key, compile_request(loaded, view, unit), _failed(view))
         diags = tuple(answer["diagnostics"])
-        self.cache.put("front", StageResult(unit.key, view.source, diags, answer["compiled"], answer.get("seconds", 0.0)))
+        result = StageResult(unit.key, view.source, diags, answer["compiled"], answer.get("seconds", 0.0))
+        self.cache.put("front", result)
+        self._unconfirmed.discard(unit.key)
+        if answer.get("failed"):
+            self._failed.add(unit.key)
+        else:
+            self._failed.discard(unit.key)
+            self.remembered.keep("front", result)
         return True
 
     async def _check(self, stage: str, loaded: Loaded, view: KernelView, unit: Unit, wanted) -> None:
@@ -250,60 +308,55 @@ class Analyzer:
             return
         diags = tuple(diagnostic_from_json(d) for d in found)
         self._transient.pop((stage, unit.key))
-        self.cache.put(stage, StageResult(unit.key, view.source, diags))
+        result = StageResult(unit.key, view.source, diags)
+        self.cache.put(stage, result)
+        self.remembered.keep(stage, result)
 
     # -- publishing ------------------------------------------------------------------------------------
-    def _publish_now(self, state: DocState, loaded: Loaded) -> None:
+    def _publish_now(self, state: DocState, loaded: Loaded) -> list[dict[str, Any]]:
         diags = self.compose(loaded)
         state.published = bool(diags)
         self._publish(loaded.uri, loaded.version, diags)
+        return diags
 
-    def compose(self, loaded: Loaded) -> list[types.Diagnostic]:
-        """Every stage's diagnostics for the units of `loaded`, in its coordinates."""
-        enc = self._encoding()
-        out = [to_lsp_diagnostic(d, loaded.lines, loaded.uri, enc) for d in loaded.diagnostics]
-        for view in loaded.kernels.values():
-            groups: dict[Diagnostic, list[int]] = {}
-            for unit in view.units:
-                for stage in STAGES:
-                    hit = self.cache.get(stage, unit.key, view)
-                    result, pmap = hit if hit else (self._transient.get((stage, unit.key)), None)
-                    if result is None:
-                        continue
-                    for diag in result.diagnostics:
-                        shown = anchored(remap(diag, pmap) if pmap is not None else diag, view, unit.index)
-                        groups.setdefault(shown, []).append(unit.index)
-            for diag, indices in groups.items():
-                out.append(self._unit_diagnostic(diag, sorted(set(indices)), view, loaded, enc))
-        out.sort(key=lambda d: (d.range.start.line, d.range.start.character, d.severity or 0))
-        return out
+    def compose(self, loaded: Loaded) -> list[dict[str, Any]]:
+        """Every stage's diagnostics for the units of `loaded`, in its coordinates (LSP JSON)."""
+        return compose(loaded, self._lookup, self._encoding())
 
-    def _unit_diagnostic(
-        self, diag: Diagnostic, indices: list[int], view: KernelView, loaded: Loaded, enc: str
-    ) -> types.Diagnostic:
-        """Say which shape sets a diagnostic applies to when it is not all of them."""
-        extra = {"kernel": view.name, "shapeSets": indices}  # for config quick fixes
-        if len(view.units) == 1 or len(indices) == len(view.units):
-            return to_lsp_diagnostic(diag, loaded.lines, loaded.uri, enc, extra=extra)
-        related: list[tuple[Range, str]] = []
-        for i in indices:
-            if i < len(view.shape_set_ranges):
-                related.append((view.shape_set_ranges[i], f"shape set {i}: {view.shape_label(i)}"))
-        which = ", ".join(str(i) for i in indices)
-        label = (
-            f"shape set {which}: {view.shape_label(indices[0])}"
-            if len(indices) == 1
-            else f"shape sets {which}"
-        )
-        return to_lsp_diagnostic(
-            diag,
-            loaded.lines,
-            loaded.uri,
-            enc,
-            message=f"{diag.message} [{label}]",
-            related=related,
-            extra=extra,
-        )
+    def _lookup(self, stage: str, view: KernelView, unit: Unit) -> tuple[StageResult, Any] | None:
+        hit = self.cache.get(stage, unit.key, view)
+        if hit is not None:
+            return hit
+        transient = self._transient.get((stage, unit.key))
+        return (transient, None) if transient is not None else None
+
+
+def _failed(view: KernelView) -> Callable[[str], dict[str, Any]]:
+    """The answer standing in for a compile whose worker failed (shown, never remembered)."""
+
+    def failed(why: str) -> dict[str, Any]:
+        return {"diagnostics": [error("HPL900", f"the compiler {why}", view.decorator_range)], "compiled": None,
+                "failed": True}
+
+    return failed
+
+
+def _same_front(old: tuple[StageResult, Any], fresh: StageResult, view: KernelView) -> bool:
+    """A fresh compile confirms a remembered one: the same diagnostics where they are shown, and the same
+    generated module, plan and VMEM report (position-free parts only when it was computed on other text)."""
+    result, pmap = old
+    if _diagnostic_keys(remap(d, pmap) for d in result.diagnostics) != _diagnostic_keys(fresh.diagnostics):
+        return False
+    a, b = result.compiled, fresh.compiled
+    if a is None or b is None:
+        return a is b
+    if result.basis.segment == view.source.segment and result.basis.first_line == view.source.first_line:
+        return a == b
+    return (a.config, a.chip, a.vmem) == (b.config, b.chip, b.vmem)
+
+
+def _diagnostic_keys(diags: Any) -> list[tuple[Any, str]]:
+    return sorted(((d, json.dumps(d.data, sort_keys=True, default=str)) for d in diags), key=repr)
 
 
 class _Throttled:

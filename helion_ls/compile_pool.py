@@ -4,7 +4,8 @@
 processes. Identical units (same key) share one job; a job whose every caller went away (a newer version
 of the document replaced it) before a worker was free is dropped unstarted. A compile that does not answer
 within `timeout` costs its worker, which is killed and replaced, and comes back as `on_failure(why)`, so a
-pathological kernel never blocks the event loop or the other kernels. `call(fn, ...)` runs a short
+pathological kernel never blocks the event loop or the other kernels. A `low_priority` job (confirming a
+remembered result) starts only when no other job waits. `call(fn, ...)` runs a short
 blocking call (parsing a document, reading the store) in one thread, never behind compiles.
 """
 
@@ -47,6 +48,7 @@ class CompilePool:
         ]
         self.timeout = timeout or float(os.environ.get(TIMEOUT_ENV) or 30.0)
         self._queue: deque[_Job] = deque()
+        self._low: deque[_Job] = deque()  # taken only when _queue is empty
         self._jobs: dict[Hashable, _Job] = {}
         self._wake: asyncio.Event | None = None
         self._first_answer: asyncio.Event | None = None
@@ -74,14 +76,15 @@ class CompilePool:
     def pids(self) -> list[int]:
         return [pid for w in self.workers if (pid := w.pid) is not None]
 
-    async def run(self, key: Hashable, request: dict[str, Any], on_failure: Callable[[str], T]) -> Any:
+    async def run(self, key: Hashable, request: dict[str, Any], on_failure: Callable[[str], T],
+                  low_priority: bool = False) -> Any:
         """The worker's answer for `request`, shared with other callers of the same key."""
         self.start()
         job = self._jobs.get(key)
         if job is None:
             job = _Job(key, request, asyncio.get_running_loop().create_future())
             self._jobs[key] = job
-            self._queue.append(job)
+            (self._low if low_priority else self._queue).append(job)
             assert self._wake is not None
             self._wake.set()
         job.waiters += 1
@@ -125,13 +128,14 @@ class CompilePool:
                 self._jobs.pop(job.key, None)
 
     def _take(self) -> _Job | None:
-        """The oldest job someone still waits for; abandoned ones are dropped."""
-        while self._queue:
-            job = self._queue.popleft()
-            if job.waiters > 0:
-                return job
-            self._jobs.pop(job.key, None)
-            job.future.cancel()
+        """The oldest job someone still waits for, low-priority ones last; abandoned ones are dropped."""
+        for queue in (self._queue, self._low):
+            while queue:
+                job = queue.popleft()
+                if job.waiters > 0:
+                    return job
+                self._jobs.pop(job.key, None)
+                job.future.cancel()
         return None
 
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:

@@ -5,11 +5,11 @@ process is what can always be stopped: the server kills a worker that outlives i
 another, so a pathological file costs one worker, never the server's event loop. Requests and answers are
 pickles (see worker_process.py):
   {"source", "kernel", "args": {name: spec} | None, "config": {...} | None, "chip", "file": name for headers}
-  -> {"diagnostics": [Diagnostic], "compiled": documents.Compiled | None, "seconds"}
+  -> {"diagnostics": [Diagnostic], "compiled": compiler.results.CompiledSnapshot | None, "seconds"}
 Requests with "kind": "vmem_fixes" ask for verified quick fixes instead (see vmem_fixes.py).
 The parsed module of the last few texts is kept, so the kernels of one file are parsed once. Imports only
-`compiler` and the server's pure helpers (documents.Compiled, edits); never runs the user's file. The
-heavy ones (torch, through documents and the compiler's front end) are imported by `warm_up`, with the
+`compiler` and the server's pure helpers (vmem_fixes, edits); never runs the user's file. The
+heavy ones (torch, through the compiler's front end) are imported by `warm_up`, with the
 garbage collector off: collections scanning torch's objects mid-import cost ~0.2 s of a cold start.
 Run as `python -m helion_ls.compile_worker`.
 """
@@ -26,6 +26,7 @@ from typing import Any
 
 import compiler
 from compiler.diagnostics import Range, error
+from compiler.results import CompiledSnapshot
 
 from .warmup import compile_warm_up
 from .worker_process import serve
@@ -49,8 +50,6 @@ class Compiler:
         return found
 
     def handle(self, req: dict[str, Any]) -> dict[str, Any]:
-        from .documents import Compiled  # imported by warm_up already: a lookup
-
         if req.get("kind") == "vmem_fixes":
             return self.fixes(req)
         start = time.perf_counter()
@@ -59,7 +58,7 @@ class Compiler:
             kernel = self.module(req["source"], req.get("file")).kernels[req["kernel"]]
             ck = kernel.compile(args=req["args"], config=req["config"], chip=req["chip"])
             diagnostics = list(ck.diagnostics)
-            compiled = Compiled.of(ck)
+            compiled = CompiledSnapshot.of(ck)
             del ck
         except compiler.CompileError as exc:
             diagnostics = list(exc.diagnostics) or [error("HPL900", f"compile failed: {exc}", Range.lines(0))]
@@ -87,7 +86,7 @@ def warm_up() -> None:
     """Pay the imports (the collector is off, see main), then exclude everything alive from garbage
     collection: with torch's millions of objects, each full collection (many per large parse) would
     otherwise cost ~0.3 s."""
-    from . import documents, vmem_fixes  # noqa: F401  (for handle and fixes)
+    from . import vmem_fixes  # noqa: F401  (for fixes)
 
     compile_warm_up("v7x")
     gc.freeze()

@@ -2,10 +2,10 @@
 
 `load_document` (run off the event loop) turns one text version into a `Loaded`: the module's file-level
 diagnostics and a `KernelView` per kernel, with the units it compiles (one per shape set, or one without
-arguments when it has none) and their `CompileKey`s. Results live in `ResultCache`, keyed by
-(normalised source hash, shape set, config, chip) — not by document or version — so an unchanged kernel
-is never recompiled, whichever document or version asks; each result remembers the kernel text it was
-computed on (`basis`) and `PositionMap`s carry its ranges to the text being shown.
+arguments when it has none) and their keys (`compiler.results.UnitKey`). Results live in `ResultCache`,
+keyed by (normalised source hash, shape set, config, chip, file name) — not by document or version — so an
+unchanged kernel is never recompiled, whichever document or version asks; each result remembers the
+kernel text it was computed on (`basis`) and `PositionMap`s carry its ranges to the text being shown.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import compiler
 from compiler import parse_python
 from compiler.config import Config
 from compiler.diagnostics import Diagnostic, Fix, Position, Range, Related, error
+from compiler.results import STAGES, CompiledSnapshot, UnitKey
 from compiler.specs import format_args
 
 from .lru import LruCache
@@ -32,22 +33,13 @@ HELION_HINT = re.compile(r"\bhelion\b")  # a file that never says "helion" has n
 
 
 @dataclass(frozen=True)
-class CompileKey:
-    source_hash: str
-    shape_key: str  # "" when the kernel has no shape set
-    config: str  # repr of the decorator's Config, "" for the default
-    chip: str
-    file: str = ""  # the document's file name: generated code names it (header, source comments)
-
-
-@dataclass(frozen=True)
 class Unit:
     """One compile of a kernel: a shape set (or none) with the config the decorator gives it."""
 
     index: int
     args: dict[str, Any] | None
     config: Config | None
-    key: CompileKey
+    key: UnitKey
 
 
 @dataclass
@@ -91,42 +83,21 @@ class Loaded:
 
 
 @dataclass(frozen=True)
-class Compiled:
-    """What the server keeps of a `compiler.CompiledKernel`.
-
-    Only plain results: no IR and no reference to the kernel's module and its AST, so hundreds of cached
-    units stay cheap for the garbage collector (whose full passes stop the event loop).
-    """
-
-    source: str
-    source_map: tuple[tuple[int, Range], ...]
-    config: Config
-    chip: Any  # compiler.chips.Chip
-    plan: Any  # compiler.plan.KernelPlan
-    vmem: Any  # compiler.vmem.VmemReport
-
-    @staticmethod
-    def of(ck: Any) -> Compiled:
-        return Compiled(ck.source, tuple(ck.source_map), ck.config, ck.chip, ck.plan, ck.vmem)
-
-
-@dataclass(frozen=True)
 class StageResult:
     """Diagnostics of one stage for one unit, in the coordinates of `basis`."""
 
-    key: CompileKey
+    key: UnitKey
     basis: KernelSource
     diagnostics: tuple[Diagnostic, ...]
-    compiled: Compiled | None = None  # front stage only; None when the unit does not compile
+    # front stage only; None when the unit does not compile. Plain results (no IR, no AST), so hundreds of
+    # cached units stay cheap for the garbage collector, whose full passes stop the event loop
+    compiled: CompiledSnapshot | None = None
     seconds: float = 0.0
-
-
-STAGES = ("front", "lower", "tpu")
 
 
 @dataclass
 class ResultCache:
-    """Results of every stage by CompileKey, plus position maps from their basis to shown texts."""
+    """Results of every stage by UnitKey, plus position maps from their basis to shown texts."""
 
     size: int = 1024  # units per stage: a file of 200 kernels with two shape sets each fits
     stages: dict[str, LruCache[StageResult]] = field(default_factory=dict)
@@ -135,7 +106,7 @@ class ResultCache:
     def __post_init__(self) -> None:
         self.stages = {stage: LruCache(self.size) for stage in STAGES}
 
-    def get(self, stage: str, key: CompileKey, view: KernelView) -> tuple[StageResult, PositionMap] | None:
+    def get(self, stage: str, key: UnitKey, view: KernelView) -> tuple[StageResult, PositionMap] | None:
         """The cached result for `key`, if its ranges can be carried to `view`'s text."""
         result = self.stages[stage].get(key)
         if result is None:
@@ -215,7 +186,7 @@ def _kernel_view(kernel: Any, node: ast.FunctionDef, lines: list[str], chip: str
             i,
             args,
             config,
-            CompileKey(
+            UnitKey(
                 kernel.source_hash, format_args(args) if args else "", repr(config) if config else "", chip, file
             ),
         )

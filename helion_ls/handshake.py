@@ -7,7 +7,9 @@ give (`capabilities.json`, computed from the server's registered features by `py
 helion_ls.handshake`; a test checks it still matches), answers `helion/stats` while the imports run
 (a client may probe that the server is alive), and keeps every other message, in order, for the server.
 When the server is ready, `attach(deliver)` hands over the `initialize` request (its own answer is
-dropped, see transport.Protocol) and then every kept and later message body.
+dropped, see transport.Protocol) and then every kept and later message body. Until then a listener
+given to `watch` (early.py) sees the initialize parameters and every kept message, and may publish
+through `send_early`.
 
 Light on purpose: imports only the standard library and framing.py.
 """
@@ -58,6 +60,8 @@ class EarlyReader:
 
     def __init__(self, stdin: int, stdout: BinaryIO, template: dict[str, Any]):
         self._stdin = stdin
+        self._early: Any = None  # see watch()
+        self._initialize_params: dict[str, Any] = {}
         self._stdout = stdout
         self._template = template
         self._framer = Framer()
@@ -107,13 +111,40 @@ class EarlyReader:
         if method == "initialize" and self.initialize is None and "id" in message:
             self.initialize, self.initialize_id = body, message["id"]
             params = message.get("params") if isinstance(message.get("params"), dict) else {}
+            self._initialize_params = params
             self.initialize_result = initialize_result(params, self._template)
             self._send({"jsonrpc": "2.0", "id": message["id"], "result": self.initialize_result})
             self.answered.set()
+            if self._early is not None:
+                self._early.configure(params, self.initialize_result)
         elif method == "helion/stats" and "id" in message:
             self._send({"jsonrpc": "2.0", "id": message["id"], "result": {"pid": os.getpid(), "starting": True}})
         else:
             self._kept.append(body)
+            if self._early is not None and message is not None:
+                self._early.message(method, message.get("params"))
+
+    def watch(self, early: Any) -> None:
+        """Show `early` the initialize parameters and the kept messages (`configure(params, result)`,
+        `message(method, params)`), and every message kept from now on until `attach`."""
+        with self._lock:
+            if self._deliver is not None:
+                return
+            if self.initialize_result is not None:
+                early.configure(self._initialize_params, self.initialize_result)
+            for body in self._kept:
+                message = _json(body) if body is not None else None
+                if message is not None:
+                    early.message(message.get("method"), message.get("params"))
+            self._early = early
+
+    def send_early(self, payload: dict[str, Any]) -> bool:
+        """Send a message of our own, unless the server has taken over the output (then False)."""
+        with self._lock:
+            if self._deliver is not None:
+                return False
+            self._send(payload)
+            return True
 
     def _send(self, payload: dict[str, Any]) -> None:
         body = json.dumps(payload).encode()

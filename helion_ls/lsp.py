@@ -1,49 +1,28 @@
-"""Conversions between compiler types and LSP (lsprotocol) types.
-
-The compiler counts columns in UTF-8 bytes (what `ast` reports); LSP clients count in the negotiated
-position encoding (UTF-16 unless the client offered another). Lines are needed to convert, so every
-function takes the document's lines.
-"""
+"""Conversions between compiler types and LSP (lsprotocol) types; the JSON forms and the column
+conventions are in lsp_json.py."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from lsprotocol import types
 
 from compiler.diagnostics import Diagnostic, Fix, Position, Range, Related, Severity
 
-UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
-
-
-def _units(text: str, encoding: str) -> int:
-    if encoding == UTF8:
-        return len(text.encode("utf-8"))
-    if encoding == UTF32:
-        return len(text)
-    return len(text.encode("utf-16-le")) // 2
-
-
-def _line(lines: list[str], line: int) -> str:
-    return lines[line] if 0 <= line < len(lines) else ""
+from .lsp_json import UTF8, UTF16, line_of, position_json, units
 
 
 def to_lsp_position(pos: Position, lines: list[str], encoding: str = UTF16) -> types.Position:
-    if encoding == UTF8:
-        return types.Position(line=pos.line, character=pos.character)
-    raw = _line(lines, pos.line).encode("utf-8")[: pos.character].decode("utf-8", "ignore")
-    return types.Position(line=pos.line, character=_units(raw, encoding))
+    return types.Position(**position_json(pos, lines, encoding))
 
 
 def from_lsp_position(pos: types.Position, lines: list[str], encoding: str = UTF16) -> Position:
     if encoding == UTF8:
         return Position(pos.line, pos.character)
-    text = _line(lines, pos.line)
+    text = line_of(lines, pos.line)
     count = 0
     for i, ch in enumerate(text):
         if count >= pos.character:
             return Position(pos.line, len(text[:i].encode("utf-8")))
-        count += _units(ch, encoding)
+        count += units(ch, encoding)
     return Position(pos.line, len(text.encode("utf-8")) + max(0, pos.character - count))
 
 
@@ -51,63 +30,11 @@ def offset_to_lsp(text: str, offset: int, encoding: str = UTF16) -> types.Positi
     """LSP position of a code-point offset into `text`."""
     line = text.count("\n", 0, offset)
     start = text.rfind("\n", 0, offset) + 1
-    return types.Position(line=line, character=_units(text[start:offset], encoding))
+    return types.Position(line=line, character=units(text[start:offset], encoding))
 
 
 def to_lsp_range(rng: Range, lines: list[str], encoding: str = UTF16) -> types.Range:
-    return types.Range(
-        start=to_lsp_position(rng.start, lines, encoding), end=to_lsp_position(rng.end, lines, encoding)
-    )
-
-
-def range_json(rng: types.Range) -> dict[str, Any]:
-    return {
-        "start": {"line": rng.start.line, "character": rng.start.character},
-        "end": {"line": rng.end.line, "character": rng.end.character},
-    }
-
-
-_SEVERITY = {
-    Severity.ERROR: types.DiagnosticSeverity.Error,
-    Severity.WARNING: types.DiagnosticSeverity.Warning,
-    Severity.INFORMATION: types.DiagnosticSeverity.Information,
-    Severity.HINT: types.DiagnosticSeverity.Hint,
-}
-
-
-def to_lsp_diagnostic(
-    diag: Diagnostic,
-    lines: list[str],
-    uri: str,
-    encoding: str = UTF16,
-    message: str | None = None,
-    related: list[tuple[Range, str]] = (),
-    extra: dict[str, Any] | None = None,
-) -> types.Diagnostic:
-    """An LSP diagnostic; the quick fix (if any) and `extra` travel in `data`, which the client sends back
-    with code action requests."""
-    infos = [
-        types.DiagnosticRelatedInformation(
-            location=types.Location(uri=uri, range=to_lsp_range(rng, lines, encoding)), message=msg
-        )
-        for rng, msg in [*((r.range, r.message) for r in diag.related), *related]
-    ]
-    data: dict[str, Any] = {**diag.data, **(extra or {})}
-    if diag.fix is not None:
-        data["fix"] = {
-            "title": diag.fix.title,
-            "range": to_lsp_range(diag.fix.range, lines, encoding),
-            "newText": diag.fix.new_text,
-        }
-    return types.Diagnostic(
-        range=to_lsp_range(diag.range, lines, encoding),
-        message=message or diag.message,
-        severity=_SEVERITY[diag.severity],
-        code=diag.code,
-        source="helion",
-        related_information=infos or None,
-        data=data or None,
-    )
+    return types.Range(start=to_lsp_position(rng.start, lines, encoding), end=to_lsp_position(rng.end, lines, encoding))
 
 
 def _range_json(obj: dict) -> Range:

@@ -13,6 +13,7 @@ import ast
 import bisect
 from dataclasses import dataclass, field
 
+from compiler import parse_python
 from compiler.diagnostics import Position, Range
 
 
@@ -55,6 +56,25 @@ class KernelSource:
         except RecursionError:  # nested too deep to dump (the compiler says so): map only the same text
             structure = segment
         return KernelSource(segment, first, node.lineno - 1, structure, tuple(spans))
+
+    @staticmethod
+    def from_text(segment: str, first_line: int) -> KernelSource | None:
+        """The kernel whose text (decorators to the end of its body) is `segment`, at zero-based line
+        `first_line` of its file; None when it does not parse as one function."""
+        try:
+            tree = parse_python(segment)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        if len(tree.body) != 1 or not isinstance(tree.body[0], ast.FunctionDef):
+            return None
+        ast.increment_lineno(tree, first_line)
+        return KernelSource.of(tree.body[0], [""] * first_line + segment.splitlines(keepends=True))
+
+    def moved(self, first_line: int) -> KernelSource:
+        """The same text starting at another line."""
+        delta = first_line - self.first_line
+        spans = tuple(v + delta if i % 2 == 0 and v >= 0 else v for i, v in enumerate(self.spans))
+        return KernelSource(self.segment, first_line, self.def_line + delta, self.structure, spans)
 
 
 def _parts(node: ast.FunctionDef) -> list[ast.AST]:

@@ -20,6 +20,7 @@ from .compile_pool import CompilePool
 from .lsp import UTF16
 from .monitor import LoopMonitor
 from .pacing import RefreshPacer
+from .remembered import Remembered
 from .settings import Settings, SettingsRegistry
 from .store import StoreView
 from .transport import Protocol
@@ -34,13 +35,14 @@ REFRESH_TIMEOUT = 10.0  # seconds a client may take to answer workspace/codeLens
 
 
 class HelionServer(LanguageServer):
-    def __init__(self, pool: CompilePool | None = None) -> None:
+    def __init__(self, pool: CompilePool | None = None, remembered: Remembered | None = None) -> None:
         super().__init__(
             "helion-ls", VERSION, text_document_sync_kind=types.TextDocumentSyncKind.Incremental, protocol_cls=Protocol
         )
         self.settings = SettingsRegistry()
         self.pool = pool or CompilePool()  # __main__ starts it before the server's own imports
         self.checks = CheckClient()
+        self.remembered = remembered or Remembered(None)  # __main__ gives the user's analysis cache
         self.analyzer = Analyzer(
             self.pool,
             self.checks,
@@ -50,6 +52,7 @@ class HelionServer(LanguageServer):
                 loaded.uri, {name: view.source_hash for name, view in loaded.kernels.items()}
             ),
             encoding=self.encoding,
+            remembered=self.remembered,
         )
         self.tuner = Tuner(on_change=lambda job: None)  # features.commands connects it to the client
         self.stores: dict[str, StoreView] = {}
@@ -68,10 +71,10 @@ class HelionServer(LanguageServer):
         except RuntimeError:  # before initialize
             return UTF16
 
-    def publish(self, uri: str, version: int | None, diagnostics: list[types.Diagnostic]) -> None:
-        self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
-        )
+    def publish(self, uri: str, version: int | None, diagnostics: list[dict]) -> None:
+        """`diagnostics` are LSP JSON (compose.py)."""
+        params = {"uri": uri, "diagnostics": diagnostics} | ({"version": version} if version is not None else {})
+        self.protocol.notify_json(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, params)
 
     def stage_done(self, uri: str, version: int | None, stage: str, final: bool) -> None:
         self.protocol.notify(
@@ -127,6 +130,7 @@ class HelionServer(LanguageServer):
         for store in self.stores.values():
             store.close()
         self.monitor.stop()
+        await asyncio.get_running_loop().run_in_executor(None, self.remembered.close)
 
 
 def folder_path(uri: str) -> str | None:
@@ -136,10 +140,10 @@ def folder_path(uri: str) -> str | None:
     return path if path and os.path.isabs(path) else None
 
 
-def create_server(pool: CompilePool | None = None) -> HelionServer:
+def create_server(pool: CompilePool | None = None, remembered: Remembered | None = None) -> HelionServer:
     from .features import code_actions, codelens, commands, configuration, diagnostics, generated, hover
 
-    server = HelionServer(pool)
+    server = HelionServer(pool, remembered)
     for feature in (configuration, diagnostics, hover, codelens, commands, generated, code_actions):
         feature.register(server)
     return server

@@ -29,7 +29,7 @@ from typing import Any, BinaryIO
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest, JsonRpcParseError
 from pygls.io_ import StdoutWriter
-from pygls.protocol import LanguageServerProtocol
+from pygls.protocol import JsonRPCNotification, LanguageServerProtocol
 
 from .framing import REQUEST_ID, Framer
 
@@ -101,6 +101,10 @@ class Protocol(LanguageServerProtocol):
             self._send_response(message.id, None, error.to_response_error())
             return
         super().handle_message(message)
+
+    def notify_json(self, method: str, params: dict[str, Any]) -> None:
+        """A notification whose params are already LSP JSON (published diagnostics): sent as they are."""
+        self._send_data(JsonRPCNotification(method=method, params=params, jsonrpc=self.VERSION))
 
     def answer_unparsable(self, body: bytes, why: str) -> None:
         """A body that is not JSON: a parse error for its request, when its id can be read."""

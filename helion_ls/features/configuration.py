@@ -130,6 +130,10 @@ def register(ls: HelionServer) -> None:
         out["checkWorkerPid"] = ls.checks.pid
         out["checkWorkerRestarts"] = ls.checks.restarts
         out["checkWorkerBusy"] = ls.checks.busy
+        cache = ls.remembered.cache
+        out["remembered"] = {"path": str(cache.path) if cache is not None and cache.path else None,
+                             "problem": cache.problem if cache is not None else None,
+                             "written": ls.remembered.written}
         out["tuners"] = [
             {"uri": j.spec.uri, "kernel": j.spec.kernel, "shapeSet": j.spec.shape_set, "pid": j.proc.pid}
             for j in ls.tuner.active()

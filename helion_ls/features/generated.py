@@ -16,7 +16,8 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
 from ..documents import KernelView
-from ..lsp import from_lsp_position, range_json, to_lsp_range
+from ..lsp import from_lsp_position
+from ..lsp_json import range_json
 from ..server import HelionServer
 from ..transport import Refusal
 from . import codelens
@@ -69,7 +70,7 @@ async def generated_code(ls: HelionServer, params: Any) -> dict[str, Any]:
         raise NotCompiled(f"{kernel} (shape set {index}) does not compile{detail}")
     enc = ls.encoding()
     source_map = [
-        {"line": line, "range": range_json(to_lsp_range(pmap.forward_range(rng), loaded.lines, enc))}
+        {"line": line, "range": range_json(pmap.forward_range(rng), loaded.lines, enc)}
         for line, rng in ck.source_map
     ]
     return {

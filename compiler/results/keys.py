@@ -1,0 +1,48 @@
+"""What a remembered result depends on: `UnitKey` (the unit) and `environment()` (the code computing it)."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.metadata
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1]  # compiler/
+DISTRIBUTIONS = ("torch", "jax", "jaxlib", "libtpu")  # their versions change meta typing, lowering, libtpu
+
+
+@dataclass(frozen=True)
+class UnitKey:
+    """One unit of analysis: a kernel for one shape set with the config its decorator gives that set."""
+
+    source_hash: str  # Kernel.source_hash: the normalised kernel, its same-file helpers and the constants it reads
+    shape_key: str  # format_args of the shape set; "" when the kernel has none
+    config: str  # repr of the decorator's Config for the shape set; "" for the default
+    chip: str
+    file: str = ""  # the file's name: generated code names it (header, source comments)
+
+    def digest(self, stage: str) -> str:
+        """The row key of this unit's `stage` result under the current environment."""
+        fields = [environment(), stage, self.source_hash, self.shape_key, self.config, self.chip, self.file]
+        return hashlib.sha256(json.dumps(fields).encode()).hexdigest()
+
+
+@functools.cache
+def environment() -> str:
+    """A fingerprint of everything besides the unit that a result depends on: the compiler's own source
+    files (so an edited or upgraded compiler never reuses an older one's results), the Python version and
+    the versions of torch, jax, jaxlib and libtpu. Reads package metadata; imports none of them."""
+    h = hashlib.sha256(sys.version.encode())
+    for name in DISTRIBUTIONS:
+        try:
+            version = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            version = "-"
+        h.update(f"\0{name}={version}".encode())
+    for path in sorted(PACKAGE.rglob("*.py")):
+        h.update(b"\0" + str(path.relative_to(PACKAGE)).encode() + b"\0")
+        h.update(path.read_bytes())
+    return h.hexdigest()[:32]

@@ -1,0 +1,75 @@
+"""Compiler positions and diagnostics as LSP JSON, with the standard library only.
+
+The compiler counts columns in UTF-8 bytes (what `ast` reports); LSP clients count in the negotiated
+position encoding (UTF-16 unless the client offered another). Lines are needed to convert, so every
+function takes the document's lines. Plain dicts, no lsprotocol: published diagnostics are built here,
+also before the server's own imports are done (see early.py); lsp.py has the lsprotocol forms.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from compiler.diagnostics import Diagnostic, Position, Range
+
+UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
+
+
+def units(text: str, encoding: str) -> int:
+    """Length of `text` in the encoding's code units."""
+    if encoding == UTF8:
+        return len(text.encode("utf-8"))
+    if encoding == UTF32:
+        return len(text)
+    return len(text.encode("utf-16-le")) // 2
+
+
+def line_of(lines: list[str], line: int) -> str:
+    return lines[line] if 0 <= line < len(lines) else ""
+
+
+def position_json(pos: Position, lines: list[str], encoding: str = UTF16) -> dict[str, int]:
+    if encoding == UTF8:
+        return {"line": pos.line, "character": pos.character}
+    raw = line_of(lines, pos.line).encode("utf-8")[: pos.character].decode("utf-8", "ignore")
+    return {"line": pos.line, "character": units(raw, encoding)}
+
+
+def range_json(rng: Range, lines: list[str], encoding: str = UTF16) -> dict[str, Any]:
+    return {"start": position_json(rng.start, lines, encoding), "end": position_json(rng.end, lines, encoding)}
+
+
+def diagnostic_json(
+    diag: Diagnostic,
+    lines: list[str],
+    uri: str,
+    encoding: str = UTF16,
+    message: str | None = None,
+    related: list[tuple[Range, str]] = (),
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """An LSP diagnostic; the quick fix (if any) and `extra` travel in `data`, which the client sends back
+    with code action requests."""
+    out: dict[str, Any] = {
+        "range": range_json(diag.range, lines, encoding),
+        "message": message or diag.message,
+        "severity": int(diag.severity),
+        "code": diag.code,
+        "source": "helion",
+    }
+    infos = [
+        {"location": {"uri": uri, "range": range_json(rng, lines, encoding)}, "message": msg}
+        for rng, msg in [*((r.range, r.message) for r in diag.related), *related]
+    ]
+    if infos:
+        out["relatedInformation"] = infos
+    data: dict[str, Any] = {**diag.data, **(extra or {})}
+    if diag.fix is not None:
+        data["fix"] = {
+            "title": diag.fix.title,
+            "range": range_json(diag.fix.range, lines, encoding),
+            "newText": diag.fix.new_text,
+        }
+    if data:
+        out["data"] = data
+    return out
