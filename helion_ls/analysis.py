@@ -56,6 +56,7 @@ class DocState:
     loaded: Loaded | None = None
     published: bool = False  # something non-empty was published (so closing must clear it)
     pending: asyncio.Task | None = None  # debounce timer or running analysis started by a change
+    final_version: int | None = None  # the last version whose every stage was published
 
 
 def compile_request(loaded: Loaded, view: KernelView, unit: Unit) -> dict[str, Any]:
@@ -170,7 +171,7 @@ class Analyzer:
         stages = ["lower", "tpu"] if libtpu else ["lower"]
         pending = [s for s in stages if any(self._needs(s, view, unit, ahead=True) for view, unit in units)]
         shown = self._publish_now(state, loaded)
-        self._on_stage(uri, version, "front", not pending)
+        self._stage_done(state, version, "front", not pending)
         if not pending:
             self._remember_document(loaded, units, chip, libtpu, shown)
         if pending:
@@ -181,11 +182,16 @@ class Analyzer:
             if not wanted():
                 return
             shown = self._publish_now(state, loaded)
-            self._on_stage(uri, version, stage, i == len(pending) - 1)
+            self._stage_done(state, version, stage, i == len(pending) - 1)
         if pending:
             self._remember_document(loaded, units, chip, libtpu, shown)
         if await self._confirm(loaded, units) and self.is_current(uri, version, text):
             await self.analyze(uri, chip, libtpu)  # a replaced result: publish it and redo its checks
+
+    def _stage_done(self, state: DocState, version: int | None, stage: str, final: bool) -> None:
+        if final:
+            state.final_version = version
+        self._on_stage(state.uri, version, stage, final)
 
     def _remember_document(self, loaded: Loaded, units: list[tuple[KernelView, Unit]], chip: str, libtpu: bool,
                            shown: list[dict[str, Any]]) -> None:

@@ -43,7 +43,8 @@ class RawServer:
         self.err_reader = asyncio.ensure_future(self._read_stderr())
 
     @classmethod
-    async def start(cls, *extra: str, env: dict[str, str] | None = None) -> RawServer:
+    async def start(cls, *extra: str, env: dict[str, str] | None = None, **popen: Any) -> RawServer:
+        """`popen`: more arguments for the subprocess (e.g. a preexec_fn)."""
         proc = await asyncio.create_subprocess_exec(
             *SERVER,
             *extra,
@@ -53,6 +54,7 @@ class RawServer:
             env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
             start_new_session=True,
             limit=64 * 1024 * 1024,
+            **popen,
         )
         return cls(proc)
 

@@ -16,8 +16,9 @@ import sys
 import pytest
 import pytest_lsp
 from conftest import EXAMPLES, MORE_KERNELS, REPO
+from lsprotocol import types
 from pytest_lsp import LanguageClient
-from test_ls_support import final_diagnostics, make_workspace, open_doc, rec, server_config, start
+from test_ls_support import final_diagnostics, make_workspace, open_doc, rec, request, server_config, start
 
 from helion_ls import compile_pool
 
@@ -177,3 +178,18 @@ async def test_what_the_parse_found_is_published_before_any_compile(client: Lang
     assert {"HPL104", "HPL102"} <= {d.code for d in final}
     published = [p.diagnostics for p in rec(client).of("diagnostics") if p.uri == uri and p.version == 1]
     assert [d.code for d in published[0]] == ["HPL104"]  # the parse's finding alone: before any compile
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_the_server_itself_never_imports_torch(client: LanguageClient):
+    """Parsing, keys, remembered results and the workers' answers (plans, VMEM reports) need no torch:
+    the server's start is its imports without torch's second of CPU, beside the first worker's."""
+    path = client.ws / "attention.py"
+    uri = open_doc(client, path)
+    await final_diagnostics(client, uri, 1)
+    line = path.read_text().splitlines().index(next(t for t in path.read_text().splitlines() if t.startswith("def ")))
+    hover = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=line, character=5)))
+    assert hover is not None and "VMEM" in hover.contents.value
+    stats = await request(client, "helion/stats", {})
+    assert stats["counts"]["compiles"] >= 2 and stats["torchImported"] is False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from typing import Any
 
 from lsprotocol import types
@@ -127,6 +128,8 @@ def register(ls: HelionServer) -> None:
         out["counts"] = {**ls.analyzer.counts, "compiles": ls.pool.submitted, "compileFailures": ls.pool.failures}
         out["compileWorkerPids"] = ls.pool.pids
         out["openDocuments"] = sum(1 for d in ls.analyzer.docs.values() if d.open)
+        out["finalVersions"] = {uri: d.final_version for uri, d in ls.analyzer.docs.items()}
+        out["torchImported"] = "torch" in sys.modules  # the server never needs it: its workers compile
         out["checkWorkerPid"] = ls.checks.pid
         out["checkWorkerRestarts"] = ls.checks.restarts
         out["checkWorkerBusy"] = ls.checks.busy
