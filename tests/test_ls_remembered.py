@@ -9,14 +9,17 @@ writing at once, a read-only directory) cost nothing but a warning in the log.""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from ls_wire import RawServer
 from read_only import make_read_only, make_writable
-from test_ls_support import SEEDS
+from test_ls_support import REPO, SEEDS
 
 from compiler.diagnostics import Position, Range, error
 from compiler.results import AnalysisCache
@@ -234,3 +237,68 @@ async def test_a_read_only_cache_directory_is_read_and_said(tmp_path, two_kernel
             await srv.stop()
     finally:
         make_writable(folder)
+
+
+EARLY = """
+import json, sys, time
+from compiler.results import AnalysisCache
+from helion_ls.early import EarlyPublisher
+from helion_ls.remembered import Remembered
+
+sent = []
+publisher = EarlyPublisher(Remembered(AnalysisCache(sys.argv[1])), lambda message: sent.append(message) or True)
+publisher.configure({"initializationOptions": {"libtpu": False, "workspaceTrusted": True}}, {"capabilities": {}})
+docs = json.loads(sys.argv[2])
+for doc in docs:
+    publisher.message("textDocument/didOpen", {"textDocument": doc})
+deadline = time.monotonic() + 60
+while len(publisher.published) < len(docs) and time.monotonic() < deadline:
+    time.sleep(0.01)
+heavy = sorted(m for m in ("torch", "jax", "lsprotocol", "pygls.lsp") if m in sys.modules)
+print(json.dumps({"sent": sent, "heavy": heavy}))
+"""
+
+
+@pytest.mark.asyncio
+async def test_remembered_results_are_published_without_torch_or_the_server(tmp_path, two_kernels):
+    """What the start-up path runs before the server is built: the kept publish of an unchanged text, and
+    each kernel's remembered results composed for a changed one; no torch, jax, lsprotocol or pygls server."""
+    cache = tmp_path / "analysis.sqlite"
+    first, _ = await analyse(cache, two_kernels)
+    uri = two_kernels.as_uri()
+    changed = "# one line more\n" + TWO_KERNELS
+    docs = [{"uri": uri, "version": 3, "text": TWO_KERNELS}, {"uri": uri, "version": 4, "text": changed}]
+    out = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", EARLY, str(cache), json.dumps(docs), stdout=asyncio.subprocess.PIPE, cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)})
+    got = json.loads((await asyncio.wait_for(out.communicate(), 120))[0])
+    assert got["heavy"] == []
+    notes = [(m["method"], m["params"]) for m in got["sent"]]
+    assert [(method, p.get("version")) for method, p in notes] == [
+        ("textDocument/publishDiagnostics", 3), ("helion/diagnosticsStage", 3),
+        ("textDocument/publishDiagnostics", 4), ("helion/diagnosticsStage", 4)]
+    assert shown(notes[0][1]["diagnostics"]) == shown(first) and notes[1][1]["final"] is True
+    assert shown(notes[2][1]["diagnostics"]) == [(c, m, line + 1, s) for c, m, line, s in shown(first)]
+    assert notes[3][1]["final"] is True
+
+
+@pytest.mark.asyncio
+@pytest.mark.skipif(importlib.util.find_spec("libtpu") is None, reason="libtpu is not installed")
+async def test_the_libtpu_stage_is_never_redone_for_an_unchanged_kernel(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    path = ws / "add.py"
+    path.write_text(ADD.replace("# helion: args(x=bf16[16384, 16384], y=bf16[16384, 16384])\n", ""))
+    cache = tmp_path / "analysis.sqlite"
+    first, stats = await analyse(cache, path, libtpu=True)
+    assert stats["counts"]["checks"] == 2  # lowering and the libtpu compile
+    srv = await start(cache, ws, libtpu=True)
+    try:
+        uri = srv.open(path)
+        again = await srv.final_diagnostics(uri, timeout=60)
+        stats = await confirmed(srv, 1)
+        assert shown(again) == shown(first) and stats["counts"]["recalled"] == 3
+        assert stats["counts"]["checks"] == 0 and stats["checkWorkerPid"] is None
+        await stop(srv)
+    finally:
+        await srv.stop()
