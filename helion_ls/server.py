@@ -67,9 +67,10 @@ class HelionServer(LanguageServer):
 
     def encoding(self) -> str:
         try:
-            return str(self.workspace.position_encoding or UTF16)
+            chosen = self.workspace.position_encoding or UTF16
         except RuntimeError:  # before initialize
             return UTF16
+        return str(getattr(chosen, "value", chosen))  # "utf-8", not "PositionEncodingKind.Utf8"
 
     def publish(self, uri: str, version: int | None, diagnostics: list[dict]) -> None:
         """`diagnostics` are LSP JSON (compose.py)."""

@@ -112,6 +112,7 @@ async def test_reopening_shows_the_same_diagnostics_at_once_and_confirms_them(tm
         uri = srv.open(two_kernels)
         again = await srv.final_diagnostics(uri, timeout=60)
         assert shown(published(srv, uri)[0]) == shown(first)  # the first publish is already the whole answer
+        await srv.wait(lambda: any("published its last complete publish" in line for line in srv.stderr))  # no parse
         assert again == published(srv, uri)[0] and shown(again) == shown(first)
         stats = await confirmed(srv, 4)
         assert stats["counts"]["confirmed"] == 4 and stats["counts"]["replaced"] == 0

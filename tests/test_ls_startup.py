@@ -86,3 +86,28 @@ async def test_initialize_is_answered_before_the_server_is_built_then_everything
         assert "error" not in shutdown
     finally:
         await server.stop()
+
+
+NON_ASCII = ADD.replace("        out[tile] = x[tile] + y[tile]\n",
+                        '        s = "ééé"; out[tile] = torch.no_such_op(x[tile])\n')
+
+
+@pytest.mark.asyncio(loop_scope="function")
+@pytest.mark.parametrize(("encoding", "column"), [("utf-8", 34), ("utf-16", 31)])
+async def test_columns_are_counted_in_the_negotiated_encoding(tmp_path, encoding: str, column: int):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "add.py").write_text(NON_ASCII)
+    server = await RawServer.start()
+    try:
+        params = {"processId": None, "rootUri": ws.as_uri(), "capabilities": {"general": {"positionEncodings": [encoding]}},
+                  "initializationOptions": {"storePath": str(tmp_path / "store.sqlite"), "libtpu": False}}
+        reply = await server.request("initialize", params, timeout=60)
+        assert reply["result"]["capabilities"]["positionEncoding"] == encoding
+        server.notify("initialized", {})
+        uri = server.open(ws / "add.py")
+        (diag,) = [d for d in await server.final_diagnostics(uri) if d["code"] == "HPL102"]
+        line = NON_ASCII.splitlines()[diag["range"]["start"]["line"]]
+        assert line.index("torch.no_such_op") == 31 and diag["range"]["start"]["character"] == column  # é: 2 bytes
+    finally:
+        await server.stop()
