@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .frontend.values import BlockSizeTable
     from .ir import KernelIR
     from .space import BlockUse, ConfigSpace
+    from .vmem_floor import VmemFloor
 
 log = logging.getLogger(__name__)
 MAX_SOURCE_BYTES = 5_000_000
@@ -188,6 +189,14 @@ class Kernel:
         unknown = {k: v for k, v in (self.decorator_config or {}).items() if k not in _TUNED}
         space.base = Config(unknown)
         return space
+
+    def vmem_floor(self, args: Any = None, chip: str | Chip = "v7x") -> VmemFloor:
+        """A lower bound of the VMEM of every config by its block sizes (vmem_floor.py), from the trace the
+        config space comes from: the tuner skips block sizes that cannot fit without tracing them."""
+        from .vmem_floor import VmemFloor
+
+        ir, _, _ = self._trace(self.resolve_args(args), Config(), _chip(chip))
+        return VmemFloor.of(ir)
 
     # -- internals ------------------------------------------------------------------------------------
 

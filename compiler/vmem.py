@@ -9,6 +9,7 @@ computing a report does.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from .chips import Chip
@@ -100,6 +101,7 @@ def fmt_bytes(n: float, mib_digits: int = 2) -> str:
     return f"{int(n)} B"
 
 
+@functools.lru_cache(maxsize=4096)  # the tuner asks for the same few blocks thousands of times
 def _padded_bytes(shape: tuple[int | None, ...], dtype: str) -> int:
     """One buffer's bytes in (8|16|32) x 128 tiles; `dtype` is the plan's name ("bfloat16"), torch's too."""
     import torch

@@ -25,10 +25,12 @@ class KernelSpace:
     """compiler.space.ConfigSpace as a search space that also scores configs with the model.
 
     Each config is compiled once: `is_valid` prunes what does not compile or does not fit VMEM and keeps
-    the model's outcome of the rest for `evaluate`. Configs that differ only in the block sizes of the
-    launch grid share a VMEM frontier: grid blocks at least as large as some that did not fit cannot fit
-    either (every buffer and temporary grows with them), so they are pruned unseen. Inner-loop blocks are
-    not compared: a smaller one can need more VMEM (an unrolled loop keeps more iterations' temporaries).
+    the model's outcome of the rest for `evaluate`. Block sizes whose VMEM floor (compiler/vmem_floor.py: a
+    lower bound from one trace) is already over the chip's limit are pruned without tracing them. Configs
+    that differ only in the block sizes of the launch grid share a VMEM frontier: grid blocks at least as
+    large as some that did not fit cannot fit either (every buffer and temporary grows with them), so they
+    are pruned unseen. Inner-loop blocks are not compared: a smaller one can need more VMEM (an unrolled
+    loop keeps more iterations' temporaries).
     """
 
     def __init__(self, problem: Problem, kernel: Kernel, space: ConfigSpace, cache_size: int = 65536):
@@ -37,6 +39,8 @@ class KernelSpace:
         self.space = space
         self.chip = get_chip(problem.chip)
         self.dimensions = [Dimension(name, tuple(values)) for name, values in space.dimensions]
+        self.floor = kernel.vmem_floor(problem.args, problem.chip)
+        self.skipped = 0  # configs pruned by the floor, untraced
         self._outcomes: OrderedDict[str, tuple[bool, str, tuple[float | None, dict[str, Any]] | None]] = (
             OrderedDict()
         )
@@ -63,6 +67,10 @@ class KernelSpace:
         return repr((Config(rest), inner)), tuple(b for i, b in enumerate(blocks) if i in grid)
 
     def _implied_oom(self, config: Mapping[str, Any]) -> bool:
+        blocks = config.get("block_sizes")
+        if isinstance(blocks, list | tuple) and self.floor.bytes(blocks) > self.chip.max_vmem_limit_bytes:
+            self.skipped += 1
+            return True
         cls = self._vmem_class(config)
         if cls is None:
             return False
