@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -124,3 +125,26 @@ def test_tpu_evaluator_refuses_clearly_without_a_tpu(tmp_path, capsys) -> None:
     assert code == 1
     err = capsys.readouterr().err
     assert "tpu evaluator cannot run" in err and "no TPU" in err
+
+
+def _tune_json(tmp_path, *extra: str) -> list[dict]:
+    cmd = [sys.executable, "-m", "compiler.cli", "tune", SOFTMAX, "--max-evals", "12", "--json",
+           "--store", str(tmp_path / f"store{len(list(tmp_path.glob('store*')))}.sqlite"), *extra]
+    env = {**os.environ, "HELION_LS_ANALYSIS_CACHE": str(tmp_path / "analysis.sqlite")}
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def _answers(results: list[dict]) -> list[tuple]:
+    return [(r["shape_set"]["index"], r["best"]["config"], r["best"]["seconds"], r["evaluated"], r["pruned"],
+             r["pruned_reasons"], [t["config"] for t in r["top"]], r["best"]["correctness"]["verdict"])
+            for r in results]
+
+
+def test_shape_sets_searched_at_once_give_the_same_answers_and_verdicts_are_remembered(tmp_path) -> None:
+    one_by_one = _tune_json(tmp_path, "--jobs", "1")
+    at_once = _tune_json(tmp_path, "--jobs", "2")  # a new store: nothing to start from; the same analysis cache
+    assert _answers(at_once) == _answers(one_by_one)
+    assert not any("remembered" in r["best"]["correctness"]["message"] for r in one_by_one)
+    assert all(r["best"]["correctness"]["message"].endswith("(remembered)") for r in at_once)

@@ -14,7 +14,9 @@ Where the time goes: the model search runs in this process, and so does the gate
 for reduced shapes; the executor runs the gate's check (and the compile / tpu evaluators). With the model
 evaluator the default `local` executor is one worker, started first and warmed up (jax and Pallas imports,
 the eager-reference process started) while the search runs; each shape set's winner goes to it as soon as
-its search ends, while the next shape set is searched. Run from the command line, the process exits as
+its search ends, while the next shape set is searched. A winner's verdict the analysis cache remembers
+(verdicts.py) is not checked again; when every shape set's is likely remembered, the worker starts only
+if a check turns out to be needed. Run from the command line, the process exits as
 soon as the results are printed (no interpreter teardown).
 """
 
@@ -38,7 +40,9 @@ from ..diagnostics import CompileError, Diagnostic
 from .driver import TuneOptions, TuneProgress, TuneResult, TuneRun
 from .evaluators import EVALUATORS, EvaluatorUnavailable, Problem, get_evaluator, probe_tpu, warm_up
 from .executors import Executor, ExecutorError, LocalExecutor, make_executor
+from .parallel import search_elsewhere
 from .store import StoreError, TuningStore
+from .verdicts import Verdicts
 
 OK, NOTHING_VALID, USAGE = 0, 1, 2
 
@@ -77,6 +81,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     budget.add_argument("--max-evals", type=int, metavar="N", help="at most this many search evaluations per shape set")
     parser.add_argument("--store", metavar="PATH", help="results store (default: the user cache directory)")
+    parser.add_argument("--jobs", type=int, metavar="N",
+                        help="search this many shape sets at once with the model evaluator (default: one per CPU)")
     parser.add_argument("--seed", type=int, default=0, help="search seed (results are deterministic for it)")
     parser.add_argument("--top", type=int, default=5, help="configs to list per shape set (default 5)")
     parser.add_argument("--json", action="store_true", help="print results as JSON on stdout")
@@ -99,6 +105,8 @@ def run(ns: argparse.Namespace) -> int:
 def _run(ns: argparse.Namespace) -> int:
     if ns.max_evals is not None and ns.max_evals < 1:
         raise UsageError("--max-evals must be at least 1")
+    if ns.jobs is not None and ns.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
     if ns.budget is not None and ns.budget <= 0:
         raise UsageError("--budget must be positive")
     try:
@@ -113,12 +121,13 @@ def _run(ns: argparse.Namespace) -> int:
             executor = make_executor(_gate_executor_spec(ns), {"CPU": 1.0})
         except ExecutorError as exc:
             raise UsageError(str(exc)) from None
-        if isinstance(executor, LocalExecutor):
-            executor.submit(warm_up)  # runs while this process compiles and searches
-        skip_dynamo_import()  # this process compiles and never runs torch.compile: ~1 s off the first trace
         problems, failed = _problems(ns, chip)
         if not problems:
             return NOTHING_VALID
+        verdicts = Verdicts()
+        if isinstance(executor, LocalExecutor) and not _verdicts_known(problems, ns.evaluator, verdicts):
+            executor.submit(warm_up)  # runs while this process compiles and searches
+        skip_dynamo_import()  # this process compiles and never runs torch.compile: ~1 s off the first trace
         unavailable = get_evaluator(ns.evaluator).available()
         if unavailable:
             print(f"helion-pallas tune: the {ns.evaluator} evaluator cannot run: {unavailable}", file=sys.stderr)
@@ -137,7 +146,7 @@ def _run(ns: argparse.Namespace) -> int:
                 print(f"helion-pallas tune: the tpu evaluator cannot run: {why}", file=sys.stderr)
                 return NOTHING_VALID
         options = TuneOptions(ns.evaluator, ns.max_evals, ns.budget, ns.seed, max(1, ns.top))
-        results = _tune_all(ns, problems, options, executor, refine, store, stop)
+        results = _tune_all(ns, problems, options, executor, refine, store, stop, verdicts)
     finally:
         for ex in (executor, refine):
             if ex is not None:
@@ -186,12 +195,20 @@ def _tune_all(
     refine: Executor | None,
     store: TuningStore | None,
     stop: threading.Event,
+    verdicts: Verdicts,
 ) -> list[TuneResult]:
-    """Search each problem in turn, sending each winner to the gate before searching the next; then collect
-    the verdicts and print the results in order."""
+    """Search each problem in turn — with a model evaluator and several CPUs, several at once in forked
+    copies of this process (parallel.py) — sending each winner to the gate as soon as it is known; then
+    collect the verdicts and print the results in order."""
     runs: list[TuneRun] = []
     bar = _ProgressBar(sys.stderr) if sys.stderr.isatty() and not ns.json and not ns.progress else None
-    for problem in problems:
+    workers = min(ns.jobs or os.cpu_count() or 1, len(problems)) if options.evaluator == "model" else 1
+    elsewhere = {}
+    if workers > 1:
+        with contextlib.suppress(CompileError):  # imports (torch, the tracer) before forking, not in each child
+            problems[0].load_kernel().config_space(problems[0].args, problems[0].chip)
+        elsewhere = search_elsewhere(problems, options, store, _progress_sink(ns, None), stop, workers)
+    for i, problem in enumerate(problems):
         if stop.is_set():
             break
         try:
@@ -203,6 +220,8 @@ def _tune_all(
                 store=store,
                 progress=_progress_sink(ns, bar),
                 should_stop=stop,
+                verdicts=verdicts,
+                searched=elsewhere[i].take(i) if i in elsewhere else None,
             )
             run.start_gate()
         except CompileError as exc:
@@ -223,6 +242,12 @@ def _tune_all(
             print(format_result(result))
             sys.stdout.flush()
     return results
+
+
+def _verdicts_known(problems: list[Problem], evaluator: str, verdicts: Verdicts) -> bool:
+    """Every problem was tuned before with a checked winner: its gate's verdict is likely remembered, so
+    no gate worker is started before one turns out to be needed."""
+    return all(verdicts.has_winner(p.load_kernel().source_hash, p.shape_key, p.chip, evaluator) for p in problems)
 
 
 def _problems(ns: argparse.Namespace, chip: str) -> tuple[list[Problem], bool]:

@@ -10,7 +10,7 @@ Phases:
 2. refine   (evaluator "compile" or "tpu") the best model candidates go to the slow evaluator, which may
             reject them (libtpu) or replace the estimate by a measurement (TPU).
 3. verify   the winner goes through the correctness gate (correctness.py); when it is wrong, the runner-up
-            (`gate_attempts` in all).
+            (`gate_attempts` in all). A verdict already known (verdicts.py) is not checked again.
 Every trial (evaluated, pruned, failed, wrong) is recorded in the results store under its evaluator.
 
 No user code runs in the driver process: the search only compiles and models, and the gate's compile for
@@ -39,6 +39,7 @@ from .kernel_space import KernelSpace
 from .keys import TrialKey
 from .search import Evaluated, SearchProgress, search
 from .store import TuningStore
+from .verdicts import Verdicts
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,7 @@ def tune(
     store: TuningStore | None = None,
     progress: Callable[[TuneProgress], None] | None = None,
     should_stop: Callable[[], bool] | threading.Event | None = None,
+    verdicts: Verdicts | None = None,
 ) -> TuneResult:
     """Tune one kernel for one shape set on one chip. Raises CompileError when the kernel cannot be
     analysed for these arguments at all, EvaluatorUnavailable when the evaluator cannot run."""
@@ -169,9 +171,21 @@ def tune(
         store=store,
         progress=progress,
         should_stop=should_stop,
+        verdicts=verdicts,
     )
     run.start_gate()
     return run.finish()
+
+
+@dataclass(frozen=True)
+class Searched:
+    """What the search (and refine) phase of a run found: picklable, so another process may search."""
+
+    result: Any  # search.SearchResult
+    candidates: list[Candidate]
+    run_id: str | None
+    work_seconds: float
+    rejected: list[dict[str, Any]]
 
 
 class TuneRun:
@@ -179,7 +193,7 @@ class TuneRun:
     a worker checks this one's winner: constructing it searches (and refines); `start_gate()` sends the
     winner to the correctness gate without waiting; `finish()` waits for the verdict (checking the
     runner-up when the winner is wrong), records it and returns the TuneResult. Constructing raises what
-    `tune` raises."""
+    `tune` raises. Given `searched` (another process's `searched()`), it does not search again."""
 
     def __init__(
         self,
@@ -191,19 +205,27 @@ class TuneRun:
         store: TuningStore | None = None,
         progress: Callable[[TuneProgress], None] | None = None,
         should_stop: Callable[[], bool] | threading.Event | None = None,
+        verdicts: Verdicts | None = None,
+        searched: Searched | None = None,
     ):
         self.start = time.monotonic()
         self.problem, self.options, self.store, self.progress = problem, options, store, progress
+        self.verdicts = verdicts
         self.executor = executor or InlineExecutor()
         self.kernel = kernel = problem.load_kernel()
-        self.space = space = KernelSpace(problem, kernel, kernel.config_space(problem.args, problem.chip))
         self.key = TrialKey(kernel.source_hash, problem.shape_key, problem.chip)
-        model_key = self.key.with_evaluator("model")
-        self.run_id = store.start_run(model_key, {"seed": options.seed, "path": problem.path}) if store else None
-        self.rejected: list[dict[str, Any]] = []
         self.notes: list[str] = []
         self._pending: Future[CorrectnessResult] | None = None
         self._done = False
+        if searched is not None:
+            self.result, self.candidates, self.run_id = searched.result, searched.candidates, searched.run_id
+            self.work_seconds, self.rejected = searched.work_seconds, searched.rejected
+            self.evaluated, self.pruned = len(self.result.evaluated), self.result.pruned
+            return
+        self.space = space = KernelSpace(problem, kernel, kernel.config_space(problem.args, problem.chip))
+        model_key = self.key.with_evaluator("model")
+        self.run_id = store.start_run(model_key, {"seed": options.seed, "path": problem.path}) if store else None
+        self.rejected: list[dict[str, Any]] = []
         trials: list[tuple[dict[str, Any], float | None, str, dict[str, Any]]] = []
 
         def on_progress(p: SearchProgress) -> None:
@@ -260,6 +282,9 @@ class TuneRun:
             raise
         self.work_seconds = time.monotonic() - self.start  # the gate's checks are added as they arrive
 
+    def searched(self) -> Searched:
+        return Searched(self.result, self.candidates, self.run_id, self.work_seconds, self.rejected)
+
     def _emit(
         self,
         phase: str,
@@ -295,13 +320,20 @@ class TuneRun:
             self._pending = self._submit_check(self.candidates[0].config)
 
     def _submit_check(self, config: Mapping[str, Any]) -> Future[CorrectnessResult]:
-        """Compile `config` for the gate's reduced shapes here, run the check on the executor."""
+        """Compile `config` for the gate's reduced shapes here, run the check on the executor (unless its
+        verdict is remembered)."""
         case = gate_case(self.problem, config)
-        if isinstance(case, CorrectnessResult):  # it does not compile for the reduced shapes
-            failed: Future[CorrectnessResult] = Future()
-            failed.set_result(case)
-            return failed
-        return self.executor.submit(verify, case, self.options.seed)
+        known = case if isinstance(case, CorrectnessResult) else (  # not compiling for the reduced shapes fails
+            self.verdicts.recall(case, self.options.seed) if self.verdicts is not None else None)
+        if known is not None:
+            done: Future[CorrectnessResult] = Future()
+            done.set_result(known)
+            return done
+        future = self.executor.submit(verify, case, self.options.seed)
+        if self.verdicts is not None:
+            verdicts, seed = self.verdicts, self.options.seed
+            future.add_done_callback(lambda f: f.exception() is None and verdicts.keep(case, seed, f.result()))
+        return future
 
     def finish(self) -> TuneResult:
         """Wait for the gate's verdicts and return the result (once)."""
@@ -360,6 +392,9 @@ class TuneRun:
             self.work_seconds += check.seconds
             if check.verdict in ("ok", "unverified"):
                 best = Candidate(cand.config, cand.seconds, cand.metrics, cand.evaluator, check)
+                if self.verdicts is not None and check.verdict == "ok":
+                    self.verdicts.keep_winner(self.key.source_hash, self.key.shape_key, self.key.chip,
+                                              self.options.evaluator, cand.config)
                 return best, [best if c is cand else c for c in remaining]
             remaining.remove(cand)
             self.rejected.append(

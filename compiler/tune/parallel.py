@@ -1,0 +1,103 @@
+"""Searching several tuning problems (shape sets, kernels) at once, one process per CPU.
+
+The search is static analysis in the tuning process; two shape sets are two independent searches. So the
+tuning process, once torch and the compiler are imported and warm, forks: each child searches every
+CPU-th problem (in order) and sends back what it found (`driver.Searched`), its trials already in the
+results store through its own connection; the parent searches the others and keeps the gate and the
+results. A child ends with the parent (compiler.lifeline), never uses the parent's executor or
+connections, and leaves with `os._exit`. Each search is the same deterministic search wherever it runs,
+so the answers are the same as one after another.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import multiprocessing.connection
+import os
+import pickle
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .. import lifeline
+from ..diagnostics import CompileError
+from .driver import Searched, TuneOptions, TuneProgress, TuneRun
+from .evaluators import Problem
+from .executors import InlineExecutor
+from .store import TuningStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Elsewhere:
+    """Problems searched by a forked child; `take(i)` waits for problem i's outcome."""
+
+    process: multiprocessing.process.BaseProcess
+    conn: multiprocessing.connection.Connection
+    indices: list[int]
+    got: dict[int, Searched | BaseException | tuple]
+
+    def take(self, index: int) -> Searched:
+        while index not in self.got:
+            try:
+                i, outcome = self.conn.recv()
+            except (EOFError, OSError):
+                self.process.join(5)
+                raise RuntimeError(f"the search process ended early (exit code {self.process.exitcode})") from None
+            self.got[i] = outcome
+        outcome = self.got.pop(index)
+        if isinstance(outcome, tuple):  # a CompileError's diagnostics (its pickle would lose them)
+            raise CompileError(outcome[1])
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+
+def search_elsewhere(problems: list[Problem], options: TuneOptions, store: TuningStore | None,
+                     progress: Callable[[TuneProgress], None] | None, should_stop: Any,
+                     workers: int) -> dict[int, Elsewhere]:
+    """Fork `workers - 1` children for the problems this process will not search itself: problem i goes to
+    child i % workers (child 0 is this process). Returns, per problem index searched elsewhere, its child."""
+    ctx = multiprocessing.get_context("fork")
+    out: dict[int, Elsewhere] = {}
+    parent = os.getpid()
+    path = str(store.path) if store is not None else None
+    for w in range(1, workers):
+        indices = list(range(w, len(problems), workers))
+        if not indices:
+            break
+        mine, theirs = ctx.Pipe(duplex=False)
+
+        def child(indices: list[int] = indices, theirs: Any = theirs) -> None:
+            lifeline.die_with_parent(parent)
+            own_store = TuningStore(path) if path is not None else None
+            for i in indices:
+                try:
+                    run = TuneRun(problems[i], options, executor=InlineExecutor(), store=own_store, progress=progress,
+                                  should_stop=should_stop)
+                    outcome: Searched | BaseException | tuple = run.searched()
+                except CompileError as exc:
+                    outcome = ("CompileError", exc.diagnostics)
+                except BaseException as exc:  # sent to the parent, which raises it where it would have
+                    log.debug("search of %s failed:\n%s", problems[i].kernel, traceback.format_exc())
+                    outcome = exc if _picklable(exc) else RuntimeError(f"{type(exc).__name__}: {exc}")
+                theirs.send((i, outcome))
+
+        process = ctx.Process(target=child, name=f"helion-search-{w}", daemon=True)
+        process.start()
+        theirs.close()
+        elsewhere = Elsewhere(process, mine, indices, {})
+        for i in indices:
+            out[i] = elsewhere
+    return out
+
+
+def _picklable(exc: BaseException) -> bool:
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:
+        return False
+    return True

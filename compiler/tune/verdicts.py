@@ -1,0 +1,65 @@
+"""Remembered correctness verdicts: the gate's check of a config is kept in the analysis cache, so tuning
+the same kernel again (another shape set's run, a cleared results store, the editor after the command line)
+does not run the generated code and the eager reference again for a config already checked.
+
+A verdict is keyed by everything the check depends on: the generated module for the reduced shapes, the
+kernel's source (the reference runs it), the shapes, block sizes, outputs written in place, the input seed
+and — through the cache — the compiler, torch and jax versions. Only completed comparisons are kept ("ok",
+"wrong"); a check that failed to run or could not run the reference is tried again next time. After a run,
+the winner of each (kernel, shape set, chip) is noted too, so the next run can tell before it searches
+whether its gate will need a worker at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from ..results import AnalysisCache
+from ..specs import format_args
+from .correctness import CorrectnessResult, GateCase
+
+log = logging.getLogger(__name__)
+KEPT = ("ok", "wrong")
+
+
+def _case_parts(case: GateCase, seed: int) -> list[str]:
+    fields = [case.module, case.entry, list(case.params), format_args(case.args), case.chip, list(case.mutated),
+              case.kernel_source, case.kernel_name, list(case.block_sizes), seed]
+    return ["gate", hashlib.sha256(json.dumps(fields).encode()).hexdigest()]
+
+
+def _winner_parts(source_hash: str, shape_key: str, chip: str, evaluator: str) -> list[str]:
+    return ["gate-winner", source_hash, shape_key, chip, evaluator]
+
+
+class Verdicts:
+    """Verdicts in an analysis cache (the user's by default); every lookup is a miss when there is none."""
+
+    def __init__(self, cache: AnalysisCache | None = None):
+        self.cache = cache if cache is not None else AnalysisCache()
+
+    def recall(self, case: GateCase, seed: int) -> CorrectnessResult | None:
+        found = self.cache.get_snapshot(_case_parts(case, seed))
+        if not isinstance(found, dict) or found.get("verdict") not in KEPT:
+            return None
+        try:
+            return CorrectnessResult(found["verdict"], f"{found['message']} (remembered)", found["shapes"],
+                                     found.get("max_error"), 0.0)
+        except (KeyError, TypeError):
+            return None
+
+    def keep(self, case: GateCase, seed: int, result: CorrectnessResult) -> None:
+        if result.verdict in KEPT:
+            self.cache.put_snapshots([(_case_parts(case, seed), result.to_json())])
+
+    def keep_winner(self, source_hash: str, shape_key: str, chip: str, evaluator: str,
+                    config: Mapping[str, Any]) -> None:
+        self.cache.put_snapshots([(_winner_parts(source_hash, shape_key, chip, evaluator), dict(config))])
+
+    def has_winner(self, source_hash: str, shape_key: str, chip: str, evaluator: str) -> bool:
+        """A run of this problem ended with a checked winner before (its verdict is most likely kept)."""
+        return isinstance(self.cache.get_snapshot(_winner_parts(source_hash, shape_key, chip, evaluator)), dict)
