@@ -8,7 +8,8 @@ Layout (data flows top to bottom; lower modules never import higher ones):
   documents.py      per-version kernel views, compile keys and the result cache (keyed by normalised source).
   compile_pool.py   first-stage compiles in warm worker processes (compile_worker.py), deduplicated; one
                     that exceeds its time limit costs its worker, never the event loop.
-  worker_process.py one child process answering pickled requests, killed and replaced when it fails.
+  worker_process.py one child process answering pickled requests, killed and replaced when it fails
+                    (worker_loop.py: the child's side).
   transport.py      the wire: framing that resynchronises, an answer to every request, the process's end.
   trust.py          whether tuning may run kernel code (workspace trust, helion.allowCodeExecution).
   lru.py            a small LRU map.

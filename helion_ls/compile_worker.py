@@ -3,7 +3,7 @@
 A compile evaluates the kernel's host code; however bounded that is (compiler/frontend/limits.py), a
 process is what can always be stopped: the server kills a worker that outlives its time limit and starts
 another, so a pathological file costs one worker, never the server's event loop. Requests and answers are
-pickles (see worker_process.py):
+pickles (see worker_process.py and worker_loop.py):
   {"source", "kernel", "args": {name: spec} | None, "config": {...} | None, "chip", "file": name for headers}
   -> {"diagnostics": [Diagnostic], "compiled": compiler.results.CompiledSnapshot | None, "seconds"}
 Requests with "kind": "vmem_fixes" ask for verified quick fixes instead (see vmem_fixes.py).
@@ -29,7 +29,7 @@ from compiler.diagnostics import Range, error
 from compiler.results import CompiledSnapshot
 
 from .warmup import compile_warm_up
-from .worker_process import serve
+from .worker_loop import serve
 
 log = logging.getLogger(__name__)
 MODULES = 4  # parsed texts kept

@@ -2,7 +2,7 @@
 
 `WorkerProcess` starts `python -m <module>` in its own process group (dying with the server, see
 compiler.lifeline) and speaks length-prefixed pickles over its stdin/stdout: 4 bytes of big-endian length,
-then the pickle. The child first sends one frame ("ready") when it has warmed up. A request that outlives
+then the pickle. The child (its side is worker_loop.py) first sends one frame ("ready") when it has warmed up. A request that outlives
 its time limit, a child that exits, or an answer that is not a frame kills the child's whole group and
 raises `WorkerFailure`; the next request starts a fresh child. The child's stderr goes to this log.
 """
@@ -15,16 +15,15 @@ import logging
 import os
 import pickle
 import signal
-import struct
 import sys
-from collections.abc import Callable
-from typing import Any, BinaryIO
+from typing import Any
 
 from compiler import lifeline
 
+from .worker_loop import HEADER
+
 log = logging.getLogger(__name__)
 
-HEADER = struct.Struct(">I")
 START_TIMEOUT = 180.0  # seconds for a child to import torch/jax and warm up
 
 
@@ -139,25 +138,3 @@ def _how(code: int) -> str:
     if code < 0:
         return f"killed by {signal.Signals(-code).name}"
     return f"exit code {code}"
-
-
-def serve(handle: Callable[[Any], Any], warm_up: Callable[[], None]) -> None:
-    """The child's side: `warm_up()`, "ready", then frames on stdin -> `handle(request)` -> frames on the
-    original stdout. Anything else the child prints goes to stderr. `handle` turns errors into answers."""
-    out: BinaryIO = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    stdin = sys.stdin.buffer
-    warm_up()
-
-    def send(obj: Any) -> None:
-        payload = pickle.dumps(obj)
-        out.write(HEADER.pack(len(payload)) + payload)
-        out.flush()
-
-    send("ready")
-    while header := stdin.read(HEADER.size):
-        if len(header) < HEADER.size:
-            return
-        (size,) = HEADER.unpack(header)
-        send(handle(pickle.loads(stdin.read(size))))

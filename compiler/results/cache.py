@@ -28,8 +28,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
-import platformdirs
-
 from ..sqlite_file import SqliteFile
 from .keys import UnitKey, environment
 from .records import BadRecord, StageRecord, decode, encode
@@ -65,6 +63,8 @@ def default_cache_path() -> Path | None:
     chosen = os.environ.get(PATH_ENV)
     if chosen:
         return None if chosen.lower() == "off" else Path(chosen).expanduser()
+    import platformdirs
+
     return Path(platformdirs.user_cache_dir("helion-ls", appauthor=False)) / "analysis.sqlite"
 
 

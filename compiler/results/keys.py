@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.metadata
 import json
 import sys
 from dataclasses import dataclass
@@ -35,6 +34,8 @@ def environment() -> str:
     """A fingerprint of everything besides the unit that a result depends on: the compiler's own source
     files (so an edited or upgraded compiler never reuses an older one's results), the Python version and
     the versions of torch, jax, jaxlib and libtpu. Reads package metadata; imports none of them."""
+    import importlib.metadata  # here: its import alone is a noticeable part of a worker's start
+
     h = hashlib.sha256(sys.version.encode())
     for name in DISTRIBUTIONS:
         try:
