@@ -1,6 +1,10 @@
 """`helion-pallas`: compile, check and tune Helion kernels from the command line.
 
 Exit codes: 0 ok, 1 diagnostics or mismatches, 2 usage errors.
+
+`compile` of a shape set with its decorator's config (no --args, no --config) shares remembered results
+with the language server (compiler.results): a result kept for the same kernel text at the same place is
+printed without compiling (or importing torch); a new one is kept.
 """
 
 from __future__ import annotations
@@ -15,9 +19,10 @@ from typing import Any
 os.environ.setdefault("JAX_PLATFORMS", "cpu")  # libtpu, when installed, must not claim this process
 
 from .api import CompiledKernel, Kernel, Module, load  # noqa: E402
+from .chips import canonical_name  # noqa: E402
 from .config import Config, ConfigError, check_keys  # noqa: E402
 from .diagnostics import CompileError, Diagnostic  # noqa: E402
-from .specs import SpecError, parse_args_text  # noqa: E402
+from .specs import SpecError, format_args, parse_args_text  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,11 +56,17 @@ def build_parser() -> argparse.ArgumentParser:
     k.set_defaults(handler=cmd_check)
 
     t = sub.add_parser("tune", help="search configs for each kernel and shape set")
-    from .tune import command as tune_command
+    from .tune.arguments import add_arguments
 
-    tune_command.add_arguments(t)
-    t.set_defaults(handler=tune_command.run)
+    add_arguments(t)
+    t.set_defaults(handler=_tune)
     return parser
+
+
+def _tune(ns: argparse.Namespace) -> int:
+    from .tune import command
+
+    return command.run(ns)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -109,26 +120,81 @@ def cmd_compile(ns: argparse.Namespace) -> int:
     except (SpecError, ConfigError) as exc:
         print(f"helion-pallas: {exc}", file=sys.stderr)
         return 2
+    unit = _decorator_unit(kernel, ns) if args is None and config is None and ns.emit != "mosaic" else None
+    if unit is not None:
+        return _compile_unit(kernel, unit, ns)
     try:
         ck = kernel.compile(args=args, config=config, chip=ns.chip, shape_set=ns.shape_set)
     except CompileError as exc:
+        return _print_compiled(kernel.name, None, "", exc.diagnostics, [], ns)
+    if ns.emit == "mosaic":
+        return _emit_mosaic(ck, ns.file)
+    lowering = ck.check_lowering() if ns.emit == "json" else []
+    return _print_compiled(kernel.name, ck, format_args(ck.args), ck.diagnostics, lowering, ns)
+
+
+def _decorator_unit(kernel: Kernel, ns: argparse.Namespace) -> Any:
+    """The unit `compile` prints: a shape set with its decorator's config (None: another chip name that
+    compiling will report, or a shape set out of range)."""
+    from .results import kernel_units
+
+    try:
+        chip = canonical_name(ns.chip)
+    except ValueError:
+        return None
+    units = kernel_units(kernel, chip, os.path.basename(ns.file))
+    index = ns.shape_set or 0
+    return units[index] if 0 <= index < len(units) and kernel.shape_sets else None
+
+
+def _print_compiled(name: str, ck: Any, args: str, diagnostics: Any, lowering: Any, ns: argparse.Namespace) -> int:
+    """Print what --emit asks for of a compile (`ck`: a CompiledKernel, a remembered CompiledSnapshot or
+    None when it failed), then its diagnostics; the exit status."""
+    if ck is None:
         if ns.emit == "json":
-            print(json.dumps({"kernel": kernel.name, "diagnostics": [d.to_json() for d in exc.diagnostics]}, indent=2))
-        print_diagnostics(exc.diagnostics, ns.file)
+            print(json.dumps({"kernel": name, "diagnostics": [d.to_json() for d in diagnostics]}, indent=2))
+        print_diagnostics(list(diagnostics), ns.file)
         return 1
     if ns.emit == "pallas":
         sys.stdout.write(ck.source)
     elif ns.emit == "vmem":
         print(ck.vmem.table())
     elif ns.emit == "json":
-        diags = ck.diagnostics + ck.check_lowering()
-        out = ck.to_json()
-        out["diagnostics"] = [d.to_json() for d in diags]
+        out = {"kernel": name, "args": args, "chip": ck.chip.name, "config": dict(ck.config),
+               "config_text": repr(ck.config), "source": ck.source,
+               "source_map": [{"line": line, "range": rng.to_json()} for line, rng in ck.source_map],
+               "vmem": ck.vmem.to_json(), "diagnostics": [d.to_json() for d in [*diagnostics, *lowering]]}
         print(json.dumps(out, indent=2))
-    elif ns.emit == "mosaic":
-        return _emit_mosaic(ck, ns.file)
-    print_diagnostics(ck.diagnostics, ns.file)
-    return 1 if any(d.is_error for d in ck.diagnostics) else 0
+    print_diagnostics(list(diagnostics), ns.file)
+    return 1 if any(d.is_error for d in diagnostics) else 0
+
+
+def _compile_unit(kernel: Kernel, unit: Any, ns: argparse.Namespace) -> int:
+    """A decorator unit: from the remembered results when they were found on this very text, else
+    compiled (as the language server compiles it) and remembered."""
+    from .results import AnalysisCache, StageRecord, compile_unit, front_record, kernel_text
+
+    cache = AnalysisCache()
+    stages = ["front", "lower"] if ns.emit == "json" else ["front"]
+    found = cache.get_many([(stage, unit.key) for stage in stages])
+    text, line = kernel_text(kernel)
+    if all((s, unit.key) in found and (found[(s, unit.key)].basis, found[(s, unit.key)].basis_line) == (text, line)
+           for s in stages):
+        front = found[("front", unit.key)]
+        lowering = found[("lower", unit.key)].diagnostics if "lower" in stages else ()
+        return _print_compiled(kernel.name, front.compiled, unit.key.shape_key, front.diagnostics, lowering, ns)
+    try:
+        ck = compile_unit(kernel, unit)
+    except CompileError as exc:
+        cache.put_many([front_record(kernel, unit, exc.diagnostics, None)])
+        return _print_compiled(kernel.name, None, "", exc.diagnostics, [], ns)
+    records = [front_record(kernel, unit, ck.diagnostics, ck)]
+    lowering = []
+    if ns.emit == "json":
+        lowering = ck.check_lowering()
+        records.append(StageRecord("lower", unit.key, tuple(lowering), text, line))
+    cache.put_many(records)
+    return _print_compiled(kernel.name, ck, unit.key.shape_key, ck.diagnostics, lowering, ns)
 
 
 def _emit_mosaic(ck: CompiledKernel, path: str) -> int:

@@ -21,25 +21,14 @@ from pygls.uris import to_fs_path
 
 import compiler
 from compiler import parse_python
-from compiler.config import Config
 from compiler.diagnostics import Diagnostic, Fix, Position, Range, Related, error
-from compiler.results import STAGES, CompiledSnapshot, UnitKey
+from compiler.results import STAGES, CompiledSnapshot, Unit, UnitKey, kernel_units
 from compiler.specs import format_args
 
 from .lru import LruCache
 from .positions import KernelSource, PositionMap
 
 HELION_HINT = re.compile(r"\bhelion\b")  # a file that never says "helion" has no kernels: skip it for free
-
-
-@dataclass(frozen=True)
-class Unit:
-    """One compile of a kernel: a shape set (or none) with the config the decorator gives it."""
-
-    index: int
-    args: dict[str, Any] | None
-    config: Config | None
-    key: UnitKey
 
 
 @dataclass
@@ -164,14 +153,6 @@ def _name_range(node: ast.FunctionDef, lines: list[str]) -> Range:
     return Range(Position(line, col), Position(line, col + len(node.name.encode())))
 
 
-def _unit_configs(kernel: Any, count: int) -> list[Config | None]:
-    """`configs=[...]` gives one config per shape set when it has one per set; else `config=` for all."""
-    configs = list(kernel.decorator_configs or [])
-    if configs and len(configs) == count:
-        return configs
-    return [kernel.decorator_config] * count
-
-
 def file_name(uri: str) -> str:
     """The name generated code gives the document (its file name; an untitled buffer keeps its URI's tail)."""
     path = to_fs_path(uri) or uri
@@ -179,19 +160,7 @@ def file_name(uri: str) -> str:
 
 
 def _kernel_view(kernel: Any, node: ast.FunctionDef, lines: list[str], chip: str, file: str) -> KernelView:
-    shape_sets = list(kernel.shape_sets) or [None]
-    configs = _unit_configs(kernel, len(shape_sets))
-    units = [
-        Unit(
-            i,
-            args,
-            config,
-            UnitKey(
-                kernel.source_hash, format_args(args) if args else "", repr(config) if config else "", chip, file
-            ),
-        )
-        for i, (args, config) in enumerate(zip(shape_sets, configs, strict=True))
-    ]
+    units = kernel_units(kernel, chip, file)
     return KernelView(
         name=kernel.name,
         kernel=kernel,

@@ -12,6 +12,7 @@ import asyncio
 import importlib.util
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -303,3 +304,42 @@ async def test_the_libtpu_stage_is_never_redone_for_an_unchanged_kernel(tmp_path
         await stop(srv)
     finally:
         await srv.stop()
+
+
+CLI_COMPILE = """
+import contextlib, io, json, sys
+from compiler.cli import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    status = main(["compile", sys.argv[1], "--emit", sys.argv[2], "--shape-set", sys.argv[3], "-k", sys.argv[4]])
+print(json.dumps({"status": status, "out": out.getvalue(), "torch": "torch" in sys.modules}))
+"""
+
+
+def cli_compile(cache: Path, path: Path, emit: str, shape_set: int, kernel: str = "attention") -> dict:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HELION_LS_ANALYSIS_CACHE": str(cache)}
+    done = subprocess.run([sys.executable, "-c", CLI_COMPILE, str(path), emit, str(shape_set), kernel],
+                          capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+@pytest.mark.asyncio
+async def test_the_command_line_and_the_editor_share_what_they_found(tmp_path, two_kernels):
+    cache = tmp_path / "analysis.sqlite"
+    fresh = [cli_compile(tmp_path / "off.sqlite", two_kernels, "json", i) for i in (0, 1)]
+    for i in (0, 1):  # helion-pallas compile keeps front and lowering results for the editor
+        assert cli_compile(cache, two_kernels, "json", i)["out"] == fresh[i]["out"]
+    srv = await start(cache, two_kernels.parent)
+    try:
+        uri = srv.open(two_kernels)
+        await srv.final_diagnostics(uri, timeout=240)
+        stats = await confirmed(srv, 2)
+        assert stats["counts"]["recalled"] == 4  # attention's two shape sets: front and lowering
+        assert stats["counts"]["replaced"] == 0  # compiled alike: the editor's fresh compile confirms them
+        assert stats["counts"]["checks"] == 2  # only the add kernel's units are lowered
+        await stop(srv)
+    finally:
+        await srv.stop()
+    again = cli_compile(cache, two_kernels, "vmem", 1, "add")  # what the editor found for the add kernel
+    assert again["torch"] is False and again["status"] == 0 and "fits" in again["out"]
+    assert again["out"] == cli_compile(tmp_path / "off2.sqlite", two_kernels, "vmem", 1, "add")["out"]

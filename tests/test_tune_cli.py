@@ -148,3 +148,10 @@ def test_shape_sets_searched_at_once_give_the_same_answers_and_verdicts_are_reme
     assert _answers(at_once) == _answers(one_by_one)
     assert not any("remembered" in r["best"]["correctness"]["message"] for r in one_by_one)
     assert all(r["best"]["correctness"]["message"].endswith("(remembered)") for r in at_once)
+
+
+def test_the_light_argument_list_names_every_evaluator() -> None:
+    from compiler.tune.arguments import EVALUATOR_NAMES
+    from compiler.tune.evaluators import EVALUATORS
+
+    assert EVALUATOR_NAMES == sorted(EVALUATORS)

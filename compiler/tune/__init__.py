@@ -5,8 +5,8 @@ store      SQLite results store shared by the CLI, the language server and worke
 executors  run evaluation functions in parallel: in-process, a local process pool, or Ray
 search     search strategies over a discrete config space (exhaustive, pattern search)
 
-These four import only the standard library, platformdirs, and lazily ray and `compiler.specs` (torch,
-for shape_key), so store and executor worker processes start fast; they know nothing about kernels
+These four import only the standard library, platformdirs, and lazily ray and `compiler.specs` (for
+shape_key), so store and executor worker processes start fast; they know nothing about kernels
 beyond the space protocol `search` documents.
 
 constants    every constant of the performance model, per chip, with its source
@@ -16,7 +16,10 @@ shrink       reduced argument shapes that keep a config's tile structure, for co
 correctness  the gate: generated code on reduced shapes against the eager reference of the original source
 kernel_space a kernel's config space as a search space: one compile per config, model scores, VMEM pruning
 driver       one tuning run: search (in-process), refine, verify the winner, store every trial
-command      the `helion-pallas tune` command line (add_arguments, run)
+parallel     several shape sets searched at once in forked copies of the tuning process
+verdicts     the gate's verdicts remembered in the analysis cache (compiler.results)
+arguments    the `helion-pallas tune` arguments (light: no torch)
+command      the `helion-pallas tune` command line (run)
 
 These import the compiler (`compiler.api` and below); the language server reaches them only through the
 `helion-pallas tune` subprocess.

@@ -1,4 +1,5 @@
-"""`helion-pallas tune`: the command line of the tuner (compiler/cli.py calls add_arguments and run).
+"""`helion-pallas tune`: the command line of the tuner (compiler/cli.py takes its arguments from
+arguments.py and calls run).
 
 Tunes every kernel of a file (or -k one) for every shape set (or --shape-set / --args one), prints a live
 progress bar on stderr when it is a terminal (not with --json or --progress jsonl), then per shape set a
@@ -35,10 +36,10 @@ from typing import Any, TextIO
 
 from .. import skip_dynamo_import
 from ..api import Kernel, load
-from ..chips import CHIP_NAMES, canonical_name
+from ..chips import canonical_name
 from ..diagnostics import CompileError, Diagnostic
 from .driver import TuneOptions, TuneProgress, TuneResult, TuneRun
-from .evaluators import EVALUATORS, EvaluatorUnavailable, Problem, get_evaluator, probe_tpu, warm_up
+from .evaluators import EvaluatorUnavailable, Problem, get_evaluator, probe_tpu, warm_up
 from .executors import Executor, ExecutorError, LocalExecutor, make_executor
 from .parallel import search_elsewhere
 from .store import StoreError, TuningStore
@@ -49,44 +50,6 @@ OK, NOTHING_VALID, USAGE = 0, 1, 2
 
 class UsageError(Exception):
     pass
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The `tune` subcommand's arguments."""
-    parser.add_argument("file", help="a Python file with @helion.kernel functions")
-    parser.add_argument("-k", "--kernel", help="tune only this kernel (default: every kernel in the file)")
-    which = parser.add_mutually_exclusive_group()
-    which.add_argument(
-        "--shape-set", type=int, metavar="N", help="tune only the N-th '# helion: args(...)' line"
-    )
-    which.add_argument("--args", metavar="SPECS", help='argument specs, e.g. "x=bf16[4096, 2560]"')
-    parser.add_argument(
-        "--chip", default="v7x", help=f"TPU to tune for: {', '.join(CHIP_NAMES)} (default v7x)"
-    )
-    parser.add_argument(
-        "--evaluator",
-        choices=sorted(EVALUATORS),
-        default="model",
-        help="model: analytic estimate (default); compile: + libtpu compile of the best; "
-        "tpu: + wall-clock on a TPU",
-    )
-    parser.add_argument(
-        "--executor",
-        default="local",
-        help="where evaluations run: local (process pool, default), local:N, inline, ray, ray:ADDRESS",
-    )
-    budget = parser.add_mutually_exclusive_group()
-    budget.add_argument(
-        "--budget", type=float, metavar="SECONDS", help="at most this search time per shape set (it usually converges sooner)"
-    )
-    budget.add_argument("--max-evals", type=int, metavar="N", help="at most this many search evaluations per shape set")
-    parser.add_argument("--store", metavar="PATH", help="results store (default: the user cache directory)")
-    parser.add_argument("--jobs", type=int, metavar="N",
-                        help="search this many shape sets at once with the model evaluator (default: one per CPU)")
-    parser.add_argument("--seed", type=int, default=0, help="search seed (results are deterministic for it)")
-    parser.add_argument("--top", type=int, default=5, help="configs to list per shape set (default 5)")
-    parser.add_argument("--json", action="store_true", help="print results as JSON on stdout")
-    parser.add_argument("--progress", choices=["jsonl"], help="progress events as JSON lines on stderr")
 
 
 def run(ns: argparse.Namespace) -> int:

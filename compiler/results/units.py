@@ -1,0 +1,56 @@
+"""The units of analysis of a kernel, as the language server and `helion-pallas compile` both compile them:
+one per shape set (one without arguments when it has none), with the config its decorator gives the set,
+compiled by `compile_unit`, so that a result either of them remembers is the other's too."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..config import Config
+from ..specs import format_args
+from .keys import UnitKey
+from .records import CompiledSnapshot, StageRecord
+
+if TYPE_CHECKING:
+    from ..api import CompiledKernel, Kernel
+
+
+@dataclass(frozen=True)
+class Unit:
+    index: int
+    args: dict[str, Any] | None
+    config: Config | None
+    key: UnitKey
+
+
+def kernel_units(kernel: Kernel, chip: str, file: str) -> list[Unit]:
+    """`configs=[...]` gives one config per shape set when it has one per set; else `config=` for all."""
+    shape_sets = list(kernel.shape_sets) or [None]
+    configs = list(kernel.decorator_configs or [])
+    if not configs or len(configs) != len(shape_sets):
+        configs = [kernel.decorator_config] * len(shape_sets)
+    return [Unit(i, args, config, UnitKey(kernel.source_hash, format_args(args) if args else "",
+                                          repr(config) if config else "", chip, file))
+            for i, (args, config) in enumerate(zip(shape_sets, configs, strict=True))]
+
+
+def compile_unit(kernel: Kernel, unit: Unit) -> CompiledKernel:
+    """Raises CompileError, as `Kernel.compile` does."""
+    return kernel.compile(args=unit.args, config=unit.config.to_json() if unit.config is not None else None,
+                          chip=unit.key.chip)
+
+
+def kernel_text(kernel: Kernel) -> tuple[str, int]:
+    """The kernel's lines, decorators to the end of its body, and the zero-based line they start at: the
+    basis of the ranges in its records."""
+    node = kernel.definition.node
+    first = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
+    return "".join(kernel.source.splitlines(keepends=True)[first : node.end_lineno]), first
+
+
+def front_record(kernel: Kernel, unit: Unit, diagnostics: list[Any], ck: CompiledKernel | None,
+                 seconds: float = 0.0) -> StageRecord:
+    basis, line = kernel_text(kernel)
+    return StageRecord("front", unit.key, tuple(diagnostics), basis, line,
+                       CompiledSnapshot.of(ck) if ck is not None else None, seconds)
