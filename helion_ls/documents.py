@@ -20,7 +20,6 @@ from typing import Any
 from pygls.uris import to_fs_path
 
 import compiler
-from compiler import parse_python
 from compiler.diagnostics import Diagnostic, Fix, Position, Range, Related, error
 from compiler.results import STAGES, CompiledSnapshot, Unit, UnitKey, kernel_units
 from compiler.specs import format_args
@@ -189,7 +188,7 @@ def load_document(uri: str, version: int | None, text: str, chip: str) -> Loaded
     diagnostics = list(module.diagnostics)
     kernels: dict[str, KernelView] = {}
     if module.kernels:
-        nodes = _function_nodes(text)
+        nodes = _function_nodes(module.info.tree)
         for name, kernel in module.kernels.items():
             node = nodes.get((name, kernel.range.start.line)) or nodes.get((name, None))
             if node is None:
@@ -207,10 +206,9 @@ def load_document(uri: str, version: int | None, text: str, chip: str) -> Loaded
     return Loaded(uri, version, text, lines, diagnostics, kernels)
 
 
-def _function_nodes(text: str) -> dict[tuple[str, int | None], ast.FunctionDef]:
-    try:
-        tree = parse_python(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+def _function_nodes(tree: ast.Module | None) -> dict[tuple[str, int | None], ast.FunctionDef]:
+    """The file's functions (from the compiler's parse of it) by name and first line."""
+    if tree is None:
         return {}
     out: dict[tuple[str, int | None], ast.FunctionDef] = {}
     for node in ast.walk(tree):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import copy
 import fcntl
 import logging
 import multiprocessing
@@ -14,7 +16,9 @@ import threading
 from pathlib import Path
 
 import pytest
+from conftest import kernel_files
 
+from compiler.frontend.module import normal_dump
 from compiler.tune.keys import COMPILER_VERSION, TrialKey, normalized_source_hash, shape_key
 from compiler.tune.store import TuningStore, default_store_path
 
@@ -62,6 +66,34 @@ def test_source_hash_changes_with_semantics():
         normalized_source_hash([KERNEL.replace("static_shapes=True", "static_shapes=False"), HELPER]) != base
     )
     assert normalized_source_hash([KERNEL]) != base
+
+
+class _CopyingNormaliser(ast.NodeTransformer):
+    """The normalisation spelt out on a copy of the tree: the oracle for the in-place `normal_dump`."""
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        body = node.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(
+                body[0].value.value, str):
+            node.body = body[1:] or [ast.Pass()]
+        for deco in node.decorator_list:
+            if isinstance(deco, ast.Call):
+                deco.keywords = [kw for kw in deco.keywords if kw.arg not in ("config", "configs")]
+        self.generic_visit(node)
+        return node
+
+
+def test_the_normal_dump_restores_the_tree_and_matches_a_copy():
+    checked = 0
+    for path in kernel_files():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef):
+                before = ast.dump(node, include_attributes=True)
+                expected = ast.dump(_CopyingNormaliser().visit(copy.deepcopy(node)), annotate_fields=False)
+                assert normal_dump(node) == expected, f"{path}: {node.name}"
+                assert ast.dump(node, include_attributes=True) == before
+                checked += 1
+    assert checked >= 40
 
 
 def test_shape_key_is_canonical_text():

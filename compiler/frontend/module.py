@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import copy
 import functools
 import hashlib
 import re
@@ -179,28 +178,34 @@ def used_helpers(fn: ast.FunctionDef, functions: dict[str, ast.FunctionDef]) -> 
 CONFIG_KEYWORDS = frozenset({"config", "configs"})  # tuning output in a decorator, not kernel semantics
 
 
-class _Normaliser(ast.NodeTransformer):
-    """Drops docstrings and the decorators' config=/configs= keywords; everything else is semantics."""
-
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
-        body = node.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(
-                body[0].value.value, str):
-            node.body = body[1:] or [ast.Pass()]
-        for deco in node.decorator_list:
-            if isinstance(deco, ast.Call):
-                deco.keywords = [kw for kw in deco.keywords if kw.arg not in CONFIG_KEYWORDS]
-        self.generic_visit(node)
-        return node
+def normal_dump(node: ast.AST) -> str:
+    """`ast.dump` of `node` without docstrings and without the decorators' config=/configs= keywords (no
+    positions): everything else is semantics. The tree is changed in place for the dump and restored (far
+    cheaper than a copy for a file of hundreds of kernels); a module is parsed and hashed by one thread."""
+    undo: list[tuple[ast.AST, str, Any]] = []
+    try:
+        for n in ast.walk(node):
+            if not isinstance(n, ast.FunctionDef):
+                continue
+            body = n.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(
+                    body[0].value.value, str):
+                undo.append((n, "body", body))
+                n.body = body[1:] or [ast.Pass()]
+            for deco in n.decorator_list:
+                if isinstance(deco, ast.Call):
+                    undo.append((deco, "keywords", deco.keywords))
+                    deco.keywords = [kw for kw in deco.keywords if kw.arg not in CONFIG_KEYWORDS]
+        return ast.dump(node, annotate_fields=False, include_attributes=False)
+    finally:
+        for obj, name, value in reversed(undo):
+            setattr(obj, name, value)
 
 
 def normalized_hash(nodes: list[ast.stmt], constants: dict[str, Any]) -> str:
     """Hash of code, not text: whitespace, comments, docstrings, order of the functions and an applied
     `config=` do not change it (so applying a tuned config keeps its stored results)."""
-    dumps = sorted(
-        ast.dump(_Normaliser().visit(copy.deepcopy(node)), annotate_fields=False, include_attributes=False)
-        for node in nodes
-    )
+    dumps = sorted(normal_dump(node) for node in nodes)
     h = hashlib.sha256()
     for dump in dumps:
         h.update(dump.encode())
