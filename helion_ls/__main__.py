@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import gc
 import importlib
 import logging
@@ -53,15 +52,20 @@ def main(argv: list[str] | None = None) -> None:
         parse_warm_up()
         serve_tcp(server, *args.tcp, on_exit=server.close_parts)
         return
+    from .prespawn import spawn
+
+    first = spawn()  # the first compile worker, before anything else is imported here (see prespawn.py)
     from .handshake import EarlyReader, load_template, stdio_streams
 
     stdin, stdout = stdio_streams()
     reader = EarlyReader(stdin, stdout, load_template())
     reader.start()
 
+    import asyncio
+
     code = 1
     try:
-        code = asyncio.run(_serve_stdio(reader, stdout))
+        code = asyncio.run(_serve_stdio(reader, stdout, first))
     except BaseException:
         log.exception("the server failed")
     from .transport import exit_process
@@ -88,15 +92,17 @@ def _watch_early(reader: Any) -> Any:
     return remembered
 
 
-async def _serve_stdio(reader: Any, stdout: Any) -> int:
-    """The first compile worker starts before anything else is imported here: its imports (torch) are
-    the longest part of a cold start. Meanwhile, in a thread, the early publisher is set up (remembered
-    results of files opened now are published before the server is built), `initialize` is answered
-    (the editor gets its answer before anything heavy starts), the transport (pygls) is imported, and
-    then the session runs."""
+async def _serve_stdio(reader: Any, stdout: Any, first: Any) -> int:
+    """The first compile worker started before anything was imported (its imports, torch, are the longest
+    part of a cold start); the compile pool adopts it. Meanwhile, in a thread, the early publisher is set
+    up (remembered results of files opened now are published before the server is built), `initialize`
+    is answered (the editor gets its answer before anything heavy starts), the transport (pygls) is
+    imported, and then the session runs."""
+    import asyncio
+
     from .compile_pool import CompilePool
 
-    pool = CompilePool()
+    pool = CompilePool(first=first)
     pool.start()
     loop = asyncio.get_running_loop()
     remembered = await loop.run_in_executor(None, _watch_early, reader)
@@ -110,6 +116,8 @@ async def _serve_stdio(reader: Any, stdout: Any) -> int:
 async def build_server(pool: Any, remembered: Any) -> Any:
     """The server's own imports and warm-up parse run in a thread, while the compile workers warm up and
     the handshake's reader answers helion/stats and keeps the rest."""
+    import asyncio
+
     await asyncio.get_running_loop().run_in_executor(None, _import_and_warm_up)
     from .server import create_server
 

@@ -41,11 +41,14 @@ class _Job:
 
 
 class CompilePool:
-    def __init__(self, workers: int | None = None, timeout: float | None = None):
+    def __init__(self, workers: int | None = None, timeout: float | None = None, first: Any = None):
+        """`first`: the first worker's process, already started (prespawn.py)."""
         self.workers = [
             WorkerProcess("helion_ls.compile_worker", "compile worker")
             for _ in range(workers or max(1, min(2, os.cpu_count() or 1)))
         ]
+        if first is not None:
+            self.workers[0].adopt(first)
         self.timeout = timeout or float(os.environ.get(TIMEOUT_ENV) or 30.0)
         self._queue: deque[_Job] = deque()
         self._low: deque[_Job] = deque()  # taken only when _queue is empty

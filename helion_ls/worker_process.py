@@ -5,6 +5,7 @@ compiler.lifeline) and speaks length-prefixed pickles over its stdin/stdout: 4 b
 then the pickle. The child (its side is worker_loop.py) first sends one frame ("ready") when it has warmed up. A request that outlives
 its time limit, a child that exits, or an answer that is not a frame kills the child's whole group and
 raises `WorkerFailure`; the next request starts a fresh child. The child's stderr goes to this log.
+A child started before asyncio ran (prespawn.py) is `adopt`ed: its pipes become asyncio streams.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import logging
 import os
 import pickle
 import signal
+import subprocess
 import sys
+import threading
 from typing import Any
 
 from compiler import lifeline
@@ -38,7 +41,12 @@ class WorkerProcess:
         self._proc: asyncio.subprocess.Process | None = None
         self._stderr: asyncio.Task | None = None
         self._starting: asyncio.Task | None = None
+        self._adopt: subprocess.Popen | None = None
         self.started = 0  # children started so far (restarts = started - 1)
+
+    def adopt(self, popen: subprocess.Popen) -> None:
+        """A child already started (prespawn.py): the first start takes it instead of starting one."""
+        self._adopt = popen
 
     @property
     def pid(self) -> int | None:
@@ -71,17 +79,21 @@ class WorkerProcess:
     async def _start(self) -> None:
         self.kill()
         self.started += 1
-        log.info("starting a %s", self.name)
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            self.module,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-            env=lifeline.child_env(),
-        )
+        popen, self._adopt = self._adopt, None
+        if popen is not None:
+            proc: Any = await _Adopted.of(popen)
+        else:
+            log.info("starting a %s", self.name)
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                self.module,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+                env=lifeline.child_env(),
+            )
         self._proc = proc
         self._stderr = asyncio.ensure_future(self._forward_stderr(proc))
         try:
@@ -130,8 +142,40 @@ class WorkerProcess:
         if proc is not None and proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
+            if isinstance(proc, _Adopted):  # asyncio does not reap what it did not start
+                threading.Thread(target=proc.wait_blocking, name="helion-reap", daemon=True).start()
         if self._stderr is not None:
             self._stderr.cancel()
+
+
+class _Adopted:
+    """A `subprocess.Popen` seen as an `asyncio.subprocess.Process` (what WorkerProcess uses of it)."""
+
+    def __init__(self, popen: subprocess.Popen, stdin: asyncio.StreamWriter, stdout: asyncio.StreamReader,
+                 stderr: asyncio.StreamReader):
+        self._popen, self.stdin, self.stdout, self.stderr = popen, stdin, stdout, stderr
+        self.pid = popen.pid
+
+    @staticmethod
+    async def of(popen: subprocess.Popen) -> _Adopted:
+        loop = asyncio.get_running_loop()
+        readers = []
+        for pipe in (popen.stdout, popen.stderr):
+            reader = asyncio.StreamReader()
+            await loop.connect_read_pipe(lambda reader=reader: asyncio.StreamReaderProtocol(reader), pipe)
+            readers.append(reader)
+        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, popen.stdin)
+        return _Adopted(popen, asyncio.StreamWriter(transport, protocol, None, loop), *readers)
+
+    @property
+    def returncode(self) -> int | None:
+        return self._popen.poll()
+
+    async def wait(self) -> int:
+        return await asyncio.get_running_loop().run_in_executor(None, self._popen.wait)
+
+    def wait_blocking(self) -> int:
+        return self._popen.wait()
 
 
 def _how(code: int) -> str:

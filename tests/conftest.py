@@ -1,15 +1,14 @@
 """Shared test set-up: jax stays on the CPU (libtpu, when installed, is only for the deviceless compile);
-remembered analysis results go to a file of the test session."""
+no analysis results are remembered unless a test asks for it."""
 
 import os
-import tempfile
 from pathlib import Path
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
-# Servers and commands started by the tests remember analysis results in a file of this test session, never
-# in the user's cache (tests of remembering use files of their own).
-os.environ["HELION_LS_ANALYSIS_CACHE"] = os.path.join(tempfile.mkdtemp(prefix="helion-tests-"), "analysis.sqlite")
+# Servers and commands started by the tests remember no analysis results (so no test sees another's, nor the
+# user's); the tests of remembering give theirs a file of their own.
+os.environ["HELION_LS_ANALYSIS_CACHE"] = "off"
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"

@@ -289,8 +289,7 @@ TUNING = {"tuneBudgetSeconds": 300, "executor": "local:2", "workspaceTrusted": T
 async def test_the_tuner_and_every_worker_end_with_the_server(tmp_path, end):
     ws = tmp_path / "ws"
     ws.mkdir()
-    # nothing remembered (no correctness verdict from an earlier test): the tuner starts its gate workers
-    srv = await RawServer.start(env={"HELION_LS_ANALYSIS_CACHE": str(tmp_path / "analysis.sqlite")})
+    srv = await RawServer.start()
     srv.ws = ws
     try:
         await srv.initialize(ws, libtpu=False, **TUNING)
