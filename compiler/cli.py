@@ -64,8 +64,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _tune(ns: argparse.Namespace) -> int:
-    from .tune import command
+    import gc
 
+    from . import skip_dynamo_import
+
+    gc.disable()  # torch's imports: collections scanning its objects meanwhile would only slow them down
+    try:
+        from .tune import command
+
+        skip_dynamo_import()  # this process compiles and never runs torch.compile
+    finally:
+        gc.freeze()  # and they stay out of the collections during the search
+        gc.enable()
     return command.run(ns)
 
 

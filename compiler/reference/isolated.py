@@ -10,6 +10,7 @@ wrong (an exception in the kernel, the memory limit, a crash, the time limit) co
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import pickle
@@ -49,8 +50,11 @@ def _serve(conn: Any, parent: int, memory_bytes: int, cpu_seconds: int) -> None:
     os.dup2(2, 1)  # the parent may speak a protocol on stdout
     _limit(resource.RLIMIT_AS, memory_bytes)
     _limit(resource.RLIMIT_CPU, cpu_seconds)
+    gc.disable()  # torch's import: collections scanning its objects meanwhile would only slow it down
     from compiler.reference.runner import load_module
 
+    gc.freeze()  # and they stay out of every later collection
+    gc.enable()
     conn.send_bytes(b"ready")
     while True:
         try:

@@ -333,11 +333,17 @@ def warm_up() -> None:
     """Run first in a fresh gate worker while the driver searches: start the eager-reference process (its
     torch import overlaps this one's jax import), import jax and Pallas' TPU interpret mode, so the first
     check pays only its own work."""
+    import gc
+
     from .correctness import reference_process
 
     reference_process().start()
+    gc.disable()  # jax's imports: collections scanning torch's and its objects would only slow them down
     import jax  # noqa: F401
     from jax.experimental.pallas import tpu  # noqa: F401
+
+    gc.freeze()
+    gc.enable()
 
 
 def probe_tpu(chip: str) -> str | None:
