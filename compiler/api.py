@@ -21,8 +21,10 @@ from .codegen.placement import describe
 from .codegen.plan_builder import CallLayout, build_call
 from .config import Config, ConfigError, as_config
 from .diagnostics import ArgRankError, CompileError, Diagnostic, Range, Related, UserError, error
+from .frontend.call_shapes import InferredShapes, ShapeOrigin, infer_call_shapes
 from .frontend.limits import too_deep
 from .frontend.module import KernelDef, ModuleInfo, parse_module, source_hash, used_helpers
+from .frontend.shape_hint import no_shapes_hint
 from .frontend.tracer import Tracer
 from .frontend.values import BlockSizeTable, BlockTooLong
 from .ir import GridLoop, KernelIR, Load, Store, walk
@@ -62,12 +64,16 @@ def load(path_or_source: str | os.PathLike, name: str | None = None) -> Module:
 
 
 class Module:
+    """A parsed file. Kernels without a shape line get their shape sets from the calls the file's own code
+    makes (`compiler.frontend.call_shapes`); what stopped that search is among `diagnostics`."""
+
     def __init__(self, path: str | None, source: str, info: ModuleInfo):
         self.path = path
         self.source = source
         self.info = info
+        self.call_shapes = _infer(info)
         self.kernels: dict[str, Kernel] = {k.name: Kernel(self, k) for k in info.kernels}
-        self.diagnostics: list[Diagnostic] = list(info.diagnostics)
+        self.diagnostics: list[Diagnostic] = list(info.diagnostics) + self.call_shapes.diagnostics
         for k in self.kernels.values():
             self.diagnostics.extend(k.definition.diagnostics)
 
@@ -89,8 +95,14 @@ class Kernel:
         self.decorator_range = Range.of(definition.decorator)
         self.decorator_config = definition.decorator_config
         self.decorator_configs = definition.decorator_configs
-        self.shape_sets: list[dict[str, ArgSpec]] = definition.shape_sets
-        self.shape_set_ranges: list[Range] = definition.shape_set_ranges
+        inferred = [] if definition.shape_sets or _bad_shape_lines(definition) else \
+            module.call_shapes.sets.get(self.name, [])
+        # shape lines win; else the sets found in the file's calls, each anchored on the decorator (its lenses
+        # sit there) and labelled with the call it came from (`shape_set_origins`; None for a shape line)
+        self.shape_sets: list[dict[str, ArgSpec]] = definition.shape_sets or [specs for specs, _ in inferred]
+        self.shape_set_ranges: list[Range] = definition.shape_set_ranges or [self.decorator_range for _ in inferred]
+        self.shape_set_origins: list[ShapeOrigin | None] = [o for _, o in inferred] or [None] * len(self.shape_sets)
+        self._misses = module.call_shapes.misses.get(self.name, [])
         self.config_ranges: list[Range] = list(definition.configs_ranges)
         self.config_range_all: Range | None = definition.config_range
         self.params = [a.arg for a in definition.node.args.args]
@@ -122,11 +134,18 @@ class Kernel:
 
     # -- public entry points --------------------------------------------------------------------------
 
+    @cached_property
+    def shape_hint(self) -> Diagnostic | None:
+        """Information with a quick fix for a kernel with no shape set (no shape line, no call found); None
+        when it has one, or when its shape lines have errors (those are what to fix)."""
+        if self.shape_sets or _bad_shape_lines(self.definition):
+            return None
+        return no_shapes_hint(self.definition.node, self.definition.decorator, self.source.splitlines(), self._misses)
+
     def resolve_args(self, args: Any = None, shape_set: int | None = None) -> dict[str, ArgSpec]:
         if args is None:
             if not self.shape_sets:
-                raise CompileError([error("HPL107", f"`{self.name}` has no '# helion: args(...)' line above it; add one "
-                                          "or pass args", self.decorator_range)])
+                raise CompileError(_bad_shape_lines(self.definition) or [self.shape_hint])
             index = shape_set or 0
             if not 0 <= index < len(self.shape_sets):
                 raise CompileError([error("HPL107", f"`{self.name}` has {len(self.shape_sets)} shape sets; "
@@ -428,6 +447,23 @@ class CompiledKernel:
             "vmem": self.vmem.to_json(),
             "diagnostics": [d.to_json() for d in self.diagnostics],
         }
+
+
+def _infer(info: ModuleInfo) -> InferredShapes:
+    """Shape sets from the file's calls, for the kernels without a shape line (none are looked for when
+    every kernel has one)."""
+    wanted = [k.name for k in info.kernels if not k.shape_sets and not _bad_shape_lines(k)]
+    if not wanted:
+        return InferredShapes()
+    try:
+        return infer_call_shapes(info, wanted)
+    except Exception:  # noqa: BLE001 - a bug here costs the inferred shapes, never the file
+        log.exception("internal error while inferring shapes from calls")
+        return InferredShapes()
+
+
+def _bad_shape_lines(definition: KernelDef) -> list[Diagnostic]:
+    return [d for d in definition.diagnostics if d.code == "HPL104"]
 
 
 def _chip(chip: str | Chip) -> Chip:

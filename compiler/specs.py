@@ -1,7 +1,10 @@
-"""Argument specs: `bf16[8, 32, 8192, 256]` for tensors, numbers for scalars.
+"""Argument specs: `bf16[8, 32, 8192, 256]` for tensors, literals for every other argument kind.
 
-The same text appears in `# helion: args(...)` lines above a kernel, in `--args` on the command line and
-in `compile(args=...)`. Parsing is static (ast), never `eval`.
+A kernel argument is a tensor (`bf16[8, 128]`), a number or bool (`1e-5`, `7`, `True`), `None` (an optional
+tensor left out), a list or tuple of ints (`normalized_shape=[8192]`) or a dtype (`torch.bfloat16`, or
+`bf16`). The same text appears in `# helion: args(...)` lines above a kernel, in `--args` on the command
+line and in `compile(args=...)`; shapes inferred from a file's own calls (frontend/call_shapes.py) are
+the same values. Parsing is static (ast), never `eval`.
 """
 
 from __future__ import annotations
@@ -26,6 +29,10 @@ DTYPES: dict[str, torch.dtype] = {
     "int16": torch.int16,
     "i8": torch.int8,
     "int8": torch.int8,
+    "i64": torch.int64,
+    "int64": torch.int64,
+    "f64": torch.float64,
+    "float64": torch.float64,
     "u8": torch.uint8,
     "uint8": torch.uint8,
     "bool": torch.bool,
@@ -40,6 +47,8 @@ SHORT_NAMES: dict[torch.dtype, str] = {
     torch.int32: "i32",
     torch.int16: "i16",
     torch.int8: "i8",
+    torch.int64: "i64",
+    torch.float64: "f64",
     torch.uint8: "u8",
     torch.bool: "bool",
     torch.float8_e4m3fn: "f8e4m3",
@@ -70,11 +79,23 @@ class TensorSpec:
         return torch.empty(self.shape, dtype=self.dtype, device="meta")
 
 
-ArgSpec = TensorSpec | int | float | bool
+ArgSpec = TensorSpec | int | float | bool | None | tuple[int, ...] | list[int] | torch.dtype
+SCALAR_KINDS = (bool, int, float, type(None), torch.dtype)  # arguments that are not tensors or sequences
 
 
 def format_spec(spec: ArgSpec) -> str:
-    return str(spec) if isinstance(spec, TensorSpec) else repr(spec)
+    if isinstance(spec, TensorSpec):
+        return str(spec)
+    if isinstance(spec, torch.dtype):
+        return str(spec)  # torch.bfloat16
+    return repr(spec)
+
+
+def is_spec(value: object) -> bool:
+    """`value` is an argument spec this module can write and read back."""
+    if isinstance(value, (TensorSpec, *SCALAR_KINDS)):
+        return True
+    return isinstance(value, tuple | list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
 
 
 def format_args(args: dict[str, ArgSpec]) -> str:
@@ -115,17 +136,46 @@ def parse_spec(node: ast.expr | str) -> ArgSpec:
         if numel > MAX_ELEMENTS:
             raise SpecError(f"shape {dims} has {numel:.3g} elements; the limit is 2**40", node.col_offset, node.end_col_offset)
         return TensorSpec(dtype, tuple(dims))
+    dtype = _dtype_of(node)
+    if dtype is not None:
+        return dtype
+    if isinstance(node, ast.List | ast.Tuple):
+        items = []
+        for elt in node.elts:
+            value = _literal(elt)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise SpecError(f"list and tuple arguments hold integers (like normalized_shape=[8192]), not "
+                                f"{value!r}", elt.col_offset, elt.end_col_offset)
+            items.append(value)
+        return items if isinstance(node, ast.List) else tuple(items)
+    value = _literal(node)
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    raise SpecError(f"unsupported argument value {value!r}: use a tensor (bf16[8, 128]), a number, True/False, "
+                    "None, a list of ints or a dtype", node.col_offset, node.end_col_offset)
+
+
+def _literal(node: ast.expr) -> object:
     try:
-        value = ast.literal_eval(node)
-    except ValueError:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, RecursionError):
         raise SpecError(
-            "expected a tensor spec like bf16[8, 128] or a number",
+            "expected a tensor spec like bf16[8, 128], a number, True/False, None, a list of ints or a dtype",
             getattr(node, "col_offset", None),
             getattr(node, "end_col_offset", None),
         ) from None
-    if isinstance(value, bool | int | float):
-        return value
-    raise SpecError(f"unsupported argument value {value!r}", getattr(node, "col_offset", None))
+
+
+def _dtype_of(node: ast.expr) -> torch.dtype | None:
+    """`torch.bfloat16` or a short name (`bf16`) used as a value."""
+    if isinstance(node, ast.Name) and node.id in DTYPES:
+        return DTYPES[node.id]
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "torch":
+        dtype = getattr(torch, node.attr, None)
+        if isinstance(dtype, torch.dtype):
+            return dtype
+        raise SpecError(f"torch.{node.attr} is not a dtype", node.col_offset, node.end_col_offset)
+    return None
 
 
 def parse_args_text(text: str) -> dict[str, ArgSpec]:
@@ -163,7 +213,7 @@ def coerce_args(args: object) -> dict[str, ArgSpec]:
     if isinstance(args, dict):
         out = {}
         for k, v in args.items():
-            if isinstance(v, TensorSpec | bool | int | float):
+            if is_spec(v):
                 out[k] = v
             elif isinstance(v, str):
                 out[k] = parse_spec(v)

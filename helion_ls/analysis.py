@@ -262,6 +262,7 @@ class Analyzer:
         """Every stage's diagnostics for the units of `loaded`, in its coordinates."""
         enc = self._encoding()
         out = [to_lsp_diagnostic(d, loaded.lines, loaded.uri, enc) for d in loaded.diagnostics]
+        shown = set(loaded.diagnostics)  # a kernel whose only shape line is bad: that line's error, once
         for view in loaded.kernels.values():
             groups: dict[Diagnostic, list[int]] = {}
             for unit in view.units:
@@ -271,8 +272,9 @@ class Analyzer:
                     if result is None:
                         continue
                     for diag in result.diagnostics:
-                        shown = anchored(remap(diag, pmap) if pmap is not None else diag, view, unit.index)
-                        groups.setdefault(shown, []).append(unit.index)
+                        placed = anchored(remap(diag, pmap) if pmap is not None else diag, view, unit.index)
+                        if placed not in shown:
+                            groups.setdefault(placed, []).append(unit.index)
             for diag, indices in groups.items():
                 out.append(self._unit_diagnostic(diag, sorted(set(indices)), view, loaded, enc))
         out.sort(key=lambda d: (d.range.start.line, d.range.start.character, d.severity or 0))
@@ -288,7 +290,7 @@ class Analyzer:
         related: list[tuple[Range, str]] = []
         for i in indices:
             if i < len(view.shape_set_ranges):
-                related.append((view.shape_set_ranges[i], f"shape set {i}: {view.shape_label(i)}"))
+                related.append((view.shape_set_place(i), f"shape set {i}: {view.shape_label(i)}"))
         which = ", ".join(str(i) for i in indices)
         label = (
             f"shape set {which}: {view.shape_label(indices[0])}"

@@ -57,8 +57,9 @@ class KernelView:
     source: KernelSource
     name_range: Range
     decorator_range: Range
-    shape_set_ranges: list[Range]
+    shape_set_ranges: list[Range]  # a shape line, or the decorator for a shape set found in the file's calls
     units: list[Unit]
+    shape_set_origins: list[Any] = field(default_factory=list)  # compiler ShapeOrigin (or None for a shape line)
 
     @property
     def source_hash(self) -> str:
@@ -67,6 +68,15 @@ class KernelView:
     def shape_label(self, index: int) -> str:
         unit = self.units[index]
         return format_args(unit.args) if unit.args else "no shape set"
+
+    def origin(self, index: int) -> Any:
+        """Where an inferred shape set comes from (`label`, `range` of the call), None for a shape line."""
+        return self.shape_set_origins[index] if index < len(self.shape_set_origins) else None
+
+    def shape_set_place(self, index: int) -> Range:
+        """Where a shape set is written: its shape line, or the call it was found in."""
+        origin = self.origin(index)
+        return origin.range if origin is not None else self.shape_set_ranges[index]
 
 
 @dataclass
@@ -229,6 +239,7 @@ def _kernel_view(kernel: Any, node: ast.FunctionDef, lines: list[str], chip: str
         decorator_range=kernel.decorator_range,
         shape_set_ranges=list(kernel.shape_set_ranges),
         units=units,
+        shape_set_origins=list(kernel.shape_set_origins),
     )
 
 
