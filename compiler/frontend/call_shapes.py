@@ -111,7 +111,11 @@ class _Recorder:
             return UNKNOWN
         specs, why = _specs(ref.closure, args, kwargs)
         rng = Range.of(site.node) if site.node is not None else Range.lines(0)
-        if ref.name in self.wanted:
+        huge = next((t for t in _tensors([*args, *kwargs.values()]) if t.numel() > MAX_ELEMENTS), None)
+        if huge is not None and ref.name in self.wanted:
+            self.note(rng, f"`{ref.name}` is called with a tensor of shape {list(huge.shape)}, {huge.numel():.3g} "
+                           "elements; shape sets are limited to 2**40")
+        elif ref.name in self.wanted:
             if specs is None:
                 self.result.misses.setdefault(ref.name, []).append((rng, why))
             else:
@@ -131,13 +135,7 @@ class _Recorder:
 
     def _record(self, name: str, specs: dict[str, ArgSpec], site: Site) -> None:
         assert self.ev is not None
-        too_big = [n for n, s in specs.items() if isinstance(s, TensorSpec) and _numel(s.shape) > MAX_ELEMENTS]
         call = Range.of(site.node) if site.node is not None else Range.lines(0)
-        if too_big:
-            spec = specs[too_big[0]]
-            self.note(call, f"`{name}` is called with `{too_big[0]}` of shape {list(spec.shape)}, "
-                            f"{_numel(spec.shape):.3g} elements; shape sets are limited to 2**40")
-            return
         text = format_args(specs)
         if text in self.seen.setdefault(name, set()):
             return
@@ -234,11 +232,8 @@ def _fresh(value: Any, args: list) -> Any:
     return value
 
 
-def _numel(shape: tuple[int, ...]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
+def _tensors(values: list) -> list[torch.Tensor]:
+    return [t for v in values for t in (v if isinstance(v, tuple | list) else (v,)) if isinstance(t, torch.Tensor)]
 
 
 def _display(node: ast.Call | None, origin: Site, lines: list[str]) -> str:

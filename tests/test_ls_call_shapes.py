@@ -1,0 +1,76 @@
+"""End to end: a file written the way upstream Helion writes its examples — no shape lines, kernels called
+from `check()` through `run_example` — gets shape sets from its own calls in the editor: lenses labelled
+with the call, Tune, a kernel hover with the VMEM table, and no error; a kernel nothing calls gets an
+information hint whose quick fix writes a shape line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+from test_ls_support import final_diagnostics, line_of, open_doc, server_config, start
+
+import compiler
+from compiler.specs import format_args
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+ROWS = (Path(__file__).parent / "upstream_style" / "rows.py").read_text()
+
+
+@pytest_lsp.fixture(config=server_config(), scope="module")
+async def client(lsp_client: LanguageClient, tmp_path_factory):
+    ws = tmp_path_factory.mktemp("calls") / "ws"
+    ws.mkdir()
+    await start(lsp_client, ws, libtpu=False)
+    (ws / "rows.py").write_text(ROWS)
+    lsp_client.uri = open_doc(lsp_client, ws / "rows.py", ROWS)
+    lsp_client.final = await final_diagnostics(lsp_client, lsp_client.uri, 1)
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_no_error_and_a_hint_with_a_quick_fix_for_the_kernel_nothing_calls(client: LanguageClient):
+    diags = client.final
+    assert not [d for d in diags if d.severity == types.DiagnosticSeverity.Error], diags
+    (hint,) = [d for d in diags if d.code == "HPL107"]
+    assert hint.severity == types.DiagnosticSeverity.Information
+    assert hint.range.start.line == line_of(ROWS, "@helion.kernel()\ndef never_called")
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=client.uri), range=hint.range,
+        context=types.CodeActionContext(diagnostics=[hint])))
+    (action,) = [a for a in actions if a.title.startswith("Add a shape line")]
+    (edit,) = action.edit.changes[client.uri] if action.edit.changes else action.edit.document_changes[0].edits
+    assert edit.new_text == "# helion: args(x=f32[1024, 1024])\n"
+    assert edit.range.start == types.Position(line=hint.range.start.line, character=0)
+
+
+async def test_inferred_shape_sets_have_labelled_lenses_and_tune(client: LanguageClient):
+    lenses = await client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=client.uri)))
+    decorator = line_of(ROWS, "@helion.kernel()\ndef row_softmax")
+    mine = [lens.command.title for lens in lenses if lens.range.start.line == decorator]
+    call = line_of(ROWS, "        check(m, n)") + 1
+    assert mine == [f"x: bf16[64, 256] (from check(64, 256) at line {call})", "Tune on v7x",
+                    f"x: bf16[128, 512] (from check(128, 512) at line {call})", "Tune on v7x"]
+    tunes = [lens for lens in lenses if lens.command.title == "Tune on v7x"]
+    kernels = {lens.command.arguments[0]["kernel"] for lens in tunes}
+    assert kernels == {"row_softmax", "row_scale", "rms_fwd", "rms_bwd"}  # every kernel check() reaches
+
+
+async def test_kernel_hover_shows_each_inferred_shape_set_with_its_vmem(client: LanguageClient):
+    at = ROWS.index("def rms_bwd") + 5
+    position = types.Position(line=ROWS[:at].count("\n"), character=5)
+    result = await client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=client.uri), position=position))
+    text = result.contents.value
+    kernel = compiler.load(ROWS).kernels["rms_bwd"]
+    call = line_of(ROWS, "        check(m, n)") + 1
+    for index, (m, n) in enumerate([(64, 256), (128, 512)]):
+        ck = kernel.compile(shape_set=index)
+        assert f"#### Shape set {index}: `{format_args(ck.args)}` — from `check({m}, {n})` at line {call}" in text
+        for row in ck.vmem.rows:
+            assert f"| `{row.name}` | {row.role} |" in text
+    assert "HPL107" not in text
