@@ -77,8 +77,8 @@ def infer_call_shapes(info: ModuleInfo, wanted: Iterable[str], budget: int = MAX
     recorder.ev = ev
     try:
         ev.run_module(info.tree)
-    except Exhausted as exc:
-        recorder.note(exc.range, f"stopped after {exc.limit:,} evaluation steps (a loop that does not end, or "
+    except Exhausted as exc:  # said on the innermost loop running then, else where it ran out
+        recorder.note(ev.loops[-1] if ev.loops else exc.range, f"stopped after {exc.limit:,} evaluation steps (a loop that does not end, or "
                                  "too much work to follow); the shape sets found before are kept", force=True)
     except RecursionError:
         recorder.note(Range.lines(0), "the file's calls nest too deeply to follow", force=True)

@@ -97,6 +97,7 @@ class HostEvaluator(ExpressionEvaluator):
         self.env = self.globals  # ExpressionEvaluator's name table (lookup is overridden below)
         self.depth = 0
         self.origin: Site | None = None  # the call made from entry code that the current work is part of
+        self.loops: list[Range] = []  # headers of the loops running now (where a budget that ran out is said)
         self.dispatch = Models(self)
 
     # -- entry ---------------------------------------------------------------------------------------
@@ -469,6 +470,13 @@ class HostEvaluator(ExpressionEvaluator):
                 self.frame.vars[name] = UNKNOWN
 
     def _for(self, stmt: ast.For) -> None:
+        self.loops.append(_header(stmt, stmt.iter))
+        try:
+            self._for_loop(stmt)
+        finally:
+            self.loops.pop()
+
+    def _for_loop(self, stmt: ast.For) -> None:
         iterable = self.eval(stmt.iter)
         if isinstance(iterable, DeviceLoop):
             return  # a device loop of a kernel body: only its host code matters here
@@ -492,6 +500,13 @@ class HostEvaluator(ExpressionEvaluator):
         self.exec_block(stmt.orelse)
 
     def _while(self, stmt: ast.While) -> None:
+        self.loops.append(_header(stmt, stmt.test))
+        try:
+            self._while_loop(stmt)
+        finally:
+            self.loops.pop()
+
+    def _while_loop(self, stmt: ast.While) -> None:
         while True:
             cond = truth(self.eval(stmt.test))
             if cond is False:
@@ -584,6 +599,11 @@ class HostEvaluator(ExpressionEvaluator):
 
     def _global(self, stmt: ast.Global) -> None:
         self.frame.globals_declared.update(stmt.names)
+
+
+def _header(stmt: ast.stmt, last: ast.expr) -> Range:
+    """`for x in xs` / `while cond`: the statement up to the end of its iterable or condition."""
+    return Range(Range.of(stmt).start, Range.of(last).end)
 
 
 def truth(value: Any) -> Any:
