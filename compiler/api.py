@@ -4,6 +4,7 @@ call the result. Nothing below this module knows about files, editors or process
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import hashlib
 import logging
@@ -281,6 +282,7 @@ class Kernel:
             raise CompileError([error("HPL109", str(exc), self.decorator_range)]) from None
         _check_config_kinds(cfg, self.decorator_range)
         index = shape_set if args is None else self._shape_set_of(specs)
+        specs = self.with_defaults(specs)
         entry = self.config_range(index) if config is not None and cfg == self.config_for(index) else None
         ir, uses, _ = self._trace(specs, cfg, chip)
         cfg = self._fill_defaults(cfg, uses, ir)
@@ -317,6 +319,25 @@ class Kernel:
         plan = _kernel_plan(ir, layouts, chip)
         return CompiledKernel(self, specs, cfg, chip, source, source_map, plan, report, diags, mutated)
 
+
+    def with_defaults(self, specs: dict[str, ArgSpec]) -> dict[str, ArgSpec]:
+        """Every parameter's value in order: a shape set may leave out parameters with defaults (`eps`), but the
+        compiled kernel is called with all of them."""
+        a = self.definition.node.args
+        names = [p.arg for p in a.args]
+        defaults = dict(zip(names[len(names) - len(a.defaults):], a.defaults, strict=True))
+        if all(n in specs for n in names) or any(n not in specs and n not in defaults for n in names):
+            return specs  # complete, or missing a required one (the trace says which)
+        out: dict[str, ArgSpec] = {}
+        for name in names:
+            if name in specs:
+                out[name] = specs[name]
+                continue
+            try:
+                out[name] = ast.literal_eval(defaults[name])
+            except (ValueError, TypeError, SyntaxError, RecursionError):
+                return specs  # not a literal: the trace says so (HPL106)
+        return {**out, **{k: v for k, v in specs.items() if k not in out}}
 
     def _shape_set_of(self, specs: dict[str, ArgSpec]) -> int | None:
         return next((i for i, s in enumerate(self.shape_sets) if s == specs), None)

@@ -99,3 +99,15 @@ def test_the_cli_shows_the_bad_argument_not_a_missing_shape_line(tmp_path):
     assert done.returncode == 1
     assert "HPL104" in done.stderr and "HPL107" not in done.stderr, done.stderr
     assert done.stderr.count("HPL104") == 1
+
+
+def test_the_generated_code_takes_the_list_none_and_defaults_and_lowers():
+    # bias left to its default None and eps to 1e-5: the compiled kernel is called with every parameter
+    m = compiler.load(LAYER_NORM.replace("ARGS", "x=f32[16, 256], normalized_shape=[256], weight=f32[256]"))
+    ck = m.kernels["layer_norm_fwd"].compile()
+    assert list(ck.args) == ["x", "normalized_shape", "weight", "bias", "eps"]
+    assert ck.check_lowering() == []
+    x, w = torch.randn(16, 256), torch.randn(256)
+    out, mean, rstd = ck(x, [256], w, None, 1e-5)
+    torch.testing.assert_close(out, torch.nn.functional.layer_norm(x, [256], w, None, 1e-5), atol=2e-4, rtol=2e-4)
+    torch.testing.assert_close(mean, x.mean(-1))
