@@ -34,8 +34,9 @@ from ..specs import (
     is_spec,
     parse_spec,
 )
-from .host_eval import Exhausted, HostEvaluator, StepBudget
-from .host_models import approx_notes, has_unknown
+from .host_eval import HostEvaluator
+from .host_statements import Exhausted, StepBudget
+from .host_torch import approx_notes, has_unknown, tensors_in
 from .host_values import UNKNOWN, Closure, KernelRef, Site
 from .module import ModuleInfo
 
@@ -111,7 +112,7 @@ class _Recorder:
             return UNKNOWN
         specs, why = _specs(ref.closure, args, kwargs)
         rng = Range.of(site.node) if site.node is not None else Range.lines(0)
-        huge = next((t for t in _tensors([*args, *kwargs.values()]) if t.numel() > MAX_ELEMENTS), None)
+        huge = next((t for t in tensors_in([*args, *kwargs.values()]) if t.numel() > MAX_ELEMENTS), None)
         if huge is not None and ref.name in self.wanted:
             self.note(rng, f"`{ref.name}` is called with a tensor of shape {list(huge.shape)}, {huge.numel():.3g} "
                            "elements; shape sets are limited to 2**40")
@@ -230,10 +231,6 @@ def _fresh(value: Any, args: list) -> Any:
     if isinstance(value, tuple | list):
         return type(value)(_fresh(v, args) for v in value)
     return value
-
-
-def _tensors(values: list) -> list[torch.Tensor]:
-    return [t for v in values for t in (v if isinstance(v, tuple | list) else (v,)) if isinstance(t, torch.Tensor)]
 
 
 def _display(node: ast.Call | None, origin: Site, lines: list[str]) -> str:

@@ -9,76 +9,50 @@ which only ever calls an allowlist of pure functions (torch on meta tensors, mat
 bounded: a step budget for the whole module (`Exhausted` ends it), the host-code limits of limits.py on
 every integer and sequence it builds, and a call depth.
 
-Expressions reuse the kernel tracer's `ExpressionEvaluator`; this module adds statements and the Python
-object model that module-level code needs and kernel bodies do not.
+Expressions reuse the kernel tracer's `ExpressionEvaluator`; this module adds names and scopes, calls,
+closures and classes; host_statements.py the statements; host_models.py / host_torch.py what library
+calls mean; host_values.py the values.
 """
 
 from __future__ import annotations
 
 import ast
-import logging
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from ..diagnostics import Range, UserError
-from .expressions import BINOPS, ExpressionEvaluator
-from .host_models import BUILTINS, Models, has_unknown, resolve
+from ..diagnostics import Range
+from .expressions import ExpressionEvaluator
+from .host_models import BUILTINS, Models, resolve
+from .host_statements import (
+    BreakSignal,
+    ContinueSignal,
+    RaiseSignal,
+    ReturnSignal,
+    Statements,
+    StepBudget,
+    truth,
+)
+from .host_torch import has_unknown
 from .host_values import (
     UNKNOWN,
     Bound,
     ClassValue,
     Closure,
-    DeviceLoop,
     Frame,
     Instance,
     KernelRef,
     Site,
 )
-from .limits import Budget, check_count
+from .limits import check_count
 from .module import ModuleInfo
 
-log = logging.getLogger(__name__)
 MAX_CALL_DEPTH = 24  # nested same-file calls followed; deeper ones are UNKNOWN (recursion)
 CALL_STEPS = 25  # budget steps a library call (a torch op on meta tensors, ~50 µs) or a kernel call costs
 
 
-class Exhausted(Exception):  # noqa: N818 - the budget ran out: the evaluation ends here
-    def __init__(self, rng: Range, limit: int):
-        super().__init__(rng)
-        self.range = rng
-        self.limit = limit
-
-
-class StepBudget(Budget):
-    def step(self, rng: Range) -> None:
-        self.steps += 1
-        if self.steps > self.limit:
-            raise Exhausted(rng, self.limit)
-
-
-class _Return(Exception):  # noqa: N818 - control flow
-    def __init__(self, value: Any):
-        self.value = value
-
-
-class _Break(Exception):  # noqa: N818
-    pass
-
-
-class _Continue(Exception):  # noqa: N818
-    pass
-
-
-class _Raise(Exception):  # noqa: N818 - the code raises: the function ends with an unknown result
-    pass
-
-
-_CONTROL = (_Return, _Break, _Continue, _Raise, Exhausted)
-
-
-class HostEvaluator(ExpressionEvaluator):
+class HostEvaluator(Statements, ExpressionEvaluator):
     """Evaluates one module. `on_note(range, message)` hears about limits hit (each a diagnostic);
     `on_kernel(ref, args, kwargs, site)` is called for every kernel call and returns the call's result."""
 
@@ -298,9 +272,9 @@ class HostEvaluator(ExpressionEvaluator):
             if frame.entry:
                 self.dispatch.main_called = True
             self.exec_block(node.body)
-        except _Return as ret:
+        except ReturnSignal as ret:
             return ret.value
-        except (_Raise, _Break, _Continue):
+        except (RaiseSignal, BreakSignal, ContinueSignal):
             return UNKNOWN
         finally:
             self.frame = outer
@@ -361,261 +335,6 @@ class HostEvaluator(ExpressionEvaluator):
         except (RuntimeError, TypeError):
             return UNKNOWN
 
-    # -- statements ----------------------------------------------------------------------------------
-    def exec_block(self, stmts: list[ast.stmt]) -> None:
-        for stmt in stmts:
-            self.exec_stmt(stmt)
-
-    def exec_stmt(self, stmt: ast.stmt) -> None:
-        rng = Range.of(stmt)
-        self.budget.step(rng)
-        handler = _STATEMENTS.get(type(stmt))
-        if handler is None:
-            return
-        try:
-            handler(self, stmt)
-        except _CONTROL:
-            raise
-        except UserError as exc:  # a host-code limit (limits.py) is said; either way the statement is skipped
-            if exc.code == "HPL105":
-                self.on_note(exc.range or rng, exc.message)
-        except RecursionError:
-            self.on_note(rng, "this statement nests too deeply to follow")
-        except Exception:  # noqa: BLE001 - a value the models did not foresee: the statement is skipped
-            log.debug("host evaluation skipped line %d", rng.start.line + 1, exc_info=True)
-
-    def _assign(self, stmt: ast.Assign) -> None:
-        value = self.eval(stmt.value)
-        for target in stmt.targets:
-            self.assign(target, value)
-
-    def _ann_assign(self, stmt: ast.AnnAssign) -> None:
-        if stmt.value is not None:
-            self.assign(stmt.target, self.eval(stmt.value))
-
-    def _aug_assign(self, stmt: ast.AugAssign) -> None:
-        rng = Range.of(stmt)
-        load = _as_load(stmt.target)
-        current = self.eval(load) if load is not None else UNKNOWN
-        value = self.binop(BINOPS[type(stmt.op)], current, self.eval(stmt.value), rng)
-        if isinstance(current, list) and isinstance(stmt.op, ast.Add) and isinstance(value, list):
-            current[:] = value  # `xs += [...]` extends the list other names hold too
-            return
-        self.assign(stmt.target, value)
-
-    def assign(self, target: ast.expr, value: Any) -> None:
-        if isinstance(target, ast.Name):
-            self.bind(target.id, value)
-        elif isinstance(target, ast.Tuple | ast.List):
-            self._unpack(target.elts, value)
-        elif isinstance(target, ast.Starred):
-            self.assign(target.value, value)
-        elif isinstance(target, ast.Subscript):
-            self.dispatch.setitem(self.eval(target.value), self.eval(target.slice), value)
-        elif isinstance(target, ast.Attribute):
-            self.dispatch.setattr(self.eval(target.value), target.attr, value)
-
-    def _unpack(self, targets: list[ast.expr], value: Any) -> None:
-        items = self.iterate(value)
-        starred = [i for i, t in enumerate(targets) if isinstance(t, ast.Starred)]
-        if items is not None and not starred and len(items) != len(targets):
-            items = None
-        if items is not None and starred:
-            s = starred[0]
-            after = len(targets) - s - 1
-            if len(items) < len(targets) - 1:
-                items = None
-            else:
-                items = [*items[:s], list(items[s:len(items) - after]), *items[len(items) - after:]]
-        for i, t in enumerate(targets):
-            self.assign(t, UNKNOWN if items is None else items[i])
-
-    def iterate(self, value: Any) -> list | None:
-        """The items of an iterable the evaluation knows, else None."""
-        return self.dispatch.items_of(value)
-
-    def _expr(self, stmt: ast.Expr) -> None:
-        if not isinstance(stmt.value, ast.Constant):
-            self.eval(stmt.value)
-
-    def _if(self, stmt: ast.If) -> None:
-        cond = truth(self.eval(stmt.test))
-        if cond is not UNKNOWN:
-            self.exec_block(stmt.body if cond else stmt.orelse)
-            return
-        self.both(stmt.body, stmt.orelse)
-
-    def both(self, first: list[ast.stmt], second: list[ast.stmt]) -> None:
-        """Runs both branches of an `if` the evaluation cannot decide; names they set differently become
-        unknown."""
-        before = dict(self.frame.vars)
-        first_ended = False
-        try:
-            self.exec_block(first)
-        except (_Return, _Raise):
-            first_ended = True
-        after_first = self.frame.vars
-        self.frame.vars = dict(before)
-        try:
-            self.exec_block(second)
-        except _Raise:
-            if first_ended:
-                raise
-            self.frame.vars = after_first  # only the first branch goes on
-            return
-        if first_ended:
-            return
-        for name in set(after_first) | set(self.frame.vars):
-            if after_first.get(name, UNKNOWN) is not self.frame.vars.get(name, UNKNOWN):
-                self.frame.vars[name] = UNKNOWN
-
-    def _for(self, stmt: ast.For) -> None:
-        self.loops.append(_header(stmt, stmt.iter))
-        try:
-            self._for_loop(stmt)
-        finally:
-            self.loops.pop()
-
-    def _for_loop(self, stmt: ast.For) -> None:
-        iterable = self.eval(stmt.iter)
-        if isinstance(iterable, DeviceLoop):
-            return  # a device loop of a kernel body: only its host code matters here
-        items = self.iterate(iterable)
-        if items is None:
-            self.assign(stmt.target, UNKNOWN)
-            try:
-                self.exec_block(stmt.body)
-            except (_Break, _Continue):
-                pass
-            return
-        for item in items:
-            self.budget.step(Range.of(stmt.target))
-            self.assign(stmt.target, item)
-            try:
-                self.exec_block(stmt.body)
-            except _Break:
-                return
-            except _Continue:
-                continue
-        self.exec_block(stmt.orelse)
-
-    def _while(self, stmt: ast.While) -> None:
-        self.loops.append(_header(stmt, stmt.test))
-        try:
-            self._while_loop(stmt)
-        finally:
-            self.loops.pop()
-
-    def _while_loop(self, stmt: ast.While) -> None:
-        while True:
-            cond = truth(self.eval(stmt.test))
-            if cond is False:
-                self.exec_block(stmt.orelse)
-                return
-            try:
-                self.exec_block(stmt.body)
-            except _Break:
-                return
-            except _Continue:
-                pass
-            if cond is UNKNOWN:
-                return
-
-    def _with(self, stmt: ast.With) -> None:
-        for item in stmt.items:
-            self.eval(item.context_expr)
-            if item.optional_vars is not None:
-                self.assign(item.optional_vars, UNKNOWN)
-        self.exec_block(stmt.body)
-
-    def _try(self, stmt: ast.Try) -> None:
-        try:
-            try:
-                self.exec_block(stmt.body)
-            except _Raise:
-                if stmt.handlers:
-                    handler = stmt.handlers[0]
-                    if handler.name:
-                        self.bind(handler.name, UNKNOWN)
-                    self.exec_block(handler.body)
-                    return
-                raise
-            self.exec_block(stmt.orelse)
-        finally:
-            self.exec_block(stmt.finalbody)
-
-    def _function_def(self, stmt: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        closure = self.make_closure(stmt)
-        value: Any = closure
-        name = self.kernel_nodes.get(id(stmt))
-        if name is not None:
-            value = KernelRef(name, closure)
-        elif any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in stmt.decorator_list):
-            closure.static = True
-        self.bind(stmt.name, value)
-
-    def _class_def(self, stmt: ast.ClassDef) -> None:
-        bases = tuple(self.eval(b) for b in stmt.bases)
-        frame = Frame({}, self.frame, is_class=True)
-        outer, self.frame = self.frame, frame
-        try:
-            self.exec_block(stmt.body)
-        finally:
-            self.frame = outer
-        self.bind(stmt.name, ClassValue(stmt.name, bases, frame.vars))
-
-    def _import(self, stmt: ast.Import) -> None:
-        for alias in stmt.names:
-            if alias.asname:
-                self.bind(alias.asname, resolve(alias.name))
-            else:
-                root = alias.name.split(".")[0]
-                self.bind(root, resolve(root))
-
-    def _import_from(self, stmt: ast.ImportFrom) -> None:
-        for alias in stmt.names:
-            if alias.name != "*":
-                known = stmt.module is not None and stmt.level == 0
-                self.bind(alias.asname or alias.name, resolve(f"{stmt.module}.{alias.name}") if known else UNKNOWN)
-
-    def _return(self, stmt: ast.Return) -> None:
-        raise _Return(None if stmt.value is None else self.eval(stmt.value))
-
-    def _raise(self, stmt: ast.Raise) -> None:
-        raise _Raise()
-
-    def _break(self, stmt: ast.Break) -> None:
-        raise _Break()
-
-    def _continue(self, stmt: ast.Continue) -> None:
-        raise _Continue()
-
-    def _delete(self, stmt: ast.Delete) -> None:
-        for target in stmt.targets:
-            if isinstance(target, ast.Name):
-                self.frame.vars.pop(target.id, None)
-            elif isinstance(target, ast.Subscript):
-                self.dispatch.delitem(self.eval(target.value), self.eval(target.slice))
-
-    def _global(self, stmt: ast.Global) -> None:
-        self.frame.globals_declared.update(stmt.names)
-
-
-def _header(stmt: ast.stmt, last: ast.expr) -> Range:
-    """`for x in xs` / `while cond`: the statement up to the end of its iterable or condition."""
-    return Range(Range.of(stmt).start, Range.of(last).end)
-
-
-def truth(value: Any) -> Any:
-    """True / False, or UNKNOWN for values whose truth the evaluation cannot know (tensors, unknowns)."""
-    if value is UNKNOWN or isinstance(value, torch.Tensor) or has_unknown(value):
-        return UNKNOWN
-    try:
-        return bool(value)
-    except Exception:  # noqa: BLE001 - an object without a truth value
-        return UNKNOWN
-
-
 def _hashable(value: Any) -> bool:
     try:
         hash(value)
@@ -661,16 +380,6 @@ def _bind_params(out: dict[str, Any], a: ast.arguments, fn: Closure, args: list,
         out[a.kwarg.arg] = rest
 
 
-def _as_load(target: ast.expr) -> ast.expr | None:
-    if isinstance(target, ast.Name):
-        return ast.copy_location(ast.Name(target.id, ast.Load()), target)
-    if isinstance(target, ast.Subscript):
-        return ast.copy_location(ast.Subscript(target.value, target.slice, ast.Load()), target)
-    if isinstance(target, ast.Attribute):
-        return ast.copy_location(ast.Attribute(target.value, target.attr, ast.Load()), target)
-    return None
-
-
 _CMP = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge"}
 
 _OWN: dict[type, Callable[[HostEvaluator, Any], Any]] = {
@@ -689,29 +398,4 @@ _OWN: dict[type, Callable[[HostEvaluator, Any], Any]] = {
     ast.Await: HostEvaluator._unknown,
     ast.Yield: HostEvaluator._unknown,
     ast.YieldFrom: HostEvaluator._unknown,
-}
-
-_STATEMENTS: dict[type, Callable[[HostEvaluator, Any], None]] = {
-    ast.Assign: HostEvaluator._assign,
-    ast.AnnAssign: HostEvaluator._ann_assign,
-    ast.AugAssign: HostEvaluator._aug_assign,
-    ast.Expr: HostEvaluator._expr,
-    ast.If: HostEvaluator._if,
-    ast.For: HostEvaluator._for,
-    ast.AsyncFor: HostEvaluator._for,
-    ast.While: HostEvaluator._while,
-    ast.With: HostEvaluator._with,
-    ast.AsyncWith: HostEvaluator._with,
-    ast.Try: HostEvaluator._try,
-    ast.FunctionDef: HostEvaluator._function_def,
-    ast.AsyncFunctionDef: HostEvaluator._function_def,
-    ast.ClassDef: HostEvaluator._class_def,
-    ast.Import: HostEvaluator._import,
-    ast.ImportFrom: HostEvaluator._import_from,
-    ast.Return: HostEvaluator._return,
-    ast.Raise: HostEvaluator._raise,
-    ast.Break: HostEvaluator._break,
-    ast.Continue: HostEvaluator._continue,
-    ast.Delete: HostEvaluator._delete,
-    ast.Global: HostEvaluator._global,
 }
