@@ -1,5 +1,9 @@
 """The compiler's public face: `load` a file statically, `Kernel.compile` it for shapes + config + chip,
 call the result. Nothing below this module knows about files, editors or processes.
+
+`load` and everything a `Kernel` knows before compiling (shape sets, configs, its source hash) import no
+torch: the compile machinery (tracer, codegen, VMEM layouts; torch) is imported by the methods that compile,
+so the language server can parse files and look up remembered results before torch is loaded.
 """
 
 from __future__ import annotations
@@ -13,37 +17,36 @@ import traceback
 from collections import OrderedDict
 from collections.abc import Mapping
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import space as block_space
 from .chips import Chip, get_chip
-from .codegen.emit import emit_module
-from .codegen.placement import describe
-from .codegen.plan_builder import CallLayout, build_call
 from .config import Config, ConfigError, as_config
 from .diagnostics import ArgRankError, CompileError, Diagnostic, Range, Related, UserError, error
-from .frontend.call_shapes import InferredShapes, ShapeOrigin, infer_call_shapes
+from .frontend.call_shapes import InferredShapes, ShapeOrigin
 from .frontend.limits import too_deep
 from .frontend.module import KernelDef, ModuleInfo, parse_module, source_hash, used_helpers
 from .frontend.shape_hint import no_shapes_hint
-from .frontend.tracer import Tracer
-from .frontend.values import BlockSizeTable, BlockTooLong
-from .ir import GridLoop, KernelIR, Load, Store, walk
-from .masks import insert_masks
 from .plan import AccessInfo, KernelPlan, LoopInfo
-from .space import BlockUse, ConfigSpace, block_uses, build_space, candidates, check_blocks, default_block
 from .specs import ArgSpec, SpecError, TensorSpec, coerce_args, format_args
-from .vmem import VmemReport, call_total, fmt_bytes, requested_limit, vmem_report
-from .vmem_diagnostics import vmem_diagnostics
+from .vmem import VmemReport, fmt_bytes
+
+if TYPE_CHECKING:
+    from .codegen.plan_builder import CallLayout
+    from .frontend.values import BlockSizeTable
+    from .ir import KernelIR
+    from .space import BlockUse, ConfigSpace
 
 log = logging.getLogger(__name__)
 MAX_SOURCE_BYTES = 5_000_000
 
 
-def load(path_or_source: str | os.PathLike, name: str | None = None) -> Module:
+def load(path_or_source: str | os.PathLike, name: str | None = None,
+         call_shapes: InferredShapes | None = None) -> Module:
     """Parse a file (or source text) statically. Never raises for bad code: problems become diagnostics.
 
-    `name`: the file that source text comes from (an editor's unsaved buffer), for generated headers."""
+    `name`: the file that source text comes from (an editor's unsaved buffer), for generated headers.
+    `call_shapes`: the shapes from the file's calls, when another process found them for this very text
+    (`Module.call_shapes` of its load); else they are found when first needed (that imports torch)."""
     path = name
     text = str(path_or_source)
     if isinstance(path_or_source, os.PathLike) or ("\n" not in text and text.endswith(".py") and os.path.exists(text)):
@@ -61,29 +64,57 @@ def load(path_or_source: str | os.PathLike, name: str | None = None) -> Module:
     except Exception:  # noqa: BLE001 - the one place internal errors become a diagnostic
         log.exception("internal error while parsing")
         info = ModuleInfo(text, None, diagnostics=[_internal(Range.lines(0))])
-    return Module(path, text, info)
+    return Module(path, text, info, call_shapes)
 
 
 class Module:
     """A parsed file. Kernels without a shape line get their shape sets from the calls the file's own code
-    makes (`compiler.frontend.call_shapes`); what stopped that search is among `diagnostics`."""
+    makes (`call_shapes`, found when first needed); what stopped that search is among `diagnostics`."""
 
-    def __init__(self, path: str | None, source: str, info: ModuleInfo):
+    def __init__(self, path: str | None, source: str, info: ModuleInfo, call_shapes: InferredShapes | None = None):
         self.path = path
         self.source = source
         self.info = info
-        self.call_shapes = _infer(info)
+        self._call_shapes = call_shapes
         self.kernels: dict[str, Kernel] = {k.name: Kernel(self, k) for k in info.kernels}
-        self.diagnostics: list[Diagnostic] = list(info.diagnostics) + self.call_shapes.diagnostics
+
+    @property
+    def needs_call_shapes(self) -> bool:
+        """Some kernel has no shape line (and no bad one), so its shape sets come from the file's calls."""
+        return bool(_wanted(self.info))
+
+    @cached_property
+    def call_shapes(self) -> InferredShapes:
+        """Shape sets from the file's calls, for the kernels without a shape line: as given to `load`, else
+        found now (imports torch; nothing is looked for when every kernel has a shape line)."""
+        if self._call_shapes is not None:
+            return self._call_shapes
+        wanted = _wanted(self.info)
+        if not wanted:
+            return InferredShapes()
+        from .frontend.call_shapes import infer_call_shapes
+
+        try:
+            return infer_call_shapes(self.info, wanted)
+        except Exception:  # noqa: BLE001 - a bug here costs the inferred shapes, never the file
+            log.exception("internal error while inferring shapes from calls")
+            return InferredShapes()
+
+    @cached_property
+    def diagnostics(self) -> list[Diagnostic]:
+        """The file's: syntax, shape lines, decorator configs, and limits the search for call shapes hit."""
+        out = list(self.info.diagnostics) + list(self.call_shapes.diagnostics)
         for k in self.kernels.values():
-            self.diagnostics.extend(k.definition.diagnostics)
+            out.extend(k.definition.diagnostics)
+        return out
 
     def __repr__(self) -> str:
         return f"<compiler.Module {self.path or '<source>'} kernels={list(self.kernels)}>"
 
 
 class Kernel:
-    """One `@helion.kernel` function as written (it keeps the file's facts, not a link back to the Module)."""
+    """One `@helion.kernel` function as written. It keeps the file's facts; of its Module only the shapes
+    found in the file's calls, read when its shape sets are first asked for."""
 
     def __init__(self, module: Module, definition: KernelDef):
         self.info = module.info
@@ -96,14 +127,7 @@ class Kernel:
         self.decorator_range = Range.of(definition.decorator)
         self.decorator_config = definition.decorator_config
         self.decorator_configs = definition.decorator_configs
-        inferred = [] if definition.shape_sets or _bad_shape_lines(definition) else \
-            module.call_shapes.sets.get(self.name, [])
-        # shape lines win; else the sets found in the file's calls, each anchored on the decorator (its lenses
-        # sit there) and labelled with the call it came from (`shape_set_origins`; None for a shape line)
-        self.shape_sets: list[dict[str, ArgSpec]] = definition.shape_sets or [specs for specs, _ in inferred]
-        self.shape_set_ranges: list[Range] = definition.shape_set_ranges or [self.decorator_range for _ in inferred]
-        self.shape_set_origins: list[ShapeOrigin | None] = [o for _, o in inferred] or [None] * len(self.shape_sets)
-        self._misses = module.call_shapes.misses.get(self.name, [])
+        self._call_shapes = lambda: module.call_shapes
         self.config_ranges: list[Range] = list(definition.configs_ranges)
         self.config_range_all: Range | None = definition.config_range
         self.params = [a.arg for a in definition.node.args.args]
@@ -133,6 +157,30 @@ class Kernel:
         """A diagnostic when the kernel or a helper holds an expression too deep to analyse."""
         return too_deep([self.definition.node, *self._helpers])
 
+    # -- shape sets: the shape lines, else the file's calls ------------------------------------------------
+
+    @cached_property
+    def _inferred(self) -> list[tuple[dict[str, ArgSpec], ShapeOrigin]]:
+        if self.definition.shape_sets or _bad_shape_lines(self.definition):
+            return []  # shape lines win (and a bad one is what to fix)
+        return self._call_shapes().sets.get(self.name, [])
+
+    @cached_property
+    def shape_sets(self) -> list[dict[str, ArgSpec]]:
+        return self.definition.shape_sets or [specs for specs, _ in self._inferred]
+
+    @cached_property
+    def shape_set_ranges(self) -> list[Range]:
+        """Each shape set's line; a shape set from the file's calls is anchored on the decorator (its lenses
+        sit there, as for a kernel without any shape set)."""
+        return self.definition.shape_set_ranges or [self.decorator_range for _ in self._inferred]
+
+    @cached_property
+    def shape_set_origins(self) -> list[ShapeOrigin | None]:
+        """Where each shape set from the file's calls comes from (label, the call's range); None for a shape
+        line."""
+        return [o for _, o in self._inferred] or [None] * len(self.shape_sets)
+
     # -- public entry points --------------------------------------------------------------------------
 
     @cached_property
@@ -141,7 +189,8 @@ class Kernel:
         when it has one, or when its shape lines have errors (those are what to fix)."""
         if self.shape_sets or _bad_shape_lines(self.definition):
             return None
-        return no_shapes_hint(self.definition.node, self.definition.decorator, self.source.splitlines(), self._misses)
+        misses = self._call_shapes().misses.get(self.name, [])
+        return no_shapes_hint(self.definition.node, self.definition.decorator, self.source.splitlines(), misses)
 
     def resolve_args(self, args: Any = None, shape_set: int | None = None) -> dict[str, ArgSpec]:
         if args is None:
@@ -200,6 +249,8 @@ class Kernel:
         return self._fill_defaults(Config(), uses, ir)
 
     def config_space(self, args: Any = None, chip: str | Chip = "v7x") -> ConfigSpace:
+        from .space import build_space
+
         specs = self.resolve_args(args)
         ir, uses, _ = self._trace(specs, Config(), _chip(chip))
         space = build_space(ir, uses)
@@ -210,6 +261,11 @@ class Kernel:
     # -- internals ------------------------------------------------------------------------------------
 
     def _trace(self, specs: dict[str, ArgSpec], config: Config, chip: Chip) -> tuple[KernelIR, list[BlockUse], BlockSizeTable]:
+        from .frontend.tracer import Tracer
+        from .frontend.values import BlockSizeTable, BlockTooLong
+        from .masks import insert_masks
+        from .space import block_uses
+
         given = config.get("block_sizes")
         if given is not None and not (isinstance(given, list) and all(isinstance(b, int) for b in given)):
             raise CompileError([error("HPL109", "block_sizes must be a list of integers", self.decorator_range)])
@@ -256,6 +312,8 @@ class Kernel:
                                                               f"from {exc.how}"),), data={"anchor": "shape_set"})
 
     def _fill_defaults(self, config: Config, uses: list[BlockUse], ir: KernelIR) -> Config:
+        from .space import default_block
+
         values = dict(config)
         given = list(values.get("block_sizes", []))
         blocks = given[: len(uses)] + [default_block(u) for u in uses[len(given):]]
@@ -266,6 +324,11 @@ class Kernel:
 
     def _compile(self, args: Any, config: Any, chip: str | Chip, shape_set: int | None, emit: bool = True
                  ) -> CompiledKernel:
+        from . import space as block_space
+        from .codegen.emit import emit_module
+        from .space import check_blocks
+        from .vmem_diagnostics import vmem_diagnostics
+
         chip = _chip(chip)
         specs = self.resolve_args(args, shape_set)
         if config is None and args is None:
@@ -345,6 +408,8 @@ class Kernel:
     def _shrink_defaults(self, specs: dict, ir: KernelIR, uses: list[BlockUse], cfg: Config,
                          layouts: list[CallLayout], report: VmemReport, chip: Chip) -> tuple:
         """Default blocks that overflow the default VMEM limit are halved (non-lane dims first) until they fit."""
+        from .space import candidates
+
         for _ in range(8):
             if report.verdict == "fits":
                 break
@@ -364,6 +429,10 @@ class Kernel:
 
     def _layouts(self, ir: KernelIR, cfg: Config, chip: Chip) -> tuple[list[CallLayout], VmemReport]:
         """One pallas_call plan per grid loop, each requesting the VMEM its report says it needs."""
+        from .codegen.plan_builder import build_call
+        from .ir import GridLoop
+        from .vmem import call_total, requested_limit, vmem_report
+
         grids = [n for n in ir.host if isinstance(n, GridLoop)]
         if not grids:
             raise CompileError([error("HPL101", f"`{self.name}` has no hl.tile / hl.grid loop: nothing runs on the TPU",
@@ -470,17 +539,9 @@ class CompiledKernel:
         }
 
 
-def _infer(info: ModuleInfo) -> InferredShapes:
-    """Shape sets from the file's calls, for the kernels without a shape line (none are looked for when
-    every kernel has one)."""
-    wanted = [k.name for k in info.kernels if not k.shape_sets and not _bad_shape_lines(k)]
-    if not wanted:
-        return InferredShapes()
-    try:
-        return infer_call_shapes(info, wanted)
-    except Exception:  # noqa: BLE001 - a bug here costs the inferred shapes, never the file
-        log.exception("internal error while inferring shapes from calls")
-        return InferredShapes()
+def _wanted(info: ModuleInfo) -> list[str]:
+    """Kernels whose shape sets come from the file's calls: no shape line, and no bad one."""
+    return [k.name for k in info.kernels if not k.shape_sets and not _bad_shape_lines(k)]
 
 
 def _bad_shape_lines(definition: KernelDef) -> list[Diagnostic]:
@@ -512,6 +573,9 @@ def _check_config_kinds(cfg: Config, rng: Range) -> None:
 
 
 def _kernel_plan(ir: KernelIR, layouts: list[CallLayout], chip: Chip) -> KernelPlan:
+    from .codegen.placement import describe
+    from .ir import Load, Store, walk
+
     flops = 0.0
     for lay in layouts:
         steps = lay.plan.grid_steps

@@ -1,7 +1,8 @@
 """What the server knows about each open document: its kernels at a version, and the compile cache.
 
 `load_document` (run off the event loop) turns one text version into a `Loaded`: the module's file-level
-diagnostics and a `KernelView` per kernel, with the units it compiles (one per shape set, or one without
+diagnostics and a `KernelView` per kernel (for kernels without a shape line, once a compile worker found
+the shapes the file's calls give them), with the units it compiles (one per shape set, or one without
 arguments when it has none) and their `CompileKey`s. Results live in `ResultCache`, keyed by
 (normalised source hash, shape set, config, chip) — not by document or version — so an unchanged kernel
 is never recompiled, whichever document or version asks; each result remembers the kernel text it was
@@ -89,6 +90,7 @@ class Loaded:
     lines: list[str]
     diagnostics: list[Diagnostic]
     kernels: dict[str, KernelView]
+    needs_call_shapes: bool = False  # kernels without a shape line wait for the shapes from the file's calls
 
     def kernel_at(self, pos: Position) -> KernelView | None:
         for view in self.kernels.values():
@@ -243,13 +245,19 @@ def _kernel_view(kernel: Any, node: ast.FunctionDef, lines: list[str], chip: str
     )
 
 
-def load_document(uri: str, version: int | None, text: str, chip: str) -> Loaded:
-    """Parse one version (blocking: call off the event loop). Never raises."""
+def load_document(uri: str, version: int | None, text: str, chip: str, call_shapes: Any = None) -> Loaded:
+    """Parse one version (blocking: call off the event loop). Never raises.
+
+    A file with kernels without a shape line needs the shapes its own calls give them, which takes torch
+    (a compile worker finds them): without `call_shapes` it comes back `needs_call_shapes`, with no kernels
+    yet; load it again with them."""
     lines = text.splitlines(keepends=True)
     if not HELION_HINT.search(text):
         return Loaded(uri, version, text, lines, [], {})
     try:
-        module = compiler.load(text, file_name(uri))
+        module = compiler.load(text, file_name(uri), call_shapes)
+        if call_shapes is None and module.needs_call_shapes:
+            return Loaded(uri, version, text, lines, [], {}, needs_call_shapes=True)
     except Exception as exc:  # the compiler promises not to raise; if it does, say so once
         diag = error(
             "HPL900",

@@ -43,13 +43,10 @@ def parse_warm_up() -> None:
 
     Imports hold the interpreter for seconds, so they must not overlap with serving requests; and torch
     brings millions of long-lived objects, so a full collection scanning them stopped the event loop for
-    ~0.7 s. Frozen objects are still freed by reference counting. Loading a file without shape lines runs
-    torch's meta kernels here (shapes from the file's calls): the server never runs torch.compile, so they
-    need not import torch._dynamo.
+    ~0.7 s. Frozen objects are still freed by reference counting.
     """
     import compiler
 
-    compiler.skip_dynamo_import()
     compiler.load(WARM_UP_SOURCE)
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)

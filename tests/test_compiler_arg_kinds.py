@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import compiler
-from compiler.specs import SpecError, TensorSpec, format_args, parse_args_text
+from compiler.specs import DtypeSpec, SpecError, TensorSpec, format_args, parse_args_text
 
 LAYER_NORM = textwrap.dedent('''\
     import torch
@@ -53,7 +53,9 @@ def test_every_argument_kind_parses_and_round_trips():
             "dt=torch.bfloat16, short=f32")
     specs = parse_args_text(text)
     assert specs == {"x": TensorSpec(torch.bfloat16, (8, 128)), "shape": [8192], "dims": (1, -1), "none": None,
-                     "flag": True, "off": False, "n": 7, "eps": 1e-5, "dt": torch.bfloat16, "short": torch.float32}
+                     "flag": True, "off": False, "n": 7, "eps": 1e-5, "dt": DtypeSpec("bfloat16"),
+                     "short": DtypeSpec("float32")}
+    assert specs["dt"].dtype is torch.bfloat16
     assert parse_args_text(format_args(specs)) == specs
 
 
@@ -111,3 +113,23 @@ def test_the_generated_code_takes_the_list_none_and_defaults_and_lowers():
     out, mean, rstd = ck(x, [256], w, None, 1e-5)
     torch.testing.assert_close(out, torch.nn.functional.layer_norm(x, [256], w, None, 1e-5), atol=2e-4, rtol=2e-4)
     torch.testing.assert_close(mean, x.mean(-1))
+
+
+def test_a_dtype_argument_reaches_the_kernel_as_a_torch_dtype():
+    text = textwrap.dedent('''\
+        import torch
+        import helion
+        import helion.language as hl
+
+
+        # helion: args(x=f32[16, 128], dt=torch.bfloat16)
+        @helion.kernel()
+        def cast(x: torch.Tensor, dt: torch.dtype) -> torch.Tensor:
+            out = torch.empty(x.size(), dtype=dt, device=x.device)
+            for tile in hl.tile(x.size()):
+                out[tile] = x[tile].to(dt)
+            return out
+    ''')
+    ck = compiler.load(text).kernels["cast"].compile()
+    x = torch.randn(16, 128)
+    assert ck(x, torch.bfloat16).dtype == torch.bfloat16

@@ -12,7 +12,7 @@ import torch
 
 import compiler
 from compiler.diagnostics import Severity
-from compiler.specs import TensorSpec, format_args, parse_args_text
+from compiler.specs import DtypeSpec, TensorSpec, format_args, parse_args_text
 
 HERE = Path(__file__).parent / "upstream_style"
 ROWS = (HERE / "rows.py").read_text()
@@ -237,5 +237,5 @@ def test_int64_and_dtype_arguments_round_trip_through_shape_keys():
         "scale(torch.zeros(8, 128, dtype=torch.long), torch.bfloat16)\n"
     m = compiler.load(text)
     (specs,) = m.kernels["scale"].shape_sets
-    assert specs == {"x": TensorSpec(torch.int64, (8, 128)), "dt": torch.bfloat16}
+    assert specs == {"x": TensorSpec(torch.int64, (8, 128)), "dt": DtypeSpec("bfloat16")}
     assert parse_args_text(format_args(specs)) == specs

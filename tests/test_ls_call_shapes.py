@@ -5,6 +5,10 @@ information hint whose quick fix writes a shape line."""
 
 from __future__ import annotations
 
+import ast
+import pickle
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -74,3 +78,27 @@ async def test_kernel_hover_shows_each_inferred_shape_set_with_its_vmem(client: 
         for row in ck.vmem.rows:
             assert f"| `{row.name}` | {row.role} |" in text
     assert "HPL107" not in text
+
+
+SERVER_SIDE = """
+import pickle, sys
+from helion_ls.documents import load_document
+
+text = open(sys.argv[1]).read()
+first = load_document("file:///rows.py", 1, text, "v7x")
+shapes = pickle.loads(sys.stdin.buffer.read())  # found by another process (a compile worker), as the server does
+second = load_document("file:///rows.py", 1, text, "v7x", shapes)
+units = {name: [u.key.shape_key for u in view.units] for name, view in second.kernels.items()}
+print(repr((first.needs_call_shapes, len(first.kernels), units, "torch" in sys.modules)))
+"""
+
+
+async def test_the_server_side_load_takes_shapes_found_elsewhere_and_imports_no_torch():
+    shapes = compiler.load(ROWS).call_shapes  # here, as in a compile worker
+    done = subprocess.run([sys.executable, "-c", SERVER_SIDE, str(Path(__file__).parent / "upstream_style" / "rows.py")],
+                          input=pickle.dumps(shapes), capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    needs, kernels_before, units, torch_imported = ast.literal_eval(done.stdout.decode().splitlines()[-1])
+    assert (needs, kernels_before, torch_imported) == (True, 0, False)
+    assert units["row_softmax"] == ["x=bf16[64, 256]", "x=bf16[128, 512]"]
+    assert units["never_called"] == [""]  # no shape set: the compile says why (the HPL107 hint)
