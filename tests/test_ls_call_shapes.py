@@ -6,6 +6,7 @@ information hint whose quick fix writes a shape line."""
 from __future__ import annotations
 
 import ast
+import asyncio
 import pickle
 import subprocess
 import sys
@@ -15,10 +16,13 @@ import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
-from test_ls_support import final_diagnostics, line_of, open_doc, server_config, start
+from test_ls_support import final_diagnostics, line_of, open_doc, rec, server_config, start
 
 import compiler
+from compiler.config import Config
 from compiler.specs import format_args
+from compiler.tune.keys import TrialKey, shape_key
+from compiler.tune.store import TuningStore
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 ROWS = (Path(__file__).parent / "upstream_style" / "rows.py").read_text()
@@ -28,6 +32,7 @@ ROWS = (Path(__file__).parent / "upstream_style" / "rows.py").read_text()
 async def client(lsp_client: LanguageClient, tmp_path_factory):
     ws = tmp_path_factory.mktemp("calls") / "ws"
     ws.mkdir()
+    lsp_client.store = ws.parent / "store" / "tuning.sqlite"
     await start(lsp_client, ws, libtpu=False)
     (ws / "rows.py").write_text(ROWS)
     lsp_client.uri = open_doc(lsp_client, ws / "rows.py", ROWS)
@@ -78,6 +83,38 @@ async def test_kernel_hover_shows_each_inferred_shape_set_with_its_vmem(client: 
         for row in ck.vmem.rows:
             assert f"| `{row.name}` | {row.role} |" in text
     assert "HPL107" not in text
+
+
+async def test_apply_on_an_inferred_shape_set_writes_configs_in_shape_set_order(client: LanguageClient):
+    kernel = compiler.load(ROWS).kernels["row_softmax"]
+    bests = [{"block_sizes": [32]}, {"block_sizes": [64]}]  # shape set 0 (64 rows) and 1 (128 rows) differ
+    with TuningStore(client.store) as store:
+        for index, config in enumerate(bests):
+            key = TrialKey(kernel.source_hash, shape_key(kernel.shape_sets[index]), "v7x", "model")
+            store.record_trial(key, config, 1e-5 * (index + 1), "ok", {"gbps": 100.0})
+    decorator = line_of(ROWS, "@helion.kernel()\ndef row_softmax")
+
+    async def apply_for_set_1() -> types.CodeLens | None:
+        lenses = await client.text_document_code_lens_async(
+            types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=client.uri)))
+        return next((lens for lens in lenses if lens.range.start.line == decorator
+                     and lens.command.command == "helion.applyConfig"
+                     and lens.command.arguments[0]["shapeSet"] == 1), None)
+
+    lens = None
+    for _ in range(100):  # the lens appears once the server saw the store change
+        lens = await apply_for_set_1()
+        if lens is not None:
+            break
+        await asyncio.sleep(0.2)
+    assert lens is not None and lens.command.title == "Apply (configs=[…] per shape set)"
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=lens.command.command, arguments=lens.command.arguments))
+    assert result["applied"] is True
+    applied = compiler.load(rec(client).texts[client.uri]).kernels["row_softmax"]
+    assert applied.decorator_configs == [Config(c) for c in bests]
+    assert [format_args(s) for s in applied.shape_sets] == ["x=bf16[64, 256]", "x=bf16[128, 512]"]
+    assert [applied.config_for(i) for i in (0, 1)] == [Config(c) for c in bests]
 
 
 SERVER_SIDE = """
