@@ -3,7 +3,9 @@ call the result. Nothing below this module knows about files, editors or process
 
 `load` and everything a `Kernel` knows before compiling (shape sets, configs, its source hash) import no
 torch: the compile machinery (tracer, codegen, VMEM layouts; torch) is imported by the methods that compile,
-so the language server can parse files and look up remembered results before torch is loaded.
+so the language server can parse files and look up remembered results before torch is loaded. The one
+exception is the shape sets of a kernel without a shape line, found in the file's own calls on meta tensors
+(`Module.call_shapes`): a process without torch has another one find them and passes them to `load`.
 """
 
 from __future__ import annotations
