@@ -170,7 +170,7 @@ class Models(TorchModels):
                 return getattr(obj, attr)
             return BoundBuiltin(obj, attr) if attr in ("to", "half", "float", "bfloat16") else UNKNOWN
         if isinstance(obj, FakeDevice):
-            return getattr(obj, attr, UNKNOWN)
+            return getattr(obj, attr) if attr in ("type", "index") else UNKNOWN
         if isinstance(obj, torch.dtype):
             return getattr(obj, attr) if attr in ("itemsize", "is_floating_point", "is_signed") else UNKNOWN
         if isinstance(obj, dict | list | tuple | str | set | torch.Size):
@@ -428,9 +428,16 @@ class Models(TorchModels):
             return inherit(result, tensors_in([a, b]))
         check_binary(op, a, b, rng)
         try:
-            return fn(a, b)
+            return self.charge(fn(a, b))
         except Exception:  # noqa: BLE001 - the code would raise here (division by zero, bad types)
             return UNKNOWN
+
+    def charge(self, value: Any) -> Any:
+        """Building a sequence costs evaluation steps by its length (one per 16 items), so that no loop
+        can fill memory with large lists before the step budget ends it."""
+        if isinstance(value, list | tuple | str | dict | set | frozenset):
+            self.ev.budget.steps += len(value) // 16
+        return value
 
     def getitem(self, base: Any, index: Any, rng: Range) -> Any:
         if has_unknown(base) or has_unknown(index) or isinstance(base, Module | ClassValue | Builtin):
@@ -493,7 +500,7 @@ class Models(TorchModels):
         """The items of an iterable the evaluation knows (in a deterministic order), else None."""
         if isinstance(value, tuple | list | range | torch.Size | str):
             check_count(len(value), Range.lines(0), "this sequence")
-            return list(value)
+            return self.charge(list(value))
         if isinstance(value, dict):
             return list(value)
         if isinstance(value, set | frozenset):
