@@ -307,6 +307,11 @@ class Kernel:
         index = self._shape_set_of(specs)
         if index is None or index >= len(self.shape_set_ranges):
             return exc.diagnostic(self.range)
+        origin = self.shape_set_origins[index]
+        if origin is not None:  # found in the file's calls: said where the kernel unpacks it, with the call
+            return error("HPL105", f"`{exc.arg}` is {exc.rank}-D in shape set {index} ({origin.label}); the kernel "
+                         f"unpacks {exc.unpacked} dims from {exc.how}", exc.range or self.range,
+                         related=(Related(origin.range, f"shape set {index} comes from this call"),))
         line = self.shape_set_ranges[index]
         rng = _arg_range(self.source, line, exc.arg) or line
         return error("HPL104", f"`{exc.arg}` is {exc.rank}-D in this shape line; the kernel unpacks {exc.unpacked} dims "

@@ -242,3 +242,15 @@ def test_int64_and_dtype_arguments_round_trip_through_shape_keys():
     (specs,) = m.kernels["scale"].shape_sets
     assert specs == {"x": TensorSpec(torch.int64, (8, 128)), "dt": DtypeSpec("bfloat16")}
     assert parse_args_text(format_args(specs)) == specs
+
+
+def test_a_call_with_the_wrong_rank_is_said_where_the_kernel_unpacks_it_with_the_call():
+    text = HEADER.replace("    out = torch.empty_like(x)\n", "    m, n = x.size()\n    out = torch.empty_like(x)\n") + \
+        "scale(torch.randn(4, 8, 128))\n"
+    kernel = compiler.load(text).kernels["scale"]
+    with pytest.raises(compiler.CompileError) as info:
+        kernel.compile()
+    (diag,) = info.value.diagnostics
+    assert diag.code == "HPL105" and "`x` is 3-D in shape set 0 (from `scale(torch.randn(4, 8, 128))`" in diag.message
+    assert diag.range.start.line == line_of(text, "m, n = x.size()")
+    assert diag.related[0].range.start.line == line_of(text, "scale(torch.randn(4, 8, 128))")
