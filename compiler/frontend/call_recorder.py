@@ -43,7 +43,7 @@ def record_calls(info: ModuleInfo, wanted: set[str], budget: int) -> InferredSha
     try:
         ev.run_module(info.tree)
     except Exhausted as exc:  # said on the innermost loop running then, else where it ran out
-        recorder.note(ev.loops[-1] if ev.loops else exc.range,
+        recorder.note(exc.loop or exc.range,
                       f"stopped after {exc.limit:,} evaluation steps (a loop that does not end, or too much work to "
                       "follow); the shape sets found before are kept", force=True)
     except RecursionError:

@@ -71,7 +71,6 @@ class HostEvaluator(Statements, ExpressionEvaluator):
         self.env = self.globals  # ExpressionEvaluator's name table (lookup is overridden below)
         self.depth = 0
         self.origin: Site | None = None  # the call made from entry code that the current work is part of
-        self.loops: list[Range] = []  # headers of the loops running now (where a budget that ran out is said)
         self.dispatch = Models(self)
 
     # -- entry ---------------------------------------------------------------------------------------

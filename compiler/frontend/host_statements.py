@@ -30,6 +30,7 @@ class Exhausted(Exception):  # noqa: N818 - the budget ran out: the evaluation e
         super().__init__(rng)
         self.range = rng
         self.limit = limit
+        self.loop: Range | None = None  # the header of the innermost loop running then (where it is said)
 
 
 class StepBudget(Budget):
@@ -63,7 +64,6 @@ class Statements:
     """Statement execution of `HostEvaluator` (see host_eval.py for the attributes it uses)."""
 
     frame: Frame
-    loops: list[Range]
     origin: Site | None
 
     def exec_block(self, stmts: list[ast.stmt]) -> None:
@@ -174,11 +174,11 @@ class Statements:
                 self.frame.vars[name] = UNKNOWN
 
     def _for(self, stmt: ast.For) -> None:
-        self.loops.append(_header(stmt, stmt.iter))
         try:
             self._for_loop(stmt)
-        finally:
-            self.loops.pop()
+        except Exhausted as exc:
+            exc.loop = exc.loop or _header(stmt, stmt.iter)
+            raise
 
     def _for_loop(self, stmt: ast.For) -> None:
         iterable = self.eval(stmt.iter)
@@ -204,11 +204,11 @@ class Statements:
         self.exec_block(stmt.orelse)
 
     def _while(self, stmt: ast.While) -> None:
-        self.loops.append(_header(stmt, stmt.test))
         try:
             self._while_loop(stmt)
-        finally:
-            self.loops.pop()
+        except Exhausted as exc:
+            exc.loop = exc.loop or _header(stmt, stmt.test)
+            raise
 
     def _while_loop(self, stmt: ast.While) -> None:
         while True:
