@@ -53,6 +53,8 @@ def record_calls(info: ModuleInfo, wanted: set[str], budget: int) -> InferredSha
 
 
 class _Recorder:
+    """The evaluation's kernel-call and limit callbacks; fills an `InferredShapes`."""
+
     def __init__(self, info: ModuleInfo, wanted: set[str]):
         self.info = info
         self.wanted = wanted
@@ -88,7 +90,7 @@ class _Recorder:
                 self._record(ref.name, specs, site)
         key = (ref.name, format_args(specs)) if specs is not None else None
         if key is not None and key in self.results:
-            return _fresh(self.results[key], args)
+            return _fresh(self.results[key])
         self.in_kernel = True
         assert self.ev is not None
         try:
@@ -97,7 +99,7 @@ class _Recorder:
             self.in_kernel = False
         if key is not None:
             self.results[key] = value
-        return _fresh(value, args)
+        return _fresh(value)
 
     def _record(self, name: str, specs: dict[str, ArgSpec], site: Site) -> None:
         assert self.ev is not None
@@ -191,12 +193,12 @@ def _is_default(spec: ArgSpec, default: ast.expr) -> bool:
     return type(value) is type(spec) and value == spec
 
 
-def _fresh(value: Any, args: list) -> Any:
+def _fresh(value: Any) -> Any:
     """A kernel's result for one call: new meta tensors (attributes such as autograd links are per call)."""
     if isinstance(value, torch.Tensor):
         return torch.empty_like(value, device="meta")
     if isinstance(value, tuple | list):
-        return type(value)(_fresh(v, args) for v in value)
+        return type(value)(_fresh(v) for v in value)
     return value
 
 
