@@ -83,7 +83,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("file")
     p.add_argument("-k", "--kernel", help="kernel name (default: the first kernel in the file)")
     p.add_argument("--args", help='shapes, as inside "# helion: args(...)"')
-    p.add_argument("--shape-set", type=int, default=None, help="0-based index of the kernel's shape lines")
+    p.add_argument("--shape-set", type=int, default=None,
+                   help="0-based index of the kernel's shape sets (its shape lines, else those found in the file's "
+                        "calls)")
     p.add_argument("--chip", default="v7x")
 
 
@@ -130,17 +132,18 @@ def cmd_compile(ns: argparse.Namespace) -> int:
     except (SpecError, ConfigError) as exc:
         print(f"helion-pallas: {exc}", file=sys.stderr)
         return 2
+    print_diagnostics(module.call_shapes.diagnostics, ns.file)
     unit = _decorator_unit(kernel, ns) if args is None and config is None and ns.emit != "mosaic" else None
     if unit is not None:
         return _compile_unit(kernel, unit, ns)
     try:
         ck = kernel.compile(args=args, config=config, chip=ns.chip, shape_set=ns.shape_set)
     except CompileError as exc:
-        return _print_compiled(kernel.name, None, "", exc.diagnostics, [], ns)
+        return _print_compiled(kernel, None, "", exc.diagnostics, [], ns)
     if ns.emit == "mosaic":
         return _emit_mosaic(ck, ns.file)
     lowering = ck.check_lowering() if ns.emit == "json" else []
-    return _print_compiled(kernel.name, ck, format_args(ck.args), ck.diagnostics, lowering, ns)
+    return _print_compiled(kernel, ck, format_args(ck.args), ck.diagnostics, lowering, ns)
 
 
 def _decorator_unit(kernel: Kernel, ns: argparse.Namespace) -> Any:
@@ -157,14 +160,18 @@ def _decorator_unit(kernel: Kernel, ns: argparse.Namespace) -> Any:
     return units[index] if 0 <= index < len(units) and kernel.shape_sets else None
 
 
-def _print_compiled(name: str, ck: Any, args: str, diagnostics: Any, lowering: Any, ns: argparse.Namespace) -> int:
+def _print_compiled(kernel: Kernel, ck: Any, args: str, diagnostics: Any, lowering: Any,
+                    ns: argparse.Namespace) -> int:
     """Print what --emit asks for of a compile (`ck`: a CompiledKernel, a remembered CompiledSnapshot or
     None when it failed), then its diagnostics; the exit status."""
+    name = kernel.name
     if ck is None:
         if ns.emit == "json":
             print(json.dumps({"kernel": name, "diagnostics": [d.to_json() for d in diagnostics]}, indent=2))
         print_diagnostics(list(diagnostics), ns.file)
         return 1
+    if ns.args is None and ns.emit != "json":
+        _say_inferred(kernel, ns.shape_set or 0)
     if ns.emit == "pallas":
         sys.stdout.write(ck.source)
     elif ns.emit == "vmem":
@@ -192,19 +199,28 @@ def _compile_unit(kernel: Kernel, unit: Any, ns: argparse.Namespace) -> int:
            for s in stages):
         front = found[("front", unit.key)]
         lowering = found[("lower", unit.key)].diagnostics if "lower" in stages else ()
-        return _print_compiled(kernel.name, front.compiled, unit.key.shape_key, front.diagnostics, lowering, ns)
+        return _print_compiled(kernel, front.compiled, unit.key.shape_key, front.diagnostics, lowering, ns)
     try:
         ck = compile_unit(kernel, unit)
     except CompileError as exc:
         cache.put_many([front_record(kernel, unit, exc.diagnostics, None)])
-        return _print_compiled(kernel.name, None, "", exc.diagnostics, [], ns)
+        return _print_compiled(kernel, None, "", exc.diagnostics, [], ns)
     records = [front_record(kernel, unit, ck.diagnostics, ck)]
     lowering = []
     if ns.emit == "json":
         lowering = ck.check_lowering()
         records.append(StageRecord("lower", unit.key, tuple(lowering), text, line))
     cache.put_many(records)
-    return _print_compiled(kernel.name, ck, unit.key.shape_key, ck.diagnostics, lowering, ns)
+    return _print_compiled(kernel, ck, unit.key.shape_key, ck.diagnostics, lowering, ns)
+
+
+def _say_inferred(kernel: Kernel, index: int) -> None:
+    """Which shape set a compile used, when it was found in the file's calls rather than on a shape line."""
+    origin = kernel.shape_set_origins[index] if index < len(kernel.shape_set_origins) else None
+    if origin is not None:
+        notes = "".join(f" ({n})" for n in origin.notes)
+        print(f"helion-pallas: {kernel.name}: shape set {index} of {len(kernel.shape_sets)}, "
+              f"{format_args(kernel.shape_sets[index])}, {origin.label.replace('`', '')}{notes}", file=sys.stderr)
 
 
 def _emit_mosaic(ck: CompiledKernel, path: str) -> int:

@@ -1,7 +1,8 @@
 """The staged analysis of one document version, and what gets published from it.
 
   load    compiler.load in a thread -> `Loaded` (kernels, units, keys); no compile. What it found (a bad
-          shape line, a syntax error) is published at once, before any compile (no stage notification)
+          shape line, a syntax error) is published at once, before any compile (no stage notification).
+          Kernels without a shape line first get the shapes the file's calls give them from a compile worker
   recall  every stage's remembered result of each unit not in memory (remembered.py, from the analysis
           cache on disk that every process shares)                                      -> publish
   front   every unit through `Kernel.compile` in the compile workers (cache hits are free) -> publish
@@ -24,6 +25,7 @@ replaces its earlier one and results of an edited kernel disappear with its old 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import time
@@ -31,13 +33,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from compiler.diagnostics import error, warning
+from compiler.diagnostics import Range, error, warning
+from compiler.frontend.call_shapes import InferredShapes
 from compiler.results import STAGES, UnitKey
 
 from .check_client import CheckClient, Skipped, WorkerFailure
 from .compile_pool import CompilePool
 from .compose import compose, needs_check
-from .documents import KernelView, Loaded, ResultCache, StageResult, Unit, load_document, remap
+from .documents import KernelView, Loaded, ResultCache, StageResult, Unit, file_name, load_document, remap
 from .lru import LruCache
 from .lsp import diagnostic_from_json
 from .remembered import Remembered, document_parts
@@ -133,10 +136,26 @@ class Analyzer:
         version, text = state.version, state.text
         self.counts["loads"] += 1
         loaded = await self.pool.call(load_document, uri, version, text, chip)
+        if loaded.needs_call_shapes and self.is_current(uri, version, text):
+            shapes = await self.call_shapes(text, file_name(uri))
+            loaded = await self.pool.call(load_document, uri, version, text, chip, shapes)
         if self.is_current(uri, version, text):
             state.loaded = loaded
             self._on_loaded(loaded)
         return loaded
+
+    async def call_shapes(self, text: str, file: str) -> Any:
+        """The shapes the file's own calls give its kernels without a shape line, found by a compile worker
+        (it has torch; this process does not import it). A worker that fails costs the shapes, said once."""
+
+        def failed(why: str) -> dict[str, Any]:
+            note = warning("HPL112", f"finding kernel shapes from this file's calls did not finish: {why}",
+                           Range.lines(0))
+            return {"call_shapes": InferredShapes(diagnostics=[note])}
+
+        key = ("call_shapes", hashlib.sha256(text.encode()).hexdigest())
+        answer = await self.pool.run(key, {"kind": "call_shapes", "source": text, "file": file}, failed)
+        return answer["call_shapes"]
 
     async def analyze(self, uri: str, chip: str, libtpu: bool) -> None:
         """All stages for the current version; returns early once a newer version exists."""

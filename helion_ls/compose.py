@@ -25,6 +25,7 @@ Lookup = Callable[[str, KernelView, Unit], tuple[StageResult, PositionMap | None
 def compose(loaded: Loaded, lookup: Lookup, encoding: str) -> list[dict[str, Any]]:
     """Every stage's diagnostics for the units of `loaded`, in its coordinates, sorted by position."""
     out = [diagnostic_json(d, loaded.lines, loaded.uri, encoding) for d in loaded.diagnostics]
+    shown = set(loaded.diagnostics)  # a kernel whose only shape line is bad: that line's error, once
     for view in loaded.kernels.values():
         groups: dict[Diagnostic, list[int]] = {}
         for unit in view.units:
@@ -34,8 +35,9 @@ def compose(loaded: Loaded, lookup: Lookup, encoding: str) -> list[dict[str, Any
                     continue
                 result, pmap = hit
                 for diag in result.diagnostics:
-                    shown = anchored(remap(diag, pmap) if pmap is not None else diag, view, unit.index)
-                    groups.setdefault(shown, []).append(unit.index)
+                    placed = anchored(remap(diag, pmap) if pmap is not None else diag, view, unit.index)
+                    if placed not in shown:
+                        groups.setdefault(placed, []).append(unit.index)
         for diag, indices in groups.items():
             out.append(_unit_diagnostic(diag, sorted(set(indices)), view, loaded, encoding))
     out.sort(key=lambda d: (d["range"]["start"]["line"], d["range"]["start"]["character"], d["severity"]))
@@ -64,7 +66,7 @@ def _unit_diagnostic(diag: Diagnostic, indices: list[int], view: KernelView, loa
     related: list[tuple[Range, str]] = []
     for i in indices:
         if i < len(view.shape_set_ranges):
-            related.append((view.shape_set_ranges[i], f"shape set {i}: {view.shape_label(i)}"))
+            related.append((view.shape_set_place(i), f"shape set {i}: {view.shape_label(i)}"))
     which = ", ".join(str(i) for i in indices)
     label = f"shape set {which}: {view.shape_label(indices[0])}" if len(indices) == 1 else f"shape sets {which}"
     return diagnostic_json(diag, loaded.lines, loaded.uri, enc, message=f"{diag.message} [{label}]",
