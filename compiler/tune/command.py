@@ -166,6 +166,8 @@ def _tune_all(
     runs: list[TuneRun] = []
     bar = _ProgressBar(sys.stderr) if sys.stderr.isatty() and not ns.json and not ns.progress else None
     workers = min(ns.jobs or os.cpu_count() or 1, len(problems)) if options.evaluator == "model" else 1
+    if "jax" in sys.modules:  # jax's threads do not survive a fork (tuning called in a process that ran code)
+        workers = 1
     elsewhere = {}
     if workers > 1:
         with contextlib.suppress(CompileError):  # imports (torch, the tracer) before forking, not in each child
