@@ -360,6 +360,8 @@ async def session(ws: Path, cache: Path, path: Path, libtpu: bool, graceful: boo
             elif msg.get("method") == "helion/diagnosticsStage" and msg["params"]["final"]:
                 out["final_s"] = now - opened
                 break
+        if "final_s" not in out:
+            raise RuntimeError(f"the server ended before the final diagnostics of {path.name}")
         if graceful:
             proc.stdin.write(frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown", "params": None}))
             while (msg := await asyncio.wait_for(read_message(proc.stdout), 60)) is not None and msg.get("id") != 2:
