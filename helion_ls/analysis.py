@@ -92,7 +92,7 @@ class Analyzer:
         self.remembered = remembered or Remembered(None)
         self._transient: LruCache[StageResult] = LruCache(256)  # worker failures: shown, never cached
         self._unconfirmed: set[UnitKey] = set()  # front results recalled and not yet compiled again
-        self._failed: set[UnitKey] = set()  # units whose last compile cost its worker (shown, not remembered)
+        self._failed: set[Any] = set()  # units (and texts' call shapes) whose worker failed: shown, not remembered
         self.docs: dict[str, DocState] = {}
         # work actually done (for helion/stats): recalled / confirmed / replaced count remembered results
         self.counts = {"loads": 0, "checks": 0, "recalled": 0, "confirmed": 0, "replaced": 0}
@@ -148,12 +148,14 @@ class Analyzer:
         """The shapes the file's own calls give its kernels without a shape line, found by a compile worker
         (it has torch; this process does not import it). A worker that fails costs the shapes, said once."""
 
+        key = ("call_shapes", hashlib.sha256(text.encode()).hexdigest())
+
         def failed(why: str) -> dict[str, Any]:
+            self._failed.add(key)  # this text's publish is not remembered
             note = warning("HPL112", f"finding kernel shapes from this file's calls did not finish: {why}",
                            Range.lines(0))
             return {"call_shapes": InferredShapes(diagnostics=[note])}
 
-        key = ("call_shapes", hashlib.sha256(text.encode()).hexdigest())
         answer = await self.pool.run(key, {"kind": "call_shapes", "source": text, "file": file}, failed)
         return answer["call_shapes"]
 
@@ -215,7 +217,7 @@ class Analyzer:
     def _remember_document(self, loaded: Loaded, units: list[tuple[KernelView, Unit]], chip: str, libtpu: bool,
                            shown: list[dict[str, Any]]) -> None:
         """Keep a complete publish for the next opening of the same text, unless a worker failed in it."""
-        keys = {unit.key for _, unit in units}
+        keys = {unit.key for _, unit in units} | {("call_shapes", hashlib.sha256(loaded.text.encode()).hexdigest())}
         if keys & self._failed or any(self._transient.get((s, k)) is not None for s in STAGES for k in keys):
             return
         self.remembered.keep_document(document_parts(loaded.uri, loaded.text, chip, libtpu, self._encoding()), shown)
