@@ -60,12 +60,13 @@ def main(argv: list[str] | None = None) -> None:
     stdin, stdout = stdio_streams()
     reader = EarlyReader(stdin, stdout, load_template())
     reader.start()
+    remembered = _watch_early(reader)  # before asyncio and the rest: a reopened file's results at once
 
     import asyncio
 
     code = 1
     try:
-        code = asyncio.run(_serve_stdio(reader, stdout, first))
+        code = asyncio.run(_serve_stdio(reader, stdout, first, remembered))
     except BaseException:
         log.exception("the server failed")
     from .transport import exit_process
@@ -85,19 +86,21 @@ def _remembered() -> Any:
 def _watch_early(reader: Any) -> Any:
     """Publish remembered results of files opened while the server is built (early.py); the same
     results for the server."""
-    from .early import EarlyPublisher
-
     remembered = _remembered()
-    reader.watch(EarlyPublisher(remembered, reader.send_early))
+    try:
+        from .early import EarlyPublisher
+
+        reader.watch(EarlyPublisher(remembered, reader.send_early))
+    except Exception:  # a bug here costs the early publish, never the session
+        log.exception("cannot publish remembered results before the server is ready")
     return remembered
 
 
-async def _serve_stdio(reader: Any, stdout: Any, first: Any) -> int:
+async def _serve_stdio(reader: Any, stdout: Any, first: Any, remembered: Any) -> int:
     """The first compile worker started before anything was imported (its imports, torch, are the longest
-    part of a cold start); the compile pool adopts it. Meanwhile, in a thread, the early publisher is set
-    up (remembered results of files opened now are published before the server is built), `initialize`
-    is answered (the editor gets its answer before anything heavy starts), the transport (pygls) is
-    imported, and then the session runs."""
+    part of a cold start) and the compile pool adopts it; the early publisher already publishes the
+    remembered results of files opened now. Then `initialize` is answered (the editor gets its answer before
+    anything heavy starts), the transport (pygls) is imported in a thread, and the session runs."""
     import asyncio
 
     from .compile_pool import CompilePool
@@ -105,7 +108,6 @@ async def _serve_stdio(reader: Any, stdout: Any, first: Any) -> int:
     pool = CompilePool(first=first)
     pool.start()
     loop = asyncio.get_running_loop()
-    remembered = await loop.run_in_executor(None, _watch_early, reader)
     await loop.run_in_executor(None, reader.answered.wait, INITIALIZE_WAIT)
     transport = await loop.run_in_executor(None, importlib.import_module, "helion_ls.transport")
     return await transport.serve_early_stdio(
