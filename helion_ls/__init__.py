@@ -2,9 +2,14 @@
 
 Layout (data flows top to bottom; lower modules never import higher ones):
   __main__.py       `helion-ls` / `python -m helion_ls`: arguments, logging, stdio or TCP.
+  prespawn.py       the first compile worker, spawned before the server imports anything else.
+  handshake.py      `initialize` answered (and messages kept) while the server's imports run.
+  early.py          remembered diagnostics of files opened meanwhile, published before the server is built.
   server.py         wiring only: the server object, the parts it owns, feature registration.
   features/         one module per request kind (see features/__init__.py).
   analysis.py       the staged analysis of a document version and what gets published from it.
+  compose.py        a document's published diagnostics (LSP JSON) from every stage's results.
+  remembered.py     the analysis cache on disk (compiler.results) seen as the server's stage results.
   documents.py      per-version kernel views, compile keys and the result cache (keyed by normalised source).
   compile_pool.py   first-stage compiles in warm worker processes (compile_worker.py), deduplicated; one
                     that exceeds its time limit costs its worker, never the event loop.
@@ -21,7 +26,7 @@ Layout (data flows top to bottom; lower modules never import higher ones):
   edits.py          decorator rewrite for applying configs (pure text + ast).
   positions.py      maps positions between two texts of the same (normalised) kernel.
   settings.py       typed options, defaults, validation, per-folder registry.
-  lsp.py            conversions between compiler types and lsprotocol types.
+  lsp.py            conversions between compiler types and lsprotocol types (lsp_json.py: plain JSON).
   monitor.py        event-loop lag and GC pauses (helion/stats).
   warmup.py         a built-in kernel compiled once at start-up (compile and check workers; the server
                     parses it).
