@@ -4,8 +4,8 @@ Data flows one way: frontend (parse, host evaluation, device loops) -> ir -> cod
 checks (VMEM, lowering, libtpu) -> runtime / reference -> tune. `api` and `cli` are the public face.
 This package never imports `helion_ls`. Heavy modules (jax) load lazily so `compiler.reference`
 workers stay light; parsing a file and its kernels' keys import no torch. `results` keeps analysis
-results across processes (in a `sqlite_file`, as `tune.store` keeps tuning results). `syntax.parse` is the one (locked) way to parse Python; `lifeline` makes child
-processes end with their parent.
+results across processes (in a `sqlite_file`, as `tune.store` keeps tuning results). `syntax.parse` is
+the one (locked) way to parse Python; `lifeline` makes child processes end with their parent.
 """
 
 from __future__ import annotations
