@@ -331,9 +331,9 @@ def server_env(cache: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO), "HELION_LS_ANALYSIS_CACHE": str(cache)}
 
 
-async def session(ws: Path, cache: Path, path: Path, libtpu: bool, graceful: bool = False) -> dict[str, float]:
-    """One server on one file: seconds from didOpen to its first diagnostics and to its final stage;
-    `graceful` ends the session as an editor does (shutdown, exit), so what it found is kept."""
+async def session(ws: Path, cache: Path, path: Path, libtpu: bool) -> dict[str, float]:
+    """One server on one file: seconds from didOpen to its first diagnostics and to its final stage; the
+    session ends as an editor ends it (shutdown, exit), so what the server found is kept."""
     text = path.read_text()
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "helion_ls", "--log-level", "WARNING", stdin=asyncio.subprocess.PIPE,
@@ -362,12 +362,11 @@ async def session(ws: Path, cache: Path, path: Path, libtpu: bool, graceful: boo
                 break
         if "final_s" not in out:
             raise RuntimeError(f"the server ended before the final diagnostics of {path.name}")
-        if graceful:
-            proc.stdin.write(frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown", "params": None}))
-            while (msg := await asyncio.wait_for(read_message(proc.stdout), 60)) is not None and msg.get("id") != 2:
-                pass
-            proc.stdin.write(frame({"jsonrpc": "2.0", "method": "exit", "params": None}))
-            await asyncio.wait_for(proc.wait(), 60)
+        proc.stdin.write(frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown", "params": None}))
+        while (msg := await asyncio.wait_for(read_message(proc.stdout), 60)) is not None and msg.get("id") != 2:
+            pass
+        proc.stdin.write(frame({"jsonrpc": "2.0", "method": "exit", "params": None}))
+        await asyncio.wait_for(proc.wait(), 60)
     finally:
         if proc.returncode is None:
             proc.kill()
@@ -388,7 +387,7 @@ async def reopen(root: Path, runs: int, kernels: int, libtpu: bool) -> dict[str,
     for name, text in files.items():
         path = ws / name
         path.write_text(text)
-        first = await session(ws, cache, path, libtpu, graceful=True)
+        first = await session(ws, cache, path, libtpu)
         out[name] = {"first_analysis_final_s": first["final_s"], "runs": []}
         for _ in range(runs):
             out[name]["runs"].append(await session(ws, cache, path, libtpu))

@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> None:
 
         server = create_server(remembered=_remembered())
         parse_warm_up()
-        serve_tcp(server, *args.tcp, on_exit=server.close_parts)
+        serve_tcp(server, *args.tcp, on_exit=lambda: server.close_parts(final=True))
         return
     from .prespawn import spawn
 
@@ -111,7 +111,7 @@ async def _serve_stdio(reader: Any, stdout: Any, first: Any, remembered: Any) ->
     await loop.run_in_executor(None, reader.answered.wait, INITIALIZE_WAIT)
     transport = await loop.run_in_executor(None, importlib.import_module, "helion_ls.transport")
     return await transport.serve_early_stdio(
-        lambda: build_server(pool, remembered), reader, stdout, on_exit=lambda server: server.close_parts()
+        lambda: build_server(pool, remembered), reader, stdout, on_exit=lambda server: server.close_parts(final=True)
     )
 
 

@@ -29,7 +29,7 @@ from .positions import KernelSource
 
 log = logging.getLogger(__name__)
 
-CLOSE_WAIT = 5.0  # seconds `close` waits for queued writes
+CLOSE_WAIT = 8.0  # seconds `close` waits for queued writes (the transport allows 10 for the whole exit)
 
 
 class Remembered:

@@ -121,8 +121,10 @@ class HelionServer(LanguageServer):
         log.info("%s", message)
         self.window_show_message(types.ShowMessageParams(type=kind, message=message))
 
-    async def close_parts(self) -> None:
-        """Stop everything this server started (tuners, workers, watchers); safe to call twice, never slow."""
+    async def close_parts(self, final: bool = False) -> None:
+        """Stop everything this server started (tuners, workers, watchers); safe to call twice, never slow
+        unless `final` (the process is about to end): then the results still being remembered are written
+        (remembered.py: a few seconds at most)."""
         self.pool.shutdown()
         await self.tuner.shutdown()
         await self.checks.close()
@@ -131,7 +133,8 @@ class HelionServer(LanguageServer):
         for store in self.stores.values():
             store.close()
         self.monitor.stop()
-        await asyncio.get_running_loop().run_in_executor(None, self.remembered.close)
+        if final:
+            await asyncio.get_running_loop().run_in_executor(None, self.remembered.close)
 
 
 def folder_path(uri: str) -> str | None:
