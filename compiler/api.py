@@ -193,7 +193,7 @@ class Kernel:
         given = config.get("block_sizes")
         if given is not None and not (isinstance(given, list) and all(isinstance(b, int) for b in given)):
             raise CompileError([error("HPL109", "block_sizes must be a list of integers", self.decorator_range)])
-        key = (format_args(specs), None if given is None else tuple(given))
+        key = (format_args(specs), None if given is None else tuple(given), chip.name)
         cached = self._traces.get(key)
         if cached is not None:
             self._traces.move_to_end(key)
@@ -205,7 +205,7 @@ class Kernel:
             while True:  # a device-bounded loop's block longer than a dim it indexes is cut to it (BlockTooLong)
                 provisional = BlockSizeTable(given, lambda i, extent: min(extent, 128))
                 try:
-                    ir = Tracer(self.info, self.definition.node, specs, provisional, caps).run()
+                    ir = Tracer(self.info, self.definition.node, specs, provisional, caps, chip).run()
                     break
                 except BlockTooLong as cut:
                     if caps.get(cut.dim, cut.size + 1) <= cut.size:
@@ -367,14 +367,16 @@ class CompiledKernel:
     def __repr__(self) -> str:
         return f"<CompiledKernel {self.kernel.name} {format_args(self.args)} {self.config} on {self.chip.name}>"
 
-    def __call__(self, *args: Any) -> Any:
-        from .runtime import load_entry, run
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call it as the kernel is called: positional or keyword arguments, defaulted ones left out."""
+        from .runtime import bind_call, load_entry, run
 
         if not self.source:
             raise RuntimeError(f"{self!r} was compiled with emit=False: it has no code to run")
         if self._fn is None:
             self._fn = load_entry(self.source, self.entry, f"<pallas {self.kernel.name}>")
-        return run(self._fn, self.kernel.params, self.args, self.chip, args, self.mutated)
+        params, specs, values = bind_call(self.kernel.definition.node, self.args, args, kwargs)
+        return run(self._fn, params, specs, self.chip, values, self.mutated)
 
     def arg_structs(self) -> list[Any]:
         """jax.ShapeDtypeStructs of the tensor arguments (for lowering / compiling without data)."""

@@ -6,6 +6,7 @@ CPU inside an abstract mesh of the chosen chip (emit_pipeline and TPU lowering r
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
 from collections.abc import Callable, Sequence
@@ -44,6 +45,58 @@ def load_entry(source: str, entry: str, filename: str = "<generated pallas>") ->
     return namespace[entry]
 
 
+def bind_call(fn: ast.FunctionDef, specs: dict[str, ArgSpec], args: Sequence[Any], kwargs: dict[str, Any]
+              ) -> tuple[list[str], dict[str, ArgSpec], list[Any]]:
+    """A call as written (keywords, defaulted parameters left out) to the generated function's parameters,
+    their specs and values. A parameter the kernel was compiled without was compiled with its default: the
+    call must not give another value; a callable default (an epilogue lambda) is traced in, not passed."""
+    names = [a.arg for a in fn.args.args]
+    defaults = dict(zip(names[len(names) - len(fn.args.defaults):], fn.args.defaults, strict=True))
+    if len(args) > len(names):
+        raise TypeError(f"{fn.name}() takes {len(names)} arguments ({', '.join(names)}), got {len(args)}")
+    unknown = sorted(set(kwargs) - set(names))
+    if unknown:
+        raise TypeError(f"{fn.name}() got an unexpected keyword argument {unknown[0]!r}")
+    params, out_specs, values = [], {}, []
+    for i, name in enumerate(names):
+        given = i < len(args) or name in kwargs
+        if i < len(args) and name in kwargs:
+            raise TypeError(f"{fn.name}() got multiple values for argument {name!r}")
+        value = args[i] if i < len(args) else kwargs.get(name)
+        if name in specs:
+            if not given:
+                if name not in defaults:
+                    raise TypeError(f"{fn.name}() missing argument {name!r}")
+                value = _literal(defaults[name])
+            params.append(name)
+            out_specs[name] = specs[name]
+            values.append(value)
+            continue
+        if name not in defaults:
+            raise TypeError(f"{fn.name}() missing argument {name!r}")
+        default = _literal(defaults[name])
+        if default is _NOT_LITERAL:  # a lambda default: part of the compiled code
+            if given:
+                raise TypeError(f"`{name}` was compiled with its default (a function); compile with the value "
+                                "you pass instead")
+            continue
+        params.append(name)
+        out_specs[name] = default
+        values.append(value if given else default)
+    return params, out_specs, values
+
+
+_NOT_LITERAL = object()
+
+
+def _literal(node: ast.expr) -> Any:
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError):
+        return _NOT_LITERAL
+    return tuple(value) if isinstance(value, list) else value
+
+
 def check_call_args(params: list[str], specs: dict[str, ArgSpec], args: Sequence[Any]) -> None:
     if len(args) != len(params):
         raise TypeError(f"expected {len(params)} arguments ({', '.join(params)}), got {len(args)}")
@@ -57,7 +110,7 @@ def check_call_args(params: list[str], specs: dict[str, ArgSpec], args: Sequence
                 raise ValueError(f"{name}: compiled for {format_spec(spec)}, called with {got}; compile for these shapes")
         elif isinstance(value, torch.Tensor):
             raise TypeError(f"{name}: expected a scalar {spec!r}, got a tensor")
-        elif value != spec:
+        elif (tuple(value) if isinstance(value, list) else value) != spec:
             raise ValueError(f"{name}: compiled for the constant {spec!r}, called with {value!r}")
 
 
@@ -82,7 +135,8 @@ def run(fn: Callable[..., Any], params: list[str], specs: dict[str, ArgSpec], ch
 
     check_call_args(params, specs, args)
     tensors = [to_jax(a) for n, a in zip(params, args, strict=True) if isinstance(specs[n], TensorSpec)]
-    scalars = {n: a for n, a in zip(params, args, strict=True) if not isinstance(specs[n], TensorSpec)}
+    scalars = {n: tuple(a) if isinstance(a, list) else a  # static arguments of jax.jit must hash
+               for n, a in zip(params, args, strict=True) if not isinstance(specs[n], TensorSpec)}
     if has_tpu():
         result = fn(*tensors, **scalars)
     else:

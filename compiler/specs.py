@@ -70,7 +70,9 @@ class TensorSpec:
         return torch.empty(self.shape, dtype=self.dtype, device="meta")
 
 
-ArgSpec = TensorSpec | int | float | bool
+# A scalar argument: a number, or a constant the kernel branches on (None for an optional tensor left out,
+# a string such as reduction="sum", a tuple of ints such as normalized_shape=[n])
+ArgSpec = TensorSpec | int | float | bool | str | tuple | None
 
 
 def format_spec(spec: ArgSpec) -> str:
@@ -123,9 +125,19 @@ def parse_spec(node: ast.expr | str) -> ArgSpec:
             getattr(node, "col_offset", None),
             getattr(node, "end_col_offset", None),
         ) from None
-    if isinstance(value, bool | int | float):
+    try:
+        return constant_spec(value)
+    except SpecError:
+        raise SpecError(f"unsupported argument value {value!r}", getattr(node, "col_offset", None)) from None
+
+
+def constant_spec(value: object) -> ArgSpec:
+    """A non-tensor argument as a spec: numbers, None, strings, and lists/tuples of those (as tuples)."""
+    if value is None or isinstance(value, bool | int | float | str):
         return value
-    raise SpecError(f"unsupported argument value {value!r}", getattr(node, "col_offset", None))
+    if isinstance(value, list | tuple) and len(value) <= 64:
+        return tuple(constant_spec(v) for v in value)
+    raise SpecError(f"unsupported argument value {value!r}")
 
 
 def parse_args_text(text: str) -> dict[str, ArgSpec]:
@@ -163,13 +175,18 @@ def coerce_args(args: object) -> dict[str, ArgSpec]:
     if isinstance(args, dict):
         out = {}
         for k, v in args.items():
-            if isinstance(v, TensorSpec | bool | int | float):
+            if isinstance(v, TensorSpec):
                 out[k] = v
+            elif isinstance(v, str) and v.isidentifier() and v not in DTYPES:
+                out[k] = v  # a string constant (reduction="sum"); spec text is never a bare name
             elif isinstance(v, str):
                 out[k] = parse_spec(v)
             elif isinstance(v, torch.Tensor):
                 out[k] = TensorSpec(v.dtype, tuple(v.shape))
             else:
-                raise SpecError(f"{k}: unsupported argument spec {v!r}")
+                try:
+                    out[k] = constant_spec(v)
+                except SpecError:
+                    raise SpecError(f"{k}: unsupported argument spec {v!r}") from None
         return out
     raise SpecError("args must be a dict or a string like 'x=f32[8, 128]'")

@@ -13,6 +13,7 @@ from ..ir import Op, TileDim, Value
 from .jagged import jagged_spec
 from .limits import check_product, check_range, check_round
 from .ops import BINARY_FUNCS, CASTS, REDUCTIONS, UNARY
+from .upstream_names import NUM_SM_CALLS, UPSTREAM_NAMES, num_sm
 from .values import DEVICE_SENTINEL, BlockSize, Module, NamedConst, Tile, TileId, TileLoopSpec
 
 if TYPE_CHECKING:
@@ -102,7 +103,8 @@ class Dispatcher:
                 return _MATH_CONST[attr]
             if q == "torch" and attr in TORCH_DTYPES:
                 return TORCH_DTYPES[attr]
-            return Module(f"{q}.{attr}")
+            name = f"{q}.{attr}"
+            return UPSTREAM_NAMES[name] if name in UPSTREAM_NAMES else Module(name)
         if isinstance(obj, Value):
             if attr == "shape":
                 return tuple(obj.shape)
@@ -171,6 +173,8 @@ class Dispatcher:
             return self.hl(q.rsplit(".", 1)[1], args, kwargs, rng)
         if q.startswith("builtins."):
             return self.builtin(q[9:], args, kwargs, rng)
+        if q in NUM_SM_CALLS:  # persistent kernels size their worker grid by it
+            return num_sm(self.t.chip)
         if q.startswith("math."):
             fn = _MATH.get(q[5:])
             if fn is None:

@@ -106,10 +106,15 @@ def qualified_name(node: ast.expr, imports: dict[str, str]) -> str | None:
     return ".".join(reversed(parts))
 
 
+# `aot_kernel` is `kernel` plus ahead-of-time tuning keys (key=, batched=, collect_fn=): the same kernel here
+KERNEL_DECORATORS = frozenset({"helion.kernel", "helion.runtime.kernel", "helion.aot_kernel",
+                               "helion.experimental.aot_kernel"})
+
+
 def _kernel_decorator(fn: ast.FunctionDef, imports: dict[str, str]) -> ast.expr | None:
     for dec in fn.decorator_list:
         target = dec.func if isinstance(dec, ast.Call) else dec
-        if qualified_name(target, imports) in ("helion.kernel", "helion.runtime.kernel"):
+        if qualified_name(target, imports) in KERNEL_DECORATORS:
             return dec
     return None
 
