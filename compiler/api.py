@@ -19,7 +19,7 @@ from .chips import Chip, get_chip
 from .codegen.emit import emit_module
 from .codegen.placement import describe
 from .codegen.plan_builder import CallLayout, build_call
-from .config import Config, ConfigError, as_config
+from .config import HELION_KEYS, Config, ConfigError, as_config
 from .diagnostics import ArgRankError, CompileError, Diagnostic, Range, Related, UserError, error
 from .frontend.limits import too_deep
 from .frontend.module import KernelDef, ModuleInfo, parse_module, source_hash, used_helpers
@@ -193,7 +193,8 @@ class Kernel:
         given = config.get("block_sizes")
         if given is not None and not (isinstance(given, list) and all(isinstance(b, int) for b in given)):
             raise CompileError([error("HPL109", "block_sizes must be a list of integers", self.decorator_range)])
-        key = (format_args(specs), None if given is None else tuple(given), chip.name)
+        tunables = {k: v for k, v in config.items() if k not in HELION_KEYS}  # hl.register_tunable values
+        key = (format_args(specs), None if given is None else tuple(given), chip.name, repr(sorted(tunables.items())))
         cached = self._traces.get(key)
         if cached is not None:
             self._traces.move_to_end(key)
@@ -205,7 +206,7 @@ class Kernel:
             while True:  # a device-bounded loop's block longer than a dim it indexes is cut to it (BlockTooLong)
                 provisional = BlockSizeTable(given, lambda i, extent: min(extent, 128))
                 try:
-                    ir = Tracer(self.info, self.definition.node, specs, provisional, caps, chip).run()
+                    ir = Tracer(self.info, self.definition.node, specs, provisional, caps, chip, tunables).run()
                     break
                 except BlockTooLong as cut:
                     if caps.get(cut.dim, cut.size + 1) <= cut.size:

@@ -13,6 +13,7 @@ from ..ir import Op, TileDim, Value
 from .jagged import jagged_spec
 from .limits import check_product, check_range, check_round
 from .ops import BINARY_FUNCS, CASTS, REDUCTIONS, UNARY
+from .tunables import FRAGMENTS, make_fragment, tunable_value
 from .upstream_names import NUM_SM_CALLS, UPSTREAM_NAMES, num_sm
 from .values import DEVICE_SENTINEL, BlockSize, Module, NamedConst, Tile, TileId, TileLoopSpec
 
@@ -175,6 +176,8 @@ class Dispatcher:
             return self.builtin(q[9:], args, kwargs, rng)
         if q in NUM_SM_CALLS:  # persistent kernels size their worker grid by it
             return num_sm(self.t.chip)
+        if q.startswith("helion.autotuner.") and q.rsplit(".", 1)[1] in FRAGMENTS:
+            return make_fragment(q.rsplit(".", 1)[1], [unwrap(a) for a in args], kwargs, rng)
         if q.startswith("math."):
             fn = _MATH.get(q[5:])
             if fn is None:
@@ -243,6 +246,13 @@ class Dispatcher:
             return self.t.blocks.allocate(extent, rng)
         if name in ("tile", "grid"):
             return self.loop_spec(name, args, kwargs, rng)
+        if name == "register_tunable":
+            fragment = kwargs.get("fragment", args[1] if len(args) > 1 else None)
+            return tunable_value(unwrap(args[0]) if args else None, fragment, self.t.tunables, rng)
+        if name == "barrier":  # grid loops run as separate pallas_calls, in program order: nothing to wait for
+            if self.t.in_device:
+                raise UserError("HPL101", "hl.barrier() belongs between grid loops, not inside one", rng)
+            return None
         if name == "jagged_tile":
             return jagged_spec(self.ops, args, kwargs, rng)
         if name in ("zeros", "full"):

@@ -53,8 +53,10 @@ class Tracer(ExpressionEvaluator):
     """Walks one kernel function and builds its `KernelIR`."""
 
     def __init__(self, info: ModuleInfo, fn: ast.FunctionDef, args: dict[str, ArgSpec], blocks: BlockSizeTable,
-                 caps: dict[tuple[int, int], int] | None = None, chip: Chip | None = None):
+                 caps: dict[tuple[int, int], int] | None = None, chip: Chip | None = None,
+                 tunables: dict[str, Any] | None = None):
         self.info = info
+        self.tunables = tunables or {}  # config keys that are the kernel's own (hl.register_tunable)
         self.chip = chip or get_chip("v7x")  # what `helion.runtime.get_num_sm()` reads (upstream_names.num_sm)
         self.fn = fn
         self.blocks = blocks
