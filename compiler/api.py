@@ -386,8 +386,7 @@ class CompiledKernel:
 
         names = {"float32": jnp.float32}
         out = []
-        for name in self.kernel.params:
-            spec = self.args[name]
+        for spec in self.call_specs.values():
             if isinstance(spec, TensorSpec):
                 dtype = names.get(str(spec.dtype), None) or jnp.dtype(str(spec.dtype).replace("torch.", ""))
                 out.append(jax.ShapeDtypeStruct(spec.shape, dtype))
@@ -417,7 +416,16 @@ class CompiledKernel:
         return result
 
     def scalar_args(self) -> dict[str, Any]:
-        return {n: v for n, v in self.args.items() if not isinstance(v, TensorSpec)}
+        """The generated function's non-tensor arguments (defaulted ones included), in its order."""
+        return {n: v for n, v in self.call_specs.items() if not isinstance(v, TensorSpec)}
+
+    @cached_property
+    def call_specs(self) -> dict[str, ArgSpec]:
+        """Spec of each parameter the generated function takes (a defaulted one: its default)."""
+        from .runtime import bind_call
+
+        params, specs, _ = bind_call(self.kernel.definition.node, self.args, [], {}, compiled_only=True)
+        return {p: specs[p] for p in params}
 
     def to_json(self) -> dict:
         return {

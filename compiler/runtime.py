@@ -45,11 +45,12 @@ def load_entry(source: str, entry: str, filename: str = "<generated pallas>") ->
     return namespace[entry]
 
 
-def bind_call(fn: ast.FunctionDef, specs: dict[str, ArgSpec], args: Sequence[Any], kwargs: dict[str, Any]
-              ) -> tuple[list[str], dict[str, ArgSpec], list[Any]]:
+def bind_call(fn: ast.FunctionDef, specs: dict[str, ArgSpec], args: Sequence[Any], kwargs: dict[str, Any],
+              compiled_only: bool = False) -> tuple[list[str], dict[str, ArgSpec], list[Any]]:
     """A call as written (keywords, defaulted parameters left out) to the generated function's parameters,
     their specs and values. A parameter the kernel was compiled without was compiled with its default: the
-    call must not give another value; a callable default (an epilogue lambda) is traced in, not passed."""
+    call must not give another value; a callable default (an epilogue lambda) is traced in, not passed.
+    `compiled_only`: just the parameters and specs the generated function takes (no call to check)."""
     names = [a.arg for a in fn.args.args]
     defaults = dict(zip(names[len(names) - len(fn.args.defaults):], fn.args.defaults, strict=True))
     if len(args) > len(names):
@@ -64,7 +65,7 @@ def bind_call(fn: ast.FunctionDef, specs: dict[str, ArgSpec], args: Sequence[Any
             raise TypeError(f"{fn.name}() got multiple values for argument {name!r}")
         value = args[i] if i < len(args) else kwargs.get(name)
         if name in specs:
-            if not given:
+            if not given and not compiled_only:
                 if name not in defaults:
                     raise TypeError(f"{fn.name}() missing argument {name!r}")
                 value = _literal(defaults[name])
@@ -73,6 +74,8 @@ def bind_call(fn: ast.FunctionDef, specs: dict[str, ArgSpec], args: Sequence[Any
             values.append(value)
             continue
         if name not in defaults:
+            if compiled_only:
+                continue
             raise TypeError(f"{fn.name}() missing argument {name!r}")
         default = _literal(defaults[name])
         if default is _NOT_LITERAL:  # a lambda default: part of the compiled code

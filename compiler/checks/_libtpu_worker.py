@@ -37,6 +37,11 @@ _MOSAIC_OP = re.compile(
 
 
 @cache
+
+def _hashable(value):
+    """A static argument back from JSON: lists were tuples (jit needs hashable statics)."""
+    return tuple(_hashable(v) for v in value) if isinstance(value, list) else value
+
 def _mesh(chip_name: str) -> Mesh:
     chip = get_chip(chip_name)
     topology = topologies.get_topology_desc(chip.topology_name, "tpu", **chip.topology_kwargs)
@@ -84,7 +89,7 @@ def handle(request: dict, workdir: Path, dump_dir: Path, serial: int) -> dict:
         mesh = _mesh(chip)
         sharding = NamedSharding(mesh, PartitionSpec())
         args = [
-            a["static"]
+            _hashable(a["static"])
             if "static" in a
             else jax.ShapeDtypeStruct(tuple(a["shape"]), a["dtype"], sharding=sharding)
             for a in request["args"]

@@ -291,8 +291,8 @@ def kernel_vmem(hlo_text: str) -> dict[str, int | None]:
 
 
 def _arg_json(arg: Arg) -> dict:
-    if isinstance(arg, int | float):
-        return {"static": arg}
+    if not hasattr(arg, "shape"):
+        return {"static": arg}  # tuples travel as lists; the worker turns them back
     return {"shape": [int(d) for d in arg.shape], "dtype": np.dtype(arg.dtype).name}
 
 

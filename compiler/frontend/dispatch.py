@@ -10,6 +10,7 @@ import torch
 
 from ..diagnostics import Range, UserError
 from ..ir import Op, TileDim, Value
+from . import pairs
 from .jagged import jagged_spec
 from .limits import check_product, check_range, check_round
 from .ops import BINARY_FUNCS, CASTS, REDUCTIONS, UNARY
@@ -246,6 +247,11 @@ class Dispatcher:
             return self.t.blocks.allocate(extent, rng)
         if name in ("tile", "grid"):
             return self.loop_spec(name, args, kwargs, rng)
+        if name in ("split", "join"):
+            self.t.used_pairs = True
+            if name == "split":
+                return pairs.split(self.ops, args[0] if args else None, rng)
+            return pairs.join(self.ops, *(list(args) + [None, None])[:2], rng)
         if name == "register_tunable":
             fragment = kwargs.get("fragment", args[1] if len(args) > 1 else None)
             return tunable_value(unwrap(args[0]) if args else None, fragment, self.t.tunables, rng)
@@ -607,6 +613,10 @@ class Dispatcher:
             shape = _shape_arg(args, None, rng)
             if shape.count(-1) > 1:
                 raise UserError("HPL105", "only one -1 is allowed in a shape", rng)
+            halves = pairs.joined_halves(x, shape) if x.space == "device" else None
+            if halves is not None:  # hl.join(a, b).permute(..., -1, -2).reshape([..., d]): the halves side by side
+                self.t.used_pairs = True
+                return ops.cat("cat", halves, -1, rng)
             return ops.reshape(x, shape, rng)
         if name in ("transpose", "swapaxes"):
             if len(args) != 2:

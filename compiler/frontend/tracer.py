@@ -38,6 +38,7 @@ from .indexing import Indexer
 from .limits import Budget
 from .module import ModuleInfo, assigned_names, target_name
 from .ops import OpBuilder
+from .pairs import drop_unused_views
 from .values import BlockSize, BlockSizeTable, Closure, NamedConst, Tile, TileLoopSpec, lambda_def
 
 MAX_INLINE_DEPTH = 16
@@ -57,6 +58,7 @@ class Tracer(ExpressionEvaluator):
                  tunables: dict[str, Any] | None = None):
         self.info = info
         self.tunables = tunables or {}  # config keys that are the kernel's own (hl.register_tunable)
+        self.used_pairs = False  # hl.split / hl.join seen: their replaced view ops are dropped (pairs.py)
         self.chip = chip or get_chip("v7x")  # what `helion.runtime.get_num_sm()` reads (upstream_names.num_sm)
         self.fn = fn
         self.blocks = blocks
@@ -140,6 +142,8 @@ class Tracer(ExpressionEvaluator):
         except _ReturnSignal as sig:
             ret = sig.value
         self._add_return(ret)
+        if self.used_pairs:
+            drop_unused_views(self.host)
         drop_unused_loads(self.host)
         tensors = list(self.tensors.values())
         dims = [self.block_dims.get(i, []) for i in range(len(self.blocks.values))]
