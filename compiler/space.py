@@ -105,6 +105,8 @@ def candidates(use: BlockUse) -> list[int]:
 
 def default_block(use: BlockUse) -> int:
     target = {RANK1: 1024, LANE: 512, SUBLANE: 256, LEADING: 1}[use.role]
+    if not use.tensors:  # only positions (`t.index` gathers/scatters, jagged rows): rows of a value, like a sublane
+        target = 128
     ok = [c for c in candidates(use) if c <= max(target, 1)]
     return ok[-1] if ok else candidates(use)[0]
 

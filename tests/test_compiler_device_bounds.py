@@ -188,3 +188,24 @@ def test_jagged_tile_refuses_what_it_cannot_mask(body, message):
         kernel(source).compile(args="x=f32[12, 40, 128], lengths=i32[12, 1]", config={"block_sizes": [8, 16]})
     d = info.value.diagnostics[0]
     assert d.code == "HPL106" and message in d.message and d.range.start.line == 12
+
+
+def test_position_only_tiles_default_to_full_row_blocks():
+    """A tile that indexes no tensor dim directly (its positions gather and scatter rows: grouped GEMM over jagged
+    groups, jagged attention) defaults to a 128-row block, not one row per step."""
+    source = """
+        @helion.kernel()
+        def grouped(a: torch.Tensor, b: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+            out = torch.zeros([a.size(0), b.size(1)], dtype=a.dtype, device=a.device)
+            for g in hl.grid(offsets.size(0) - 1):
+                start = offsets[g]
+                for tile_m, tile_n in hl.tile([offsets[g + 1] - start, b.size(1)]):
+                    acc = hl.zeros([tile_m, tile_n], dtype=torch.float32)
+                    for tile_k in hl.tile(a.size(1)):
+                        acc = torch.addmm(acc, a[start + tile_m.index, tile_k], b[tile_k, tile_n])
+                    out[start + tile_m.index, tile_n] = acc
+            return out
+    """
+    k = kernel(source)
+    config = k.default_config("a=f32[300, 64], b=f32[64, 128], offsets=i32[4]")
+    assert config["block_sizes"][0] == 128, config
