@@ -129,7 +129,7 @@ def run_case(case: Case, fast: bool = False) -> CaseResult:
         args = case.make_args()
         if len(args) > len(kernel.params):
             raise ValueError(f"{len(args)} inputs for {len(kernel.params)} parameters")
-        specs = dict(zip(kernel.params, args))  # fewer: the call leaves defaulted parameters out
+        specs = dict(zip(kernel.params, args, strict=False))  # fewer: the call leaves defaulted parameters out
         expected = None
         ref_args = _clone(args)
         if case.reference is not None:
@@ -187,7 +187,7 @@ def _one_run(case: Case, specs: dict[str, Any], args: list[Any], expected: Any, 
 
     else:
         problem = compare(got, expected, case.tolerance)
-        for name, g, w in zip(case.kernel.params, run_args, ref_args):
+        for name, g, w in zip(case.kernel.params, run_args, ref_args, strict=False):
             if problem is None and isinstance(w, torch.Tensor):
                 problem = compare(g, w, case.tolerance, f"argument `{name}` afterwards")
     seconds = time.perf_counter() - start

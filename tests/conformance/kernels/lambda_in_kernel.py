@@ -12,7 +12,7 @@ def lambda_rows(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     shift = 0.5
     for tile_m in hl.tile(m):
         wv = w[None, :]
-        f = lambda v: (v + shift) * wv  # noqa: E731
+        f = lambda v: (v + shift) * wv  # noqa: E731, B023
         out[tile_m, :] = f(x[tile_m, :])
     return out
 
