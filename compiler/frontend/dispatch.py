@@ -244,7 +244,9 @@ class Dispatcher:
                 extent = _as_int(args[0], "register_block_size argument", rng)
             else:
                 raise UserError("HPL103", "hl.register_block_size(size) takes one size", rng)
-            return self.t.blocks.allocate(extent, rng)
+            block = self.t.blocks.allocate(extent, rng)
+            # a block past the extent covers it once (its tiles are cut to it): `hl.zeros([t, block])` must agree
+            return BlockSize(min(int(block), extent), block.index) if 0 < extent < block else block
         if name in ("tile", "grid"):
             return self.loop_spec(name, args, kwargs, rng)
         if name in ("split", "join"):
