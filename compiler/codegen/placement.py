@@ -126,8 +126,9 @@ class Placer:
         return position
 
     def _axes(self, v: object) -> frozenset[int]:
-        loops = ix.deps(v).loops
-        return frozenset(g for (lid, _), g in self.grid_dims.items() if lid in loops)
+        """The launch-grid axes a position reads (per dim of a multi-dim hl.tile, not the whole loop)."""
+        dims = ix.deps(v).dims
+        return frozenset(g for key, g in self.grid_dims.items() if key in dims)
 
     # -- one access ----------------------------------------------------------------------------------------
 

@@ -649,13 +649,15 @@ class Dispatcher:
                 shape = tuple(x.shape[i - (len(shape) - len(x.shape))] if s == -1 else s for i, s in enumerate(shape))
             return ops.broadcast_to(x, shape, rng)
         if name in ("new_empty", "new_zeros", "new_ones", "new_full"):
-            shape = _shape_arg(args[:1], None, rng)
-            dtype = kwargs.get("dtype", x.dtype)
             init = name[4:]
+            # new_full(size, fill); the others take the size as one sequence or as several ints
+            sizes = args[:1] if init == "full" or (args and isinstance(unwrap(args[0]), tuple | list)) else args
+            shape = _shape_arg(sizes, None, rng)
+            dtype = kwargs.get("dtype", x.dtype)
             fill = unwrap(args[1] if len(args) > 1 else kwargs.get("fill_value", 0.0)) if init == "full" else (
                 1.0 if init == "ones" else 0.0)
             if self.t.in_device:
-                return ops.full(shape, fill, dtype, rng, tiles=_shape_tiles(args[:1]))
+                return ops.full(shape, fill, dtype, rng, tiles=_shape_tiles(sizes))
             return self.host_alloc(shape, dtype, init, fill, rng)
         if name == "flatten":
             return ops.reshape(x, (-1,), rng)
