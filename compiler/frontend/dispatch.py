@@ -91,6 +91,9 @@ def _shape_tiles(args: list) -> tuple:
     return tuple(a.dim if isinstance(a, Tile) else None for a in args)
 
 
+FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+
+
 class Dispatcher:
     def __init__(self, tracer: Tracer):
         self.t = tracer
@@ -295,6 +298,8 @@ class Dispatcher:
                 raise UserError("HPL103", "hl.dot(a, b, acc=None, out_dtype=None) needs two operands", rng)
             acc = kwargs.get("acc", args[2] if len(args) > 2 else None)
             out_dtype = kwargs.get("out_dtype", args[3] if len(args) > 3 else None)
+            if out_dtype is None and acc is None and all(isinstance(a, Value) and a.dtype in FP8 for a in args[:2]):
+                out_dtype = torch.float32  # Helion: an fp8 dot without acc= gives float32 (fp8 results never)
             return self.ops.dot(args[0], args[1], acc, out_dtype, rng)
         if name == "rand":
             return self.rand(args, kwargs, rng)

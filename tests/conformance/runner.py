@@ -90,6 +90,8 @@ def compare(got: Any, want: Any, tol: dict[str, float] | None, what: str = "resu
         return f"{what}: {_describe(got)}, expected a tensor"
     if got.shape != want.shape or got.dtype != want.dtype:
         return f"{what}: {_describe(got)}, expected {_describe(want)}"
+    if want.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):  # assert_close has no tolerance for 8-bit floats
+        got, want = got.float(), want.float()
     try:
         torch.testing.assert_close(got, want, equal_nan=True, **(tol or tolerance(want.dtype)))
     except AssertionError as exc:
