@@ -10,7 +10,7 @@ import torch
 
 from ..diagnostics import Range, UserError
 from ..ir import Op, TileDim, Value
-from . import pairs
+from . import composites, pairs
 from .jagged import jagged_spec
 from .limits import check_product, check_range, check_round
 from .ops import BINARY_FUNCS, CASTS, REDUCTIONS, UNARY
@@ -555,12 +555,30 @@ class Dispatcher:
             return len(x.shape)
         if name == "numel":
             return math.prod(x.shape)
-        if name == "stride":
-            raise UserError("HPL101", "strides are not meaningful on TPU; use sizes", rng)
+        if name == "stride":  # the kernel reads its arguments contiguous (runtime.to_jax), so row-major strides
+            strides = tuple(math.prod(x.shape[i + 1:]) for i in range(len(x.shape)))
+            if not args:
+                return strides
+            d = _as_int(args[0], "stride() dim", rng)
+            if not -len(x.shape) <= d < len(x.shape):
+                raise UserError("HPL105", f"dim {d} out of range for a {len(x.shape)}-d tensor", rng)
+            return strides[d]
         if name == "clone" and not self.t.in_device:  # a new tensor with x's contents (contiguous/detach alias x)
             return self.ops.make("clone", (x,), {}, lambda t: t.clone(), rng, space="host")
         if name in ("contiguous", "clone", "detach"):
             return x
+        if name == "is_floating_point":
+            return x.dtype.is_floating_point
+        if name == "is_contiguous":  # the arrays a kernel receives are always contiguous (runtime.to_jax)
+            return True
+        approximate = unwrap(args[0] if args else kwargs.get("approximate", "none")) if name == "gelu" else None
+        if name in composites.UNARY_COMPOSITES or approximate == "tanh":
+            return composites.unary(ops, name, x, list(args), kwargs, rng)
+        if name in composites.BINARY_COMPOSITES:
+            other = args[0] if args else kwargs.get("other")
+            return composites.binary(ops, name, x, other if isinstance(other, Value) else unwrap(other), rng)
+        if name == "gelu" and approximate not in (None, "none"):
+            raise UserError("HPL103", f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}", rng)
         if name in UNARY:
             return ops.unary(name, x, rng)
         if name == "where" and from_function:
