@@ -319,18 +319,21 @@ class Kernel:
 
     def _shrink_defaults(self, specs: dict, ir: KernelIR, uses: list[BlockUse], cfg: Config,
                          layouts: list[CallLayout], report: VmemReport, chip: Chip) -> tuple:
-        """Default blocks that overflow the default VMEM limit are halved (non-lane dims first) until they fit."""
+        """Default blocks that overflow the default VMEM limit are halved (non-lane dims first) until they fit;
+        the largest ones together, so loops of the same shape (whose temporaries count once) shrink at once."""
         from .space import candidates
 
-        for _ in range(8):
+        for _ in range(12):
             if report.verdict == "fits":
                 break
             blocks = list(cfg["block_sizes"])
             shrinkable = [u for u in uses if u.role in ("sublane", "leading") and any(c < blocks[u.index] for c in candidates(u))]
             if not shrinkable:
                 break
-            use = max(shrinkable, key=lambda u: blocks[u.index])
-            blocks[use.index] = max(c for c in candidates(use) if c < blocks[use.index])
+            largest = max(blocks[u.index] for u in shrinkable)
+            for use in shrinkable:
+                if blocks[use.index] == largest:
+                    blocks[use.index] = max(c for c in candidates(use) if c < blocks[use.index])
             smaller = cfg.replace(block_sizes=blocks)
             ir2, _, _ = self._trace(specs, smaller, chip)
             layouts2, report2 = self._layouts(ir2, smaller, chip)

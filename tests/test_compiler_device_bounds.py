@@ -209,3 +209,29 @@ def test_position_only_tiles_default_to_full_row_blocks():
     k = kernel(source)
     config = k.default_config("a=f32[300, 64], b=f32[64, 128], offsets=i32[4]")
     assert config["block_sizes"][0] == 128, config
+
+
+def test_offsets_tile_of_a_short_vector_lowers():
+    """`offsets[tile_b]` with 4 groups reads a 4-entry block of 5 offsets, a block no TPU can tile a 1-D array
+    with: the whole vector stays in VMEM and each step slices its entries; the kernel lowers and is right."""
+    source = """
+        @helion.kernel(config=helion.Config(block_sizes=[4, 128, 16]))
+        def jagged_sum(x: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+            out = torch.zeros([offsets.size(0) - 1, x.size(1)], dtype=x.dtype, device=x.device)
+            for tile_b in hl.tile(offsets.size(0) - 1):
+                starts = offsets[tile_b]
+                nnz = offsets[tile_b.index + 1] - starts
+                for tile_m in hl.tile(x.size(1)):
+                    acc = hl.zeros([tile_b, tile_m], dtype=x.dtype)
+                    for tile_k in hl.jagged_tile(nnz):
+                        rows = starts[:, None] + tile_k.index[None, :]
+                        acc = acc + x[rows, tile_m].sum(dim=1)
+                    out[tile_b, tile_m] = acc
+            return out
+    """
+    x = torch.randn(19, 128)
+    offsets = torch.tensor([0, 3, 3, 12, 19], dtype=torch.int32)
+    ck, out = run(kernel(source), "x=f32[19, 128], offsets=i32[5]", [x, offsets], {})
+    want = torch.stack([x[a:b].sum(0) for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist(), strict=True)])
+    torch.testing.assert_close(out, want)
+    assert "offsets_ref[pl.ds(" in ck.source

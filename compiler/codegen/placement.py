@@ -203,6 +203,10 @@ class Placer:
         if g is not None and kind != "tile" and tiled_layout_dim(d, shape):
             # one row of a dim the TPU tiles (last two): keep the whole dim in VMEM, index it in the kernel
             return DimPlan(size, "0", "0", "sliced")
+        if g is not None and kind == "tile" and not _block_ok(d, shape, td.block_size, n.tensor.value.dtype.itemsize):
+            # a block the TPU cannot tile this dim with (a 4-entry block of 5 offsets: `offsets[tile_b]`): the
+            # whole dim stays in VMEM and the kernel slices its tile's positions from it
+            return DimPlan(size, "0", "0", "sliced")
         if g is not None:
             name = self.grid_names[g]
             if kind == "tile":
