@@ -159,7 +159,8 @@ class Indexer:
         if isinstance(it, TileId):
             return ("id", it.dim)
         if isinstance(it, slice):
-            return self._slice_item(size, it, rng)
+            moving = self._moving_slice(size, it)
+            return moving if moving is not None else self._slice_item(size, it, rng)
         if _is_int(it):
             c = _const(it)
             if not -size <= c < size:
@@ -213,6 +214,20 @@ class Indexer:
             if owner is not None and owner.block_index is not None and ht is not None:
                 t.block_dims.setdefault(owner.block_index, []).append((ht, dim))
         return ("tile", d)
+
+    @staticmethod
+    def _moving_slice(size: int, s: slice) -> tuple | None:
+        """`x[..., start:start + n]` with `start` computed on the device and `n` a constant (int4_gemm reads
+        `A[tm, 2 * tk.begin : 2 * tk.begin + 2 * block]`): a window, when the start's bounds keep all n
+        positions inside the dim (else None: torch would shorten the slice, a window would not)."""
+        start, stop = _const(s.start), _const(s.stop)
+        if not isinstance(start, Value) or s.step not in (None, 1):
+            return None
+        base, n = _offset(stop)
+        lo_hi = ix.bounds(start)
+        if base is not start or n <= 0 or lo_hi is None or lo_hi[0] < 0 or lo_hi[1] + n > size:
+            return None
+        return ("window", start, n, 1)
 
     @staticmethod
     def _slice_item(size: int, s: slice, rng: Range) -> tuple:
