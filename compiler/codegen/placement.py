@@ -203,9 +203,10 @@ class Placer:
         if g is not None and kind != "tile" and tiled_layout_dim(d, shape):
             # one row of a dim the TPU tiles (last two): keep the whole dim in VMEM, index it in the kernel
             return DimPlan(size, "0", "0", "sliced")
-        if g is not None and kind == "tile" and not _block_ok(d, shape, td.block_size, n.tensor.value.dtype.itemsize):
-            # a block the TPU cannot tile this dim with (a 4-entry block of 5 offsets: `offsets[tile_b]`): the
-            # whole dim stays in VMEM and the kernel slices its tile's positions from it
+        if g is not None and kind == "tile" and len(shape) == 1 and \
+                not _block_ok(d, shape, td.block_size, n.tensor.value.dtype.itemsize):
+            # a 1-D block the TPU cannot tile (a 4-entry block of 5 offsets: `offsets[tile_b]`): the whole
+            # vector stays in VMEM and the kernel slices its tile's positions from it
             return DimPlan(size, "0", "0", "sliced")
         if g is not None:
             name = self.grid_names[g]
