@@ -203,9 +203,9 @@ class Placer:
         if g is not None and kind != "tile" and tiled_layout_dim(d, shape):
             # one row of a dim the TPU tiles (last two): keep the whole dim in VMEM, index it in the kernel
             return DimPlan(size, "0", "0", "sliced")
-        if g is not None and kind == "tile" and len(shape) == 1 and \
+        if g is not None and kind == "tile" and len(shape) == 1 and isinstance(n, Load) and \
                 not _block_ok(d, shape, td.block_size, n.tensor.value.dtype.itemsize):
-            # a 1-D block the TPU cannot tile (a 4-entry block of 5 offsets: `offsets[tile_b]`): the whole
+            # a 1-D block the TPU cannot tile, read (a 4-entry block of 5 offsets: `offsets[tile_b]`): the whole
             # vector stays in VMEM and the kernel slices its tile's positions from it
             return DimPlan(size, "0", "0", "sliced")
         if g is not None:
