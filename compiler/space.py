@@ -36,6 +36,7 @@ class BlockUse:
     range: Range
     itemsize: int = 4  # smallest itemsize among the tensors it tiles
     divides: bool = False  # must divide `extent` (a sub-tile inside its grid tile's block)
+    dynamic: bool = False  # tiles a loop whose range is computed on the device (jagged rows)
 
     @property
     def role(self) -> str:
@@ -70,7 +71,7 @@ def block_uses(ir: KernelIR, ranges: list[Range], extents: list[int]) -> list[Bl
                 names.append(tensor.name)
             itemsize = min(itemsize, tensor.value.dtype.itemsize)
         uses.append(BlockUse(i, extent, frozenset(roles or {LEADING}), tuple(names), i in inner_blocks,
-                             ranges[i], itemsize, i in sub_blocks))
+                             ranges[i], itemsize, i in sub_blocks, i in device_blocks))
     return uses
 
 
@@ -105,7 +106,9 @@ def candidates(use: BlockUse) -> list[int]:
 
 def default_block(use: BlockUse) -> int:
     target = {RANK1: 1024, LANE: 512, SUBLANE: 256, LEADING: 1}[use.role]
-    if not use.tensors:  # only positions (`t.index` gathers/scatters, jagged rows): rows of a value, like a sublane
+    if not use.tensors or (use.dynamic and use.role == LEADING):
+        # rows reached through positions (`t.index` gathers/scatters) or a leading dim walked by a range computed
+        # on the device (jagged sequences): one row per step would make a step per row; take rows like a sublane
         target = 128
     ok = [c for c in candidates(use) if c <= max(target, 1)]
     return ok[-1] if ok else candidates(use)[0]

@@ -235,3 +235,22 @@ def test_offsets_tile_of_a_short_vector_lowers():
     want = torch.stack([x[a:b].sum(0) for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist(), strict=True)])
     torch.testing.assert_close(out, want)
     assert "offsets_ref[pl.ds(" in ck.source
+
+
+def test_device_bounded_leading_rows_default_to_row_blocks():
+    """A leading dim walked by a range computed on the device (`q[tile_q, :, :]` over one jagged sequence, as in
+    upstream's jagged HSTU attention) defaults to blocks of many rows (cut to the dim), not one row per step."""
+    source = """
+        @helion.kernel()
+        def seq_sum(q: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+            out = torch.zeros([offsets.size(0) - 1, q.size(1), q.size(2)], dtype=q.dtype, device=q.device)
+            for g in hl.grid(offsets.size(0) - 1):
+                acc = hl.zeros([q.size(1), q.size(2)], dtype=torch.float32)
+                for tile_q in hl.tile(offsets[g], offsets[g + 1]):
+                    acc = acc + q[tile_q, :, :].sum(dim=0)
+                out[g, :, :] = acc
+            return out
+    """
+    k = kernel(source)
+    config = k.default_config("q=f32[300, 4, 128], offsets=i32[4]")
+    assert config["block_sizes"][0] >= 128, config
