@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from .chips import Chip
-from .specs import ArgSpec, TensorSpec, format_spec
+from .specs import ArgSpec, TensorSpec, format_spec, runtime_value
 
 
 @functools.cache
@@ -95,9 +95,9 @@ _NOT_LITERAL = object()
 def _literal(node: ast.expr) -> Any:
     try:
         value = ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError):
+    except (ValueError, TypeError, SyntaxError, RecursionError):
         return _NOT_LITERAL
-    return tuple(value) if isinstance(value, list) else value
+    return value
 
 
 def check_call_args(params: list[str], specs: dict[str, ArgSpec], args: Sequence[Any]) -> None:
@@ -113,7 +113,7 @@ def check_call_args(params: list[str], specs: dict[str, ArgSpec], args: Sequence
                 raise ValueError(f"{name}: compiled for {format_spec(spec)}, called with {got}; compile for these shapes")
         elif isinstance(value, torch.Tensor):
             raise TypeError(f"{name}: expected a scalar {spec!r}, got a tensor")
-        elif (tuple(value) if isinstance(value, list) else value) != spec:
+        elif value != runtime_value(spec):
             raise ValueError(f"{name}: compiled for the constant {spec!r}, called with {value!r}")
 
 
@@ -138,8 +138,7 @@ def run(fn: Callable[..., Any], params: list[str], specs: dict[str, ArgSpec], ch
 
     check_call_args(params, specs, args)
     tensors = [to_jax(a) for n, a in zip(params, args, strict=True) if isinstance(specs[n], TensorSpec)]
-    scalars = {n: tuple(a) if isinstance(a, list) else a  # static arguments of jax.jit must hash
-               for n, a in zip(params, args, strict=True) if not isinstance(specs[n], TensorSpec)}
+    scalars = {n: a for n, a in zip(params, args, strict=True) if not isinstance(specs[n], TensorSpec)}
     if has_tpu():
         result = fn(*tensors, **scalars)
     else:

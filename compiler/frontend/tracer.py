@@ -30,7 +30,7 @@ from ..ir import (
     Value,
     drop_unused_loads,
 )
-from ..specs import ArgSpec, SpecError, TensorSpec, constant_spec
+from ..specs import ArgSpec, TensorSpec, runtime_value
 from .branches import trace_device_if
 from .dispatch import Dispatcher
 from .expressions import BINOPS, ExpressionEvaluator
@@ -113,6 +113,7 @@ class Tracer(ExpressionEvaluator):
                 self.tensors[value.id] = HostTensor(value, name, "arg")
                 self.env[name] = value
             else:
+                spec = runtime_value(spec)  # a dtype argument is the torch dtype
                 self.env[name] = NamedConst(name, spec, is_arg=True) if isinstance(spec, float) else spec
             self.arg_values[name] = self.env[name]
 
@@ -121,8 +122,8 @@ class Tracer(ExpressionEvaluator):
         if isinstance(node, ast.Lambda):
             return Closure(lambda_def(node), {})
         try:
-            return constant_spec(ast.literal_eval(node))
-        except (ValueError, TypeError, SyntaxError, SpecError):
+            return ast.literal_eval(node)
+        except (ValueError, TypeError, SyntaxError, RecursionError):
             raise UserError("HPL106", "default values of kernel parameters must be literals or lambdas",
                             Range.of(node)) from None
 
