@@ -119,7 +119,7 @@ class DtypeSpec:
         return f"torch.{self.name}"
 
 
-# str: a constant the kernel branches on (reduction="sum")
+# str: a constant the kernel branches on (reduction="sum"), given to compile(args={...}); shape lines take none
 ArgSpec = TensorSpec | int | float | bool | None | tuple[int, ...] | list[int] | DtypeSpec | str
 SCALAR_KINDS = (bool, int, float, type(None), DtypeSpec)  # arguments that are not tensors or sequences
 
@@ -191,7 +191,7 @@ def parse_spec(node: ast.expr | str) -> ArgSpec:
             items.append(value)
         return items if isinstance(node, ast.List) else tuple(items)
     value = _literal(node)
-    if value is None or isinstance(value, bool | int | float | str):
+    if value is None or isinstance(value, bool | int | float):
         return value
     raise SpecError(f"unsupported argument value {value!r}: use a tensor (bf16[8, 128]), a number, True/False, "
                     "None, a list of ints or a dtype", node.col_offset, node.end_col_offset)
