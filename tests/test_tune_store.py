@@ -54,6 +54,18 @@ def test_source_hash_ignores_layout_comments_docstrings_and_decorator_config():
     assert normalized_source_hash([indented, "\n\n" + reformatted]) == base
 
 
+def test_source_hash_is_the_same_for_a_bare_decorator_and_one_given_a_config():
+    """Apply turns `@helion.kernel` into `@helion.kernel(config=...)`: the tuned results must stay attached."""
+    bare = KERNEL.replace("@helion.kernel(config=helion.Config(block_sizes=[64]), static_shapes=True)", "@helion.kernel")
+    called = bare.replace("@helion.kernel", "@helion.kernel()")
+    applied = bare.replace("@helion.kernel", "@helion.kernel(config=helion.Config(block_sizes=[128]))")
+    per_set = bare.replace("@helion.kernel", "@helion.kernel(configs=[helion.Config(block_sizes=[128])])")
+    base = normalized_source_hash([bare])
+    assert normalized_source_hash([called]) == normalized_source_hash([applied]) == base
+    assert normalized_source_hash([per_set]) == base
+    assert normalized_source_hash([bare.replace("@helion.kernel", "@helion.kernel(static_shapes=True)")]) != base
+
+
 def test_source_hash_changes_with_semantics():
     base = normalized_source_hash([KERNEL, HELPER])
     assert normalized_source_hash([KERNEL.replace("x[tile] + y[tile]", "x[tile] - y[tile]"), HELPER]) != base
