@@ -480,7 +480,7 @@ def _kernel_plan(ir: KernelIR, layouts: list[CallLayout], chip: Chip) -> KernelP
             if isinstance(n, Load | Store):
                 op = lay.by_node[id(n)]
                 accesses.append(AccessInfo(n.range, n.tensor.name, op.ref_name, isinstance(n, Store),
-                                           describe(n, lay.modes.get(id(n), ()))))
+                                           describe(n, lay.modes.get(id(n), ())), lay.plan.name))
     return KernelPlan(ir.name, chip.name, tuple(lay.plan for lay in layouts), flops, hbm, tuple(loops), tuple(accesses))
 
 

@@ -163,6 +163,7 @@ class AccessInfo:
     operand: str  # Operand.name
     is_store: bool
     indexing: str = ""  # how computed positions (gathers, windows, device scalars) are carried out
+    call: str = ""  # CallPlan.name of the pallas_call the operand belongs to (operand names repeat across calls)
 
 
 @dataclass(frozen=True)

@@ -165,6 +165,13 @@ export function registerCommands(context: CommandContext): vscode.Disposable[] {
       const editor = vscode.window.activeTextEditor;
       await generated.open(target, editor?.document.uri.toString() === target.uri ? editor.selection.active.line : 0);
     },
+    // From a generated view: back to the kernel source line the statement under the cursor comes from.
+    "helion-ls.goToSource": async () => {
+      const editor = vscode.window.activeTextEditor;
+      if (editor === undefined || !(await generated.goToSource(editor))) {
+        void vscode.window.showInformationMessage("Go to Source works in a generated Pallas view, on generated code.");
+      }
+    },
     "helion-ls.tuneKernel": async () => {
       if (!(await tuningAllowed())) return;
       const { uri, kernel } = await kernelAtCursor(server, pythonEditor());
