@@ -49,8 +49,10 @@ def vmem_diagnostics(layouts: list[CallLayout], chip: Chip, config_range: Range 
             rng, related=related, data={"total_bytes": total, **anchor},
         ))
         if resident:
-            diags.append(hint("HPL501", "resident inner-loop operands (" + ", ".join(o.tensor.name for o in resident)
-                              + ") push this kernel over the default VMEM limit", resident[0].ranges[0]))
+            shown = {r.operand: r.shown for r in call_rows(plan)}  # `x at line 20`: x has several buffers
+            names = ", ".join(shown.get(o.ref_name, o.tensor.name) for o in resident)
+            diags.append(hint("HPL501", f"resident inner-loop operands ({names}) push this kernel over the default "
+                              "VMEM limit", resident[0].ranges[0]))
     return diags
 
 

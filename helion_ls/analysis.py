@@ -17,6 +17,7 @@ replaces its earlier one and results of an edited kernel disappear with its old 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -88,6 +89,7 @@ class Analyzer:
         self._transient: LruCache[StageResult] = LruCache(256)  # worker failures: shown, never cached
         self.docs: dict[str, DocState] = {}
         self.counts = {"loads": 0, "checks": 0}  # work actually done (for helion/stats)
+        self.tuned: dict[Any, str] = {}  # unit key -> why tuning picked its config (see `set_tuned`)
         self._publish = publish
         self._on_stage = on_stage
         self._on_loaded = on_loaded
@@ -252,6 +254,31 @@ class Analyzer:
         self._transient.pop((stage, unit.key))
         self.cache.put(stage, StageResult(unit.key, view.source, diags))
 
+    # -- tuning notes -----------------------------------------------------------------------------------
+    def set_tuned(self, uri: str, notes: dict[Any, str | None]) -> None:
+        """Units whose config is a tuned pick over the default scoped VMEM, with why it is worth it (None:
+        no longer). Their HPL301 says so and their HPL501 warning goes: the document is published again
+        when that changes."""
+        changed = False
+        for key, note in notes.items():
+            if self.tuned.get(key) != note:
+                changed = True
+                if note is None:
+                    self.tuned.pop(key, None)
+                else:
+                    self.tuned[key] = note
+        state = self.docs.get(uri)
+        if changed and state is not None and state.loaded is not None and state.published:
+            self._publish_now(state, state.loaded)
+
+    def _noted(self, diag: Diagnostic, unit: Unit) -> Diagnostic | None:
+        note = self.tuned.get(unit.key)
+        if note is None or diag.code not in ("HPL301", "HPL501"):
+            return diag
+        if diag.code == "HPL501":
+            return None
+        return dataclasses.replace(diag, message=f"{diag.message}. {note}")
+
     # -- publishing ------------------------------------------------------------------------------------
     def _publish_now(self, state: DocState, loaded: Loaded) -> None:
         diags = self.compose(loaded)
@@ -270,7 +297,10 @@ class Analyzer:
                     result, pmap = hit if hit else (self._transient.get((stage, unit.key)), None)
                     if result is None:
                         continue
-                    for diag in result.diagnostics:
+                    for found in result.diagnostics:
+                        diag = self._noted(found, unit)
+                        if diag is None:
+                            continue
                         shown = anchored(remap(diag, pmap) if pmap is not None else diag, view, unit.index)
                         groups.setdefault(shown, []).append(unit.index)
             for diag, indices in groups.items():

@@ -92,6 +92,21 @@ def test_default_path_is_in_the_user_cache_dir():
     assert path.name == "tuning.sqlite" and path.parent.name == "helion-ls"
 
 
+def test_best_needs_a_margin_to_go_over_the_default_scoped_vmem(tmp_path):
+    """Tuning's objective (objective.py): a config over the default scoped VMEM wins only when it is at least
+    VMEM_MARGIN faster than the best config within the limit."""
+    from compiler.tune.objective import VMEM_MARGIN
+
+    store = TuningStore(tmp_path / "t.sqlite")
+    over = {"vmem_verdict": "over_default_limit"}
+    store.record_trial(KEY, {"block_sizes": [128]}, 1.0e-3, "ok", {"vmem_verdict": "fits"})
+    store.record_trial(KEY, {"block_sizes": [512]}, 1.0e-3 / (1 + VMEM_MARGIN / 2), "ok", over)  # not enough
+    assert store.best(KEY).config == {"block_sizes": [128]}
+    assert [t.config["block_sizes"] for t in store.top(KEY, 2)] == [[128], [512]]
+    store.record_trial(KEY, {"block_sizes": [1024]}, 1.0e-3 / (1 + 2 * VMEM_MARGIN), "ok", over)  # worth it
+    assert store.best(KEY).config == {"block_sizes": [1024]}
+
+
 def test_best_prefers_trusted_evaluators_then_speed(tmp_path):
     store = TuningStore(tmp_path / "t.sqlite")
     anykey = KEY.with_evaluator(None)
