@@ -131,7 +131,8 @@ async def test_tune_from_the_lens_with_progress_then_apply(client: LanguageClien
     found = await lenses(client, uri)
     titles = [lens.command.title for lens in found]
     assert any(t.startswith("Best: ") for t in titles), titles
-    apply = next((lens for lens in found if lens.command.title == "Apply"), None)
+    # the decorator's config= is shape set 1's too: it keeps it (apply_plan.py), so one config per shape set
+    apply = next((lens for lens in found if lens.command.title == "Apply (configs=[…] per shape set)"), None)
     assert apply is not None, titles
     assert any(t.startswith("Best: ") and "× vs current" in t for t in titles), titles
     assert apply.command.arguments[0]["config"] == best
@@ -140,7 +141,8 @@ async def test_tune_from_the_lens_with_progress_then_apply(client: LanguageClien
     )
     out = await execute(client, "helion.applyConfig", apply.command.arguments[0])
     assert out["applied"] is True
-    expected = text.replace(slow, f"@helion.kernel(static_shapes=True, config={config_text(best)})")
+    kept = config_text({"block_sizes": [8]})
+    expected = text.replace(slow, f"@helion.kernel(static_shapes=True, configs=[{config_text(best)}, {kept}])")
     assert rec(client).texts[uri] == expected
 
 
