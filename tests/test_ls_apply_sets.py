@@ -70,11 +70,12 @@ async def titles_on(client: LanguageClient, uri: str, line: int, until=None, tim
     raise AssertionError(f"lenses on line {line}: {titles}")
 
 
-async def apply_on(client: LanguageClient, uri: str, line: int) -> tuple[str, str]:
-    """Click the Apply lens of the shape set on `line`: (its title, the text after the edit)."""
-    await titles_on(client, uri, line, lambda ts: any(t.startswith("Apply") for t in ts))
+async def apply_on(client: LanguageClient, uri: str, line: int, title: str = "Apply") -> tuple[str, str]:
+    """Click the Apply lens of the shape set on `line` once it reads `title` (its plan is worked out after
+    the lens first shows): (its title, the text after the edit)."""
+    await titles_on(client, uri, line, lambda ts: title in ts)
     lens = next(lens for lens in await lenses(client, uri)
-                if lens.range.start.line == line and lens.command.command == "helion.applyConfig")
+                if lens.range.start.line == line and lens.command.title == title)
     out = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command=lens.command.command, arguments=lens.command.arguments)
     )
@@ -119,8 +120,7 @@ async def test_apply_keeps_the_result_and_then_both_shape_sets(client: LanguageC
 
     record(client, applied, name, 1, {"block_sizes": [128]}, 3.0e-4, FITS)
     record(client, applied, name, 1, {"block_sizes": [64]}, 2.0e-4, FITS)
-    title, both = await apply_on(client, uri, line1)
-    assert title == "Apply (configs=[…] per shape set)", title
+    title, both = await apply_on(client, uri, line1, "Apply (configs=[…] per shape set)")
     assert written(both, name) == [compiler.Config(block_sizes=[128]), compiler.Config(block_sizes=[64])], both
     assert_clean_and_upstream(both, name)
     version = change_doc(client, uri, both)
@@ -170,7 +170,7 @@ async def test_a_tuned_pick_over_the_default_vmem_says_why_instead_of_warning(cl
     await final_diagnostics(client, uri, 1)
     record(client, text, name, 0, {"block_sizes": [512]}, 1.0e-4, FITS)
     record(client, text, name, 0, {"block_sizes": [1024]}, 0.8e-4, OVER)  # 25 % faster: worth the VMEM
-    _, applied = await apply_on(client, uri, set_line(text, 0))
+    _, applied = await apply_on(client, uri, set_line(text, 0), "Apply (configs=[…] per shape set)")
     # 1024 rows are out of VMEM at 8192 columns: shape set 1 keeps the config it compiles with
     assert written(applied, name) == [compiler.Config(block_sizes=[1024]), compiler.Config(block_sizes=[256])]
     version = change_doc(client, uri, applied)

@@ -30,6 +30,10 @@ from . import codelens
 CLEAN: LruCache[bool] = LruCache(512)  # (unit key, config json) -> compiles without error or HPL2xx
 
 
+class Unknown(Exception):
+    """`plan_for(..., known_only=True)` needs a compile whose answer is not known yet."""
+
+
 @dataclass(frozen=True)
 class ApplyPlan:
     configs: list[dict[str, Any]] | None  # None: one `config=` for every shape set
@@ -44,12 +48,17 @@ def _illegal(diag: Any) -> bool:
     return diag.is_error or diag.code.startswith("HPL2")
 
 
-async def clean(ls: HelionServer, loaded: Loaded, view: KernelView, unit: Unit, config: dict[str, Any]) -> bool:
-    """Whether `config` compiles for `unit` with no error (VMEM included) and nothing we call illegal."""
+async def clean(
+    ls: HelionServer, loaded: Loaded, view: KernelView, unit: Unit, config: dict[str, Any], known_only: bool = False
+) -> bool:
+    """Whether `config` compiles for `unit` with no error (VMEM included) and nothing we call illegal;
+    `known_only`: raise Unknown rather than compile."""
     key = (unit.key, json.dumps(config, sort_keys=True))
     known = CLEAN.get(key)
     if known is not None:
         return known
+    if known_only:
+        raise Unknown(key)
     request = {**compile_request(loaded, view, unit), "config": Config(config).to_json()}
     answer = await ls.pool.run(("fit", *key), request, lambda why: {"diagnostics": [], "compiled": None})
     ok = answer["compiled"] is not None and not any(_illegal(d) for d in answer["diagnostics"])
@@ -64,8 +73,10 @@ async def plan_for(
     shape_set: int,
     config: dict[str, Any],
     bests: list[Summary | None],
+    known_only: bool = False,
 ) -> ApplyPlan:
-    """What applying `config` (shape set `shape_set`'s choice) writes; `bests[j]`: shape set j's stored best."""
+    """What applying `config` (shape set `shape_set`'s choice) writes; `bests[j]`: shape set j's stored best.
+    `known_only` (for lenses, which must not wait on compiles): raise Unknown when a compile is needed."""
     if len(view.units) < 2:
         return ApplyPlan(None)
     chosen = Config(config)
@@ -85,7 +96,7 @@ async def plan_for(
             (current, f"the config does not fit shape set {j} cleanly"),
         ]
         for candidate, why in options:
-            if candidate is not None and await clean(ls, loaded, view, unit, dict(candidate)):
+            if candidate is not None and await clean(ls, loaded, view, unit, dict(candidate), known_only):
                 entries.append(dict(candidate))
                 if Config(candidate) != chosen:
                     reasons.append(why)

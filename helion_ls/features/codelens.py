@@ -291,15 +291,44 @@ async def lenses_for(ls: HelionServer, uri: str) -> list[types.CodeLens]:
 async def _apply_title(
     ls: HelionServer, loaded: Any, view: KernelView, unit: Unit, summary: Summary | None, bests: list
 ) -> str:
-    """"Apply", or what it will write when one config for every shape set would be wrong."""
+    """"Apply", or what it will write when one config for every shape set would be wrong. A lens request
+    never waits on a compile (lenses fetched slowly lag behind what they show): until the compiles the plan
+    needs are known (`_plan_soon`), the title is "Apply"."""
     current = current_config(ls, view, unit)[0]
     if summary is None or len(view.units) < 2 or not worth_applying(summary, current):
         return "Apply"
     try:
-        plan = await apply_plan.plan_for(ls, loaded, view, unit.index, summary.best.config, bests)
+        plan = await apply_plan.plan_for(ls, loaded, view, unit.index, summary.best.config, bests, known_only=True)
+    except apply_plan.Unknown:
+        _plan_soon(ls, loaded, view, unit, summary, bests)
+        return "Apply"
     except ValueError:
         return "Apply"
     return plan.title
+
+
+_PLANNING: set[tuple] = set()  # (unit key, config) whose plan is being worked out
+
+
+def _plan_soon(ls: HelionServer, loaded: Any, view: KernelView, unit: Unit, summary: Summary, bests: list) -> None:
+    """Work out the Apply plan in the background (its compiles land in apply_plan.CLEAN), then refresh."""
+    key = (unit.key, repr(Config(summary.best.config)))
+    if key in _PLANNING:
+        return
+    _PLANNING.add(key)
+
+    async def plan() -> None:
+        try:
+            await apply_plan.plan_for(ls, loaded, view, unit.index, summary.best.config, bests)
+        except ValueError:  # nothing fits some shape set: the lens stays "Apply", the command says why
+            pass
+        except Exception:  # a failed compile costs the title, never the lenses
+            log.exception("working out the Apply plan of %s failed", view.name)
+        finally:
+            _PLANNING.discard(key)
+        ls.lenses.changed()
+
+    asyncio.create_task(plan())
 
 
 def store_changed(ls: HelionServer, path: str) -> None:
