@@ -30,7 +30,7 @@ from ..ir import (
     drop_unused_loads,
     walk,
 )
-from ..specs import ArgSpec, TensorSpec
+from ..specs import ArgSpec, TensorSpec, runtime_value
 from .branches import trace_device_if
 from .dispatch import Dispatcher
 from .expressions import BINOPS, ExpressionEvaluator
@@ -105,6 +105,7 @@ class Tracer(ExpressionEvaluator):
                 self.tensors[value.id] = HostTensor(value, name, "arg")
                 self.env[name] = value
             else:
+                spec = runtime_value(spec)  # a dtype argument is the torch dtype
                 self.env[name] = NamedConst(name, spec, is_arg=True) if isinstance(spec, float) else spec
             self.arg_values[name] = self.env[name]
 
