@@ -20,13 +20,14 @@ from .codegen.emit import emit_module
 from .codegen.placement import describe
 from .codegen.plan_builder import CallLayout, build_call
 from .config import Config, ConfigError, as_config
-from .diagnostics import ArgRankError, CompileError, Diagnostic, Range, Related, UserError, error
+from .diagnostics import ArgRankError, CompileError, Diagnostic, Position, Range, Related, UserError, error
 from .frontend.limits import too_deep
 from .frontend.module import KernelDef, ModuleInfo, parse_module, source_hash, used_helpers
 from .frontend.tracer import Tracer
 from .frontend.values import BlockSizeTable, BlockTooLong
 from .ir import GridLoop, KernelIR, Load, Store, walk
 from .masks import insert_masks
+from .notebook import NotebookError, NotebookModule, read_notebook
 from .plan import AccessInfo, KernelPlan, LoopInfo
 from .space import BlockUse, ConfigSpace, block_uses, build_space, candidates, check_blocks, default_block
 from .specs import ArgSpec, SpecError, TensorSpec, coerce_args, format_args
@@ -37,19 +38,27 @@ log = logging.getLogger(__name__)
 MAX_SOURCE_BYTES = 5_000_000
 
 
-def load(path_or_source: str | os.PathLike, name: str | None = None) -> Module:
+def load(path_or_source: str | os.PathLike | NotebookModule, name: str | None = None) -> Module:
     """Parse a file (or source text) statically. Never raises for bad code: problems become diagnostics.
 
-    `name`: the file that source text comes from (an editor's unsaved buffer), for generated headers."""
+    `name`: the file that source text comes from (an editor's unsaved buffer), for generated headers.
+    A Jupyter notebook (an `.ipynb` path, or a `NotebookModule` an editor built) is the module of its code
+    cells (see compiler/notebook.py)."""
     path = name
-    text = str(path_or_source)
-    if isinstance(path_or_source, os.PathLike) or ("\n" not in text and text.endswith(".py") and os.path.exists(text)):
+    notebook = path_or_source if isinstance(path_or_source, NotebookModule) else None
+    text = notebook.text if notebook is not None else str(path_or_source)
+    if notebook is None and (isinstance(path_or_source, os.PathLike) or (
+            "\n" not in text and text.endswith((".py", ".ipynb")) and os.path.exists(text))):
         path = os.fspath(path_or_source)
         try:
             with open(path, encoding="utf-8", errors="replace") as f:
                 text = f.read()
-        except OSError as exc:
-            return Module(path, "", ModuleInfo("", None, diagnostics=[error("HPL100", f"cannot read {path}: {exc}", Range.lines(0))]))
+            if path.endswith(".ipynb"):
+                notebook = read_notebook(text)
+                text = notebook.text
+        except (OSError, NotebookError) as exc:
+            why = f"cannot read {path}: {exc}" if isinstance(exc, OSError) else str(exc)
+            return Module(path, "", ModuleInfo("", None, diagnostics=[error("HPL100", why, Range.lines(0))]))
     if len(text) > MAX_SOURCE_BYTES:
         return Module(path, text, ModuleInfo(text, None, diagnostics=[
             error("HPL100", f"file is too large to analyse ({len(text)} bytes)", Range.lines(0))]))
@@ -58,21 +67,28 @@ def load(path_or_source: str | os.PathLike, name: str | None = None) -> Module:
     except Exception:  # noqa: BLE001 - the one place internal errors become a diagnostic
         log.exception("internal error while parsing")
         info = ModuleInfo(text, None, diagnostics=[_internal(Range.lines(0))])
-    return Module(path, text, info)
+    return Module(path, text, info, notebook)
 
 
 class Module:
-    def __init__(self, path: str | None, source: str, info: ModuleInfo):
+    def __init__(self, path: str | None, source: str, info: ModuleInfo, notebook: NotebookModule | None = None):
         self.path = path
         self.source = source
         self.info = info
+        self.notebook = notebook  # set for a Jupyter notebook: where each module line is in its cells
         self.kernels: dict[str, Kernel] = {k.name: Kernel(self, k) for k in info.kernels}
-        self.diagnostics: list[Diagnostic] = list(info.diagnostics)
+        self.diagnostics: list[Diagnostic] = [*(notebook.diagnostics if notebook else ()), *info.diagnostics]
         for k in self.kernels.values():
             self.diagnostics.extend(k.definition.diagnostics)
 
     def __repr__(self) -> str:
         return f"<compiler.Module {self.path or '<source>'} kernels={list(self.kernels)}>"
+
+    def describe(self, pos: Position, path: str) -> str:
+        """Where `pos` is, for people: `file.py:12:5`, or `notebook.ipynb:cell 3:12:5` (all 1-based)."""
+        if self.notebook is not None:
+            return f"{path}:{self.notebook.describe(pos)}"
+        return f"{path}:{pos.line + 1}:{pos.character + 1}"
 
 
 class Kernel:

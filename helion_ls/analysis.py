@@ -20,12 +20,13 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from lsprotocol import types
 
 from compiler.diagnostics import Diagnostic, Range, error, warning
+from compiler.notebook import NotebookModule
 
 from .check_client import CheckClient, Skipped, WorkerFailure
 from .compile_pool import CompilePool
@@ -40,6 +41,7 @@ from .documents import (
     load_document,
     remap,
 )
+from .layout import Layout
 from .lru import LruCache
 from .lsp import diagnostic_from_json, to_lsp_diagnostic
 
@@ -52,10 +54,12 @@ class DocState:
     uri: str
     version: int | None
     text: str
+    layout: Layout  # which client documents show the text's lines (the file, or a notebook's cells)
+    notebook: NotebookModule | None = None  # for a notebook: the module its code cells make
     open: bool = True  # False: a closed file analysed because it changed on disk
     force_compile: bool = False  # the file changed on disk: the next analysis compiles even on a plain change
     loaded: Loaded | None = None
-    published: bool = False  # something non-empty was published (so closing must clear it)
+    published: set[str] = field(default_factory=set)  # client documents shown diagnostics (closing clears them)
     pending: asyncio.Task | None = None  # debounce timer or running analysis started by a change
 
 
@@ -87,6 +91,7 @@ class Analyzer:
         self.cache = ResultCache()
         self._transient: LruCache[StageResult] = LruCache(256)  # worker failures: shown, never cached
         self.docs: dict[str, DocState] = {}
+        self.owners: dict[str, str] = {}  # a notebook cell's URI -> the notebook's
         self.counts = {"loads": 0, "checks": 0}  # work actually done (for helion/stats)
         self._publish = publish
         self._on_stage = on_stage
@@ -95,21 +100,44 @@ class Analyzer:
 
     # -- document lifecycle --------------------------------------------------------------------------
     def update(self, uri: str, version: int | None, text: str, is_open: bool = True) -> DocState:
+        return self._update(uri, version, text, Layout.file(uri, version, text), None, is_open)
+
+    def update_notebook(
+        self, uri: str, version: int | None, module: NotebookModule, versions: dict[str, int | None]
+    ) -> DocState:
+        """A notebook's new state: `module` made of its code cells, keyed by their URIs (at `versions`)."""
+        layout = Layout.notebook(uri, module, versions)
+        self._forget_cells(uri)
+        self.owners.update((part.uri, uri) for part in layout.parts)
+        return self._update(uri, version, module.text, layout, module, True)
+
+    def _update(
+        self, uri: str, version: int | None, text: str, layout: Layout, notebook: NotebookModule | None, is_open: bool
+    ) -> DocState:
         state = self.docs.get(uri)
         if state is None:
-            state = self.docs[uri] = DocState(uri, version, text, is_open)
-        state.version, state.text = version, text
+            state = self.docs[uri] = DocState(uri, version, text, layout, notebook, is_open)
+        state.version, state.text, state.layout, state.notebook = version, text, layout, notebook
         state.open = state.open or is_open
         return state
 
+    def state(self, uri: str) -> DocState | None:
+        """The analysed document `uri` belongs to: itself, or the notebook of a cell."""
+        return self.docs.get(uri) or self.docs.get(self.owners.get(uri, ""))
+
     def close(self, uri: str) -> None:
         state = self.docs.pop(uri, None)
+        self._forget_cells(uri)
         if state is None:
             return
         if state.pending is not None:
             state.pending.cancel()
-        if state.published:
-            self._publish(uri, None, [])
+        for shown in sorted(state.published):
+            self._publish(shown, None, [])
+
+    def _forget_cells(self, uri: str) -> None:
+        for cell in [cell for cell, owner in self.owners.items() if owner == uri]:
+            del self.owners[cell]
 
     def is_current(self, uri: str, version: int | None, text: str | None = None) -> bool:
         state = self.docs.get(uri)
@@ -123,11 +151,12 @@ class Analyzer:
             return None
         loaded = state.loaded
         if loaded is not None and loaded.text == state.text and _chip_of(loaded) in (chip, None):
-            loaded.version = state.version
+            loaded.version, loaded.layout = state.version, state.layout
             return loaded
-        version, text = state.version, state.text
+        version, text, layout = state.version, state.text, state.layout
         self.counts["loads"] += 1
-        loaded = await self.pool.call(load_document, uri, version, text, chip)
+        loaded = await self.pool.call(load_document, uri, version, text, chip, state.notebook)
+        loaded.layout = layout  # the documents that showed this text (a notebook's cells)
         if self.is_current(uri, version, text):
             state.loaded = loaded
             self._on_loaded(loaded)
@@ -143,8 +172,7 @@ class Analyzer:
         if loaded is None or not self.is_current(uri, version, text):
             return
         if not loaded.kernels and not loaded.diagnostics:
-            if state.published:
-                self._publish_now(state, loaded)
+            self._publish_now(state, loaded, quiet=True)
             return
         if loaded.diagnostics:  # seconds before a cold worker can compile anything
             self._publish_now(state, loaded)
@@ -253,15 +281,23 @@ class Analyzer:
         self.cache.put(stage, StageResult(unit.key, view.source, diags))
 
     # -- publishing ------------------------------------------------------------------------------------
-    def _publish_now(self, state: DocState, loaded: Loaded) -> None:
-        diags = self.compose(loaded)
-        state.published = bool(diags)
-        self._publish(loaded.uri, loaded.version, diags)
+    def _publish_now(self, state: DocState, loaded: Loaded, quiet: bool = False) -> None:
+        """Publish to every client document of the layout that has diagnostics or had some (a file always,
+        unless `quiet`), and clear the documents that left it (a deleted cell)."""
+        found = self.compose(loaded)
+        shown = {part.uri for part in loaded.layout.parts}
+        for uri in sorted(state.published - shown):
+            self._publish(uri, None, [])
+        for part in loaded.layout.parts:
+            diags = found.get(part.uri, [])
+            if diags or part.uri in state.published or (part.uri == loaded.uri and not quiet):
+                self._publish(part.uri, part.version, diags)
+        state.published = {uri for uri, diags in found.items() if diags}
 
-    def compose(self, loaded: Loaded) -> list[types.Diagnostic]:
-        """Every stage's diagnostics for the units of `loaded`, in its coordinates."""
+    def compose(self, loaded: Loaded) -> dict[str, list[types.Diagnostic]]:
+        """Every stage's diagnostics for the units of `loaded`, by the client document showing them."""
         enc = self._encoding()
-        out = [to_lsp_diagnostic(d, loaded.lines, loaded.uri, enc) for d in loaded.diagnostics]
+        out = [to_lsp_diagnostic(d, loaded.layout, enc) for d in loaded.diagnostics]
         for view in loaded.kernels.values():
             groups: dict[Diagnostic, list[int]] = {}
             for unit in view.units:
@@ -275,16 +311,20 @@ class Analyzer:
                         groups.setdefault(shown, []).append(unit.index)
             for diag, indices in groups.items():
                 out.append(self._unit_diagnostic(diag, sorted(set(indices)), view, loaded, enc))
-        out.sort(key=lambda d: (d.range.start.line, d.range.start.character, d.severity or 0))
-        return out
+        by_uri: dict[str, list[types.Diagnostic]] = {}
+        for uri, diag in out:
+            by_uri.setdefault(uri, []).append(diag)
+        for diags in by_uri.values():
+            diags.sort(key=lambda d: (d.range.start.line, d.range.start.character, d.severity or 0))
+        return by_uri
 
     def _unit_diagnostic(
         self, diag: Diagnostic, indices: list[int], view: KernelView, loaded: Loaded, enc: str
-    ) -> types.Diagnostic:
+    ) -> tuple[str, types.Diagnostic]:
         """Say which shape sets a diagnostic applies to when it is not all of them."""
         extra = {"kernel": view.name, "shapeSets": indices}  # for config quick fixes
         if len(view.units) == 1 or len(indices) == len(view.units):
-            return to_lsp_diagnostic(diag, loaded.lines, loaded.uri, enc, extra=extra)
+            return to_lsp_diagnostic(diag, loaded.layout, enc, extra=extra)
         related: list[tuple[Range, str]] = []
         for i in indices:
             if i < len(view.shape_set_ranges):
@@ -296,13 +336,7 @@ class Analyzer:
             else f"shape sets {which}"
         )
         return to_lsp_diagnostic(
-            diag,
-            loaded.lines,
-            loaded.uri,
-            enc,
-            message=f"{diag.message} [{label}]",
-            related=related,
-            extra=extra,
+            diag, loaded.layout, enc, message=f"{diag.message} [{label}]", related=related, extra=extra
         )
 
 

@@ -1,7 +1,8 @@
 """What the server knows about each open document: its kernels at a version, and the compile cache.
 
 `load_document` (run off the event loop) turns one text version into a `Loaded`: the module's file-level
-diagnostics and a `KernelView` per kernel, with the units it compiles (one per shape set, or one without
+diagnostics and a `KernelView` per kernel (a notebook's module is its code cells, and its `Layout` says which
+cell shows each line: layout.py), with the units it compiles (one per shape set, or one without
 arguments when it has none) and their `CompileKey`s. Results live in `ResultCache`, keyed by
 (normalised source hash, shape set, config, chip) — not by document or version — so an unchanged kernel
 is never recompiled, whichever document or version asks; each result remembers the kernel text it was
@@ -23,8 +24,10 @@ import compiler
 from compiler import parse_python
 from compiler.config import Config
 from compiler.diagnostics import Diagnostic, Fix, Position, Range, Related, error
+from compiler.notebook import NotebookModule
 from compiler.specs import format_args
 
+from .layout import Layout
 from .lru import LruCache
 from .positions import KernelSource, PositionMap
 
@@ -71,7 +74,8 @@ class KernelView:
 
 @dataclass
 class Loaded:
-    """One version of one document, parsed (no compile yet)."""
+    """One version of one document, parsed (no compile yet). Positions are the module's; `layout` carries
+    them to the client's documents (the file, or a notebook's cells)."""
 
     uri: str
     version: int | None
@@ -79,6 +83,7 @@ class Loaded:
     lines: list[str]
     diagnostics: list[Diagnostic]
     kernels: dict[str, KernelView]
+    layout: Layout
 
     def kernel_at(self, pos: Position) -> KernelView | None:
         for view in self.kernels.values():
@@ -232,20 +237,24 @@ def _kernel_view(kernel: Any, node: ast.FunctionDef, lines: list[str], chip: str
     )
 
 
-def load_document(uri: str, version: int | None, text: str, chip: str) -> Loaded:
-    """Parse one version (blocking: call off the event loop). Never raises."""
+def load_document(
+    uri: str, version: int | None, text: str, chip: str, notebook: NotebookModule | None = None
+) -> Loaded:
+    """Parse one version (blocking: call off the event loop). Never raises. `notebook`: the module `text`
+    was built from, for a notebook (its cells' syntax errors are among the diagnostics)."""
     lines = text.splitlines(keepends=True)
+    layout = Layout.file(uri, version, text)
     if not HELION_HINT.search(text):
-        return Loaded(uri, version, text, lines, [], {})
+        return Loaded(uri, version, text, lines, [], {}, layout)
     try:
-        module = compiler.load(text, file_name(uri))
+        module = compiler.load(notebook or text, file_name(uri))
     except Exception as exc:  # the compiler promises not to raise; if it does, say so once
         diag = error(
             "HPL900",
             f"internal compiler error while loading: {type(exc).__name__}: {exc}",
             _first_line(lines),
         )
-        return Loaded(uri, version, text, lines, [diag], {})
+        return Loaded(uri, version, text, lines, [diag], {}, layout)
     diagnostics = list(module.diagnostics)
     kernels: dict[str, KernelView] = {}
     if module.kernels:
@@ -264,7 +273,7 @@ def load_document(uri: str, version: int | None, text: str, chip: str) -> Loaded
                         kernel.decorator_range,
                     )
                 )
-    return Loaded(uri, version, text, lines, diagnostics, kernels)
+    return Loaded(uri, version, text, lines, diagnostics, kernels, layout)
 
 
 def _function_nodes(text: str) -> dict[tuple[str, int | None], ast.FunctionDef]:

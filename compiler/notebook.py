@@ -1,0 +1,188 @@
+"""Jupyter notebooks as one module: the code cells in order, IPython-only lines blanked in place.
+
+A notebook runs its code cells top to bottom in one namespace, so a kernel defined in one cell and called in
+a later one is one module's kernel and call. `notebook_module(cells)` joins the cells' texts into that
+module's text line for line (each cell starts on a new line), so every module line is one line of one cell
+and positions map back with `NotebookModule.locate`. What Python cannot parse is blanked where it stands,
+keeping its line: line magics (`%pip install ...`), shell lines (`!ls`, `files = !ls`), help (`obj?`) and
+whole cell-magic cells (`%%time`); an indented one becomes `pass`, so its block still parses. A line that
+only looks like one (`% n)` continuing a bracket, a line of a string) is kept. A cell that still does not
+parse on its own is blanked too and its syntax error reported on its own line, so one broken cell does not
+hide the other cells' kernels (IPython also compiles each cell on its own).
+
+`read_notebook(text)` reads an .ipynb (JSON, nbformat 4) into such a module; cells keep their index among
+all the notebook's cells (markdown included), which `describe` shows 1-based: `cell 3:12:5`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import re
+import tokenize
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .diagnostics import Diagnostic, Position, Range, error
+from .syntax import error_range, parse
+
+MAGIC = re.compile(r"^\s*[%!]")  # `%pip install x`, `!ls`
+MAGIC_ASSIGN = re.compile(r"^\s*[A-Za-z_][\w.]*\s*=\s*[%!]")  # `files = !ls`, `t = %timeit -o f()`
+HELP = re.compile(r"^\s*\?{0,2}[A-Za-z_][\w.]*\?{0,2}\s*$")  # `obj?`, `??obj` (checked to hold a `?`)
+PYTHON = ("python", "python3", "ipython", "ipython3")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """Where one code cell sits in the module text."""
+
+    index: int  # position among the notebook's cells (all kinds), from 0
+    key: str | None  # the cell's id in the .ipynb, or the editor's URI for the cell
+    first_line: int  # zero-based module line of the cell's first line
+    line_count: int
+
+
+@dataclass(frozen=True)
+class NotebookModule:
+    text: str
+    cells: tuple[Cell, ...]
+    blanked: frozenset[int]  # module lines that hold IPython syntax (or a cell that does not parse) in the cell
+    diagnostics: tuple[Diagnostic, ...]  # syntax errors of cells that do not parse, in module lines
+
+    def locate(self, line: int) -> tuple[Cell, int] | None:
+        """The cell holding module line `line` and the line's zero-based number in that cell."""
+        for cell in self.cells:
+            if cell.first_line <= line < cell.first_line + cell.line_count:
+                return cell, line - cell.first_line
+        return None
+
+    def describe(self, pos: Position) -> str:
+        """`cell 3:12:5` (1-based cell, line and column) for a module position."""
+        found = self.locate(pos.line)
+        if found is None:
+            return f"{pos.line + 1}:{pos.character + 1}"
+        cell, line = found
+        return f"cell {cell.index + 1}:{line + 1}:{pos.character + 1}"
+
+
+def notebook_module(cells: Iterable[tuple[int, str | None, str]]) -> NotebookModule:
+    """The module of code cells given as (index, key, text), in notebook order."""
+    parts: list[str] = []
+    spans: list[Cell] = []
+    blanked: set[int] = set()
+    diagnostics: list[Diagnostic] = []
+    first = 0
+    for index, key, text in cells:
+        lines = text.splitlines() or [""]
+        kept, magic = _blank_ipython(lines)
+        problem = _cell_problem("\n".join(kept) + "\n")
+        if problem is not None:
+            kept, magic = [""] * len(lines), set(range(len(lines)))
+            diagnostics.append(_shifted(problem, first))
+        blanked.update(first + i for i in magic)
+        spans.append(Cell(index, key, first, len(lines)))
+        parts.extend(kept)
+        first += len(lines)
+    text = "\n".join(parts) + "\n" if parts else ""
+    return NotebookModule(text, tuple(spans), frozenset(blanked), tuple(diagnostics))
+
+
+class NotebookError(ValueError):
+    """The file is not a notebook this reader understands (not JSON, not nbformat 4)."""
+
+
+def read_notebook(text: str) -> NotebookModule:
+    """The module of an .ipynb's code cells (a notebook in another language than Python has none)."""
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise NotebookError(f"not a Jupyter notebook: the file is not JSON ({exc})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("cells"), list):
+        raise NotebookError("not a Jupyter notebook: no 'cells' list")
+    if doc.get("nbformat") != 4:
+        raise NotebookError(f"nbformat {doc.get('nbformat')!r} notebooks are not supported (only nbformat 4)")
+    if not _is_python(doc.get("metadata")):
+        return notebook_module([])
+    cells = []
+    for index, cell in enumerate(doc["cells"]):
+        if isinstance(cell, dict) and cell.get("cell_type") == "code":
+            source = cell.get("source", "")
+            text = "".join(source) if isinstance(source, list) else str(source)
+            key = cell.get("id") if isinstance(cell.get("id"), str) else None
+            cells.append((index, key, text))
+    return notebook_module(cells)
+
+
+def _is_python(metadata: object) -> bool:
+    """The notebook's kernel language is Python (or the notebook does not say)."""
+    if not isinstance(metadata, dict):
+        return True
+    for section, field in (("language_info", "name"), ("kernelspec", "language")):
+        value = metadata.get(section)
+        if isinstance(value, dict) and isinstance(value.get(field), str):
+            return value[field].lower() in PYTHON
+    return True
+
+
+def _blank_ipython(lines: list[str]) -> tuple[list[str], set[int]]:
+    """The cell's lines with IPython syntax blanked, and which lines were."""
+    first_code = next((line for line in lines if line.strip()), "")
+    if first_code.startswith("%%"):  # a cell magic: the whole cell is the magic's input, not Python
+        return [""] * len(lines), set(range(len(lines)))
+    candidates = sorted(i for i, line in enumerate(lines) if _looks_like_ipython(line))
+    kept = [_blank(line) if i in candidates else line for i, line in enumerate(lines)]
+    blanked = set()
+    for i in candidates:  # in order: a line kept changes how the lines after it read
+        if _continues_statement(kept, i):  # `% n)` continuing a bracket, a line of a string
+            kept[i] = lines[i]
+        else:
+            blanked.add(i)
+    return kept, blanked
+
+
+def _looks_like_ipython(line: str) -> bool:
+    if MAGIC.match(line) or MAGIC_ASSIGN.match(line):
+        return True
+    return "?" in line and HELP.match(line) is not None
+
+
+def _blank(line: str) -> str:
+    indent = line[: len(line) - len(line.lstrip())]
+    return f"{indent}pass" if indent else ""
+
+
+def _continues_statement(lines: list[str], line: int) -> bool:
+    """Line `line` continues a statement of the lines before it: inside brackets, inside a multi-line string,
+    or after a backslash."""
+    if line > 0 and lines[line - 1].rstrip().endswith("\\"):
+        return True
+    depth = 0
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO("\n".join(lines[:line]) + "\n").readline):
+            if tok.type == tokenize.OP and tok.string in "([{":
+                depth += 1
+            elif tok.type == tokenize.OP and tok.string in ")]}":
+                depth -= 1
+    except tokenize.TokenError:  # the text before the line ends inside a bracket or a string
+        return True
+    except SyntaxError:  # an indentation problem: the cell's parse reports it
+        return False
+    return depth > 0
+
+
+def _cell_problem(text: str) -> Diagnostic | None:
+    """The cell's syntax error, if it has one."""
+    try:
+        parse(text)
+    except SyntaxError as exc:
+        return error("HPL100", f"syntax error: {exc.msg}", error_range(exc))
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return error("HPL100", f"cannot parse this cell: {exc}", Range.lines(0))
+    return None
+
+
+def _shifted(diag: Diagnostic, lines: int) -> Diagnostic:
+    start, end = diag.range.start, diag.range.end
+    moved = Range(Position(start.line + lines, start.character), Position(end.line + lines, end.character))
+    return dataclasses.replace(diag, range=moved)
