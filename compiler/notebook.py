@@ -57,13 +57,17 @@ class NotebookModule:
                 return cell, line - cell.first_line
         return None
 
+    def line_label(self, line: int) -> str:
+        """`cell 3:12` (1-based cell and line) for a module line."""
+        found = self.locate(line)
+        if found is None:
+            return f"{line + 1}"
+        cell, at = found
+        return f"cell {cell.index + 1}:{at + 1}"
+
     def describe(self, pos: Position) -> str:
         """`cell 3:12:5` (1-based cell, line and column) for a module position."""
-        found = self.locate(pos.line)
-        if found is None:
-            return f"{pos.line + 1}:{pos.character + 1}"
-        cell, line = found
-        return f"cell {cell.index + 1}:{line + 1}:{pos.character + 1}"
+        return f"{self.line_label(pos.line)}:{pos.character + 1}"
 
 
 def notebook_module(cells: Iterable[tuple[int, str | None, str]]) -> NotebookModule:

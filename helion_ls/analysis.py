@@ -73,6 +73,7 @@ def compile_request(loaded: Loaded, view: KernelView, unit: Unit) -> dict[str, A
         "chip": unit.key.chip,
         "decorator_range": view.decorator_range,
         "file": unit.key.file,
+        "notebook": loaded.notebook,
     }
 
 

@@ -4,7 +4,8 @@ A compile evaluates the kernel's host code; however bounded that is (compiler/fr
 process is what can always be stopped: the server kills a worker that outlives its time limit and starts
 another, so a pathological file costs one worker, never the server's event loop. Requests and answers are
 pickles (see worker_process.py):
-  {"source", "kernel", "args": {name: spec} | None, "config": {...} | None, "chip", "file": name for headers}
+  {"source", "kernel", "args": {name: spec} | None, "config": {...} | None, "chip", "file": name for headers,
+   "notebook": compiler.notebook.NotebookModule | None (the cells `source` is made of, for line labels)}
   -> {"diagnostics": [Diagnostic], "compiled": documents.Compiled | None, "seconds"}
 Requests with "kind": "vmem_fixes" ask for verified quick fixes instead (see vmem_fixes.py).
 The parsed module of the last few texts is kept, so the kernels of one file are parsed once. Imports only
@@ -38,11 +39,11 @@ class Compiler:
     def __init__(self) -> None:
         self._modules: OrderedDict[str, Any] = OrderedDict()
 
-    def module(self, source: str, file: str | None = None) -> Any:
-        digest = hashlib.sha256(source.encode()).hexdigest() + (file or "")
+    def module(self, source: str, file: str | None = None, notebook: Any = None) -> Any:
+        digest = hashlib.sha256(source.encode()).hexdigest() + (file or "") + repr(notebook.cells if notebook else "")
         found = self._modules.get(digest)
         if found is None:
-            found = self._modules[digest] = compiler.load(source, file)
+            found = self._modules[digest] = compiler.load(notebook if notebook is not None else source, file)
             while len(self._modules) > MODULES:
                 self._modules.popitem(last=False)
         self._modules.move_to_end(digest)
@@ -56,7 +57,7 @@ class Compiler:
         start = time.perf_counter()
         compiled = None
         try:
-            kernel = self.module(req["source"], req.get("file")).kernels[req["kernel"]]
+            kernel = self.module(req["source"], req.get("file"), req.get("notebook")).kernels[req["kernel"]]
             ck = kernel.compile(args=req["args"], config=req["config"], chip=req["chip"])
             diagnostics = list(ck.diagnostics)
             compiled = Compiled.of(ck)

@@ -84,6 +84,7 @@ class Loaded:
     diagnostics: list[Diagnostic]
     kernels: dict[str, KernelView]
     layout: Layout
+    notebook: NotebookModule | None = None  # a notebook's module (its cells' places name generated lines)
 
     def kernel_at(self, pos: Position) -> KernelView | None:
         for view in self.kernels.values():
@@ -273,7 +274,7 @@ def load_document(
                         kernel.decorator_range,
                     )
                 )
-    return Loaded(uri, version, text, lines, diagnostics, kernels, layout)
+    return Loaded(uri, version, text, lines, diagnostics, kernels, layout, notebook)
 
 
 def _function_nodes(text: str) -> dict[tuple[str, int | None], ast.FunctionDef]:

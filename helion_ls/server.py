@@ -31,11 +31,10 @@ log = logging.getLogger(__name__)
 
 VERSION = "0.1.0"
 REFRESH_TIMEOUT = 10.0  # seconds a client may take to answer workspace/codeLens/refresh
-NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(  # Jupyter notebooks' Python cells (features/notebooks.py)
-    notebook_selector=[
-        types.NotebookDocumentFilterWithCells(notebook="jupyter-notebook", cells=[types.NotebookCellLanguage("python")])
-    ],
-    save=True,
+# Jupyter notebooks, every cell (features/notebooks.py): the Python cells are the module, and the others count
+# when a cell is named by its number in the notebook.
+NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
+    notebook_selector=[types.NotebookDocumentFilterWithNotebook(notebook="jupyter-notebook")], save=True
 )
 
 

@@ -35,10 +35,11 @@ class Cell:
     uri: str
     text: str
     version: int = 1
+    kind: str = "code"
 
 
 class Notebook:
-    """The client's side of one open notebook: its Python cells (as VS Code syncs them: code cells only)."""
+    """The client's side of one open notebook: its cells, markdown ones too, as VS Code syncs them."""
 
     def __init__(self, client: LanguageClient, uri: str, cells: list[Cell]):
         self.client, self.uri, self.cells, self.version = client, uri, cells, 1
@@ -111,11 +112,13 @@ class Notebook:
 
 
 def _nb_cell(cell: Cell) -> types.NotebookCell:
-    return types.NotebookCell(kind=types.NotebookCellKind.Code, document=cell.uri)
+    kind = types.NotebookCellKind.Code if cell.kind == "code" else types.NotebookCellKind.Markup
+    return types.NotebookCell(kind=kind, document=cell.uri)
 
 
 def _item(cell: Cell) -> types.TextDocumentItem:
-    return types.TextDocumentItem(uri=cell.uri, language_id="python", version=cell.version, text=cell.text)
+    language = "python" if cell.kind == "code" else "markdown"
+    return types.TextDocumentItem(uri=cell.uri, language_id=language, version=cell.version, text=cell.text)
 
 
 def cell_uri(path, index: int) -> str:
@@ -125,11 +128,7 @@ def cell_uri(path, index: int) -> str:
 
 def open_notebook(client: LanguageClient, path) -> Notebook:
     doc = json.loads(path.read_text())
-    cells = [
-        Cell(c["id"], cell_uri(path, i), "".join(c["source"]))
-        for i, c in enumerate(doc["cells"])
-        if c["cell_type"] == "code"
-    ]
+    cells = [Cell(c["id"], cell_uri(path, i), "".join(c["source"]), kind=c["cell_type"]) for i, c in enumerate(doc["cells"])]
     for c in cells:
         rec(client).texts[c.uri] = c.text
     client.notebook_document_did_open(
@@ -194,7 +193,7 @@ async def test_kernel_cells_get_lenses_and_no_errors_anywhere(client: LanguageCl
         assert [lens.command.title for lens in tune] == ["Tune on v7x"], [lens.command.title for lens in found]
         assert tune[0].range.start.line == 0  # the cell's own `# helion: args(...)` line
         assert tune[0].command.arguments[0] == {"uri": nb.uri, "kernel": kernel, "shapeSet": 0}
-    for cell_id in ("a1", "a3", "a7", "a8", "a9"):  # lenses are asked for per cell: only kernel cells have any
+    for cell_id in ("a1", "a2", "a3", "a7", "a8", "a9"):  # lenses are asked for per cell: only kernel cells have any
         assert await lenses(client, nb.cell(cell_id).uri) == []
 
 
@@ -222,6 +221,7 @@ async def test_kernel_at_and_generated_code_from_a_cell(client: LanguageClient, 
     assert at == {"kernel": "row_sum", "shapeSet": 0, "uri": nb.uri}
     code = await request(client, "helion/generatedCode", {"uri": cell.uri, "kernel": "row_sum", "shapeSet": 0})
     assert "pallas_call" in code["source"] and "row_kernels.ipynb" in code["uri"]
+    assert f"# row_kernels.ipynb:cell 6:{loop + 1}" in code["source"]  # lines named as the notebook shows them
     entries = code["sourceMap"]
     assert entries and all(e["uri"] == cell.uri for e in entries)
     lines = cell.text.splitlines()
@@ -263,8 +263,8 @@ async def test_apply_edits_the_kernel_cell(client: LanguageClient, nb: Notebook)
     assert change.text_document.uri == cell.uri and change.text_document.version == cell.version
     text = r.texts[cell.uri]
     decorator = text.splitlines()[line_in(cell, "@helion.kernel")]
-    assert "config=helion.Config(block_sizes=[128])" in decorator, text
-    assert text.replace(decorator, "@helion.kernel(static_shapes=True)") == cell.text  # nothing else changed
+    assert decorator == "@helion.kernel(static_shapes=True, config=helion.Config(block_sizes=[128]))", text
+    assert text.replace("[128]", "[32]") == cell.text  # nothing else changed
     nb.edit("a4", text)  # the client's didChange for the applied edit
     await nb.analysed()
     assert not errors(nb.diagnostics("a4"))

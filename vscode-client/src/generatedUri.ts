@@ -41,10 +41,14 @@ export function parseGeneratedQuery(query: string): GeneratedTarget | null {
   return { uri, kernel, shapeSet: Number(shapeSetText) };
 }
 
-/** A source-map entry of helion/generatedCode: a generated line and the kernel source range it came from. */
+/**
+ * A source-map entry of helion/generatedCode: a generated line and the kernel source range it came from, in the
+ * document `uri` (the file, or the notebook cell holding it).
+ */
 export interface SourceMapEntry {
   line: number;
   range: { start: { line: number; character: number }; end: { line: number; character: number } };
+  uri?: string;
 }
 
 /**
