@@ -1,7 +1,8 @@
 // End-to-end check of the extension in a real VS Code: code-server (from e2e/setup.sh) with the built
 // helion-ls.vsix installed, driven by playwright-core through Debian's chromium. It opens a copy of the repo's
-// examples/attention.py (and a notebook, e2e/notebook.mjs) and checks what a user sees, step by step, saving a screenshot of each step in
-// e2e/screenshots/; the last step starts a second code-server with workspace trust on (Restricted Mode).
+// examples/attention.py and checks what a user sees, step by step, saving a screenshot of each step in
+// e2e/screenshots/; one step opens a Jupyter notebook (e2e/notebook.mjs); the last step starts a second
+// code-server with workspace trust on (Restricted Mode).
 // Exits non-zero when any step does not show what it should.
 //
 // Env: HELION_PYTHON (default python3) runs the server; CODE_SERVER_PORT (default: a free port);
