@@ -17,7 +17,7 @@ all the notebook's cells (markdown included), which `describe` shows 1-based: `c
 from __future__ import annotations
 
 import dataclasses
-import io
+import functools
 import json
 import re
 import tokenize
@@ -31,6 +31,7 @@ MAGIC = re.compile(r"^\s*[%!]")  # `%pip install x`, `!ls`
 MAGIC_ASSIGN = re.compile(r"^\s*[A-Za-z_][\w.]*\s*=\s*[%!]")  # `files = !ls`, `t = %timeit -o f()`
 HELP = re.compile(r"^\s*\?{0,2}[A-Za-z_][\w.]*\?{0,2}\s*$")  # `obj?`, `??obj` (checked to hold a `?`)
 PYTHON = ("python", "python3", "ipython", "ipython3")
+LINE_BREAK = re.compile(r"\r\n|\r|\n")  # what ends a line for Python and for LSP (not \f, \v, \x85, ...)
 
 
 @dataclass(frozen=True)
@@ -78,18 +79,27 @@ def notebook_module(cells: Iterable[tuple[int, str | None, str]]) -> NotebookMod
     diagnostics: list[Diagnostic] = []
     first = 0
     for index, key, text in cells:
-        lines = text.splitlines() or [""]
-        kept, magic = _blank_ipython(lines)
-        problem = _cell_problem("\n".join(kept) + "\n")
+        kept, magic, problem = _python_of(text)
         if problem is not None:
-            kept, magic = [""] * len(lines), set(range(len(lines)))
             diagnostics.append(_shifted(problem, first))
         blanked.update(first + i for i in magic)
-        spans.append(Cell(index, key, first, len(lines)))
+        spans.append(Cell(index, key, first, len(kept)))
         parts.extend(kept)
-        first += len(lines)
+        first += len(kept)
     text = "\n".join(parts) + "\n" if parts else ""
     return NotebookModule(text, tuple(spans), frozenset(blanked), tuple(diagnostics))
+
+
+@functools.lru_cache(maxsize=1024)
+def _python_of(text: str) -> tuple[tuple[str, ...], frozenset[int], Diagnostic | None]:
+    """One cell's lines as the module holds them, which were blanked, and its syntax error (in cell lines).
+    Remembered by text: an editor rebuilds the module on every edit, and most cells did not change."""
+    lines = LINE_BREAK.split(text)  # as editors count lines: "x\n" is two, the second empty
+    kept, magic = _blank_ipython(lines)
+    problem = _cell_problem("\n".join(kept) + "\n")
+    if problem is not None:
+        return ("",) * len(lines), frozenset(range(len(lines))), problem
+    return tuple(kept), frozenset(magic), None
 
 
 class NotebookError(ValueError):
@@ -134,15 +144,47 @@ def _blank_ipython(lines: list[str]) -> tuple[list[str], set[int]]:
     first_code = next((line for line in lines if line.strip()), "")
     if first_code.startswith("%%"):  # a cell magic: the whole cell is the magic's input, not Python
         return [""] * len(lines), set(range(len(lines)))
-    candidates = sorted(i for i, line in enumerate(lines) if _looks_like_ipython(line))
-    kept = [_blank(line) if i in candidates else line for i, line in enumerate(lines)]
-    blanked = set()
-    for i in candidates:  # in order: a line kept changes how the lines after it read
-        if _continues_statement(kept, i):  # `% n)` continuing a bracket, a line of a string
-            kept[i] = lines[i]
-        else:
-            blanked.add(i)
-    return kept, blanked
+    if not any(_looks_like_ipython(line) for line in lines):
+        return list(lines), set()
+    return _Blanker(lines).run()
+
+
+class _Blanker:
+    """One tokenize pass over the cell that blanks a line looking like IPython syntax only where a logical line
+    starts (not inside brackets, a multi-line string, or after a backslash: `% n)` there is Python). The
+    tokenizer reads the lines one by one as blanked so far, so what it sees is the final text."""
+
+    def __init__(self, lines: list[str]):
+        self.lines = lines
+        self.kept: list[str] = []
+        self.blanked: set[int] = set()
+        self.fresh = True  # the next line starts a logical line
+        self.depth = 0
+
+    def readline(self) -> str:
+        i = len(self.kept)
+        if i >= len(self.lines):
+            return ""
+        line = self.lines[i]
+        if self.fresh and _looks_like_ipython(line):
+            line = _blank(line)
+            self.blanked.add(i)
+        self.kept.append(line)
+        return line + "\n"
+
+    def run(self) -> tuple[list[str], set[int]]:
+        try:
+            for tok in tokenize.generate_tokens(self.readline):
+                if tok.type == tokenize.OP and tok.string in ("(", "[", "{"):
+                    self.depth += 1
+                elif tok.type == tokenize.OP and tok.string in (")", "]", "}"):
+                    self.depth = max(0, self.depth - 1)
+                # Read before the next line is: a line end outside brackets starts a logical line.
+                self.fresh = tok.type in (tokenize.NEWLINE, tokenize.NL) and self.depth == 0
+        except (tokenize.TokenError, SyntaxError):
+            pass  # a cell that does not tokenize does not parse either: its lines are kept, its parse says why
+        self.kept.extend(self.lines[len(self.kept):])
+        return self.kept, self.blanked
 
 
 def _looks_like_ipython(line: str) -> bool:
@@ -154,25 +196,6 @@ def _looks_like_ipython(line: str) -> bool:
 def _blank(line: str) -> str:
     indent = line[: len(line) - len(line.lstrip())]
     return f"{indent}pass" if indent else ""
-
-
-def _continues_statement(lines: list[str], line: int) -> bool:
-    """Line `line` continues a statement of the lines before it: inside brackets, inside a multi-line string,
-    or after a backslash."""
-    if line > 0 and lines[line - 1].rstrip().endswith("\\"):
-        return True
-    depth = 0
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO("\n".join(lines[:line]) + "\n").readline):
-            if tok.type == tokenize.OP and tok.string in "([{":
-                depth += 1
-            elif tok.type == tokenize.OP and tok.string in ")]}":
-                depth -= 1
-    except tokenize.TokenError:  # the text before the line ends inside a bracket or a string
-        return True
-    except SyntaxError:  # an indentation problem: the cell's parse reports it
-        return False
-    return depth > 0
 
 
 def _cell_problem(text: str) -> Diagnostic | None:

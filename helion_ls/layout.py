@@ -50,7 +50,8 @@ class Layout:
             Part(cell.key or "", cell.first_line, cell.line_count, versions.get(cell.key or ""))
             for cell in module.cells
         )
-        return Layout(uri, module.text.splitlines(keepends=True), parts)
+        lines = [line + "\n" for line in module.text.split("\n")]  # the cells' lines, joined by "\n" only
+        return Layout(uri, lines, parts)
 
     def part(self, uri: str) -> Part | None:
         return next((p for p in self.parts if p.uri == uri), None)

@@ -150,7 +150,7 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
     (ws / "row_kernels.ipynb").write_text(NOTEBOOK.read_text())
     lsp_client.ws = ws
     lsp_client.store = root / "store" / "tuning.sqlite"
-    await start(lsp_client, ws, libtpu=False)
+    await start(lsp_client, ws, libtpu=False, tuneMaxEvals=3, executor="inline")
     yield
     await lsp_client.shutdown_session()
 
@@ -303,6 +303,33 @@ async def test_cells_inserted_and_deleted(client: LanguageClient, nb: Notebook):
     await nb.analysed()
     assert not errors(nb.diagnostics("a6"))
     assert list(client.diagnostics.get(broken.uri, [None])) == []  # the deleted cell's diagnostics are cleared
+
+
+async def test_tuning_from_a_cell_runs_only_what_the_kernel_needs(client: LanguageClient, nb: Notebook, tmp_path):
+    """Tune on a cell's kernel: the correctness check runs the kernel eagerly, never the notebook's other cells
+    (a cell that writes a file, the `%%timeit` cell's code, `main()`)."""
+    ran = tmp_path / "cell.ran"
+    path = client.ws / "row_kernels.ipynb"
+    nb.insert(3, Cell("side", cell_uri(path, 98), f"open({str(ran)!r}, 'w').write('ran')\n!touch {ran}"))
+    await nb.analysed()
+    r = rec(client)
+    before = len(r.of("helion/tuningState"))
+    reply = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(
+            command="helion.tune", arguments=[{"uri": nb.cell("a6").uri, "kernel": "row_sum", "shapeSet": 0}]
+        )
+    )
+    assert [attr(job, "uri") for job in attr(reply, "jobs")] == [nb.uri]
+
+    def finished() -> list:
+        return [s for s in r.of("helion/tuningState")[before:] if attr(s, "state") in ("done", "failed")]
+
+    final = (await r.wait(finished, 300))[-1]
+    assert attr(final, "state") == "done", final
+    assert attr(attr(attr(final, "best"), "correctness"), "verdict") == "ok", final  # the kernel did run
+    assert not ran.exists()
+    nb.delete("side")
+    await nb.analysed()
 
 
 async def test_closing_the_notebook_clears_its_cells(client: LanguageClient, nb: Notebook):
