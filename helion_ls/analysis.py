@@ -152,7 +152,7 @@ class Analyzer:
             return None
         loaded = state.loaded
         if loaded is not None and loaded.text == state.text and _chip_of(loaded) in (chip, None):
-            loaded.version, loaded.layout = state.version, state.layout
+            loaded.version, loaded.layout, loaded.notebook = state.version, state.layout, state.notebook
             return loaded
         version, text, layout = state.version, state.text, state.layout
         self.counts["loads"] += 1

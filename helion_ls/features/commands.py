@@ -264,15 +264,12 @@ async def apply_config(ls: HelionServer, arg: dict[str, Any]) -> dict[str, Any]:
             return {"applied": False}
     try:
         edit, what = await planned_edit(ls, loaded, view, arg)
+        change = workspace_edit(ls, loaded, edit)
     except EditError as exc:
         ls.tell_user(f"Cannot apply the config to {kernel}: {exc}", types.MessageType.Error)
         return {"applied": False}
     label = f"Apply tuned config to {kernel}"
-    try:
-        params = types.ApplyWorkspaceEditParams(edit=workspace_edit(ls, loaded, edit), label=label)
-    except EditError as exc:
-        ls.tell_user(f"Cannot apply the config to {kernel}: {exc}", types.MessageType.Error)
-        return {"applied": False}
+    params = types.ApplyWorkspaceEditParams(edit=change, label=label)
     result = await ls.workspace_apply_edit_async(params)
     if not result.applied:
         ls.log_to_client(f"{label}: the client did not apply the edit ({result.failure_reason})")

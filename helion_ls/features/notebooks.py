@@ -44,6 +44,9 @@ def register(ls: HelionServer) -> None:
         notebook = params.notebook_document
         _update(ls, notebook.uri, notebook.version)
         schedule(ls, notebook.uri, compile=True)
+        # A cell's editor may have asked for its lenses before the client sent this notification (VS Code opens
+        # the cells' documents first) and been told there are none: have the client ask again.
+        ls.lenses.changed()
 
     @ls.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
     def did_change(ls: HelionServer, params: types.DidChangeNotebookDocumentParams) -> None:
