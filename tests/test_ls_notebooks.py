@@ -332,6 +332,27 @@ async def test_tuning_from_a_cell_runs_only_what_the_kernel_needs(client: Langua
     await nb.analysed()
 
 
+async def test_lenses_asked_for_before_the_notebook_opened_are_refreshed(client: LanguageClient, nb: Notebook):
+    """VS Code opens a notebook's cell documents first: a cell's editor may ask for lenses before the notebook's
+    didOpen reaches the server. The server then asks the client to ask again."""
+    path = client.ws / "second.ipynb"
+    path.write_text(NOTEBOOK.read_text())
+    early = cell_uri(path, 3)  # the row_softmax cell, by the URI it will have
+    assert await lenses(client, early) == []
+    r = rec(client)
+    refreshes = len(r.of("codeLens/refresh"))
+    second = open_notebook(client, path)
+    await r.wait(lambda: len(r.of("codeLens/refresh")) > refreshes, TIMEOUT)
+    assert second.cell("a4").uri == early
+    assert any(lens.command.command == "helion.tune" for lens in await lenses(client, early))
+    client.notebook_document_did_close(
+        types.DidCloseNotebookDocumentParams(
+            notebook_document=types.NotebookDocumentIdentifier(uri=second.uri),
+            cell_text_documents=[types.TextDocumentIdentifier(uri=c.uri) for c in second.cells],
+        )
+    )
+
+
 async def test_closing_the_notebook_clears_its_cells(client: LanguageClient, nb: Notebook):
     nb.edit("a6", nb.cell("a6").text.replace("x[tile_r, tile_c].sum", "x_typo[tile_r, tile_c].sum"))
     await nb.analysed()
