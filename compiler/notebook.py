@@ -32,6 +32,11 @@ MAGIC_ASSIGN = re.compile(r"^\s*[A-Za-z_][\w.]*\s*=\s*[%!]")  # `files = !ls`, `
 HELP = re.compile(r"^\s*\?{0,2}[A-Za-z_][\w.]*\?{0,2}\s*$")  # `obj?`, `??obj` (checked to hold a `?`)
 PYTHON = ("python", "python3", "ipython", "ipython3")
 LINE_BREAK = re.compile(r"\r\n|\r|\n")  # what ends a line for Python and for LSP (not \f, \v, \x85, ...)
+# Bounds on the work done per cell and per notebook (an editor rebuilds the module on its event loop at each
+# edit): a larger cell is kept as written, unblanked and unchecked, and so is every cell of a larger notebook
+# (whose module compiler.load refuses as too large anyway).
+MAX_CELL_CHARS = 100_000
+MAX_NOTEBOOK_CHARS = 5_000_000
 
 
 @dataclass(frozen=True)
@@ -78,8 +83,13 @@ def notebook_module(cells: Iterable[tuple[int, str | None, str]]) -> NotebookMod
     blanked: set[int] = set()
     diagnostics: list[Diagnostic] = []
     first = 0
+    cells = list(cells)
+    raw = sum(len(text) for _, _, text in cells) > MAX_NOTEBOOK_CHARS
     for index, key, text in cells:
-        kept, magic, problem = _python_of(text)
+        if raw or len(text) > MAX_CELL_CHARS:
+            kept, magic, problem = tuple(LINE_BREAK.split(text)), frozenset(), None
+        else:
+            kept, magic, problem = _python_of(text)
         if problem is not None:
             diagnostics.append(_shifted(problem, first))
         blanked.update(first + i for i in magic)
@@ -90,7 +100,7 @@ def notebook_module(cells: Iterable[tuple[int, str | None, str]]) -> NotebookMod
     return NotebookModule(text, tuple(spans), frozenset(blanked), tuple(diagnostics))
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=512)
 def _python_of(text: str) -> tuple[tuple[str, ...], frozenset[int], Diagnostic | None]:
     """One cell's lines as the module holds them, which were blanked, and its syntax error (in cell lines).
     Remembered by text: an editor rebuilds the module on every edit, and most cells did not change."""
@@ -121,8 +131,9 @@ def read_notebook(text: str) -> NotebookModule:
     cells = []
     for index, cell in enumerate(doc["cells"]):
         if isinstance(cell, dict) and cell.get("cell_type") == "code":
-            source = cell.get("source", "")
-            text = "".join(source) if isinstance(source, list) else str(source)
+            source = cell.get("source")
+            text = "".join(s for s in source if isinstance(s, str)) if isinstance(source, list) else source
+            text = text if isinstance(text, str) else ""
             key = cell.get("id") if isinstance(cell.get("id"), str) else None
             cells.append((index, key, text))
     return notebook_module(cells)

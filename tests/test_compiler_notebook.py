@@ -11,7 +11,7 @@ import pytest
 
 import compiler
 from compiler.diagnostics import Position
-from compiler.notebook import NotebookError, notebook_module, read_notebook
+from compiler.notebook import MAX_CELL_CHARS, NotebookError, notebook_module, read_notebook
 
 NOTEBOOK = Path(__file__).resolve().parent / "notebooks" / "row_kernels.ipynb"
 
@@ -140,3 +140,19 @@ def test_tune_and_check_a_notebook(tmp_path: Path):
     assert result["best"]["correctness"]["verdict"] == "ok", result["best"]
     res = run("check", str(NOTEBOOK), "-k", "row_sum", "--loop-types", "unroll")
     assert res.returncode == 0 and "1 passed, 0 failed" in res.stdout, res.stdout + res.stderr
+
+
+def test_cells_past_the_bounds_are_kept_as_written():
+    """An editor rebuilds the module at each edit: a cell too large to check is taken as it is (the compiler's
+    parse of the module then speaks for it), the others are still read."""
+    huge = "\n".join(["!echo hi", "x = 1"] * (MAX_CELL_CHARS // 10))
+    nb = notebook_module([(0, None, "%pip install helion"), (1, None, huge)])
+    assert nb.blanked == {0} and nb.cells[1].line_count == huge.count("\n") + 1
+    assert nb.text.split("\n")[1] == "!echo hi"
+
+
+def test_odd_cell_sources_read_as_text():
+    doc = {"cells": [{"cell_type": "code", "source": [1, "x = 1"]}, {"cell_type": "code", "source": None},
+                     {"cell_type": "code"}, "not a cell"], "nbformat": 4}
+    nb = read_notebook(json.dumps(doc))
+    assert nb.text.split("\n")[:3] == ["x = 1", "", ""] and len(nb.cells) == 3
