@@ -37,6 +37,7 @@ class Layout:
     uri: str  # the document analysed: the file, or the notebook
     lines: list[str]  # the module's lines (keepends)
     parts: tuple[Part, ...]
+    blanked: frozenset[int] = frozenset()  # module lines that hold a magic in their cell: never pointed at
 
     @staticmethod
     def file(uri: str, version: int | None, text: str) -> Layout:
@@ -51,7 +52,7 @@ class Layout:
             for cell in module.cells
         )
         lines = [line + "\n" for line in module.text.split("\n")]  # the cells' lines, joined by "\n" only
-        return Layout(uri, lines, parts)
+        return Layout(uri, lines, parts, module.blanked)
 
     def part(self, uri: str) -> Part | None:
         return next((p for p in self.parts if p.uri == uri), None)
@@ -72,7 +73,9 @@ class Layout:
         return part, types.Position(line=line, character=at.character)
 
     def range(self, rng: Range, encoding: str = UTF16) -> tuple[str, types.Range]:
-        """(client document, range there); a range running past its start's cell ends with that cell."""
+        """(client document, range there); a range running past its start's cell ends with that cell, and one
+        that starts on a magic's line (a whole-file diagnostic on line 0) is put on the next line of code."""
+        rng = self._off_magics(rng)
         part, start = self._client_position(rng.start, encoding)
         end_part, end = self._client_position(rng.end, encoding)
         if end_part is not part:
@@ -81,6 +84,15 @@ class Layout:
             at = to_lsp_position(Position(last, len(text.encode())), self.lines, encoding)
             end = types.Position(line=part.line_count - 1, character=at.character)
         return part.uri, types.Range(start=start, end=end)
+
+    def _off_magics(self, rng: Range) -> Range:
+        line = rng.start.line
+        if line not in self.blanked:
+            return rng
+        code = next((i for i in range(line, len(self.lines)) if i not in self.blanked and self.lines[i].strip()), None)
+        if code is None:
+            return rng
+        return Range(Position(code, 0), Position(code, len(self.lines[code].rstrip("\r\n").encode())))
 
     def location(self, rng: Range, encoding: str = UTF16) -> types.Location:
         uri, client_range = self.range(rng, encoding)
