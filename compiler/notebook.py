@@ -53,7 +53,7 @@ class Cell:
 class NotebookModule:
     text: str
     cells: tuple[Cell, ...]
-    blanked: frozenset[int]  # module lines that hold IPython syntax (or a cell that does not parse) in the cell
+    blanked: frozenset[int]  # module lines that hold IPython syntax in their cell (nothing may point there)
     diagnostics: tuple[Diagnostic, ...]  # syntax errors of cells that do not parse, in module lines
 
     def locate(self, line: int) -> tuple[Cell, int] | None:
@@ -107,8 +107,8 @@ def _python_of(text: str) -> tuple[tuple[str, ...], frozenset[int], Diagnostic |
     lines = LINE_BREAK.split(text)  # as editors count lines: "x\n" is two, the second empty
     kept, magic = _blank_ipython(lines)
     problem = _cell_problem("\n".join(kept) + "\n")
-    if problem is not None:
-        return ("",) * len(lines), frozenset(range(len(lines))), problem
+    if problem is not None:  # left out of the module, but its lines are its own: its error is shown there
+        return ("",) * len(lines), frozenset(), problem
     return tuple(kept), frozenset(magic), None
 
 

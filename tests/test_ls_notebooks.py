@@ -150,7 +150,13 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
     (ws / "row_kernels.ipynb").write_text(NOTEBOOK.read_text())
     lsp_client.ws = ws
     lsp_client.store = root / "store" / "tuning.sqlite"
-    await start(lsp_client, ws, libtpu=False, tuneMaxEvals=3, executor="inline")
+    caps = pytest_lsp.client_capabilities("visual-studio-code")  # recorded before VS Code synced notebooks
+    caps.notebook_document = types.NotebookDocumentClientCapabilities(
+        synchronization=types.NotebookDocumentSyncClientCapabilities(dynamic_registration=True)
+    )
+    result = await start(lsp_client, ws, caps, libtpu=False, tuneMaxEvals=3, executor="inline")
+    [selector] = result.capabilities.notebook_document_sync.notebook_selector
+    assert selector.notebook == "jupyter-notebook" and selector.cells is None  # every cell: they count
     yield
     await lsp_client.shutdown_session()
 
