@@ -335,6 +335,14 @@ async def test_tuning_from_a_cell_runs_only_what_the_kernel_needs(client: Langua
     assert attr(attr(attr(final, "best"), "correctness"), "verdict") == "ok", final  # the kernel did run
     assert not ran.exists()
     nb.delete("side")
+    # Other shapes on the same shape line: the run's best (for the old shapes) is not theirs.
+    cell = nb.cell("a6")
+    original = cell.text
+    nb.edit("a6", original.replace("x=f32[256, 2048]", "x=f32[512, 1024]"))
+    await nb.analysed()
+    titles = [lens.command.title for lens in await lenses(client, cell.uri)]
+    assert titles == ["x: f32[512, 1024]", "Tune on v7x"], titles
+    nb.edit("a6", original)
     await nb.analysed()
 
 

@@ -99,6 +99,11 @@ def best_title(summary: Summary, current: Config | None, compiled: Any, chip: st
     return title
 
 
+def tuned_shapes(job: TuneJob) -> str | None:
+    """The shapes a finished job tuned (the shape set at its index may have other shapes after an edit)."""
+    return ((job.result or {}).get("shape_set") or {}).get("args")
+
+
 def unstored_summary(job: TuneJob) -> Summary:
     """A finished job's best as a lens summary (for results the store could not keep)."""
     best = dict(job.best or {})
@@ -169,8 +174,8 @@ def unit_lenses(
         return lenses
     stored = summary is not None
     if summary is None and job is not None and job.state == "done" and job.best and job.best.get("config"):
-        if job.spec.source_hash == view.source_hash:  # a result the store did not keep: still shown
-            summary = unstored_summary(job)
+        if job.spec.source_hash == view.source_hash and tuned_shapes(job) == unit.key.shape_key:
+            summary = unstored_summary(job)  # a result the store did not keep: still shown
     if summary is None:
         if refused is not None:
             lenses.append(_lens(rng, f"Tuning off: {refused.split(';')[0]}", "helion.tune", target, refused))
