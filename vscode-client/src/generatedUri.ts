@@ -64,3 +64,11 @@ export function generatedLineFor(sourceMap: readonly SourceMapEntry[], sourceLin
   }
   return best?.line ?? null;
 }
+
+/**
+ * The entries of `sourceMap` whose range is in document `uri` (a file, or a notebook cell the cursor is in);
+ * an entry that names no document is in `kernelDocument`, the document the kernel belongs to.
+ */
+export function entriesIn(sourceMap: readonly SourceMapEntry[], uri: string | undefined, kernelDocument: string): SourceMapEntry[] {
+  return sourceMap.filter((entry) => (entry.uri ?? kernelDocument) === uri);
+}

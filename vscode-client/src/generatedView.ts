@@ -4,6 +4,7 @@
  */
 import * as vscode from "vscode";
 import {
+  entriesIn,
   GENERATED_SCHEME,
   generatedLineFor,
   generatedUriParts,
@@ -73,7 +74,7 @@ export class GeneratedCodeProvider implements vscode.TextDocumentContentProvider
       preserveFocus: true,
       preview: false,
     });
-    const entries = (this.sourceMaps.get(uri.toString()) ?? []).filter((e) => (e.uri ?? target.uri) === at?.uri);
+    const entries = entriesIn(this.sourceMaps.get(uri.toString()) ?? [], at?.uri, target.uri);
     const line = generatedLineFor(entries, at?.line ?? 0);
     if (line !== null && line < document.lineCount) {
       const position = new vscode.Position(line, 0);
