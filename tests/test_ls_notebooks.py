@@ -276,6 +276,30 @@ async def test_apply_edits_the_kernel_cell(client: LanguageClient, nb: Notebook)
     assert not errors(nb.diagnostics("a4"))
 
 
+async def test_a_quick_fix_edits_the_cell(client: LanguageClient, nb: Notebook):
+    cell = nb.cell("a4")
+    original = cell.text
+    nb.edit("a4", original.replace("block_sizes=[128]", "block_sizes=[100]").replace("block_sizes=[32]", "block_sizes=[100]"))
+    await nb.analysed()
+    [diag] = [d for d in nb.diagnostics("a4") if d.code == "HPL205"]
+    assert diag.range.start.line == line_in(cell, "for tile_r"), diag  # on the loop it sizes, in the cell
+    decorator = line_in(cell, "@helion.kernel")
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=cell.uri),
+            range=diag.range,
+            context=types.CodeActionContext(diagnostics=[diag], only=[types.CodeActionKind.QuickFix]),
+        )
+    )
+    fix = next(a for a in actions if "block size 128" in a.title)
+    [change] = fix.edit.document_changes
+    assert (change.text_document.uri, change.text_document.version) == (cell.uri, cell.version)
+    [edit] = change.edits
+    assert edit.range.start.line == decorator and "block_sizes=[128]" in edit.new_text
+    nb.edit("a4", original)
+    await nb.analysed()
+
+
 async def test_a_cell_edit_that_breaks_a_kernel_is_diagnosed_on_that_cells_line(client: LanguageClient, nb: Notebook):
     cell = nb.cell("a6")
     original = cell.text
