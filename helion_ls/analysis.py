@@ -31,6 +31,7 @@ from compiler.notebook import NotebookModule
 from .check_client import CheckClient, Skipped, WorkerFailure
 from .compile_pool import CompilePool
 from .documents import (
+    HELION_HINT,
     STAGES,
     KernelView,
     Loaded,
@@ -56,6 +57,7 @@ class DocState:
     text: str
     layout: Layout  # which client documents show the text's lines (the file, or a notebook's cells)
     notebook: NotebookModule | None = None  # for a notebook: the module its code cells make
+    mentions_helion: bool = True  # the text (a notebook: one of its cells) says "helion": it may hold kernels
     open: bool = True  # False: a closed file analysed because it changed on disk
     force_compile: bool = False  # the file changed on disk: the next analysis compiles even on a plain change
     loaded: Loaded | None = None
@@ -101,23 +103,28 @@ class Analyzer:
 
     # -- document lifecycle --------------------------------------------------------------------------
     def update(self, uri: str, version: int | None, text: str, is_open: bool = True) -> DocState:
-        return self._update(uri, version, text, Layout.file(uri, version, text), None, is_open)
+        state = self._update(uri, version, text, Layout.file(uri, version, text), None, is_open)
+        state.mentions_helion = bool(HELION_HINT.search(text))
+        return state
 
     def update_notebook(
-        self, uri: str, version: int | None, module: NotebookModule, versions: dict[str, int | None]
+        self, uri: str, version: int | None, module: NotebookModule, versions: dict[str, int | None],
+        mentions_helion: bool,
     ) -> DocState:
         """A notebook's new state: `module` made of its code cells, keyed by their URIs (at `versions`)."""
         layout = Layout.notebook(uri, module, versions)
         self._forget_cells(uri)
         self.owners.update((part.uri, uri) for part in layout.parts)
-        return self._update(uri, version, module.text, layout, module, True)
+        state = self._update(uri, version, module.text, layout, module, True)
+        state.mentions_helion = mentions_helion
+        return state
 
     def _update(
         self, uri: str, version: int | None, text: str, layout: Layout, notebook: NotebookModule | None, is_open: bool
     ) -> DocState:
         state = self.docs.get(uri)
         if state is None:
-            state = self.docs[uri] = DocState(uri, version, text, layout, notebook, is_open)
+            state = self.docs[uri] = DocState(uri, version, text, layout, notebook, open=is_open)
         state.version, state.text, state.layout, state.notebook = version, text, layout, notebook
         state.open = state.open or is_open
         return state
@@ -156,7 +163,7 @@ class Analyzer:
             return loaded
         version, text, layout = state.version, state.text, state.layout
         self.counts["loads"] += 1
-        loaded = await self.pool.call(load_document, uri, version, text, chip, state.notebook)
+        loaded = await self.pool.call(load_document, uri, version, text, chip, state.notebook, state.mentions_helion)
         loaded.layout = layout  # the documents that showed this text (a notebook's cells)
         if self.is_current(uri, version, text):
             state.loaded = loaded

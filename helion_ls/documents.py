@@ -239,13 +239,15 @@ def _kernel_view(kernel: Any, node: ast.FunctionDef, lines: list[str], chip: str
 
 
 def load_document(
-    uri: str, version: int | None, text: str, chip: str, notebook: NotebookModule | None = None
+    uri: str, version: int | None, text: str, chip: str, notebook: NotebookModule | None = None,
+    mentions_helion: bool | None = None,
 ) -> Loaded:
     """Parse one version (blocking: call off the event loop). Never raises. `notebook`: the module `text`
-    was built from, for a notebook (its cells' syntax errors are among the diagnostics)."""
+    was built from, for a notebook (its cells' syntax errors are among the diagnostics); `mentions_helion`:
+    whether its cells say "helion" (a cell left out of `text` for its syntax error may be the one)."""
     lines = text.splitlines(keepends=True)
     layout = Layout.file(uri, version, text)
-    if not HELION_HINT.search(text):
+    if not (mentions_helion if mentions_helion is not None else HELION_HINT.search(text)):
         return Loaded(uri, version, text, lines, [], {}, layout)
     try:
         module = compiler.load(notebook or text, file_name(uri))

@@ -315,6 +315,31 @@ async def test_a_cell_edit_that_breaks_a_kernel_is_diagnosed_on_that_cells_line(
     assert not errors(nb.diagnostics("a6"))
 
 
+async def test_a_syntax_error_in_the_only_kernel_cell_is_diagnosed_there(client: LanguageClient, nb: Notebook):
+    """The cell that does not parse is left out of the module; it may be the only one that says "helion"."""
+    doc = json.loads(NOTEBOOK.read_text())
+    kernel = "".join(next(c for c in doc["cells"] if c.get("id") == "a4")["source"])
+    imports = "".join(next(c for c in doc["cells"] if c.get("id") == "a3")["source"])
+    doc["cells"] = [{"cell_type": "code", "id": "only", "metadata": {}, "source": imports + "\n\n\n" + kernel}]
+    path = client.ws / "one_cell.ipynb"
+    path.write_text(json.dumps(doc))
+    single = open_notebook(client, path)
+    await single.analysed()
+    cell = single.cell("only")
+    assert not errors(single.diagnostics("only"))
+    broken = cell.text.replace("for tile_r in hl.tile(rows):", "for tile_r in hl.tile(rows)")
+    single.edit("only", broken)
+    await single.analysed()
+    [found] = errors(single.diagnostics("only"))
+    assert found.code == "HPL100" and found.range.start.line == line_in(cell, "for tile_r"), found
+    client.notebook_document_did_close(
+        types.DidCloseNotebookDocumentParams(
+            notebook_document=types.NotebookDocumentIdentifier(uri=single.uri),
+            cell_text_documents=[types.TextDocumentIdentifier(uri=c.uri) for c in single.cells],
+        )
+    )
+
+
 async def test_cells_inserted_and_deleted(client: LanguageClient, nb: Notebook):
     """A new cell above the kernels moves their module lines, not their cell lines; a cell that does not
     parse is diagnosed on its own line and the other cells' kernels still have their lenses."""

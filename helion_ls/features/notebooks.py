@@ -16,6 +16,7 @@ from lsprotocol import types
 
 from compiler.notebook import notebook_module
 
+from ..documents import HELION_HINT
 from ..server import HelionServer
 from .diagnostics import schedule
 
@@ -35,7 +36,8 @@ def _update(ls: HelionServer, uri: str, version: int | None) -> None:
             continue
         cells.append((index, cell.document, doc.source))
         versions[cell.document] = doc.version
-    ls.analyzer.update_notebook(uri, version, notebook_module(cells), versions)
+    mentions = any(HELION_HINT.search(text) for _, _, text in cells)
+    ls.analyzer.update_notebook(uri, version, notebook_module(cells), versions, mentions)
 
 
 def register(ls: HelionServer) -> None:
