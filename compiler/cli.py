@@ -17,7 +17,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")  # libtpu, when installed, must no
 from .api import CompiledKernel, Kernel, Module, load  # noqa: E402
 from .config import Config, ConfigError, check_keys  # noqa: E402
 from .diagnostics import CompileError, Diagnostic  # noqa: E402
-from .specs import SpecError, parse_args_text  # noqa: E402
+from .specs import SpecError, format_args, parse_args_text  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,7 +65,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", help=FILE_HELP)
     p.add_argument("-k", "--kernel", help="kernel name (default: the first kernel in the file)")
     p.add_argument("--args", help='shapes, as inside "# helion: args(...)"')
-    p.add_argument("--shape-set", type=int, default=None, help="0-based index of the kernel's shape lines")
+    p.add_argument("--shape-set", type=int, default=None,
+                   help="0-based index of the kernel's shape sets (its shape lines, else those found in the file's "
+                        "calls)")
     p.add_argument("--chip", default="v7x")
 
 
@@ -113,6 +115,7 @@ def cmd_compile(ns: argparse.Namespace) -> int:
     except (SpecError, ConfigError) as exc:
         print(f"helion-pallas: {exc}", file=sys.stderr)
         return 2
+    print_diagnostics(module.call_shapes.diagnostics, module, ns.file)
     try:
         ck = kernel.compile(args=args, config=config, chip=ns.chip, shape_set=ns.shape_set)
     except CompileError as exc:
@@ -120,6 +123,8 @@ def cmd_compile(ns: argparse.Namespace) -> int:
             print(json.dumps({"kernel": kernel.name, "diagnostics": [d.to_json() for d in exc.diagnostics]}, indent=2))
         print_diagnostics(exc.diagnostics, module, ns.file)
         return 1
+    if args is None and ns.emit != "json":
+        _say_inferred(kernel, ns.shape_set or 0)
     if ns.emit == "pallas":
         sys.stdout.write(ck.source)
     elif ns.emit == "vmem":
@@ -141,6 +146,15 @@ def broken_cells(module: Module, path: str) -> bool:
     found = list(module.notebook.diagnostics) if module.notebook is not None else []
     print_diagnostics(found, module, path)
     return bool(found)
+
+
+def _say_inferred(kernel: Kernel, index: int) -> None:
+    """Which shape set a compile used, when it was found in the file's calls rather than on a shape line."""
+    origin = kernel.shape_set_origins[index] if index < len(kernel.shape_set_origins) else None
+    if origin is not None:
+        notes = "".join(f" ({n})" for n in origin.notes)
+        print(f"helion-pallas: {kernel.name}: shape set {index} of {len(kernel.shape_sets)}, "
+              f"{format_args(kernel.shape_sets[index])}, {origin.label.replace('`', '')}{notes}", file=sys.stderr)
 
 
 def _emit_mosaic(ck: CompiledKernel, module: Module, path: str) -> int:

@@ -1,7 +1,8 @@
 """The staged analysis of one document version, and what gets published from it.
 
   load   compiler.load in a thread -> `Loaded` (kernels, units, keys); no compile. What it found (a bad
-         shape line, a syntax error) is published at once, before any compile (no stage notification)
+         shape line, a syntax error) is published at once, before any compile (no stage notification).
+         Kernels without a shape line first get the shapes the file's calls give them from a compile worker
   front  every unit through `Kernel.compile` in the compile workers (cache hits are free) -> publish
          (also while they run: each kernel's diagnostics as it finishes, at most every 0.25 s)
   lower  Mosaic lowering of every unit that compiled, in the check worker               -> publish
@@ -17,6 +18,7 @@ replaces its earlier one and results of an edited kernel disappear with its old 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import time
 from collections.abc import Callable
@@ -26,6 +28,7 @@ from typing import Any
 from lsprotocol import types
 
 from compiler.diagnostics import Diagnostic, Range, error, warning
+from compiler.frontend.call_shapes import InferredShapes
 from compiler.notebook import NotebookModule
 
 from .check_client import CheckClient, Skipped, WorkerFailure
@@ -39,6 +42,7 @@ from .documents import (
     StageResult,
     Unit,
     anchored,
+    file_name,
     load_document,
     remap,
 )
@@ -163,12 +167,31 @@ class Analyzer:
             return loaded
         version, text, layout = state.version, state.text, state.layout
         self.counts["loads"] += 1
-        loaded = await self.pool.call(load_document, uri, version, text, chip, state.notebook, state.mentions_helion)
+        notebook, mentions = state.notebook, state.mentions_helion
+        loaded = await self.pool.call(load_document, uri, version, text, chip, None, notebook, mentions)
+        if loaded.needs_call_shapes and self.is_current(uri, version, text):
+            shapes = await self.call_shapes(text, file_name(uri), notebook)
+            loaded = await self.pool.call(load_document, uri, version, text, chip, shapes, notebook, mentions)
         loaded.layout = layout  # the documents that showed this text (a notebook's cells)
         if self.is_current(uri, version, text):
             state.loaded = loaded
             self._on_loaded(loaded)
         return loaded
+
+    async def call_shapes(self, text: str, file: str, notebook: NotebookModule | None = None) -> Any:
+        """The shapes the file's own calls give its kernels without a shape line, found by a compile worker
+        (it has torch; this process does not import it). A worker that fails costs the shapes, said once.
+        A notebook's cells name the lines in their labels (`from check(512, 1024) at cell 7:2`)."""
+
+        def failed(why: str) -> dict[str, Any]:
+            note = warning("HPL112", f"finding kernel shapes from this file's calls did not finish: {why}",
+                           Range.lines(0))
+            return {"call_shapes": InferredShapes(diagnostics=[note])}
+
+        key = ("call_shapes", hashlib.sha256(text.encode()).hexdigest(), notebook.cells if notebook else None)
+        request = {"kind": "call_shapes", "source": text, "file": file, "notebook": notebook}
+        answer = await self.pool.run(key, request, failed)
+        return answer["call_shapes"]
 
     async def analyze(self, uri: str, chip: str, libtpu: bool) -> None:
         """All stages for the current version; returns early once a newer version exists."""
@@ -306,6 +329,7 @@ class Analyzer:
         """Every stage's diagnostics for the units of `loaded`, by the client document showing them."""
         enc = self._encoding()
         out = [to_lsp_diagnostic(d, loaded.layout, enc) for d in loaded.diagnostics]
+        shown = set(loaded.diagnostics)  # a kernel whose only shape line is bad: that line's error, once
         for view in loaded.kernels.values():
             groups: dict[Diagnostic, list[int]] = {}
             for unit in view.units:
@@ -315,8 +339,9 @@ class Analyzer:
                     if result is None:
                         continue
                     for diag in result.diagnostics:
-                        shown = anchored(remap(diag, pmap) if pmap is not None else diag, view, unit.index)
-                        groups.setdefault(shown, []).append(unit.index)
+                        placed = anchored(remap(diag, pmap) if pmap is not None else diag, view, unit.index)
+                        if placed not in shown:
+                            groups.setdefault(placed, []).append(unit.index)
             for diag, indices in groups.items():
                 out.append(self._unit_diagnostic(diag, sorted(set(indices)), view, loaded, enc))
         by_uri: dict[str, list[types.Diagnostic]] = {}
@@ -336,7 +361,7 @@ class Analyzer:
         related: list[tuple[Range, str]] = []
         for i in indices:
             if i < len(view.shape_set_ranges):
-                related.append((view.shape_set_ranges[i], f"shape set {i}: {view.shape_label(i)}"))
+                related.append((view.shape_set_place(i), f"shape set {i}: {view.shape_label(i)}"))
         which = ", ".join(str(i) for i in indices)
         label = (
             f"shape set {which}: {view.shape_label(indices[0])}"

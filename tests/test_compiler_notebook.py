@@ -156,3 +156,17 @@ def test_odd_cell_sources_read_as_text():
                      {"cell_type": "code"}, "not a cell"], "nbformat": 4}
     nb = read_notebook(json.dumps(doc))
     assert nb.text.split("\n")[:3] == ["x = 1", "", ""] and len(nb.cells) == 3
+
+
+def test_shapes_from_calls_in_later_cells_are_named_by_cell(tmp_path: Path):
+    """Without a shape line, a kernel's shapes come from the notebook's calls (main() calls check(512, 1024) in
+    cell 9); the `%%timeit` cell and the `%time` line in main() are not Python and give none."""
+    cells = [(c["cell_type"], "".join(c["source"])) for c in cells_of(NOTEBOOK)]
+    cells[5] = ("code", cells[5][1].replace("# helion: args(x=f32[256, 2048])\n", ""))
+    path = write_notebook(tmp_path / "calls.ipynb", cells)
+    kernel = compiler.load(path).kernels["row_sum"]
+    line = cells[8][1].splitlines().index("    check(512, 1024)") + 1
+    assert [str(s["x"]) for s in kernel.shape_sets] == ["f32[512, 1024]"]
+    assert kernel.shape_set_origins[0].label == f"from `check(512, 1024)` at cell 9:{line}"
+    res = run("compile", str(path), "-k", "row_sum", "--emit", "vmem")
+    assert res.returncode == 0 and f"from check(512, 1024) at cell 9:{line}" in res.stderr, res.stderr

@@ -416,6 +416,29 @@ async def test_lenses_asked_for_before_the_notebook_opened_are_refreshed(client:
     )
 
 
+async def test_a_kernel_without_a_shape_line_gets_the_shapes_of_its_calls_in_later_cells(
+    client: LanguageClient, nb: Notebook
+):
+    """Notebook kernels rarely have shape lines: their calls are in later cells (here `main()` calls
+    `check(512, 1024)`, which calls the kernel). The notebook is one module, so those calls give the shapes,
+    labelled with the cell and line of the call; the `%%timeit` cell and the `%time` line are not Python and
+    give none."""
+    cell = nb.cell("a6")
+    original = cell.text
+    nb.edit("a6", original.replace("# helion: args(x=f32[256, 2048])\n", ""))
+    await nb.analysed()
+    assert not nb.diagnostics("a6"), nb.diagnostics("a6")
+    found = await lenses(client, cell.uri)
+    where = f"cell 9:{line_in(nb.cell('a9'), 'check(512, 1024)') + 1}"
+    assert found[0].command.title == f"x: f32[512, 1024] (from check(512, 1024) at {where})", found
+    assert found[0].range.start.line == 0  # on the kernel's decorator, first line of its cell now
+    assert "Tune on v7x" in [lens.command.title for lens in found]
+    text = (await hover(client, cell.uri, line_in(cell, "def row_sum"), 6)).contents.value
+    assert f"Shape set 0: `x=f32[512, 1024]` — from `check(512, 1024)` at {where}" in text and "VMEM" in text
+    nb.edit("a6", original)
+    await nb.analysed()
+
+
 async def test_closing_the_notebook_clears_its_cells(client: LanguageClient, nb: Notebook):
     nb.edit("a6", nb.cell("a6").text.replace("x[tile_r, tile_c].sum", "x_typo[tile_r, tile_c].sum"))
     await nb.analysed()

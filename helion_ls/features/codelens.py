@@ -1,4 +1,5 @@
-"""Code lenses per shape set, above its `# helion: args(...)` line (or the decorator when there is none).
+"""Code lenses per shape set, above its `# helion: args(...)` line (or the decorator when there is none: a
+kernel without shape lines, whose shape sets come from the file's calls, has them all on its decorator).
 
   shapes in use (opens the generated module) · "Tune on <chip>" when the store has no result (its tooltip
   says that tuning runs the kernel's code; "Tuning off: <why>" where that is not allowed, see trust.py)
@@ -148,7 +149,9 @@ def _shapes_title(lines: list[str], view: KernelView, unit: Unit) -> str:
     for name, spec in unit.args.items():
         text = str(spec) if isinstance(spec, TensorSpec) or not written.get(name) else written[name]
         groups.setdefault(text, []).append(name)
-    return "  ".join(f"{', '.join(names)}: {spec}" for spec, names in groups.items())
+    title = "  ".join(f"{', '.join(names)}: {spec}" for spec, names in groups.items())
+    origin = view.origin(unit.index)  # a shape set found in the file's calls says which call
+    return f"{title} ({origin.label.replace('`', '')})" if origin is not None else title
 
 
 def unit_lenses(

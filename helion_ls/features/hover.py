@@ -70,7 +70,12 @@ def _units_with_results(ls: HelionServer, view: KernelView) -> list[tuple[int, A
 def _set_title(view: KernelView, index: int) -> str:
     if not view.units[index].args:
         return "No shape set"
-    return f"Shape set {index}: `{view.shape_label(index)}`"
+    origin = view.origin(index)
+    title = f"Shape set {index}: `{view.shape_label(index)}`"
+    if origin is None:
+        return title
+    notes = "".join(f" ({note})" for note in origin.notes)
+    return f"{title} — {origin.label}{notes}"
 
 
 # -- kernel hover ---------------------------------------------------------------------------------------
