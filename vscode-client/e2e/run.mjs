@@ -25,7 +25,7 @@ const VSIX = join(CLIENT, "helion-ls.vsix");
 const EXAMPLE = join(REPO, "examples/attention.py");
 const SHOTS = join(HERE, "screenshots");
 const PYTHON = process.env.HELION_PYTHON || "python3";
-const RUN_BUDGET = 540_000; // the whole run stays under 9 minutes
+const RUN_BUDGET = 420_000; // the whole run stays under 7 minutes
 const RUN_DEADLINE = Date.now() + RUN_BUDGET;
 const TUNE_MAX_EVALS = 30;
 // Records a model trial for shape set 0 of the kernel in argv[1], in the store argv[2]: 8k's `unroll` config.
@@ -49,7 +49,7 @@ function need(condition, message) {
 /** The time left for a wait: `ms`, but never past the run's deadline. */
 function budget(ms) {
   const left = RUN_DEADLINE - Date.now();
-  need(left > 1000, "the whole run exceeded its 9 minute budget");
+  need(left > 1000, "the whole run exceeded its 7 minute budget");
   return Math.min(ms, left);
 }
 
