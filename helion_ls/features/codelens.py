@@ -31,7 +31,6 @@ from compiler.tune.keys import TrialKey
 from compiler.tune.store import Trial
 
 from ..documents import KernelView, Unit
-from ..lsp import to_lsp_range
 from ..server import HelionServer
 from ..store import Summary
 from ..trust import WHY_TUNING_RUNS_CODE
@@ -253,7 +252,9 @@ def unit_lenses(
     return lenses
 
 
-async def lenses_for(ls: HelionServer, uri: str) -> list[types.CodeLens]:
+async def lenses_for(ls: HelionServer, uri: str, shown_in: str | None = None) -> list[types.CodeLens]:
+    """The lenses of document `uri`'s kernels that are shown in `shown_in` (one cell of a notebook; default:
+    the document itself). Their commands name `uri`."""
     settings = ls.settings.for_uri(uri)
     loaded = await ls.analyzer.load(uri, settings.chip)
     if loaded is None or not loaded.kernels:
@@ -284,7 +285,9 @@ async def lenses_for(ls: HelionServer, uri: str) -> list[types.CodeLens]:
             notes[unit.key] = tuned_note(summary, current_config(ls, view, unit)[0])
         for unit, summary in zip(view.units, found, strict=True):
             anchor = view.shape_set_ranges[unit.index] if unit.index < len(view.shape_set_ranges) else None
-            rng = to_lsp_range(anchor or view.decorator_range, loaded.lines, enc)
+            where, rng = loaded.layout.range(anchor or view.decorator_range, enc)
+            if where != (shown_in or uri):
+                continue
             title = await _apply_title(ls, loaded, view, unit, summary, found)
             out.extend(unit_lenses(ls, uri, view, unit, rng, summary, settings.chip, loaded.lines, title))
     ls.analyzer.set_tuned(uri, notes)
@@ -352,9 +355,10 @@ def register(ls: HelionServer) -> None:
     @ls.feature(types.TEXT_DOCUMENT_CODE_LENS)
     async def code_lens(ls: HelionServer, params: types.CodeLensParams) -> list[types.CodeLens]:
         uri = params.text_document.uri
-        if uri not in ls.analyzer.docs or not ls.analyzer.docs[uri].open:
+        state = ls.analyzer.state(uri)
+        if state is None or not state.open:
             return []
         token = ls.lenses.fetch_started()
-        found = await lenses_for(ls, uri)
+        found = await lenses_for(ls, state.uri, uri)
         ls.lenses.fetch_done(token)
         return found

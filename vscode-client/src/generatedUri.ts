@@ -41,10 +41,14 @@ export function parseGeneratedQuery(query: string): GeneratedTarget | null {
   return { uri, kernel, shapeSet: Number(shapeSetText) };
 }
 
-/** A source-map entry of helion/generatedCode: a generated line and the kernel source range it came from. */
+/**
+ * A source-map entry of helion/generatedCode: a generated line and the kernel source range it came from, in the
+ * document `uri` (the file, or the notebook cell holding it).
+ */
 export interface SourceMapEntry {
   line: number;
   range: { start: { line: number; character: number }; end: { line: number; character: number } };
+  uri?: string;
 }
 
 /** How specific a range is: fewest lines first, then the widest on its line (smaller ranks first). */
@@ -78,7 +82,15 @@ export function generatedLineFor(sourceMap: readonly SourceMapEntry[], sourceLin
   return (holding ?? above)?.line ?? null;
 }
 
-/** The source range generated line `line` comes from (its statement's own range: the first entry). */
-export function sourceRangeFor(sourceMap: readonly SourceMapEntry[], line: number): SourceMapEntry["range"] | null {
-  return sourceMap.find((entry) => entry.line === line)?.range ?? null;
+/** Where generated line `line` comes from: its statement's own entry (the first one), with its document. */
+export function sourceEntryFor(sourceMap: readonly SourceMapEntry[], line: number): SourceMapEntry | null {
+  return sourceMap.find((entry) => entry.line === line) ?? null;
+}
+
+/**
+ * The entries of `sourceMap` whose range is in document `uri` (a file, or a notebook cell the cursor is in);
+ * an entry that names no document is in `kernelDocument`, the document the kernel belongs to.
+ */
+export function entriesIn(sourceMap: readonly SourceMapEntry[], uri: string | undefined, kernelDocument: string): SourceMapEntry[] {
+  return sourceMap.filter((entry) => (entry.uri ?? kernelDocument) === uri);
 }

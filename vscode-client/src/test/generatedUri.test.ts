@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { GENERATED_SCHEME, generatedLineFor, generatedUriParts, parseGeneratedQuery, sourceRangeFor } from "../generatedUri";
+import { entriesIn, GENERATED_SCHEME, generatedLineFor, generatedUriParts, parseGeneratedQuery, sourceEntryFor } from "../generatedUri";
 
 test("the URI follows the contract: <path>.<kernel>.<shapeSet>.pallas.py with uri, kernel, shapeSet", () => {
   const parts = generatedUriParts({ uri: "file:///work/examples/attention.py", kernel: "attention", shapeSet: 1 }, "/work/examples/attention.py");
@@ -52,8 +52,8 @@ test("a line inside a loop goes to its own statement, not to the loop's statemen
   assert.equal(generatedLineFor(map, 17), 24);
   assert.equal(generatedLineFor(map, 16), 22);
   assert.equal(generatedLineFor(map, 15), 24);
-  assert.deepEqual(sourceRangeFor(map, 24), range(17, 17));
-  assert.equal(sourceRangeFor(map, 23), null);
+  assert.deepEqual(sourceEntryFor(map, 24)?.range, range(17, 17));
+  assert.equal(sourceEntryFor(map, 23), null);
 });
 
 test("of the statements from one line, the one generated from the whole statement, not a named part of it", () => {
@@ -64,4 +64,18 @@ test("of the statements from one line, the one generated from the whole statemen
     { line: 58, range: whole },
   ];
   assert.equal(generatedLineFor(map, 20), 58);
+});
+
+test("a notebook's source map: the entries of the cell the cursor is in", () => {
+  const nb = "file:///w/nb.ipynb";
+  const cell = (n: number) => `vscode-notebook-cell:/w/nb.ipynb#W${n}sZmlsZQ%3D%3D`;
+  const map = [
+    { line: 10, range: range(2, 2), uri: cell(3) },
+    { line: 14, range: range(2, 5), uri: cell(5) },
+    { line: 20, range: range(7, 7) },
+  ];
+  assert.deepEqual(entriesIn(map, cell(5), nb).map((e) => e.line), [14]);
+  assert.equal(generatedLineFor(entriesIn(map, cell(3), nb), 2), 10);
+  assert.deepEqual(entriesIn(map, nb, nb).map((e) => e.line), [20]); // entries without a uri: the kernel's document
+  assert.deepEqual(entriesIn(map, undefined, nb), []);
 });
