@@ -112,9 +112,11 @@ def best_title(summary: Summary, current: Config | None, compiled: Any, chip: st
     if current is not None and Config(best.config) == current:
         title += " (current)"
     elif summary.current is not None and summary.current.seconds:
-        title += f" ({summary.current.seconds / best.seconds:.2f}× vs current"
-        gain = f"{objective.APPLY_GAIN:.0%}"
-        title += ")" if worth_applying(summary, current) else f", under the {gain} worth applying)"
+        ratio = summary.current.seconds / best.seconds
+        if worth_applying(summary, current):
+            title += f" ({ratio:.2f}× vs current)"
+        else:  # said in percent: "1.02×" could be 1.9 %
+            title += f" ({100 * (ratio - 1):.1f} % faster than current, under the {objective.APPLY_GAIN:.0%} worth applying)"
     if best.evaluator != "tpu":
         title += f" [{best.evaluator}, {chip}]"
     return title

@@ -788,7 +788,7 @@ print(" | ".join(repr(c) for c in configs))
     return best.split(" [")[0];
   };
 
-  await step("12-apply-two-shape-sets", ["01-open-example"], async () => {
+  await step("07e-apply-two-shape-sets", ["01-open-example"], async () => {
     await page.keyboard.press("Escape");
     if (await page.locator(".tab.dirty").count()) await runCommand("File: Save All");
     await runCommand("View: Close All Editors");
@@ -809,7 +809,7 @@ print(" | ".join(repr(c) for c in configs))
     // The "unsaved changes" notice goes away once the file is saved (item 9).
     const notice = page.locator(".notification-toast", { hasText: /unsaved changes/ }).first();
     await notice.waitFor({ state: "visible", timeout: budget(30_000) });
-    await shot("12a-applied-shape-set-0");
+    await shot("07e-applied-shape-set-0");
     await saveIt();
     await notice.waitFor({ state: "hidden", timeout: budget(10_000) });
 
@@ -827,7 +827,7 @@ print(" | ".join(repr(c) for c in configs))
     need(best1.includes(sizes[1].replace("block_sizes=", "bs=")), `shape set 1's entry is not its best (${best1}):\n${both}`);
     log(`decorator after Apply on shape set 1: ${both}`);
     for (const args of argLines) await waitLens(args, /^Best: .*\(current\)/, 60_000);
-    await shot("12b-applied-both-shape-sets");
+    await shot("07e-applied-both-shape-sets");
     await saveIt();
     // The file as saved: every config is one upstream Helion's Config takes, and compiles cleanly (item 3).
     const check = spawnSync(PYTHON, ["-c", CHECK_APPLIED, file, join(REPO, "tests")], { env: { ...process.env, PYTHONPATH: REPO }, encoding: "utf8" });
@@ -848,7 +848,7 @@ print(" | ".join(repr(c) for c in configs))
     const after = await titles(wider);
     need(!after.some((t) => t.includes(best1)), `the old figure is still shown: ${after.join(" | ")}`);
     log(`lenses after widening shape set 1: ${after.join(" | ")}`);
-    await shot("12c-shape-changed-retune");
+    await shot("07e-shape-changed-retune");
     await runCommand("File: Revert File");
     await page.locator(".tab.active.dirty").waitFor({ state: "detached", timeout: budget(10_000) });
 
