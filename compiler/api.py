@@ -23,11 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 from .chips import Chip, get_chip
 from .config import HELION_KEYS, Config, ConfigError, as_config
-from .diagnostics import ArgRankError, CompileError, Diagnostic, Range, Related, UserError, error
+from .diagnostics import ArgRankError, CompileError, Diagnostic, Position, Range, Related, UserError, error
 from .frontend.call_shapes import InferredShapes, ShapeOrigin
 from .frontend.limits import too_deep
 from .frontend.module import KernelDef, ModuleInfo, parse_module, source_hash, used_helpers
 from .frontend.shape_hint import no_shapes_hint
+from .notebook import NotebookError, NotebookModule, read_notebook
 from .plan import AccessInfo, KernelPlan, LoopInfo
 from .specs import ArgSpec, SpecError, TensorSpec, coerce_args, format_args
 from .vmem import VmemReport, fmt_bytes
@@ -42,22 +43,30 @@ log = logging.getLogger(__name__)
 MAX_SOURCE_BYTES = 5_000_000
 
 
-def load(path_or_source: str | os.PathLike, name: str | None = None,
+def load(path_or_source: str | os.PathLike | NotebookModule, name: str | None = None,
          call_shapes: InferredShapes | None = None) -> Module:
     """Parse a file (or source text) statically. Never raises for bad code: problems become diagnostics.
 
     `name`: the file that source text comes from (an editor's unsaved buffer), for generated headers.
+    A Jupyter notebook (an `.ipynb` path, or a `NotebookModule` an editor built) is the module of its code
+    cells (see compiler/notebook.py).
     `call_shapes`: the shapes from the file's calls, when another process found them for this very text
     (`Module.call_shapes` of its load); else they are found when first needed (that imports torch)."""
     path = name
-    text = str(path_or_source)
-    if isinstance(path_or_source, os.PathLike) or ("\n" not in text and text.endswith(".py") and os.path.exists(text)):
+    notebook = path_or_source if isinstance(path_or_source, NotebookModule) else None
+    text = notebook.text if notebook is not None else str(path_or_source)
+    if notebook is None and (isinstance(path_or_source, os.PathLike) or (
+            "\n" not in text and text.endswith((".py", ".ipynb")) and os.path.exists(text))):
         path = os.fspath(path_or_source)
         try:
             with open(path, encoding="utf-8", errors="replace") as f:
                 text = f.read()
-        except OSError as exc:
-            return Module(path, "", ModuleInfo("", None, diagnostics=[error("HPL100", f"cannot read {path}: {exc}", Range.lines(0))]))
+            if path.endswith(".ipynb"):
+                notebook = read_notebook(text)
+                text = notebook.text
+        except (OSError, NotebookError) as exc:
+            why = f"cannot read {path}: {exc}" if isinstance(exc, OSError) else str(exc)
+            return Module(path, "", ModuleInfo("", None, diagnostics=[error("HPL100", why, Range.lines(0))]))
     if len(text) > MAX_SOURCE_BYTES:
         return Module(path, text, ModuleInfo(text, None, diagnostics=[
             error("HPL100", f"file is too large to analyse ({len(text)} bytes)", Range.lines(0))]))
@@ -66,17 +75,19 @@ def load(path_or_source: str | os.PathLike, name: str | None = None,
     except Exception:  # noqa: BLE001 - the one place internal errors become a diagnostic
         log.exception("internal error while parsing")
         info = ModuleInfo(text, None, diagnostics=[_internal(Range.lines(0))])
-    return Module(path, text, info, call_shapes)
+    return Module(path, text, info, call_shapes, notebook)
 
 
 class Module:
     """A parsed file. Kernels without a shape line get their shape sets from the calls the file's own code
     makes (`call_shapes`, found when first needed); what stopped that search is among `diagnostics`."""
 
-    def __init__(self, path: str | None, source: str, info: ModuleInfo, call_shapes: InferredShapes | None = None):
+    def __init__(self, path: str | None, source: str, info: ModuleInfo, call_shapes: InferredShapes | None = None,
+                 notebook: NotebookModule | None = None):
         self.path = path
         self.source = source
         self.info = info
+        self.notebook = notebook  # set for a Jupyter notebook: where each module line is in its cells
         self._call_shapes = call_shapes
         self.kernels: dict[str, Kernel] = {k.name: Kernel(self, k) for k in info.kernels}
 
@@ -97,21 +108,32 @@ class Module:
         from .frontend.call_shapes import infer_call_shapes
 
         try:
-            return infer_call_shapes(self.info, wanted)
+            return infer_call_shapes(self.info, wanted, line_label=self.line_label)
         except Exception:  # noqa: BLE001 - a bug here costs the inferred shapes, never the file
             log.exception("internal error while inferring shapes from calls")
             return InferredShapes()
 
+    def line_label(self, line: int) -> str:
+        """How messages name a line: `line 12`, a notebook's `cell 3:12`."""
+        return self.notebook.line_label(line) if self.notebook is not None else f"line {line + 1}"
+
     @cached_property
     def diagnostics(self) -> list[Diagnostic]:
         """The file's: syntax, shape lines, decorator configs, and limits the search for call shapes hit."""
-        out = list(self.info.diagnostics) + list(self.call_shapes.diagnostics)
+        out = [*(self.notebook.diagnostics if self.notebook else ()), *self.info.diagnostics,
+               *self.call_shapes.diagnostics]
         for k in self.kernels.values():
             out.extend(k.definition.diagnostics)
         return out
 
     def __repr__(self) -> str:
         return f"<compiler.Module {self.path or '<source>'} kernels={list(self.kernels)}>"
+
+    def describe(self, pos: Position, path: str) -> str:
+        """Where `pos` is, for people: `file.py:12:5`, or `notebook.ipynb:cell 3:12:5` (all 1-based)."""
+        if self.notebook is not None:
+            return f"{path}:{self.notebook.describe(pos)}"
+        return f"{path}:{pos.line + 1}:{pos.character + 1}"
 
 
 class Kernel:
@@ -121,6 +143,7 @@ class Kernel:
     def __init__(self, module: Module, definition: KernelDef):
         self.info = module.info
         self.path = module.path
+        self.notebook = module.notebook
         self.source = module.source
         self.definition = definition
         self.name = definition.name
@@ -136,6 +159,11 @@ class Kernel:
         # traces by (shapes, given block sizes): configs differing only in strategy, buffering or loop order
         # share one (the tuner compiles ~20 such variants per block-size choice); the IR is not mutated
         self._traces: OrderedDict[tuple, tuple[KernelIR, list[BlockUse], BlockSizeTable]] = OrderedDict()
+
+    def line_label(self, line: int, unnamed: str = "<kernel>") -> str:
+        """How generated code names a source line: `file.py:12`, a notebook's `nb.ipynb:cell 3:12`."""
+        name = os.path.basename(self.path) if self.path else unnamed
+        return f"{name}:{self.notebook.line_label(line) if self.notebook is not None else line + 1}"
 
     def __repr__(self) -> str:
         return f"<compiler.Kernel {self.name}>"
@@ -384,7 +412,7 @@ class Kernel:
         try:
             if emit:
                 header = _header(self, specs, cfg, chip, report)
-                source, source_map = emit_module(ir, layouts, dict(cfg), header, self.path, mutated)
+                source, source_map = emit_module(ir, layouts, dict(cfg), header, self.line_label, mutated)
         except UserError as exc:
             raise CompileError([exc.diagnostic(self.range)]) from None
         plan = _kernel_plan(ir, layouts, chip)
@@ -622,14 +650,14 @@ def _kernel_plan(ir: KernelIR, layouts: list[CallLayout], chip: Chip) -> KernelP
             if isinstance(n, Load | Store):
                 op = lay.by_node[id(n)]
                 accesses.append(AccessInfo(n.range, n.tensor.name, op.ref_name, isinstance(n, Store),
-                                           describe(n, lay.modes.get(id(n), ()))))
+                                           describe(n, lay.modes.get(id(n), ())), lay.plan.name))
     return KernelPlan(ir.name, chip.name, tuple(lay.plan for lay in layouts), flops, hbm, tuple(loops), tuple(accesses))
 
 
 def _header(kernel: Kernel, specs: dict[str, ArgSpec], cfg: Config, chip: Chip, report: VmemReport) -> str:
-    where = os.path.basename(kernel.path) if kernel.path else "<source>"
+    where = kernel.line_label(kernel.range.start.line, "<source>")
     return (
-        f'"""Pallas TPU kernel generated by helion-ls from `{kernel.name}` ({where}:{kernel.range.start.line + 1}).\n\n'
+        f'"""Pallas TPU kernel generated by helion-ls from `{kernel.name}` ({where}).\n\n'
         f"Shapes: {format_args(specs)}\n"
         f"Chip: {chip.name}   Config: {cfg!r}\n"
         f"VMEM: {fmt_bytes(report.total_bytes)} of {fmt_bytes(report.limit_bytes)} requested "

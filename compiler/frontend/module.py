@@ -13,7 +13,7 @@ from typing import Any
 from ..config import Config, ConfigError, config_from_call
 from ..diagnostics import Diagnostic, Position, Range, error
 from ..specs import ArgSpec, SpecError, parse_args_text
-from ..syntax import parse
+from ..syntax import error_range, parse
 
 ARGS_LINE = re.compile(r"^(\s*)#\s*helion:\s*args\((.*)\)\s*$")
 ARGS_PREFIX = re.compile(r"^\s*#\s*helion:\s*args\b")
@@ -51,12 +51,7 @@ def parse_module(source: str) -> ModuleInfo:
     try:
         tree = parse(source)
     except SyntaxError as exc:
-        line = max(0, (exc.lineno or 1) - 1)
-        col = max(0, (exc.offset or 1) - 1)
-        end_line = max(line, (exc.end_lineno or exc.lineno or 1) - 1)
-        end_col = max(col + 1, (exc.end_offset or col + 2) - 1) if end_line == line else (exc.end_offset or 1) - 1
-        rng = Range(Position(line, col), Position(end_line, end_col))
-        return ModuleInfo(source, None, diagnostics=[error("HPL100", f"syntax error: {exc.msg}", rng)])
+        return ModuleInfo(source, None, diagnostics=[error("HPL100", f"syntax error: {exc.msg}", error_range(exc))])
     except (ValueError, RecursionError, MemoryError) as exc:
         return ModuleInfo(source, None, diagnostics=[error("HPL100", f"cannot parse file: {exc}", Range.lines(0))])
     info = ModuleInfo(source, tree)
@@ -209,16 +204,24 @@ CONFIG_KEYWORDS = frozenset({"config", "configs"})  # tuning output in a decorat
 
 
 class _Normaliser(ast.NodeTransformer):
-    """Drops docstrings and the decorators' config=/configs= keywords; everything else is semantics."""
+    """Drops docstrings and the decorators' config=/configs= keywords; everything else is semantics.
+
+    A decorator call left with no arguments is the bare decorator: `@helion.kernel`, `@helion.kernel()` and
+    `@helion.kernel(config=...)` are the same kernel (Apply turns the first into the last)."""
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
         body = node.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(
                 body[0].value.value, str):
             node.body = body[1:] or [ast.Pass()]
+        decorators = []
         for deco in node.decorator_list:
             if isinstance(deco, ast.Call):
                 deco.keywords = [kw for kw in deco.keywords if kw.arg not in CONFIG_KEYWORDS]
+                if not deco.args and not deco.keywords:
+                    deco = deco.func
+            decorators.append(deco)
+        node.decorator_list = decorators
         self.generic_visit(node)
         return node
 
