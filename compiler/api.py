@@ -22,12 +22,13 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from .chips import Chip, get_chip
-from .config import Config, ConfigError, as_config
-from .diagnostics import ArgRankError, CompileError, Diagnostic, Range, Related, UserError, error
+from .config import HELION_KEYS, Config, ConfigError, as_config
+from .diagnostics import ArgRankError, CompileError, Diagnostic, Position, Range, Related, UserError, error
 from .frontend.call_shapes import InferredShapes, ShapeOrigin
 from .frontend.limits import too_deep
 from .frontend.module import KernelDef, ModuleInfo, parse_module, source_hash, used_helpers
 from .frontend.shape_hint import no_shapes_hint
+from .notebook import NotebookError, NotebookModule, read_notebook
 from .plan import AccessInfo, KernelPlan, LoopInfo
 from .specs import ArgSpec, SpecError, TensorSpec, coerce_args, format_args
 from .vmem import VmemReport, fmt_bytes
@@ -43,22 +44,30 @@ log = logging.getLogger(__name__)
 MAX_SOURCE_BYTES = 5_000_000
 
 
-def load(path_or_source: str | os.PathLike, name: str | None = None,
+def load(path_or_source: str | os.PathLike | NotebookModule, name: str | None = None,
          call_shapes: InferredShapes | None = None) -> Module:
     """Parse a file (or source text) statically. Never raises for bad code: problems become diagnostics.
 
     `name`: the file that source text comes from (an editor's unsaved buffer), for generated headers.
+    A Jupyter notebook (an `.ipynb` path, or a `NotebookModule` an editor built) is the module of its code
+    cells (see compiler/notebook.py).
     `call_shapes`: the shapes from the file's calls, when another process found them for this very text
     (`Module.call_shapes` of its load); else they are found when first needed (that imports torch)."""
     path = name
-    text = str(path_or_source)
-    if isinstance(path_or_source, os.PathLike) or ("\n" not in text and text.endswith(".py") and os.path.exists(text)):
+    notebook = path_or_source if isinstance(path_or_source, NotebookModule) else None
+    text = notebook.text if notebook is not None else str(path_or_source)
+    if notebook is None and (isinstance(path_or_source, os.PathLike) or (
+            "\n" not in text and text.endswith((".py", ".ipynb")) and os.path.exists(text))):
         path = os.fspath(path_or_source)
         try:
             with open(path, encoding="utf-8", errors="replace") as f:
                 text = f.read()
-        except OSError as exc:
-            return Module(path, "", ModuleInfo("", None, diagnostics=[error("HPL100", f"cannot read {path}: {exc}", Range.lines(0))]))
+            if path.endswith(".ipynb"):
+                notebook = read_notebook(text)
+                text = notebook.text
+        except (OSError, NotebookError) as exc:
+            why = f"cannot read {path}: {exc}" if isinstance(exc, OSError) else str(exc)
+            return Module(path, "", ModuleInfo("", None, diagnostics=[error("HPL100", why, Range.lines(0))]))
     if len(text) > MAX_SOURCE_BYTES:
         return Module(path, text, ModuleInfo(text, None, diagnostics=[
             error("HPL100", f"file is too large to analyse ({len(text)} bytes)", Range.lines(0))]))
@@ -67,17 +76,19 @@ def load(path_or_source: str | os.PathLike, name: str | None = None,
     except Exception:  # noqa: BLE001 - the one place internal errors become a diagnostic
         log.exception("internal error while parsing")
         info = ModuleInfo(text, None, diagnostics=[_internal(Range.lines(0))])
-    return Module(path, text, info, call_shapes)
+    return Module(path, text, info, call_shapes, notebook)
 
 
 class Module:
     """A parsed file. Kernels without a shape line get their shape sets from the calls the file's own code
     makes (`call_shapes`, found when first needed); what stopped that search is among `diagnostics`."""
 
-    def __init__(self, path: str | None, source: str, info: ModuleInfo, call_shapes: InferredShapes | None = None):
+    def __init__(self, path: str | None, source: str, info: ModuleInfo, call_shapes: InferredShapes | None = None,
+                 notebook: NotebookModule | None = None):
         self.path = path
         self.source = source
         self.info = info
+        self.notebook = notebook  # set for a Jupyter notebook: where each module line is in its cells
         self._call_shapes = call_shapes
         self.kernels: dict[str, Kernel] = {k.name: Kernel(self, k) for k in info.kernels}
 
@@ -98,21 +109,32 @@ class Module:
         from .frontend.call_shapes import infer_call_shapes
 
         try:
-            return infer_call_shapes(self.info, wanted)
+            return infer_call_shapes(self.info, wanted, line_label=self.line_label)
         except Exception:  # noqa: BLE001 - a bug here costs the inferred shapes, never the file
             log.exception("internal error while inferring shapes from calls")
             return InferredShapes()
 
+    def line_label(self, line: int) -> str:
+        """How messages name a line: `line 12`, a notebook's `cell 3:12`."""
+        return self.notebook.line_label(line) if self.notebook is not None else f"line {line + 1}"
+
     @cached_property
     def diagnostics(self) -> list[Diagnostic]:
         """The file's: syntax, shape lines, decorator configs, and limits the search for call shapes hit."""
-        out = list(self.info.diagnostics) + list(self.call_shapes.diagnostics)
+        out = [*(self.notebook.diagnostics if self.notebook else ()), *self.info.diagnostics,
+               *self.call_shapes.diagnostics]
         for k in self.kernels.values():
             out.extend(k.definition.diagnostics)
         return out
 
     def __repr__(self) -> str:
         return f"<compiler.Module {self.path or '<source>'} kernels={list(self.kernels)}>"
+
+    def describe(self, pos: Position, path: str) -> str:
+        """Where `pos` is, for people: `file.py:12:5`, or `notebook.ipynb:cell 3:12:5` (all 1-based)."""
+        if self.notebook is not None:
+            return f"{path}:{self.notebook.describe(pos)}"
+        return f"{path}:{pos.line + 1}:{pos.character + 1}"
 
 
 class Kernel:
@@ -122,6 +144,7 @@ class Kernel:
     def __init__(self, module: Module, definition: KernelDef):
         self.info = module.info
         self.path = module.path
+        self.notebook = module.notebook
         self.source = module.source
         self.definition = definition
         self.name = definition.name
@@ -137,6 +160,11 @@ class Kernel:
         # traces by (shapes, given block sizes): configs differing only in strategy, buffering or loop order
         # share one (the tuner compiles ~20 such variants per block-size choice); the IR is not mutated
         self._traces: OrderedDict[tuple, tuple[KernelIR, list[BlockUse], BlockSizeTable]] = OrderedDict()
+
+    def line_label(self, line: int, unnamed: str = "<kernel>") -> str:
+        """How generated code names a source line: `file.py:12`, a notebook's `nb.ipynb:cell 3:12`."""
+        name = os.path.basename(self.path) if self.path else unnamed
+        return f"{name}:{self.notebook.line_label(line) if self.notebook is not None else line + 1}"
 
     def __repr__(self) -> str:
         return f"<compiler.Kernel {self.name}>"
@@ -280,7 +308,8 @@ class Kernel:
         given = config.get("block_sizes")
         if given is not None and not (isinstance(given, list) and all(isinstance(b, int) for b in given)):
             raise CompileError([error("HPL109", "block_sizes must be a list of integers", self.decorator_range)])
-        key = (format_args(specs), None if given is None else tuple(given))
+        tunables = {k: v for k, v in config.items() if k not in HELION_KEYS}  # hl.register_tunable values
+        key = (format_args(specs), None if given is None else tuple(given), chip.name, repr(sorted(tunables.items())))
         cached = self._traces.get(key)
         if cached is not None:
             self._traces.move_to_end(key)
@@ -292,7 +321,7 @@ class Kernel:
             while True:  # a device-bounded loop's block longer than a dim it indexes is cut to it (BlockTooLong)
                 provisional = BlockSizeTable(given, lambda i, extent: min(extent, 128))
                 try:
-                    ir = Tracer(self.info, self.definition.node, specs, provisional, caps).run()
+                    ir = Tracer(self.info, self.definition.node, specs, provisional, caps, chip, tunables).run()
                     break
                 except BlockTooLong as cut:
                     if caps.get(cut.dim, cut.size + 1) <= cut.size:
@@ -392,7 +421,7 @@ class Kernel:
         try:
             if emit:
                 header = _header(self, specs, cfg, chip, report)
-                source, source_map = emit_module(ir, layouts, dict(cfg), header, self.path, mutated)
+                source, source_map = emit_module(ir, layouts, dict(cfg), header, self.line_label, mutated)
         except UserError as exc:
             raise CompileError([exc.diagnostic(self.range)]) from None
         plan = _kernel_plan(ir, layouts, chip)
@@ -423,18 +452,21 @@ class Kernel:
 
     def _shrink_defaults(self, specs: dict, ir: KernelIR, uses: list[BlockUse], cfg: Config,
                          layouts: list[CallLayout], report: VmemReport, chip: Chip) -> tuple:
-        """Default blocks that overflow the default VMEM limit are halved (non-lane dims first) until they fit."""
+        """Default blocks that overflow the default VMEM limit are halved (non-lane dims first) until they fit;
+        the largest ones together, so loops of the same shape (whose temporaries count once) shrink at once."""
         from .space import candidates
 
-        for _ in range(8):
+        for _ in range(12):
             if report.verdict == "fits":
                 break
             blocks = list(cfg["block_sizes"])
             shrinkable = [u for u in uses if u.role in ("sublane", "leading") and any(c < blocks[u.index] for c in candidates(u))]
             if not shrinkable:
                 break
-            use = max(shrinkable, key=lambda u: blocks[u.index])
-            blocks[use.index] = max(c for c in candidates(use) if c < blocks[use.index])
+            largest = max(blocks[u.index] for u in shrinkable)
+            for use in shrinkable:
+                if blocks[use.index] == largest:
+                    blocks[use.index] = max(c for c in candidates(use) if c < blocks[use.index])
             smaller = cfg.replace(block_sizes=blocks)
             ir2, _, _ = self._trace(specs, smaller, chip)
             layouts2, report2 = self._layouts(ir2, smaller, chip)
@@ -492,14 +524,16 @@ class CompiledKernel:
     def __repr__(self) -> str:
         return f"<CompiledKernel {self.kernel.name} {format_args(self.args)} {self.config} on {self.chip.name}>"
 
-    def __call__(self, *args: Any) -> Any:
-        from .runtime import load_entry, run
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call it as the kernel is called: positional or keyword arguments, defaulted ones left out."""
+        from .runtime import bind_call, load_entry, run
 
         if not self.source:
             raise RuntimeError(f"{self!r} was compiled with emit=False: it has no code to run")
         if self._fn is None:
             self._fn = load_entry(self.source, self.entry, f"<pallas {self.kernel.name}>")
-        return run(self._fn, self.kernel.params, self.args, self.chip, args, self.mutated)
+        params, specs, values = bind_call(self.kernel.definition.node, self.args, args, kwargs)
+        return run(self._fn, params, specs, self.chip, values, self.mutated)
 
     def arg_structs(self) -> list[Any]:
         """jax.ShapeDtypeStructs of the tensor arguments (for lowering / compiling without data)."""
@@ -508,8 +542,7 @@ class CompiledKernel:
 
         names = {"float32": jnp.float32}
         out = []
-        for name in self.kernel.params:
-            spec = self.args[name]
+        for spec in self.call_specs.values():
             if isinstance(spec, TensorSpec):
                 dtype = names.get(str(spec.dtype), None) or jnp.dtype(str(spec.dtype).replace("torch.", ""))
                 out.append(jax.ShapeDtypeStruct(spec.shape, dtype))
@@ -539,7 +572,16 @@ class CompiledKernel:
         return result
 
     def scalar_args(self) -> dict[str, Any]:
-        return {n: v for n, v in self.args.items() if not isinstance(v, TensorSpec)}
+        """The generated function's non-tensor arguments (defaulted ones included), in its order."""
+        return {n: v for n, v in self.call_specs.items() if not isinstance(v, TensorSpec)}
+
+    @cached_property
+    def call_specs(self) -> dict[str, ArgSpec]:
+        """Spec of each parameter the generated function takes (a defaulted one: its default)."""
+        from .runtime import bind_call
+
+        params, specs, _ = bind_call(self.kernel.definition.node, self.args, [], {}, compiled_only=True)
+        return {p: specs[p] for p in params}
 
     def to_json(self) -> dict:
         return {
@@ -617,14 +659,14 @@ def _kernel_plan(ir: KernelIR, layouts: list[CallLayout], chip: Chip) -> KernelP
             if isinstance(n, Load | Store):
                 op = lay.by_node[id(n)]
                 accesses.append(AccessInfo(n.range, n.tensor.name, op.ref_name, isinstance(n, Store),
-                                           describe(n, lay.modes.get(id(n), ()))))
+                                           describe(n, lay.modes.get(id(n), ())), lay.plan.name))
     return KernelPlan(ir.name, chip.name, tuple(lay.plan for lay in layouts), flops, hbm, tuple(loops), tuple(accesses))
 
 
 def _header(kernel: Kernel, specs: dict[str, ArgSpec], cfg: Config, chip: Chip, report: VmemReport) -> str:
-    where = os.path.basename(kernel.path) if kernel.path else "<source>"
+    where = kernel.line_label(kernel.range.start.line, "<source>")
     return (
-        f'"""Pallas TPU kernel generated by helion-ls from `{kernel.name}` ({where}:{kernel.range.start.line + 1}).\n\n'
+        f'"""Pallas TPU kernel generated by helion-ls from `{kernel.name}` ({where}).\n\n'
         f"Shapes: {format_args(specs)}\n"
         f"Chip: {chip.name}   Config: {cfg!r}\n"
         f"VMEM: {fmt_bytes(report.total_bytes)} of {fmt_bytes(report.limit_bytes)} requested "

@@ -1,4 +1,4 @@
-"""`helion-pallas`: compile, check and tune Helion kernels from the command line.
+"""`helion-pallas`: compile, check and tune Helion kernels from the command line (a .py or an .ipynb).
 
 Exit codes: 0 ok, 1 diagnostics or mismatches, 2 usage errors.
 
@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     k = sub.add_parser("check", help="run kernels on small inputs in interpret mode against the eager reference "
                                      "and the file's own reference()")
-    k.add_argument("file")
+    k.add_argument("file", help=FILE_HELP)
     k.add_argument("-k", "--kernel")
     k.add_argument("--chip", default="v7x")
     k.add_argument("--loop-types", default="unroll,emit_pipeline,fori_loop")
@@ -79,8 +79,11 @@ def _tune(ns: argparse.Namespace) -> int:
     return command.run(ns)
 
 
+FILE_HELP = "a Python file, or a Jupyter notebook (.ipynb: its code cells, in order, are the module)"
+
+
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file")
+    p.add_argument("file", help=FILE_HELP)
     p.add_argument("-k", "--kernel", help="kernel name (default: the first kernel in the file)")
     p.add_argument("--args", help='shapes, as inside "# helion: args(...)"')
     p.add_argument("--shape-set", type=int, default=None,
@@ -95,10 +98,10 @@ def _pick_kernel(module: Module, name: str | None) -> Kernel | None:
     return next(iter(module.kernels.values()), None)
 
 
-def print_diagnostics(diags: list[Diagnostic], path: str, stream: Any = sys.stderr) -> None:
+def print_diagnostics(diags: list[Diagnostic], module: Module, path: str, stream: Any = sys.stderr) -> None:
+    """One line each: `file.py:12:5: error HPL...` (a notebook's: `nb.ipynb:cell 3:12:5: ...`)."""
     for d in diags:
-        s = d.range.start
-        print(f"{path}:{s.line + 1}:{s.character + 1}: {d.severity.name.lower()} {d.code}: {d.message}", file=stream)
+        print(f"{module.describe(d.range.start, path)}: {d.severity.name.lower()} {d.code}: {d.message}", file=stream)
 
 
 def source_problem(path: str) -> str | None:
@@ -106,7 +109,7 @@ def source_problem(path: str) -> str | None:
     if not os.path.exists(path):
         return f"no such file: {path}"
     if os.path.isdir(path):
-        return f"{path} is a directory; give a Python file"
+        return f"{path} is a directory; give a Python file or a Jupyter notebook"
     if not os.access(path, os.R_OK):
         return f"cannot read {path}: permission denied"
     return None
@@ -121,9 +124,10 @@ def cmd_compile(ns: argparse.Namespace) -> int:
     errors = [d for d in module.diagnostics if d.is_error]
     kernel = _pick_kernel(module, ns.kernel)
     if kernel is None:
-        print_diagnostics(module.diagnostics, ns.file)
+        print_diagnostics(module.diagnostics, module, ns.file)
         print(f"helion-pallas: no kernel {ns.kernel or ''} in {ns.file}".replace("  ", " "), file=sys.stderr)
         return 1 if errors else 2  # a file that does not parse is a diagnostic; a missing kernel is usage
+    broken = broken_cells(module, ns.file)
     try:
         args = parse_args_text(ns.args) if ns.args else None
         config = Config.parse(ns.config) if ns.config else None
@@ -132,7 +136,8 @@ def cmd_compile(ns: argparse.Namespace) -> int:
     except (SpecError, ConfigError) as exc:
         print(f"helion-pallas: {exc}", file=sys.stderr)
         return 2
-    print_diagnostics(module.call_shapes.diagnostics, ns.file)
+    print_diagnostics(module.call_shapes.diagnostics, module, ns.file)
+    ns.module, ns.broken = module, broken  # for _print_compiled
     unit = _decorator_unit(kernel, ns) if args is None and config is None and ns.emit != "mosaic" else None
     if unit is not None:
         return _compile_unit(kernel, unit, ns)
@@ -141,7 +146,7 @@ def cmd_compile(ns: argparse.Namespace) -> int:
     except CompileError as exc:
         return _print_compiled(kernel, None, "", exc.diagnostics, [], ns)
     if ns.emit == "mosaic":
-        return _emit_mosaic(ck, ns.file)
+        return _emit_mosaic(ck, module, ns.file) or int(broken)
     lowering = ck.check_lowering() if ns.emit == "json" else []
     return _print_compiled(kernel, ck, format_args(ck.args), ck.diagnostics, lowering, ns)
 
@@ -163,12 +168,13 @@ def _decorator_unit(kernel: Kernel, ns: argparse.Namespace) -> Any:
 def _print_compiled(kernel: Kernel, ck: Any, args: str, diagnostics: Any, lowering: Any,
                     ns: argparse.Namespace) -> int:
     """Print what --emit asks for of a compile (`ck`: a CompiledKernel, a remembered CompiledSnapshot or
-    None when it failed), then its diagnostics; the exit status."""
+    None when it failed), then its diagnostics; the exit status (1 also for a notebook cell that does not
+    parse: ns.broken)."""
     name = kernel.name
     if ck is None:
         if ns.emit == "json":
             print(json.dumps({"kernel": name, "diagnostics": [d.to_json() for d in diagnostics]}, indent=2))
-        print_diagnostics(list(diagnostics), ns.file)
+        print_diagnostics(list(diagnostics), ns.module, ns.file)
         return 1
     if ns.args is None and ns.emit != "json":
         _say_inferred(kernel, ns.shape_set or 0)
@@ -182,8 +188,8 @@ def _print_compiled(kernel: Kernel, ck: Any, args: str, diagnostics: Any, loweri
                "source_map": [{"line": line, "range": rng.to_json()} for line, rng in ck.source_map],
                "vmem": ck.vmem.to_json(), "diagnostics": [d.to_json() for d in [*diagnostics, *lowering]]}
         print(json.dumps(out, indent=2))
-    print_diagnostics(list(diagnostics), ns.file)
-    return 1 if any(d.is_error for d in diagnostics) else 0
+    print_diagnostics(list(diagnostics), ns.module, ns.file)
+    return 1 if ns.broken or any(d.is_error for d in diagnostics) else 0
 
 
 def _compile_unit(kernel: Kernel, unit: Any, ns: argparse.Namespace) -> int:
@@ -214,6 +220,14 @@ def _compile_unit(kernel: Kernel, unit: Any, ns: argparse.Namespace) -> int:
     return _print_compiled(kernel, ck, unit.key.shape_key, ck.diagnostics, lowering, ns)
 
 
+def broken_cells(module: Module, path: str) -> bool:
+    """Print the syntax errors of a notebook's cells that do not parse (the other cells' kernels still
+    compile, so they are not the only thing said); True when there are any."""
+    found = list(module.notebook.diagnostics) if module.notebook is not None else []
+    print_diagnostics(found, module, path)
+    return bool(found)
+
+
 def _say_inferred(kernel: Kernel, index: int) -> None:
     """Which shape set a compile used, when it was found in the file's calls rather than on a shape line."""
     origin = kernel.shape_set_origins[index] if index < len(kernel.shape_set_origins) else None
@@ -223,13 +237,13 @@ def _say_inferred(kernel: Kernel, index: int) -> None:
               f"{format_args(kernel.shape_sets[index])}, {origin.label.replace('`', '')}{notes}", file=sys.stderr)
 
 
-def _emit_mosaic(ck: CompiledKernel, path: str) -> int:
+def _emit_mosaic(ck: CompiledKernel, module: Module, path: str) -> int:
     """Readable Mosaic MLIR: from the real libtpu compile when installed, else from the lowering."""
     from .checks import libtpu_available, mosaic_text
 
     diags = ck.check_lowering()
     if diags:
-        print_diagnostics(diags, path)
+        print_diagnostics(diags, module, path)
         return 1
     if libtpu_available():
         diags = ck.check_tpu_compile()
@@ -239,7 +253,7 @@ def _emit_mosaic(ck: CompiledKernel, path: str) -> int:
                 print(f"// kernel {k.name}: op counts {json.dumps(k.categories)}")
                 print(k.final or k.mosaic)
             return 0
-        print_diagnostics(diags, path)
+        print_diagnostics(diags, module, path)
         return 1
     print("// libtpu is not installed: Mosaic after lowering (before the TPU compiler's passes)")
     print(mosaic_text(ck.truth["lowering"].raw.exported))
@@ -255,11 +269,12 @@ def cmd_check(ns: argparse.Namespace) -> int:
         return 2
     module = load(Path(ns.file))
     if not module.kernels:  # e.g. a syntax error: its diagnostic, one line, instead of a traceback
-        print_diagnostics(module.diagnostics, ns.file)
+        print_diagnostics(module.diagnostics, module, ns.file)
         print(f"helion-pallas: no @helion.kernel function in {ns.file}", file=sys.stderr)
         return 1 if any(d.is_error for d in module.diagnostics) else 2
+    broken = broken_cells(module, ns.file)
     loops = [s.strip() for s in ns.loop_types.split(",") if s.strip()]
-    return check_file(ns.file, ns.kernel, ns.chip, loops)
+    return check_file(ns.file, ns.kernel, ns.chip, loops) or int(broken)
 
 
 if __name__ == "__main__":

@@ -25,22 +25,35 @@ replaces its earlier one and results of an edited kernel disappear with its old 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from compiler.diagnostics import Range, error, warning
+from compiler.diagnostics import Diagnostic, Range, error, warning
 from compiler.frontend.call_shapes import InferredShapes
+from compiler.notebook import NotebookModule
 from compiler.results import STAGES, UnitKey
 
 from .check_client import CheckClient, Skipped, WorkerFailure
 from .compile_pool import CompilePool
 from .compose import compose, needs_check
-from .documents import KernelView, Loaded, ResultCache, StageResult, Unit, file_name, load_document, remap
+from .documents import (
+    HELION_HINT,
+    KernelView,
+    Loaded,
+    ResultCache,
+    StageResult,
+    Unit,
+    file_name,
+    load_document,
+    remap,
+)
+from .layout import Layout
 from .lru import LruCache
 from .lsp import diagnostic_from_json
 from .remembered import Remembered, document_parts
@@ -54,10 +67,13 @@ class DocState:
     uri: str
     version: int | None
     text: str
+    layout: Layout  # which client documents show the text's lines (the file, or a notebook's cells)
+    notebook: NotebookModule | None = None  # for a notebook: the module its code cells make
+    mentions_helion: bool = True  # the text (a notebook: one of its cells) says "helion": it may hold kernels
     open: bool = True  # False: a closed file analysed because it changed on disk
     force_compile: bool = False  # the file changed on disk: the next analysis compiles even on a plain change
     loaded: Loaded | None = None
-    published: bool = False  # something non-empty was published (so closing must clear it)
+    published: set[str] = field(default_factory=set)  # client documents shown diagnostics (closing clears them)
     pending: asyncio.Task | None = None  # debounce timer or running analysis started by a change
     final_version: int | None = None  # the last version whose every stage was published
 
@@ -72,6 +88,7 @@ def compile_request(loaded: Loaded, view: KernelView, unit: Unit) -> dict[str, A
         "chip": unit.key.chip,
         "decorator_range": view.decorator_range,
         "file": unit.key.file,
+        "notebook": loaded.notebook,
     }
 
 
@@ -94,8 +111,10 @@ class Analyzer:
         self._unconfirmed: set[UnitKey] = set()  # front results recalled and not yet compiled again
         self._failed: set[Any] = set()  # units (and texts' call shapes) whose worker failed: shown, not remembered
         self.docs: dict[str, DocState] = {}
+        self.owners: dict[str, str] = {}  # a notebook cell's URI -> the notebook's
         # work actually done (for helion/stats): recalled / confirmed / replaced count remembered results
         self.counts = {"loads": 0, "checks": 0, "recalled": 0, "confirmed": 0, "replaced": 0}
+        self.tuned: dict[Any, str] = {}  # unit key -> why tuning picked its config (see `set_tuned`)
         self._publish = publish
         self._on_stage = on_stage
         self._on_loaded = on_loaded
@@ -103,21 +122,49 @@ class Analyzer:
 
     # -- document lifecycle --------------------------------------------------------------------------
     def update(self, uri: str, version: int | None, text: str, is_open: bool = True) -> DocState:
+        state = self._update(uri, version, text, Layout.file(uri, version, text), None, is_open)
+        state.mentions_helion = bool(HELION_HINT.search(text))
+        return state
+
+    def update_notebook(
+        self, uri: str, version: int | None, module: NotebookModule, versions: dict[str, int | None],
+        mentions_helion: bool,
+    ) -> DocState:
+        """A notebook's new state: `module` made of its code cells, keyed by their URIs (at `versions`)."""
+        layout = Layout.notebook(uri, module, versions)
+        self._forget_cells(uri)
+        self.owners.update((part.uri, uri) for part in layout.parts)
+        state = self._update(uri, version, module.text, layout, module, True)
+        state.mentions_helion = mentions_helion
+        return state
+
+    def _update(
+        self, uri: str, version: int | None, text: str, layout: Layout, notebook: NotebookModule | None, is_open: bool
+    ) -> DocState:
         state = self.docs.get(uri)
         if state is None:
-            state = self.docs[uri] = DocState(uri, version, text, is_open)
-        state.version, state.text = version, text
+            state = self.docs[uri] = DocState(uri, version, text, layout, notebook, open=is_open)
+        state.version, state.text, state.layout, state.notebook = version, text, layout, notebook
         state.open = state.open or is_open
         return state
 
+    def state(self, uri: str) -> DocState | None:
+        """The analysed document `uri` belongs to: itself, or the notebook of a cell."""
+        return self.docs.get(uri) or self.docs.get(self.owners.get(uri, ""))
+
     def close(self, uri: str) -> None:
         state = self.docs.pop(uri, None)
+        self._forget_cells(uri)
         if state is None:
             return
         if state.pending is not None:
             state.pending.cancel()
-        if state.published:
-            self._publish(uri, None, [])
+        for shown in sorted(state.published):
+            self._publish(shown, None, [])
+
+    def _forget_cells(self, uri: str) -> None:
+        for cell in [cell for cell, owner in self.owners.items() if owner == uri]:
+            del self.owners[cell]
 
     def is_current(self, uri: str, version: int | None, text: str | None = None) -> bool:
         state = self.docs.get(uri)
@@ -131,24 +178,26 @@ class Analyzer:
             return None
         loaded = state.loaded
         if loaded is not None and loaded.text == state.text and _chip_of(loaded) in (chip, None):
-            loaded.version = state.version
+            loaded.version, loaded.layout, loaded.notebook = state.version, state.layout, state.notebook
             return loaded
-        version, text = state.version, state.text
+        version, text, layout = state.version, state.text, state.layout
         self.counts["loads"] += 1
-        loaded = await self.pool.call(load_document, uri, version, text, chip)
+        notebook, mentions = state.notebook, state.mentions_helion
+        loaded = await self.pool.call(load_document, uri, version, text, chip, None, notebook, mentions)
         if loaded.needs_call_shapes and self.is_current(uri, version, text):
-            shapes = await self.call_shapes(text, file_name(uri))
-            loaded = await self.pool.call(load_document, uri, version, text, chip, shapes)
+            shapes = await self.call_shapes(text, file_name(uri), notebook)
+            loaded = await self.pool.call(load_document, uri, version, text, chip, shapes, notebook, mentions)
+        loaded.layout = layout  # the documents that showed this text (a notebook's cells)
         if self.is_current(uri, version, text):
             state.loaded = loaded
             self._on_loaded(loaded)
         return loaded
 
-    async def call_shapes(self, text: str, file: str) -> Any:
+    async def call_shapes(self, text: str, file: str, notebook: NotebookModule | None = None) -> Any:
         """The shapes the file's own calls give its kernels without a shape line, found by a compile worker
-        (it has torch; this process does not import it). A worker that fails costs the shapes, said once."""
-
-        key = ("call_shapes", hashlib.sha256(text.encode()).hexdigest())
+        (it has torch; this process does not import it). A worker that fails costs the shapes, said once.
+        A notebook's cells name the lines in their labels (`from check(512, 1024) at cell 7:2`)."""
+        key = ("call_shapes", hashlib.sha256(text.encode()).hexdigest(), notebook.cells if notebook else None)
 
         def failed(why: str) -> dict[str, Any]:
             self._failed.add(key)  # this text's publish is not remembered
@@ -156,7 +205,8 @@ class Analyzer:
                            Range.lines(0))
             return {"call_shapes": InferredShapes(diagnostics=[note])}
 
-        answer = await self.pool.run(key, {"kind": "call_shapes", "source": text, "file": file}, failed)
+        request = {"kind": "call_shapes", "source": text, "file": file, "notebook": notebook}
+        answer = await self.pool.run(key, request, failed)
         return answer["call_shapes"]
 
     async def analyze(self, uri: str, chip: str, libtpu: bool) -> None:
@@ -169,8 +219,7 @@ class Analyzer:
         if loaded is None or not self.is_current(uri, version, text):
             return
         if not loaded.kernels and not loaded.diagnostics:
-            if state.published:
-                self._publish_now(state, loaded)
+            self._publish_now(state, loaded, quiet=True)
             return
         if loaded.diagnostics:  # seconds before a cold worker can compile anything
             self._publish_now(state, loaded)
@@ -215,12 +264,16 @@ class Analyzer:
         self._on_stage(state.uri, version, stage, final)
 
     def _remember_document(self, loaded: Loaded, units: list[tuple[KernelView, Unit]], chip: str, libtpu: bool,
-                           shown: list[dict[str, Any]]) -> None:
-        """Keep a complete publish for the next opening of the same text, unless a worker failed in it."""
-        keys = {unit.key for _, unit in units} | {("call_shapes", hashlib.sha256(loaded.text.encode()).hexdigest())}
+                           shown: dict[str, list[dict[str, Any]]]) -> None:
+        """Keep a file's complete publish for the next opening of the same text, unless a worker failed in it
+        (not a notebook's: its cells are documents of their own, whose URIs belong to one editor session)."""
+        if loaded.notebook is not None:
+            return
+        keys = {unit.key for _, unit in units} | {("call_shapes", hashlib.sha256(loaded.text.encode()).hexdigest(), None)}
         if keys & self._failed or any(self._transient.get((s, k)) is not None for s in STAGES for k in keys):
             return
-        self.remembered.keep_document(document_parts(loaded.uri, loaded.text, chip, libtpu, self._encoding()), shown)
+        parts = document_parts(loaded.uri, loaded.text, chip, libtpu, self._encoding())
+        self.remembered.keep_document(parts, shown.get(loaded.uri, []))
 
     async def recall(self, units: list[tuple[KernelView, Unit]], libtpu: bool) -> bool:
         """Bring the remembered results of units not in memory from disk; True when some came."""
@@ -339,16 +392,49 @@ class Analyzer:
         self.cache.put(stage, result)
         self.remembered.keep(stage, result)
 
-    # -- publishing ------------------------------------------------------------------------------------
-    def _publish_now(self, state: DocState, loaded: Loaded) -> list[dict[str, Any]]:
-        diags = self.compose(loaded)
-        state.published = bool(diags)
-        self._publish(loaded.uri, loaded.version, diags)
-        return diags
+    # -- tuning notes -----------------------------------------------------------------------------------
+    def set_tuned(self, uri: str, notes: dict[Any, str | None]) -> None:
+        """Units whose config is a tuned pick over the default scoped VMEM, with why it is worth it (None:
+        no longer). Their HPL301 says so and their HPL501 warning goes: the document is published again
+        when that changes."""
+        changed = False
+        for key, note in notes.items():
+            if self.tuned.get(key) != note:
+                changed = True
+                if note is None:
+                    self.tuned.pop(key, None)
+                else:
+                    self.tuned[key] = note
+        state = self.docs.get(uri)
+        if changed and state is not None and state.loaded is not None and state.published:
+            self._publish_now(state, state.loaded)
 
-    def compose(self, loaded: Loaded) -> list[dict[str, Any]]:
-        """Every stage's diagnostics for the units of `loaded`, in its coordinates (LSP JSON)."""
-        return compose(loaded, self._lookup, self._encoding())
+    def _noted(self, diag: Diagnostic, unit: Unit) -> Diagnostic | None:
+        note = self.tuned.get(unit.key)
+        if note is None or diag.code not in ("HPL301", "HPL501"):
+            return diag
+        if diag.code == "HPL501":
+            return None
+        return dataclasses.replace(diag, message=f"{diag.message}. {note}")
+
+    # -- publishing ------------------------------------------------------------------------------------
+    def _publish_now(self, state: DocState, loaded: Loaded, quiet: bool = False) -> dict[str, list[dict[str, Any]]]:
+        """Publish to every client document of the layout that has diagnostics or had some (a file always,
+        unless `quiet`), and clear the documents that left it (a deleted cell); returns what was composed."""
+        found = self.compose(loaded)
+        shown = {part.uri for part in loaded.layout.parts}
+        for uri in sorted(state.published - shown):
+            self._publish(uri, None, [])
+        for part in loaded.layout.parts:
+            diags = found.get(part.uri, [])
+            if diags or part.uri in state.published or (part.uri == loaded.uri and not quiet):
+                self._publish(part.uri, part.version, diags)
+        state.published = {uri for uri, diags in found.items() if diags}
+        return found
+
+    def compose(self, loaded: Loaded) -> dict[str, list[dict[str, Any]]]:
+        """Every stage's diagnostics for the units of `loaded`, by the client document showing them (LSP JSON)."""
+        return compose(loaded, self._lookup, self._encoding(), self._noted)
 
     def _lookup(self, stage: str, view: KernelView, unit: Unit) -> tuple[StageResult, Any] | None:
         hit = self.cache.get(stage, unit.key, view)

@@ -2,7 +2,8 @@
 
 `load_document` (run off the event loop) turns one text version into a `Loaded`: the module's file-level
 diagnostics and a `KernelView` per kernel (for kernels without a shape line, once a compile worker found
-the shapes the file's calls give them), with the units it compiles (one per shape set, or one without
+the shapes the file's calls give them; a notebook's module is its code cells, and its `Layout` says which
+cell shows each line: layout.py), with the units it compiles (one per shape set, or one without
 arguments when it has none) and their keys (`compiler.results.UnitKey`). Results live in `ResultCache`,
 keyed by (normalised source hash, shape set, config, chip, file name) — not by document or version — so an
 unchanged kernel is never recompiled, whichever document or version asks; each result remembers the
@@ -22,9 +23,11 @@ from pygls.uris import to_fs_path
 
 import compiler
 from compiler.diagnostics import Diagnostic, Fix, Position, Range, Related, error
+from compiler.notebook import NotebookModule
 from compiler.results import STAGES, CompiledSnapshot, Unit, UnitKey, kernel_units
 from compiler.specs import format_args
 
+from .layout import Layout
 from .lru import LruCache
 from .positions import KernelSource, PositionMap
 
@@ -62,7 +65,8 @@ class KernelView:
 
 @dataclass
 class Loaded:
-    """One version of one document, parsed (no compile yet)."""
+    """One version of one document, parsed (no compile yet). Positions are the module's; `layout` carries
+    them to the client's documents (the file, or a notebook's cells)."""
 
     uri: str
     version: int | None
@@ -70,6 +74,8 @@ class Loaded:
     lines: list[str]
     diagnostics: list[Diagnostic]
     kernels: dict[str, KernelView]
+    layout: Layout
+    notebook: NotebookModule | None = None  # a notebook's module (its cells' places name generated lines)
     needs_call_shapes: bool = False  # kernels without a shape line wait for the shapes from the file's calls
 
     def kernel_at(self, pos: Position) -> KernelView | None:
@@ -184,26 +190,32 @@ def _kernel_view(kernel: Any, node: ast.FunctionDef, lines: list[str], chip: str
     )
 
 
-def load_document(uri: str, version: int | None, text: str, chip: str, call_shapes: Any = None) -> Loaded:
-    """Parse one version (blocking: call off the event loop). Never raises.
+def load_document(
+    uri: str, version: int | None, text: str, chip: str, call_shapes: Any = None,
+    notebook: NotebookModule | None = None, mentions_helion: bool | None = None,
+) -> Loaded:
+    """Parse one version (blocking: call off the event loop). Never raises. `notebook`: the module `text`
+    was built from, for a notebook (its cells' syntax errors are among the diagnostics); `mentions_helion`:
+    whether its cells say "helion" (a cell left out of `text` for its syntax error may be the one).
 
     A file with kernels without a shape line needs the shapes its own calls give them, which takes torch
     (a compile worker finds them): without `call_shapes` it comes back `needs_call_shapes`, with no kernels
     yet; load it again with them."""
     lines = text.splitlines(keepends=True)
-    if not HELION_HINT.search(text):
-        return Loaded(uri, version, text, lines, [], {})
+    layout = Layout.file(uri, version, text)
+    if not (mentions_helion if mentions_helion is not None else HELION_HINT.search(text)):
+        return Loaded(uri, version, text, lines, [], {}, layout)
     try:
-        module = compiler.load(text, file_name(uri), call_shapes)
+        module = compiler.load(notebook or text, file_name(uri), call_shapes)
         if call_shapes is None and module.needs_call_shapes:
-            return Loaded(uri, version, text, lines, [], {}, needs_call_shapes=True)
+            return Loaded(uri, version, text, lines, [], {}, layout, notebook, needs_call_shapes=True)
     except Exception as exc:  # the compiler promises not to raise; if it does, say so once
         diag = error(
             "HPL900",
             f"internal compiler error while loading: {type(exc).__name__}: {exc}",
             _first_line(lines),
         )
-        return Loaded(uri, version, text, lines, [diag], {})
+        return Loaded(uri, version, text, lines, [diag], {}, layout)
     diagnostics = list(module.diagnostics)
     kernels: dict[str, KernelView] = {}
     if module.kernels:
@@ -222,7 +234,7 @@ def load_document(uri: str, version: int | None, text: str, chip: str, call_shap
                         kernel.decorator_range,
                     )
                 )
-    return Loaded(uri, version, text, lines, diagnostics, kernels)
+    return Loaded(uri, version, text, lines, diagnostics, kernels, layout, notebook)
 
 
 def _function_nodes(tree: ast.Module | None) -> dict[tuple[str, int | None], ast.FunctionDef]:

@@ -106,7 +106,7 @@ class EarlyPublisher:
         if all(lookup("front", view, unit) is not None for view, unit in units):
             pending = [s for s in stages[1:] if any(needs_check(s, lookup, view, unit, ahead=True) for view, unit in units)]
             stage, final = "front", not pending
-        self._publish(uri, version, compose(loaded, lookup, self.encoding), stage, final,
+        self._publish(uri, version, compose(loaded, lookup, self.encoding).get(uri, []), stage, final,
                       f"{len(found)} remembered results")
 
     def _publish(self, uri: str, version: int | None, diagnostics: list[dict[str, Any]], stage: str | None,

@@ -2,15 +2,19 @@
 
 The compiler counts columns in UTF-8 bytes (what `ast` reports); LSP clients count in the negotiated
 position encoding (UTF-16 unless the client offered another). Lines are needed to convert, so every
-function takes the document's lines. Plain dicts, no lsprotocol: published diagnostics are built here,
+function takes the document's lines (diagnostics: its `Layout`, which also says which client document
+shows each line). Plain dicts, no lsprotocol: published diagnostics are built here,
 also before the server's own imports are done (see early.py); lsp.py has the lsprotocol forms.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler.diagnostics import Diagnostic, Position, Range
+
+if TYPE_CHECKING:
+    from .layout import Layout
 
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
 
@@ -41,35 +45,36 @@ def range_json(rng: Range, lines: list[str], encoding: str = UTF16) -> dict[str,
 
 def diagnostic_json(
     diag: Diagnostic,
-    lines: list[str],
-    uri: str,
+    layout: Layout,
     encoding: str = UTF16,
     message: str | None = None,
     related: list[tuple[Range, str]] = (),
     extra: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """An LSP diagnostic; the quick fix (if any) and `extra` travel in `data`, which the client sends back
-    with code action requests."""
+) -> tuple[str, dict[str, Any]]:
+    """The client document showing the diagnostic (a file, or a notebook's cell) and the LSP diagnostic
+    there; the quick fix (if any) and `extra` travel in `data`, which the client sends back with code action
+    requests."""
+    uri, rng = layout.range_json(diag.range, encoding)
     out: dict[str, Any] = {
-        "range": range_json(diag.range, lines, encoding),
+        "range": rng,
         "message": message or diag.message,
         "severity": int(diag.severity),
         "code": diag.code,
         "source": "helion",
     }
-    infos = [
-        {"location": {"uri": uri, "range": range_json(rng, lines, encoding)}, "message": msg}
-        for rng, msg in [*((r.range, r.message) for r in diag.related), *related]
-    ]
+    infos = []
+    for place, msg in [*((r.range, r.message) for r in diag.related), *related]:
+        where, place_json = layout.range_json(place, encoding)
+        infos.append({"location": {"uri": where, "range": place_json}, "message": msg})
     if infos:
         out["relatedInformation"] = infos
     data: dict[str, Any] = {**diag.data, **(extra or {})}
     if diag.fix is not None:
         data["fix"] = {
             "title": diag.fix.title,
-            "range": range_json(diag.fix.range, lines, encoding),
+            "range": layout.range_json(diag.fix.range, encoding)[1],
             "newText": diag.fix.new_text,
         }
     if data:
         out["data"] = data
-    return out
+    return uri, out

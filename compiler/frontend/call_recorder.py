@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -33,9 +34,11 @@ MAX_NOTES = 5  # diagnostics about limits hit while following the calls
 LABEL_CHARS = 60
 
 
-def record_calls(info: ModuleInfo, wanted: set[str], budget: int) -> InferredShapes:
-    """Runs the evaluation of the whole module and keeps the calls of the kernels in `wanted`."""
-    recorder = _Recorder(info, wanted)
+def record_calls(info: ModuleInfo, wanted: set[str], budget: int,
+                 line_label: Callable[[int], str] = lambda line: f"line {line + 1}") -> InferredShapes:
+    """Runs the evaluation of the whole module and keeps the calls of the kernels in `wanted`; `line_label`
+    names a line in the labels (a notebook's: `cell 7:2`)."""
+    recorder = _Recorder(info, wanted, line_label)
     assert info.tree is not None
     ev = HostEvaluator(info, {k.name: k.node for k in info.kernels}, StepBudget(budget), recorder.kernel_call,
                        recorder.note)
@@ -55,9 +58,10 @@ def record_calls(info: ModuleInfo, wanted: set[str], budget: int) -> InferredSha
 class _Recorder:
     """The evaluation's kernel-call and limit callbacks; fills an `InferredShapes`."""
 
-    def __init__(self, info: ModuleInfo, wanted: set[str]):
+    def __init__(self, info: ModuleInfo, wanted: set[str], line_label: Callable[[int], str]):
         self.info = info
         self.wanted = wanted
+        self.line_label = line_label
         self.result = InferredShapes()
         self.ev: HostEvaluator | None = None
         self.seen: dict[str, set[str]] = {}
@@ -116,7 +120,7 @@ class _Recorder:
         node = origin.node if origin.node is not None else site.node
         where = Range.of(node) if node is not None else call
         notes = tuple(dict.fromkeys(n for v in self._values(site) for n in approx_notes(v)))
-        label = f"from {_display(node, origin, self.lines)} at line {where.start.line + 1}"
+        label = f"from {_display(node, origin, self.lines)} at {self.line_label(where.start.line)}"
         self.result.sets.setdefault(name, []).append((specs, ShapeOrigin(label, where, call, notes)))
 
     @staticmethod

@@ -17,7 +17,7 @@ evaluation itself (call_recorder.py and the host_*.py modules it drives) needs t
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ..diagnostics import Diagnostic, Range
@@ -48,13 +48,15 @@ class InferredShapes:
     steps: int = 0
 
 
-def infer_call_shapes(info: ModuleInfo, wanted: Iterable[str], budget: int = MAX_STEPS) -> InferredShapes:
+def infer_call_shapes(info: ModuleInfo, wanted: Iterable[str], budget: int = MAX_STEPS,
+                      line_label: Callable[[int], str] | None = None) -> InferredShapes:
     """Shape sets of the kernels named in `wanted`, from the calls the module's code makes. Never raises
     for bad code; limits reached become warnings (the shape sets found before them are kept). Imports
-    torch (the evaluation works on meta tensors)."""
+    torch (the evaluation works on meta tensors). `line_label` names lines in the labels (`line 12`, or a
+    notebook's `cell 3:12`)."""
     from .call_recorder import record_calls
 
     wanted = set(wanted) & {k.name for k in info.kernels}
     if info.tree is None or not wanted:
         return InferredShapes()
-    return record_calls(info, wanted, budget)
+    return record_calls(info, wanted, budget, *([line_label] if line_label is not None else []))

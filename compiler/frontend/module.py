@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import copy
 import functools
 import hashlib
 import re
@@ -12,7 +13,7 @@ from typing import Any
 from ..config import Config, ConfigError, config_from_call
 from ..diagnostics import Diagnostic, Position, Range, error
 from ..specs import ArgSpec, SpecError, parse_args_text
-from ..syntax import parse
+from ..syntax import error_range, parse
 
 ARGS_LINE = re.compile(r"^(\s*)#\s*helion:\s*args\((.*)\)\s*$")
 ARGS_PREFIX = re.compile(r"^\s*#\s*helion:\s*args\b")
@@ -50,12 +51,7 @@ def parse_module(source: str) -> ModuleInfo:
     try:
         tree = parse(source)
     except SyntaxError as exc:
-        line = max(0, (exc.lineno or 1) - 1)
-        col = max(0, (exc.offset or 1) - 1)
-        end_line = max(line, (exc.end_lineno or exc.lineno or 1) - 1)
-        end_col = max(col + 1, (exc.end_offset or col + 2) - 1) if end_line == line else (exc.end_offset or 1) - 1
-        rng = Range(Position(line, col), Position(end_line, end_col))
-        return ModuleInfo(source, None, diagnostics=[error("HPL100", f"syntax error: {exc.msg}", rng)])
+        return ModuleInfo(source, None, diagnostics=[error("HPL100", f"syntax error: {exc.msg}", error_range(exc))])
     except (ValueError, RecursionError, MemoryError) as exc:
         return ModuleInfo(source, None, diagnostics=[error("HPL100", f"cannot parse file: {exc}", Range.lines(0))])
     info = ModuleInfo(source, tree)
@@ -68,12 +64,36 @@ def parse_module(source: str) -> ModuleInfo:
             dec = _kernel_decorator(stmt, info.imports)
             if dec is not None:
                 info.kernels.append(_kernel_def(stmt, dec, lines))
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+            alias = _kernel_alias(stmt.target.id, stmt.value, info)  # `attention_dynamic: object = ...`
+            if alias is not None:
+                info.kernels.append(_kernel_def(alias, stmt.value, lines))
         elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            alias = _kernel_alias(stmt.targets[0].id, stmt.value, info)
+            if alias is not None:
+                info.kernels.append(_kernel_def(alias, stmt.value, lines))
+                continue
             try:
                 info.constants[stmt.targets[0].id] = ast.literal_eval(stmt.value)
             except (ValueError, TypeError, SyntaxError, RecursionError):
                 pass
     return info
+
+
+def _kernel_alias(name: str, value: ast.expr, info: ModuleInfo) -> ast.FunctionDef | None:
+    """`name = helion.kernel(other.fn, ...)` (or `helion.kernel(fn, ...)`): another kernel of the same function
+    with its own settings (upstream's attention_dynamic). The function, renamed; None for anything else."""
+    if not (isinstance(value, ast.Call) and value.args and qualified_name(value.func, info.imports) in KERNEL_DECORATORS):
+        return None
+    target = value.args[0]
+    if isinstance(target, ast.Attribute) and target.attr == "fn":
+        target = target.value
+    fn = info.functions.get(target.id) if isinstance(target, ast.Name) else None
+    if fn is None:
+        return None
+    renamed = copy.copy(fn)
+    renamed.name = name
+    return renamed
 
 
 def _collect_imports(stmt: ast.stmt, table: dict[str, str]) -> None:
@@ -105,10 +125,15 @@ def qualified_name(node: ast.expr, imports: dict[str, str]) -> str | None:
     return ".".join(reversed(parts))
 
 
+# `aot_kernel` is `kernel` plus ahead-of-time tuning keys (key=, batched=, collect_fn=): the same kernel here
+KERNEL_DECORATORS = frozenset({"helion.kernel", "helion.runtime.kernel", "helion.aot_kernel",
+                               "helion.experimental.aot_kernel"})
+
+
 def _kernel_decorator(fn: ast.FunctionDef, imports: dict[str, str]) -> ast.expr | None:
     for dec in fn.decorator_list:
         target = dec.func if isinstance(dec, ast.Call) else dec
-        if qualified_name(target, imports) in ("helion.kernel", "helion.runtime.kernel"):
+        if qualified_name(target, imports) in KERNEL_DECORATORS:
             return dec
     return None
 
@@ -180,8 +205,10 @@ CONFIG_KEYWORDS = frozenset({"config", "configs"})  # tuning output in a decorat
 
 def normal_dump(node: ast.AST) -> str:
     """`ast.dump` of `node` without docstrings and without the decorators' config=/configs= keywords (no
-    positions): everything else is semantics. The tree is changed in place for the dump and restored (far
-    cheaper than a copy for a file of hundreds of kernels); a module is parsed and hashed by one thread."""
+    positions): everything else is semantics. A decorator call left with no arguments is the bare decorator:
+    `@helion.kernel`, `@helion.kernel()` and `@helion.kernel(config=...)` are the same kernel (Apply turns the
+    first into the last). The tree is changed in place for the dump and restored (far cheaper than a copy for
+    a file of hundreds of kernels); a module is parsed and hashed by one thread."""
     undo: list[tuple[ast.AST, str, Any]] = []
     try:
         for n in ast.walk(node):
@@ -192,10 +219,16 @@ def normal_dump(node: ast.AST) -> str:
                     body[0].value.value, str):
                 undo.append((n, "body", body))
                 n.body = body[1:] or [ast.Pass()]
+            decorators = []
             for deco in n.decorator_list:
                 if isinstance(deco, ast.Call):
                     undo.append((deco, "keywords", deco.keywords))
                     deco.keywords = [kw for kw in deco.keywords if kw.arg not in CONFIG_KEYWORDS]
+                    if not deco.args and not deco.keywords:
+                        deco = deco.func
+                decorators.append(deco)
+            undo.append((n, "decorator_list", n.decorator_list))
+            n.decorator_list = decorators
         return ast.dump(node, annotate_fields=False, include_attributes=False)
     finally:
         for obj, name, value in reversed(undo):

@@ -12,7 +12,7 @@ EVALUATOR_NAMES = ["compile", "model", "tpu"]  # evaluators.EVALUATORS' names (a
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The `tune` subcommand's arguments."""
-    parser.add_argument("file", help="a Python file with @helion.kernel functions")
+    parser.add_argument("file", help="a Python file (or a Jupyter notebook) with @helion.kernel functions")
     parser.add_argument("-k", "--kernel", help="tune only this kernel (default: every kernel in the file)")
     which = parser.add_mutually_exclusive_group()
     which.add_argument(

@@ -32,6 +32,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TextIO
 
 from .. import skip_dynamo_import
@@ -41,6 +42,7 @@ from ..diagnostics import CompileError, Diagnostic
 from .driver import TuneOptions, TuneProgress, TuneResult, TuneRun
 from .evaluators import EvaluatorUnavailable, Problem, get_evaluator, probe_tpu, warm_up
 from .executors import Executor, ExecutorError, LocalExecutor, make_executor
+from .objective import VMEM_MARGIN, over_default
 from .parallel import search_elsewhere
 from .store import StoreError, TuningStore
 from .verdicts import Verdicts
@@ -146,6 +148,11 @@ def exit_now(status: int) -> None:
     tracker = sys.modules.get("multiprocessing.resource_tracker")
     if tracker is not None:  # the process pool started it: stop and reap it rather than leave it behind
         with contextlib.suppress(Exception):
+            # Children (the gate's reference worker) hold the tracker's pipe open: it would never see the
+            # end of it, and stopping it would wait forever.
+            for child in sys.modules["multiprocessing"].active_children():
+                child.kill()
+                child.join(5)
             tracker._resource_tracker._stop()
     os._exit(status)
 
@@ -190,7 +197,8 @@ def _tune_all(
             )
             run.start_gate()
         except CompileError as exc:
-            _print_diagnostics(problem, exc)
+            for d in exc.diagnostics:
+                _print_diagnostic(ns, d)
             continue
         except EvaluatorUnavailable as exc:
             print(f"helion-pallas tune: the {options.evaluator} evaluator cannot run: {exc}", file=sys.stderr)
@@ -222,7 +230,9 @@ def _problems(ns: argparse.Namespace, chip: str) -> tuple[list[Problem], bool]:
             source = f.read()
     except OSError as exc:
         raise UsageError(f"cannot read {ns.file}: {exc.strerror or exc}") from None
-    module = load(source)
+    module = load(Path(ns.file)) if ns.file.endswith(".ipynb") else load(source)
+    source = module.source  # a notebook's: its code cells as one module
+    ns.where = lambda pos: module.describe(pos, ns.file)
     errors = [d for d in module.diagnostics if d.is_error]
     if ns.kernel is not None and ns.kernel not in module.kernels:
         known = ", ".join(module.kernels) or "none"
@@ -230,20 +240,22 @@ def _problems(ns: argparse.Namespace, chip: str) -> tuple[list[Problem], bool]:
     kernels = [module.kernels[ns.kernel]] if ns.kernel else list(module.kernels.values())
     if not kernels:
         for d in errors:
-            _print_diagnostic(ns.file, d)
+            _print_diagnostic(ns, d)
         print(f"helion-pallas tune: {ns.file} has no @helion.kernel function", file=sys.stderr)
         return [], True
     problems: list[Problem] = []
     skipped = False
+    for d in module.notebook.diagnostics if module.notebook is not None else ():  # cells that do not parse
+        _print_diagnostic(ns, d)
     for kernel in kernels:
         for d in kernel.definition.diagnostics:
             if d.is_error:
-                _print_diagnostic(ns.file, d)
+                _print_diagnostic(ns, d)
         try:
             problems += _kernel_problems(ns, kernel, source, chip)
         except CompileError as exc:
             for d in exc.diagnostics:
-                _print_diagnostic(ns.file, d)
+                _print_diagnostic(ns, d)
             skipped = True
     return problems, skipped
 
@@ -366,11 +378,14 @@ def format_result(r: TuneResult) -> str:
     lines += [head]
     for i, c in enumerate(r.top, 1):
         mark = "*" if r.best is not None and c.config == r.best.config else " "
+        over = "^" if over_default(c.metrics) else " "
         lines.append(
-            f" {mark}{i:>2} {_ms(c.seconds):>12} {_rate(c.metrics, 'tflops'):>8} "
+            f" {mark}{i:>2} {_ms(c.seconds):>11}{over} {_rate(c.metrics, 'tflops'):>8} "
             f"{_rate(c.metrics, 'gbps'):>8} {100 * c.metrics.get('roofline_fraction', 0):7.1f}%  "
             f"{_config_text(c.config)}"
         )
+    if any(over_default(c.metrics) for c in r.top):
+        lines.append(f"  ^ needs more than the default scoped VMEM: ranked as if {VMEM_MARGIN:.0%} slower")
     if r.best is None:
         lines.append("  no candidate passed the correctness check")
     else:
@@ -405,14 +420,6 @@ def _config_text(config: dict[str, Any]) -> str:
     return repr(Config(config))
 
 
-def _print_diagnostics(problem: Problem, exc: CompileError) -> None:
-    for d in exc.diagnostics:
-        _print_diagnostic(problem.path or "<source>", d)
-
-
-def _print_diagnostic(path: str, d: Diagnostic) -> None:
-    pos = d.range.start
-    print(
-        f"{path}:{pos.line + 1}:{pos.character + 1}: {d.severity.name.lower()} {d.code}: {d.message}",
-        file=sys.stderr,
-    )
+def _print_diagnostic(ns: argparse.Namespace, d: Diagnostic) -> None:
+    """`file.py:12:5: error ...`, or `nb.ipynb:cell 3:12:5: ...` (ns.where, set when the file was read)."""
+    print(f"{ns.where(d.range.start)}: {d.severity.name.lower()} {d.code}: {d.message}", file=sys.stderr)

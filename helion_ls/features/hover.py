@@ -23,12 +23,13 @@ from compiler.diagnostics import Position, Range
 from compiler.vmem import fmt_bytes as compiler_fmt_bytes
 
 from ..documents import KernelView, Loaded
-from ..lsp import from_lsp_position, to_lsp_range
 from ..server import HelionServer
 
 BAR_CELLS = 24
 CODE_LINES = 30  # per excerpt; the full module is one click away
 SHOW_GENERATED = "helion-ls.showGeneratedCode"
+NO_SHAPES = ("Not compiled yet: no `# helion: args(...)` line above the kernel and no call in this file with "
+             "arguments known without running it. The hint's quick fix writes a shape line.")
 
 WHERE = {  # label in the table -> what it means
     "vmem_block": ("VMEM block", "the BlockSpec pipeline copies one block into VMEM per grid step"),
@@ -114,23 +115,23 @@ def _command_link(title: str, command: str, argument: dict) -> str:
     return f"[{title}](command:{command}?{urllib.parse.quote(json.dumps([argument]))})"
 
 
-def _errors(ls: HelionServer, view: KernelView, index: int) -> str | None:
-    """The unit's first compile error, with its line in the shown text (None: it compiled cleanly)."""
+def _errors(ls: HelionServer, loaded: Loaded, view: KernelView, index: int) -> str | None:
+    """The unit's first compile error, with its line in the shown text or cell (None: it compiled cleanly)."""
     hit = ls.analyzer.cache.get("front", view.units[index].key, view)
     if hit is None:
         return None
     first = next((d for d in hit[0].diagnostics if d.is_error), None)
     if first is None:
         return None
-    line = hit[1].forward_range(first.range).start.line + 1
+    line = loaded.layout.locate(hit[1].forward_range(first.range).start.line)[1] + 1
     return f"**Does not compile** (line {line}): `{first.code}` {first.message}"
 
 
-def _compile_failure(ls: HelionServer, view: KernelView, index: int) -> str:
+def _compile_failure(ls: HelionServer, loaded: Loaded, view: KernelView, index: int) -> str:
     """Why a unit has no compiled kernel: its first error diagnostic, or that it is still compiling."""
     if ls.analyzer.cache.get("front", view.units[index].key, view) is None:
         return "_Compiling…_ (the hover shows the generated code once the kernel compiled)"
-    return _errors(ls, view, index) or "**Does not compile** (see the diagnostics)."
+    return _errors(ls, loaded, view, index) or "**Does not compile** (see the diagnostics)."
 
 
 def _vmem_table(vmem: Any) -> str:
@@ -139,7 +140,7 @@ def _vmem_table(vmem: Any) -> str:
     rows = ["| buffer | role | block × buffers | dtype | bytes |", "|---|---|---|---|--:|"]
     for r in vmem.rows:
         rows.append(
-            f"| `{r.name}` | {r.role} | {_shape(r.block_shape)} ×{r.buffer_count} | {r.dtype} | {fmt_bytes(r.bytes)} |"
+            f"| `{r.shown}` | {r.role} | {_shape(r.block_shape)} ×{r.buffer_count} | {r.dtype} | {fmt_bytes(r.bytes)} |"
         )
     return "\n".join(rows)
 
@@ -152,11 +153,14 @@ def kernel_markdown(ls: HelionServer, loaded: Loaded, view: KernelView) -> str:
     results = {i: ck for i, ck, _ in _units_with_results(ls, view)}
     for unit in view.units:
         parts.append(f"#### {_set_title(view, unit.index)}")
+        if not unit.args:  # nothing wrong with the kernel: it only lacks shapes (the HPL107 hint)
+            parts.append(NO_SHAPES)
+            continue
         ck = results.get(unit.index)
         if ck is None:
-            parts.append(_compile_failure(ls, view, unit.index))
+            parts.append(_compile_failure(ls, loaded, view, unit.index))
             continue
-        errors = _errors(ls, view, unit.index)
+        errors = _errors(ls, loaded, view, unit.index)
         if errors:
             parts.append(errors)
         origin = "from the decorator" if unit.config is not None else "default"
@@ -187,17 +191,20 @@ def _smallest(items: list[tuple[Range, Any]]) -> tuple[Range, Any] | None:
     return min(items, key=lambda it: size(it[0]), default=None)
 
 
-def _operand(ck: Any, name: str) -> tuple[Any, Any] | None:
+def _operand(ck: Any, access: Any) -> tuple[Any, Any] | None:
     for call in ck.plan.calls:
+        if access.call and call.name != access.call:
+            continue
         for op in call.operands:
-            if op.name == name:
+            if op.name == access.operand:
                 return call, op
     return None
 
 
 def _row_bytes(ck: Any, call: Any, op: Any) -> int | None:
+    """The VMEM table's figure for this operand: its own row, not another buffer of the same tensor."""
     for row in ck.vmem.rows:
-        if row.call == call.name and row.name == op.tensor:
+        if row.call == call.name and row.operand == op.name:
             return row.bytes
     return None
 
@@ -209,7 +216,7 @@ def access_markdown(view: KernelView, hits: list[tuple[int, Any, Any]]) -> str:
     table = ["| shape set | block shape × buffers | index map | lives in | VMEM |", "|---|---|---|---|--:|"]
     notes: dict[str, None] = {}
     for index, ck, access in hits:
-        found = _operand(ck, access.operand)
+        found = _operand(ck, access)
         if found is None:
             continue
         call, op = found
@@ -297,16 +304,19 @@ def hover_at(ls: HelionServer, loaded: Loaded, pos: Position) -> tuple[str, Rang
 def register(ls: HelionServer) -> None:
     @ls.feature(types.TEXT_DOCUMENT_HOVER)
     def hover(ls: HelionServer, params: types.HoverParams) -> types.Hover | None:
-        state = ls.analyzer.docs.get(params.text_document.uri)
+        uri = params.text_document.uri
+        state = ls.analyzer.state(uri)
         if state is None or state.loaded is None:
             return None
         loaded = state.loaded
         enc = ls.encoding()
-        found = hover_at(ls, loaded, from_lsp_position(params.position, loaded.lines, enc))
+        pos = loaded.layout.position(uri, params.position, enc)
+        found = hover_at(ls, loaded, pos) if pos is not None else None
         if found is None:
             return None
         text, rng = found
+        shown_in, shown = loaded.layout.range(rng, enc)
         return types.Hover(
             contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text),
-            range=to_lsp_range(rng, loaded.lines, enc),
+            range=shown if shown_in == uri else None,
         )

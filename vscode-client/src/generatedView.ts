@@ -4,10 +4,12 @@
  */
 import * as vscode from "vscode";
 import {
+  entriesIn,
   GENERATED_SCHEME,
   generatedLineFor,
   generatedUriParts,
   parseGeneratedQuery,
+  sourceEntryFor,
   type GeneratedTarget,
   type SourceMapEntry,
 } from "./generatedUri";
@@ -36,6 +38,7 @@ export class GeneratedCodeProvider implements vscode.TextDocumentContentProvider
     this.subscriptions = [
       vscode.workspace.registerTextDocumentContentProvider(GENERATED_SCHEME, this),
       vscode.workspace.onDidSaveTextDocument((document) => this.refresh(document.uri.toString())),
+      vscode.workspace.onDidSaveNotebookDocument((notebook) => this.refresh(notebook.uri.toString())),
       vscode.workspace.onDidChangeConfiguration((event) => {
         if (event.affectsConfiguration("helion.chip")) this.refresh();
       }),
@@ -59,8 +62,11 @@ export class GeneratedCodeProvider implements vscode.TextDocumentContentProvider
     }
   }
 
-  /** Opens the view for `target` beside the source, scrolled to the code generated from `sourceLine`. */
-  async open(target: GeneratedTarget, sourceLine: number): Promise<vscode.TextEditor> {
+  /**
+   * Opens the view for `target` beside the source, scrolled to the code generated from the cursor's line `at`
+   * (in the file, or in the notebook cell it is in: source map entries name their document).
+   */
+  async open(target: GeneratedTarget, at?: { uri: string; line: number }): Promise<vscode.TextEditor> {
     const uri = generatedUri(target);
     if (vscode.workspace.textDocuments.some((d) => d.uri.toString() === uri.toString())) this.changed.fire(uri);
     const document = await vscode.workspace.openTextDocument(uri);
@@ -69,13 +75,33 @@ export class GeneratedCodeProvider implements vscode.TextDocumentContentProvider
       preserveFocus: true,
       preview: false,
     });
-    const line = generatedLineFor(this.sourceMaps.get(uri.toString()) ?? [], sourceLine);
+    const entries = entriesIn(this.sourceMaps.get(uri.toString()) ?? [], at?.uri, target.uri);
+    const line = generatedLineFor(entries, at?.line ?? 0);
     if (line !== null && line < document.lineCount) {
       const position = new vscode.Position(line, 0);
       editor.selection = new vscode.Selection(position, position);
       editor.revealRange(new vscode.Range(position, position), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
     }
     return editor;
+  }
+
+  /**
+   * From a generated view: the kernel source the statement under the cursor comes from (the nearest mapped
+   * statement above it when its own line has no entry), opened and selected. False when `editor` is no view.
+   */
+  async goToSource(editor: vscode.TextEditor): Promise<boolean> {
+    const target = parseGeneratedQuery(editor.document.uri.query);
+    if (editor.document.uri.scheme !== GENERATED_SCHEME || target === null) return false;
+    const map = this.sourceMaps.get(editor.document.uri.toString()) ?? [];
+    let entry = null;
+    for (let line = editor.selection.active.line; line >= 0 && entry === null; line--) entry = sourceEntryFor(map, line);
+    if (entry === null) return false;
+    const source = await vscode.workspace.openTextDocument(vscode.Uri.parse(entry.uri ?? target.uri)); // a notebook cell, or the file
+    const start = new vscode.Position(entry.range.start.line, entry.range.start.character);
+    const shown = await vscode.window.showTextDocument(source, { viewColumn: vscode.ViewColumn.One, preview: false });
+    shown.selection = new vscode.Selection(start, start);
+    shown.revealRange(new vscode.Range(start, start), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+    return true;
   }
 
   /** Re-reads the open views of `documentUri` (every open view when omitted). */
