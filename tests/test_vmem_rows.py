@@ -16,7 +16,8 @@ from conftest import MORE_KERNELS, kernel_files
 
 import compiler
 from compiler.diagnostics import CompileError
-from helion_ls.documents import Compiled, load_document
+from compiler.results import CompiledSnapshot
+from helion_ls.documents import load_document
 from helion_ls.features.hover import access_markdown, fmt_bytes
 from tests.conformance.case import discover
 
@@ -47,7 +48,7 @@ def _check(path, view, ck) -> None:
         row = by_operand.get((access.call, access.operand))
         if row is None:  # an SMEM table or an operand left in HBM: no VMEM row
             continue
-        text = access_markdown(view, [(0, Compiled.of(ck), access)])
+        text = access_markdown(view, [(0, CompiledSnapshot.of(ck), access)])
         shown = re.findall(r"\| ([0-9.]+ (?:MiB|KiB|B)) \|", text)
         assert shown == [fmt_bytes(row.bytes)], (path.stem, access.range, row.shown, shown, text)
 
