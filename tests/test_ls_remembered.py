@@ -343,3 +343,54 @@ async def test_the_command_line_and_the_editor_share_what_they_found(tmp_path, t
     again = cli_compile(cache, two_kernels, "vmem", 1, "add")  # what the editor found for the add kernel
     assert again["torch"] is False and again["status"] == 0 and "fits" in again["out"]
     assert again["out"] == cli_compile(tmp_path / "off2.sqlite", two_kernels, "vmem", 1, "add")["out"]
+
+
+CALLED = """import torch
+import helion
+import helion.language as hl
+
+
+@helion.kernel()
+def scale(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size()):
+        out[tile] = x[tile] * 2.0
+    return out
+
+
+scale(torch.randn(4, 8, 128))
+"""
+
+
+@pytest.mark.asyncio
+async def test_a_result_that_names_a_call_is_not_shown_again_once_the_call_has_moved(tmp_path):
+    """The kernel's text is unchanged, but its shape set's call (which its error names and points at) moved:
+    neither the reopened server's first publish nor any later one shows the call where it was."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    path = ws / "called.py"
+    path.write_text(CALLED)
+    cache = tmp_path / "analysis.sqlite"
+    first, _ = await analyse(cache, path)
+    call = "scale(torch.randn(4, 8, 128))"
+    (rank,) = [d for d in first if d["code"] == "HPL105"]
+    assert rank["relatedInformation"][0]["location"]["range"]["start"]["line"] == CALLED.count("\n") - 1
+    assert f"at line {CALLED.count(chr(10))})" in rank["message"]
+
+    moved = CALLED.replace(call, f"# three\n# more\n# lines\n{call}")
+    srv = await start(cache, ws)
+    try:
+        uri = srv.open(path, moved)
+        await srv.final_diagnostics(uri, timeout=240)
+        await analysed(srv, uri)
+        line = moved.count("\n") - 1
+        for diags in published(srv, uri):
+            for d in diags:
+                if d["code"] == "HPL105":
+                    assert d["relatedInformation"][0]["location"]["range"]["start"]["line"] == line, d
+                    assert f"at line {line + 1})" in d["message"], d
+        assert any(d["code"] == "HPL105" for d in published(srv, uri)[-1])
+        await stop(srv)
+    finally:
+        await srv.stop()

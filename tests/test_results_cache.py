@@ -65,6 +65,7 @@ def test_every_part_of_the_key_and_the_environment_matter(tmp_path, records, mon
         UnitKey(key.source_hash, key.shape_key, "helion.Config(block_sizes=[1, 64, 64])", key.chip, key.file),
         UnitKey(key.source_hash, key.shape_key, key.config, "v5e", key.file),
         UnitKey(key.source_hash, key.shape_key, key.config, key.chip, "other.py"),
+        UnitKey(key.source_hash, key.shape_key, key.config, key.chip, key.file, "from `f(x)` at line 9 @8:4"),
     ):
         assert cache.get_many([("front", other)]) == {}
     assert cache.get_many([("lower", key)]) == {}

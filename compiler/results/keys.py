@@ -22,10 +22,13 @@ class UnitKey:
     config: str  # repr of the decorator's Config for the shape set; "" for the default
     chip: str
     file: str = ""  # the file's name: generated code names it (header, source comments)
+    # for a shape set found in the file's calls: that call (a diagnostic may name it and point at it), so a
+    # result is not shown again once the call has moved or another call gives the shapes
+    origin: str = ""
 
     def digest(self, stage: str) -> str:
         """The row key of this unit's `stage` result under the current environment."""
-        fields = [environment(), stage, self.source_hash, self.shape_key, self.config, self.chip, self.file]
+        fields = [environment(), stage, self.source_hash, self.shape_key, self.config, self.chip, self.file, self.origin]
         return hashlib.sha256(json.dumps(fields).encode()).hexdigest()
 
 

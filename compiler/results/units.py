@@ -30,9 +30,18 @@ def kernel_units(kernel: Kernel, chip: str, file: str) -> list[Unit]:
     configs = list(kernel.decorator_configs or [])
     if not configs or len(configs) != len(shape_sets):
         configs = [kernel.decorator_config] * len(shape_sets)
+    origins = list(kernel.shape_set_origins) if kernel.shape_sets else [None]
     return [Unit(i, args, config, UnitKey(kernel.source_hash, format_args(args) if args else "",
-                                          repr(config) if config else "", chip, file))
+                                          repr(config) if config else "", chip, file, _origin(origins[i])))
             for i, (args, config) in enumerate(zip(shape_sets, configs, strict=True))]
+
+
+def _origin(origin: Any) -> str:
+    """The call an inferred shape set comes from (call_shapes.ShapeOrigin), as its key's part; "" for none."""
+    if origin is None:
+        return ""
+    at = origin.range.start
+    return f"{origin.label} @{at.line}:{at.character}"
 
 
 def compile_unit(kernel: Kernel, unit: Unit) -> CompiledKernel:
