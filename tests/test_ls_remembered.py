@@ -394,3 +394,62 @@ async def test_a_result_that_names_a_call_is_not_shown_again_once_the_call_has_m
         await stop(srv)
     finally:
         await srv.stop()
+
+
+UNSUPPORTED = """
+
+# helion: args(x=f32[256, 512])
+@helion.kernel()
+def spectrum(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size()):
+        out[tile] = torch.fft.fft(x[tile]).real
+    return out
+"""
+
+
+def open_notebook(srv: RawServer, path: Path, cells: list[str]) -> tuple[str, list[str]]:
+    """notebookDocument/didOpen of code cells (as VS Code sends it); the notebook's and the cells' URIs."""
+    uris = [f"vscode-notebook-cell:{path}#W{i}" for i in range(len(cells))]
+    srv.notify("notebookDocument/didOpen", {
+        "notebookDocument": {"uri": path.as_uri(), "notebookType": "jupyter-notebook", "version": 1,
+                             "cells": [{"kind": 2, "document": uri} for uri in uris]},
+        "cellTextDocuments": [{"uri": uri, "languageId": "python", "version": 1, "text": text}
+                              for uri, text in zip(uris, cells, strict=True)]})
+    return path.as_uri(), uris
+
+
+@pytest.mark.asyncio
+async def test_a_notebooks_remembered_results_are_shown_on_the_cell_that_now_holds_the_kernel(tmp_path):
+    """Another server analysed the notebook; a cell was added above the kernel's since. The recalled result
+    is published on the kernel's cell, at its line there, and nowhere else."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    path = ws / "kernels.ipynb"
+    header, kernel = ATTENTION.split("\n\n\n", 1)
+    kernel += UNSUPPORTED  # a second kernel, with an error in its body (not anchored to a config or shape line)
+    cache = tmp_path / "analysis.sqlite"
+
+    async def session(cells: list[str]) -> tuple[RawServer, list[str]]:
+        srv = await start(cache, ws)
+        uri, cell_uris = open_notebook(srv, path, cells)
+        await srv.wait(lambda: any(p["uri"] == uri and p["final"] for p in srv.of("helion/diagnosticsStage")), 240)
+        return srv, cell_uris
+
+    srv, (_, kernel_cell) = await session([header, kernel])
+    try:
+        first = published(srv, kernel_cell)[-1]
+        assert {d["code"] for d in first} == {"HPL300", "HPL102"}
+        await stop(srv)
+    finally:
+        await srv.stop()
+
+    srv, (_, added, kernel_cell) = await session([header, "n = 1\n# another cell\n", kernel])
+    try:
+        stats = await srv.stats()
+        assert stats["counts"]["recalled"] >= 1
+        assert all(shown(diags) == shown(first) for diags in published(srv, kernel_cell)), published(srv, kernel_cell)
+        assert not any(published(srv, added))
+        await stop(srv)
+    finally:
+        await srv.stop()
