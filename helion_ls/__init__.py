@@ -26,6 +26,7 @@ Layout (data flows top to bottom; lower modules never import higher ones):
   edits.py          decorator rewrite for applying configs (pure text + ast).
   positions.py      maps positions between two texts of the same (normalised) kernel.
   settings.py       typed options, defaults, validation, per-folder registry.
+  layout.py         which client document shows each analysed line: the file, or a notebook's cells.
   lsp.py            conversions between compiler types and lsprotocol types (lsp_json.py: plain JSON).
   monitor.py        event-loop lag and GC pauses (helion/stats).
   warmup.py         a built-in kernel compiled once at start-up (compile and check workers; the server
