@@ -29,6 +29,7 @@ class Value:
     producer: Node | None = None
     hint: str | None = None  # user variable name, for readable generated code
     id: int = field(default_factory=lambda: next(_ids))
+    wide: bool = False  # torch makes it 64-bit (int64/float64); here it is 32-bit (TPUs have no 64-bit vectors)
 
     @property
     def shape(self) -> tuple[int, ...]:

@@ -83,9 +83,9 @@ class OpBuilder:
         except (RuntimeError, TypeError, ValueError, IndexError) as exc:
             raise UserError("HPL105", f"{kind}: {_short(exc)}", rng) from None
         if isinstance(result, tuple | list):
-            outs = tuple(Value(_narrow(r), space, hint=hint) for r in result)
+            outs = tuple(Value(_narrow(r), space, hint=hint, wide=r.dtype in _NARROW) for r in result)
         elif isinstance(result, torch.Tensor):
-            outs = Value(_narrow(result), space, hint=hint)
+            outs = Value(_narrow(result), space, hint=hint, wide=result.dtype in _NARROW)
         else:
             raise UserError("HPL105", f"{kind} did not produce a tensor", rng)
         op = Op(rng, kind, tuple(args), dict(kwargs), outs)
@@ -117,6 +117,7 @@ class OpBuilder:
             "lshift": torch.bitwise_left_shift, "rshift": torch.bitwise_right_shift,
         }[name]
         _no_fp8_promotion(name, (a, b), rng)
+        _no_wide_int_constant(name, (a, b), rng)
         if name in ("maximum", "minimum", "atan2") and not (isinstance(a, Value) and isinstance(b, Value)):
             # torch.maximum needs two tensors; a scalar operand broadcasts like in jnp
             return self.make(name, (a, b), {}, lambda x, y: fn(*_tensorize(x, y)), rng)
@@ -268,7 +269,7 @@ class OpBuilder:
              tiles: tuple | None = None, like: Value | None = None) -> Value:
         """A constant block; `tiles` (per dim, a TileDim or None) or `like` say which dims span tiles."""
         meta = torch.empty(shape, dtype=dtype, device="meta")
-        out = Value(_narrow(meta), space)
+        out = Value(_narrow(meta), space, wide=dtype in _NARROW)
         kwargs = {"shape": tuple(shape), "value": value, "dtype": out.dtype}
         if tiles and any(t is not None for t in tiles):
             kwargs["tiles"] = tuple(tiles)
@@ -281,7 +282,7 @@ class OpBuilder:
 
     def arange(self, n: int, dtype: torch.dtype, offset: Any, rng: Range) -> Value:
         meta = torch.empty((n,), dtype=dtype, device="meta")
-        out = Value(_narrow(meta), "device")
+        out = Value(_narrow(meta), "device", wide=dtype in _NARROW)
         op = Op(rng, "iota", (offset,) if offset is not None else (), {"n": n, "dtype": out.dtype}, out)
         out.producer = op
         self.emit(op)
@@ -335,6 +336,25 @@ def _short(exc: Exception) -> str:
 
 
 _FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+
+
+def _no_wide_int_constant(name: str, args: tuple, rng: Range) -> None:
+    """Integers on a TPU are 32-bit (int64 tensors are read as int32): arithmetic with an integer constant
+    beyond int32 needs 64-bit integers, which the device does not have (jnp would fail to lower it)."""
+    if not any(isinstance(a, Value) and not a.dtype.is_floating_point and a.dtype != torch.bool for a in args):
+        return
+    for a in args:
+        c = _scalar_const(a)
+        if isinstance(c, int) and not isinstance(c, bool) and not _INT32_MIN <= c <= _INT32_MAX:
+            raise UserError("HPL108", f"{name} with the integer constant {c} needs 64-bit integers: TPUs have no 64-bit "
+                                      "vector types (integer values on the device are int32)", rng)
+
+
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+
+
+def _scalar_const(a: Any) -> Any:
+    return a.value if isinstance(a, NamedConst) else a
 
 
 def _no_fp8_promotion(name: str, args: tuple, rng: Range) -> None:
