@@ -107,3 +107,50 @@ def test_float64_reads_stay_refused():
     """)
     with pytest.raises(CompileError, match=r"HPL108: `x` is float64 and read on the device"):
         k.compile(args="x=f64[256]")
+
+
+def test_products_of_int64_values_serve_as_indices():
+    """`* stride` on int64 offsets wraps the same in 32 and 64 bits modulo 2**32: as an index it is exact."""
+    ck = kernel("""
+        @helion.kernel(static_shapes=True)
+        def strided_rows(idx: torch.Tensor, flat: torch.Tensor) -> torch.Tensor:
+            out = torch.empty([idx.size(0), 128], dtype=flat.dtype, device=flat.device)
+            for t in hl.tile(idx.size(0)):
+                at = idx[t][:, None] * 128 + hl.arange(128)[None, :]
+                out[t, :] = hl.load(flat, [at])
+            return out
+    """).compile(args="idx=i64[16], flat=f32[1024]")
+    assert ck.diagnostics == []
+    idx = torch.tensor([7, 0, 3, 3, 1, 6, 2, 5, 4, 0, 7, 1, 2, 6, 5, 4], dtype=torch.int64)
+    flat = torch.randn(1024)
+    torch.testing.assert_close(ck(idx, flat), flat.view(8, 128)[idx])
+
+
+@pytest.mark.parametrize("use", ["((idx[t] * 1000003) % 97).to(torch.float32)", "(idx[t] * 3).to(torch.float32)",
+                                 "torch.where(idx[t] * 5 > 7, 1.0, 0.0)"])
+def test_grown_int64_values_are_refused_where_32_bits_would_differ(use):
+    """A product of int64 values passes 2**31 where torch still holds it in 64 bits: compared, divided or made a
+    float it would differ from torch on the device, so it is refused at that line (HPL108)."""
+    k = kernel(f"""
+        @helion.kernel(static_shapes=True)
+        def hashed(idx: torch.Tensor) -> torch.Tensor:
+            out = torch.empty([idx.size(0)], dtype=torch.float32, device=idx.device)
+            for t in hl.tile(idx.size(0)):
+                out[t] = {use}
+            return out
+    """)
+    with pytest.raises(CompileError, match=r"HPL108: .* computed with `\*`, `<<` or a sum from int64 values"):
+        k.compile(args="idx=i64[256]")
+
+
+def test_grown_int64_values_cast_to_int32_match_torch():
+    ck = kernel("""
+        @helion.kernel(static_shapes=True)
+        def scaled(idx: torch.Tensor) -> torch.Tensor:
+            out = torch.empty([idx.size(0)], dtype=torch.int32, device=idx.device)
+            for t in hl.tile(idx.size(0)):
+                out[t] = idx[t] * 1000003
+            return out
+    """).compile(args="idx=i64[256]")
+    idx = torch.arange(256, dtype=torch.int64) * 40000
+    torch.testing.assert_close(ck(idx), (idx * 1000003).to(torch.int32))

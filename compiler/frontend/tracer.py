@@ -38,7 +38,7 @@ from .expressions import BINOPS, ExpressionEvaluator
 from .indexing import Indexer
 from .limits import Budget
 from .module import ModuleInfo, assigned_names, target_name
-from .ops import OpBuilder
+from .ops import OpBuilder, int64_grown_error
 from .pairs import drop_unused_views
 from .values import BlockSize, BlockSizeTable, Closure, NamedConst, Tile, TileLoopSpec, lambda_def
 
@@ -451,7 +451,8 @@ class Tracer(ExpressionEvaluator):
         _no_device_tile_runs(items, rng)
         shape = self.indexer.shape(tuple(tensor.shape), items)
         dtype = torch.int32 if tensor.dtype == torch.int64 else tensor.dtype  # read as int32 (see _no_64_bit)
-        out = Value(torch.empty(shape, dtype=dtype, device="meta"), "device")
+        out = Value(torch.empty(shape, dtype=dtype, device="meta"), "device",
+                    from_int64="read" if tensor.dtype == torch.int64 else "")
         node = Load(rng, ht, items, out)
         out.producer = node
         self.region.append(node)
@@ -503,6 +504,8 @@ class Tracer(ExpressionEvaluator):
             value = self.ops.full(tuple(block), _scalar(value), base.dtype, rng)
         if value.space != "device":
             raise UserError("HPL101", "the stored value must be computed in device code", rng)
+        if value.from_int64 == "grown" and base.dtype != torch.int32:
+            raise int64_grown_error("a store into a " + str(base.dtype).removeprefix("torch.") + " tensor", rng)
         try:
             torch.broadcast_shapes(tuple(value.shape), tuple(block))
         except RuntimeError:
