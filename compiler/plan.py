@@ -207,4 +207,5 @@ class KernelPlan:
         names = ", ".join(f"`{n}`" for n in self.narrowed)
         return (f"Int64 {names} {'is' if len(self.narrowed) == 1 else 'are'} read as int32 (TPUs have no 64-bit "
                 "vector types); a call checks that every value fits and raises OverflowError if one does not. "
-                "Arithmetic on the values is 32-bit; a product or sum of them is refused where 32 bits would differ from 64.")
+                "Arithmetic on the values is 32-bit; a product or sum of them is refused where 32 bits would "
+                "differ from 64.")
