@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler.config import Config
+from compiler.tune.crosscheck import TOP, CompilerCheck, compare, latest_by_config
 from compiler.tune.keys import TrialKey
 from compiler.tune.store import StoreError, Trial, TuningStore, default_store_path
 
@@ -24,11 +25,14 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Summary:
-    """What a lens shows for one unit: the best trial and, when known, the current config's trial."""
+    """What a lens shows for one unit: the best trial and, when known, the current config's trial; the TPU
+    compiler's check of the model's picks and its estimate of the current config, when the store has them."""
 
     best: Trial
     current: Trial | None
     evaluated: int
+    check: CompilerCheck | None = None
+    compiler_current: Trial | None = None
 
 
 class StoreView:
@@ -73,6 +77,11 @@ class StoreView:
                     self._last_error = reason
                 self._drop()
                 return dict.fromkeys(requests)
+
+    def cached(self, request: tuple[TrialKey, Config | None]) -> Summary | None:
+        """The last answer for `request` if there is one, without touching the store (never blocks: for
+        hovers, which answer from what lenses already read)."""
+        return self._answers.get(request)
 
     def new_problem(self) -> str | None:
         """Why the store cannot be read, the first time each reason is seen (for telling the user once)."""
@@ -125,7 +134,12 @@ class StoreView:
                 if trial.verdict == "ok" and trial.seconds and Config(trial.config) == current:
                     if match is None or trial.seconds < match.seconds:
                         match = trial
-        return Summary(best, match, len(trials))
+        compiler = latest_by_config(store.trials(key.with_evaluator("schedule")))
+        check = compare(store.top(key.with_evaluator("model"), TOP), compiler, key.chip) if compiler else None
+        if check is not None and all(c.compiler is None and c.error is None for c in check.checked):
+            check = None  # the compiler estimated other configs (a schedule tuning), none of these picks
+        mine = compiler.get(current) if current is not None else None
+        return Summary(best, match, len(trials), check, mine if mine is not None and mine.verdict == "ok" else None)
 
     def close(self) -> None:
         with self._lock:

@@ -1,0 +1,182 @@
+"""Model vs the TPU compiler, per kernel: does the compiler's own estimate back the model's pick?
+
+The model's best few configs for one (kernel, shapes, chip) are estimated again by the schedule evaluator
+(the TPU compiler's estimate, schedule.py) and the two are compared on the time on the device (the model's
+per-call dispatch overhead is left out: the compiler does not see it). They disagree when
+
+- order: the compiler puts another of the checked configs ahead of the model's pick by more than
+  ORDER_MARGIN (its estimates of the two differ by more than that); or
+- size: the compiler's figure for the model's pick is more than MAGNITUDE_MARGIN away from the model's
+  (a ratio outside 1/1.25 .. 1.25).
+
+Only simulated figures are compared (libtpu's simulator: v5e, v5p, v6e); a compute-issue bound (v7x, v4, or a
+kernel the simulator skips) leaves out DMA waits, so it is shown but never called a disagreement.
+The figures stay apart: `model` and `compiler` fields, each labelled where it is shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import Config
+from .store import Trial
+
+ORDER_MARGIN = 0.02
+MAGNITUDE_MARGIN = 0.25
+TOP = 3  # model picks checked by default
+
+
+@dataclass(frozen=True)
+class Checked:
+    """One of the model's picks, with the TPU compiler's estimate of it when known."""
+
+    config: dict[str, Any]
+    model: float  # the model's estimate of the time on the device (s)
+    compiler: float | None = None  # the TPU compiler's estimate (s); None: not (yet) estimated or it failed
+    method: str = ""  # "simulated" | "issue" (see schedule.py)
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "config": self.config,
+            "model_seconds": self.model,
+            "compiler_seconds": self.compiler,
+            "compiler_method": self.method,
+            "compiler_error": self.error,
+        }
+
+
+@dataclass(frozen=True)
+class CompilerCheck:
+    """The comparison for one tuning problem; `checked` is in the model's order (its pick first)."""
+
+    chip: str
+    checked: tuple[Checked, ...]
+
+    @property
+    def pick(self) -> Checked:
+        return self.checked[0]
+
+    @property
+    def pending(self) -> int:
+        """Picks without a compiler figure or error yet."""
+        return sum(1 for c in self.checked if c.compiler is None and c.error is None)
+
+    @property
+    def comparable(self) -> list[Checked]:
+        return [c for c in self.checked if c.compiler is not None and c.method == "simulated"]
+
+    @property
+    def compiler_pick(self) -> Checked | None:
+        """The checked config the compiler finds fastest, when it beats the model's pick by ORDER_MARGIN."""
+        pick = self.pick
+        if pick.compiler is None or pick.method != "simulated":
+            return None
+        best = min(self.comparable, key=lambda c: c.compiler or 0.0)
+        return best if best is not pick and best.compiler < pick.compiler * (1 - ORDER_MARGIN) else None
+
+    @property
+    def ratio(self) -> float | None:
+        """Model over compiler for the model's pick (simulated figures only)."""
+        pick = self.pick
+        if pick.compiler and pick.method == "simulated":
+            return pick.model / pick.compiler
+        return None
+
+    @property
+    def order_disagrees(self) -> bool:
+        return self.compiler_pick is not None
+
+    @property
+    def size_disagrees(self) -> bool:
+        r = self.ratio
+        return r is not None and not (1 / (1 + MAGNITUDE_MARGIN) <= r <= 1 + MAGNITUDE_MARGIN)
+
+    @property
+    def disagrees(self) -> bool:
+        return self.order_disagrees or self.size_disagrees
+
+    @property
+    def verdict(self) -> str:
+        """"agrees" | "disagrees" | "pending" | "not comparable"."""
+        if self.disagrees:
+            return "disagrees"
+        if self.pending:
+            return "pending"
+        if self.ratio is None:
+            return "not comparable"
+        return "agrees"
+
+    def message(self) -> str:
+        """One line for a lens, a plot or the command line."""
+        verdict = self.verdict
+        if verdict == "pending":
+            return f"TPU compiler check: {len(self.checked) - self.pending}/{len(self.checked)} estimated"
+        if verdict == "not comparable":
+            why = self.pick.error or "it could not simulate the pick (compute-issue bound only)"
+            return f"TPU compiler check: not compared — {why[:120]}"
+        parts = []
+        if self.order_disagrees:
+            other = self.compiler_pick
+            assert other is not None and other.compiler and self.pick.compiler
+            parts.append(
+                f"it ranks {Config(other.config).short()} first "
+                f"({self.pick.compiler / other.compiler:.2f}× faster than the model's pick by its estimate)"
+            )
+        if self.size_disagrees:
+            assert self.ratio is not None
+            parts.append(f"its estimate of the pick is {1 / self.ratio:.2f}× the model's")
+        if parts:
+            return "TPU compiler disagrees: " + "; ".join(parts)
+        n = len(self.comparable)
+        return f"TPU compiler agrees ({n} pick{'s' if n != 1 else ''} checked, pick within {self._within()})"
+
+    def _within(self) -> str:
+        r = self.ratio or 1.0
+        return f"{abs(1 / r - 1):.0%}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "chip": self.chip,
+            "verdict": self.verdict,
+            "disagrees": self.disagrees,
+            "order_disagrees": self.order_disagrees,
+            "size_disagrees": self.size_disagrees,
+            "ratio": self.ratio,
+            "compiler_pick": self.compiler_pick.config if self.compiler_pick else None,
+            "message": self.message(),
+            "margins": {"order": ORDER_MARGIN, "size": MAGNITUDE_MARGIN},
+            "checked": [c.to_json() for c in self.checked],
+        }
+
+
+def device_seconds(trial: Trial) -> float:
+    """The model's estimate without its per-call dispatch overhead (what the compiler estimates)."""
+    launch = (trial.metrics.get("breakdown") or {}).get("launch", 0.0)
+    return max(0.0, (trial.seconds or 0.0) - launch)
+
+
+def compare(model_top: Sequence[Trial], compiler: Mapping[Config, Trial], chip: str) -> CompilerCheck | None:
+    """The check of the model's ranked picks against the compiler's trials (by config); None without picks."""
+    if not model_top:
+        return None
+    checked = []
+    for t in model_top:
+        c = compiler.get(Config(t.config))
+        checked.append(
+            Checked(
+                dict(t.config),
+                device_seconds(t),
+                c.seconds if c is not None and c.verdict == "ok" else None,
+                (c.metrics.get("method", "") if c is not None else ""),
+                (c.metrics.get("error") if c is not None and c.verdict != "ok" else None),
+            )
+        )
+    return CompilerCheck(chip, tuple(checked))
+
+
+def latest_by_config(trials: Sequence[Trial]) -> dict[Config, Trial]:
+    """The last ok/failed trial of each config (trials oldest first)."""
+    return {Config(t.config): t for t in trials if t.verdict in ("ok", "failed")}
