@@ -274,7 +274,8 @@ def _simulated(ck: CompiledKernel, budget: int) -> ScheduleEstimate:
 
     chip, plan = ck.chip, ck.plan
     model = estimate(plan, chip)  # only to size the shrunken grid; its figures are not used
-    per_step = 2.0 * model.seconds * chip.clock_hz / max(1, sum(c.grid_steps for c in plan.calls))
+    device = model.seconds - model.breakdown.get("launch", 0.0)
+    per_step = 2.0 * device * chip.clock_hz / max(1, sum(c.grid_steps for c in plan.calls))
     full = [tuple(call.grid or (1,)) for call in plan.calls]
     runs = plan_runs(plan, per_step, budget)
     results: list[TpuCompileResult] = []
