@@ -135,10 +135,14 @@ def model_point(problem: Problem, config: Config, source: str) -> Point | None:
                  est.bound, issue=issue)
 
 
-def compiler_figure(point: Point, problem: Problem, store: TuningStore | None, key: TrialKey) -> None:
+def compiler_figure(
+    point: Point, problem: Problem, store: TuningStore | None, key: TrialKey, cached_only: bool = False
+) -> None:
     """The TPU compiler's estimate of the point: from the store, else computed (and stored)."""
     known = stored_outcomes(store, key)
     outcome = known.get(Config(point.config))
+    if outcome is None and cached_only:
+        return
     if outcome is None:
         ck = problem.compile(point.config)
         m = ScheduleEvaluator().measure(ck)
@@ -204,7 +208,7 @@ def run(args: argparse.Namespace) -> list[Point]:
                         continue
                     if not args.model_only:
                         start = time.monotonic()
-                        compiler_figure(point, problem, store, key)
+                        compiler_figure(point, problem, store, key, args.cached)
                         if args.verbose:
                             print(f"  {point.name} {chip} {_short(point.config)}: {_us(point.compiler)} µs "
                                   f"({time.monotonic() - start:.0f} s)", file=sys.stderr, flush=True)
@@ -278,6 +282,7 @@ def main() -> int:
     parser.add_argument("--store", default=str(default_store_path().with_name("schedule-bench.sqlite")),
                         help="tuning store for the compiler's results ('none': keep nothing)")
     parser.add_argument("--model-only", action="store_true", help="only the model (no libtpu)")
+    parser.add_argument("--cached", action="store_true", help="compiler figures from the store only (no libtpu)")
     parser.add_argument("--json", metavar="PATH", help="also write the points as JSON")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
