@@ -38,6 +38,7 @@ from compiler.checks.libtpu_compile import (  # noqa: E402
     PROFILE_DIR_ENV,
     SCHEDULE_DIR_ENV,
     classify_compile_error,
+    custom_call_names,
     kernel_vmem,
 )
 from compiler.checks.llo_dump import read_cycles, read_schedules  # noqa: E402
@@ -133,7 +134,9 @@ def handle(request: dict, workdir: Path, dump_dir: Path, serial: int) -> dict:
     else:
         reply["seconds"] = time.perf_counter() - start
         reply["ok"] = True
-        reply.update(kernel_vmem(compiled.as_text()))
+        hlo = compiled.as_text()
+        reply.update(kernel_vmem(hlo))
+        reply["custom_calls"] = custom_call_names(hlo)
         kernels = read_dumps(dump_dir, with_text=request["dump"])
         if os.environ.get(SCHEDULE_DIR_ENV):
             reply["schedules"] = [k.to_json() for k in read_schedules(Path(os.environ[SCHEDULE_DIR_ENV]))]

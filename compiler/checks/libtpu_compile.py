@@ -150,7 +150,9 @@ class TpuCompileResult:
     vmem_limit_bytes / vmem_used_bytes: the scoped VMEM limit applied to the kernel and what it uses, from the
                   compiled HLO (max over the module's kernels); None when not compiled.
     kernels:      the Mosaic dump of each kernel (texts empty when compiled with dump_mosaic=False).
-    schedules:    (schedule workers) each kernel's scheduled bundles, loops and slot utilisation.
+    schedules:    (schedule workers) each kernel's scheduled bundles, loops and slot utilisation, the Mosaic
+                  kernels' and any XLA op's around them (a transpose, a pad in the host code).
+    custom_calls: the Mosaic kernels (`tpu_custom_call` instructions of the compiled HLO), in program order.
     cycles:       (schedule="cycles") kernel name -> simulated `estimated_cycles` (0: the simulator skipped it).
     seconds:      trace + lower + compile time in the worker; wall_seconds: the caller's round trip
                   (includes starting the worker on a first call).
@@ -175,6 +177,7 @@ class TpuCompileResult:
     kernels: tuple[KernelDump, ...] = ()
     schedules: tuple[KernelSchedule, ...] = ()
     cycles: dict[str, int] = field(default_factory=dict)
+    custom_calls: tuple[str, ...] = ()
     wall_seconds: float = 0.0
 
     @property
@@ -214,6 +217,7 @@ class TpuCompileResult:
             kernels=tuple(KernelDump.from_json(k) for k in data.get("kernels", ())),
             schedules=tuple(KernelSchedule.from_json(k) for k in data.get("schedules", ())),
             cycles=dict(data.get("cycles", {})),
+            custom_calls=tuple(data.get("custom_calls", ())),
             wall_seconds=wall_seconds,
         )
 
@@ -239,6 +243,7 @@ class TpuCompileResult:
             "kernels": [k.to_json(with_text) for k in self.kernels],
             "schedules": [k.to_json() for k in self.schedules],
             "cycles": dict(self.cycles),
+            "custom_calls": list(self.custom_calls),
         }
 
 
@@ -288,6 +293,14 @@ def _allocation(body: str, size_bytes: int) -> dict[str, Any]:
         "window": window.group(1) if window else None,
         "buffers": int(buffers.group(1)) if buffers else None,
     }
+
+
+_CUSTOM_CALL = re.compile(r'^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=.*custom_call_target="tpu_custom_call"', re.M)
+
+
+def custom_call_names(hlo_text: str) -> list[str]:
+    """Names of the Mosaic kernels (tpu_custom_call instructions) of a compiled HLO module, in order."""
+    return _CUSTOM_CALL.findall(hlo_text)
 
 
 def kernel_vmem(hlo_text: str) -> dict[str, int | None]:

@@ -204,18 +204,14 @@ def plan_runs(plan: KernelPlan, cycles_per_step: float, budget: int) -> list[lis
 # ---- the estimate ---------------------------------------------------------------------------------------------
 
 
-def _by_call(result: TpuCompileResult, plan: KernelPlan) -> list[str]:
-    """The kernel names of the compiled module in the order of the plan's calls (custom calls are numbered
-    in program order)."""
-    names = sorted({s.name for s in result.schedules} | set(result.cycles), key=_call_order)
+def _by_call(result: TpuCompileResult, plan: KernelPlan) -> tuple[list[str], list[str]]:
+    """(the Mosaic kernels of the compiled module in the order of the plan's calls, every other compiled op:
+    XLA's own ops around them, whose time does not depend on the grid)."""
+    names = list(result.custom_calls)
     if len(names) != len(plan.calls):
-        raise ValueError(f"{len(names)} compiled kernels for {len(plan.calls)} pallas_calls")
-    return names
-
-
-def _call_order(name: str) -> tuple[int, str]:
-    tail = name.rsplit(".", 1)[-1]
-    return (int(tail) if tail.isdigit() else 0, name)
+        raise ValueError(f"{len(names)} compiled Mosaic kernels for {len(plan.calls)} pallas_calls")
+    others = sorted(({s.name for s in result.schedules} | set(result.cycles)) - set(names))
+    return names, others
 
 
 def _failed(chip: str, clock: float, method: str, result: TpuCompileResult) -> ScheduleEstimate:
@@ -236,9 +232,10 @@ def _utilisation(result: TpuCompileResult, weights: dict[str, float]) -> dict[st
 def _issue(ck: CompiledKernel, result: TpuCompileResult, notes: list[str], compile_seconds: float) -> ScheduleEstimate:
     """The compute-issue bound from a compile's bundles, for the full grid."""
     chip, plan = ck.chip, ck.plan
-    names = _by_call(result, plan)
+    names, others = _by_call(result, plan)
     schedules = {s.name: s for s in result.schedules}
     executed = {n: schedules[n].executed_for(call.grid_steps) for n, call in zip(names, plan.calls, strict=True)}
+    executed |= {n: schedules[n].executed for n in others if n in schedules}
     total = sum(executed.values())
     seconds = total / chip.clock_hz
     mxu_floor = plan.flops / chip.bf16_flops
@@ -263,6 +260,15 @@ def _issue(ck: CompiledKernel, result: TpuCompileResult, notes: list[str], compi
 
 def schedule_estimate(ck: CompiledKernel, budget: int | None = None) -> ScheduleEstimate:
     """The TPU compiler's estimate of `ck`'s time (raises ScheduleUnavailable without libtpu)."""
+    chip = ck.chip
+    method = "simulated" if chip.name in SIMULATED_CHIPS else "issue"
+    try:
+        return _estimate(ck, budget)
+    except ValueError as exc:  # a compiled module this reading does not understand: said, not raised
+        return ScheduleEstimate(chip.name, None, method, chip.clock_hz, error=f"cannot read the schedule: {exc}")
+
+
+def _estimate(ck: CompiledKernel, budget: int | None) -> ScheduleEstimate:
     chip = ck.chip
     if chip.name not in SIMULATED_CHIPS:
         result = _compile(ck, ck.source, "bundles")
@@ -297,7 +303,7 @@ def _simulated(ck: CompiledKernel, budget: int) -> ScheduleEstimate:
         results.append(result)
         if source is ck.source:
             break
-    names = _by_call(results[-1], plan)
+    names, others = _by_call(results[-1], plan)
     skipped = [n for n in names if not results[-1].cycles.get(n)]
     if skipped:
         note = f"libtpu's simulator skipped {', '.join(skipped)} (a DMA kind it does not model): compute-issue bound"
@@ -314,7 +320,10 @@ def _simulated(ck: CompiledKernel, budget: int) -> ScheduleEstimate:
         else:
             cycles += values[-1] * call.grid_steps / counts[-1]
     schedules = {s.name: s for s in results[-1].schedules}
+    for n in others:  # XLA's ops around the kernels: not on the grid (their bundles where not simulated)
+        cycles += results[-1].cycles.get(n) or (schedules[n].executed if n in schedules else 0.0)
     executed = {n: schedules[n].executed_for(call.grid_steps) for n, call in zip(names, plan.calls, strict=True)}
+    executed |= {n: schedules[n].executed for n in others if n in schedules}
     notes = [] if len(results) == 1 else ["simulated on a shrunken grid and scaled linearly to the full grid"]
     simulated = cycles / chip.clock_hz
     floor = max(plan.hbm_bytes / chip.hbm_bandwidth, plan.flops / chip.bf16_flops)
