@@ -38,10 +38,9 @@ from compiler.checks.libtpu_compile import (  # noqa: E402
     PROFILE_DIR_ENV,
     SCHEDULE_DIR_ENV,
     classify_compile_error,
-    custom_call_names,
     kernel_vmem,
 )
-from compiler.checks.llo_dump import read_cycles, read_schedules  # noqa: E402
+from compiler.checks.llo_dump import custom_call_names, read_cycles, read_schedules  # noqa: E402
 from compiler.checks.mlir_text import SourceLoc, trim_error  # noqa: E402
 from compiler.checks.mosaic_dump import failure_location, read_dumps  # noqa: E402
 from compiler.chips import get_chip  # noqa: E402

@@ -295,14 +295,6 @@ def _allocation(body: str, size_bytes: int) -> dict[str, Any]:
     }
 
 
-_CUSTOM_CALL = re.compile(r'^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=.*custom_call_target="tpu_custom_call"', re.M)
-
-
-def custom_call_names(hlo_text: str) -> list[str]:
-    """Names of the Mosaic kernels (tpu_custom_call instructions) of a compiled HLO module, in order."""
-    return _CUSTOM_CALL.findall(hlo_text)
-
-
 def kernel_vmem(hlo_text: str) -> dict[str, int | None]:
     """Scoped VMEM limit and use of the compiled kernels, from the `tpu_custom_call` backend configs of the
     optimized HLO (`scoped_memory_configs` / `used_scoped_memory_configs`, memory space 1 = VMEM)."""

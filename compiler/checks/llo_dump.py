@@ -32,6 +32,7 @@ _START = re.compile(r"Start(?:/End empty)? region (\d+)")
 _BACK = re.compile(r"sbr\.rel\b[^;}]*?target = \$region(\d+)")
 _EXIT = re.compile(r"scmp\.(?:ge|gt)\.[su]32\S*\s+%\w+,\s*(-?\d+|%\w+)\s*/\* loop exit test \*/")
 _CYCLES = re.compile(r'hlo_op_name:\s*"([^"]*)"\s*estimated_cycles:\s*(\d+)')
+_CUSTOM_CALL = re.compile(r'^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=.*custom_call_target="tpu_custom_call"', re.M)
 _FILE = re.compile(r"^\d+-(.+)-\d\d-(final_bundles|final_hlo-static-per-bundle-utilization)\.txt$")
 
 # Units of the utilisation dump, grouped as a report shows them: (label, unit names in the dump).
@@ -238,6 +239,12 @@ def read_schedules(dump_dir: Path) -> list[KernelSchedule]:
             )
         )
     return out
+
+
+def custom_call_names(hlo_text: str) -> list[str]:
+    """Names of the Mosaic kernels (tpu_custom_call instructions) of a compiled HLO module, in program order:
+    the dumps also hold XLA's own ops around them (a pad, a transpose in the host code)."""
+    return _CUSTOM_CALL.findall(hlo_text)
 
 
 def read_cycles(profile_dir: Path) -> dict[str, int]:
