@@ -13,7 +13,8 @@ A, B, C = ({"block_sizes": [b]} for b in (256, 128, 64))
 
 
 def model(config: dict, device: float) -> Trial:
-    return Trial(config, device + LAUNCH, "ok", {"breakdown": {"launch": LAUNCH}}, "model", 0.0)
+    breakdown = {"launch": LAUNCH, "compute": 0.5 * device, "step_overhead": 0.1 * device, "exposed_dma": 0.4 * device}
+    return Trial(config, device + LAUNCH, "ok", {"breakdown": breakdown}, "model", 0.0)
 
 
 def compiler(config: dict, seconds: float | None, method: str = "simulated") -> Trial:
@@ -58,6 +59,16 @@ def test_pending_failed_and_issue_bound_figures():
     assert pending.message() == "TPU compiler check: 1/3 estimated"
     failed = check(PICKS, [compiler(A, None), compiler(B, 9e-6), compiler(C, 9e-6)])
     assert failed.verdict == "not comparable" and "vmem_oom" in failed.message()
-    issue = check(PICKS, [compiler(A, 5e-6, "issue"), compiler(B, 1e-6, "issue"), compiler(C, 1e-6, "issue")])
-    assert issue.verdict == "not comparable" and not issue.disagrees  # a lower bound without DMA: no verdict
+    # a simulated pick is compared with simulated figures only
+    mixed = check(PICKS, [compiler(A, 10e-6), compiler(B, 1e-6, "issue"), compiler(C, 1e-6, "issue")])
+    assert mixed.verdict == "agrees" and [c.config for c in mixed.comparable] == [A]
+
+
+def test_issue_bounds_compare_with_the_models_compute_and_overheads():
+    # the model's issue-bound part is 60 % of its device time here (compute + per-step overhead, no DMA)
+    agree = check(PICKS, [compiler(A, 6e-6, "issue"), compiler(B, 6.6e-6, "issue"), compiler(C, 9e-6, "issue")])
+    assert agree.verdict == "agrees" and agree.ratio == pytest.approx(1.0)
+    assert agree.message().startswith("TPU compiler agrees (compute-issue bounds, no DMA)")
+    order = check(PICKS, [compiler(A, 6e-6, "issue"), compiler(B, 5e-6, "issue"), compiler(C, 9e-6, "issue")])
+    assert order.order_disagrees and order.message().startswith("TPU compiler disagrees (compute-issue bounds")
     assert compare([], {}, "v6e") is None

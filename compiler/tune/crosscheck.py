@@ -9,9 +9,10 @@ per-call dispatch overhead is left out: the compiler does not see it). They disa
 - size: the compiler's figure for the model's pick is more than MAGNITUDE_MARGIN away from the model's
   (a ratio outside 1/1.25 .. 1.25).
 
-Only simulated figures are compared (libtpu's simulator: v5e, v5p, v6e); a compute-issue bound (v7x, v4, or a
-kernel the simulator skips) leaves out DMA waits, so it is shown but never called a disagreement.
-The figures stay apart: `model` and `compiler` fields, each labelled where it is shown.
+A simulated figure (libtpu's simulator: v5e, v5p, v6e) is compared with the model's time on the device; a
+compute-issue bound (v7x, v4, or a kernel the simulator skips: bundles issued, no DMA waits in it) with the
+model's compute and per-step overheads, its own issue-bound part. Figures of the two kinds are never compared
+with each other. The figures stay apart: `model` and `compiler` fields, each labelled where it is shown.
 """
 
 from __future__ import annotations
@@ -33,15 +34,22 @@ class Checked:
     """One of the model's picks, with the TPU compiler's estimate of it when known."""
 
     config: dict[str, Any]
-    model: float  # the model's estimate of the time on the device (s)
+    device: float  # the model's estimate of the time on the device (s)
     compiler: float | None = None  # the TPU compiler's estimate (s); None: not (yet) estimated or it failed
     method: str = ""  # "simulated" | "issue" (see schedule.py)
     error: str | None = None
+    issue: float = 0.0  # the model's compute and per-step overheads (s): what an issue bound is compared with
+
+    @property
+    def model(self) -> float:
+        """The model's figure that compares with the compiler's (see the module docstring)."""
+        return self.issue if self.method == "issue" else self.device
 
     def to_json(self) -> dict[str, Any]:
         return {
             "config": self.config,
             "model_seconds": self.model,
+            "model_device_seconds": self.device,
             "compiler_seconds": self.compiler,
             "compiler_method": self.method,
             "compiler_error": self.error,
@@ -66,24 +74,23 @@ class CompilerCheck:
 
     @property
     def comparable(self) -> list[Checked]:
-        return [c for c in self.checked if c.compiler is not None and c.method == "simulated"]
+        """The checked configs with a compiler figure of the same kind as the pick's."""
+        return [c for c in self.checked if c.compiler is not None and c.method == self.pick.method]
 
     @property
     def compiler_pick(self) -> Checked | None:
         """The checked config the compiler finds fastest, when it beats the model's pick by ORDER_MARGIN."""
         pick = self.pick
-        if pick.compiler is None or pick.method != "simulated":
+        if pick.compiler is None:
             return None
         best = min(self.comparable, key=lambda c: c.compiler or 0.0)
         return best if best is not pick and best.compiler < pick.compiler * (1 - ORDER_MARGIN) else None
 
     @property
     def ratio(self) -> float | None:
-        """Model over compiler for the model's pick (simulated figures only)."""
+        """Model over compiler for the model's pick."""
         pick = self.pick
-        if pick.compiler and pick.method == "simulated":
-            return pick.model / pick.compiler
-        return None
+        return pick.model / pick.compiler if pick.compiler else None
 
     @property
     def order_disagrees(self) -> bool:
@@ -115,8 +122,7 @@ class CompilerCheck:
         if verdict == "pending":
             return f"TPU compiler check: {len(self.checked) - self.pending}/{len(self.checked)} estimated"
         if verdict == "not comparable":
-            why = self.pick.error or "it could not simulate the pick (compute-issue bound only)"
-            return f"TPU compiler check: not compared — {why[:120]}"
+            return f"TPU compiler check: not compared — {(self.pick.error or 'no estimate of the pick')[:120]}"
         parts = []
         if self.order_disagrees:
             other = self.compiler_pick
@@ -128,10 +134,11 @@ class CompilerCheck:
         if self.size_disagrees:
             assert self.ratio is not None
             parts.append(f"its estimate of the pick is {1 / self.ratio:.2f}× the model's")
+        kind = " (compute-issue bounds, no DMA)" if self.pick.method == "issue" else ""
         if parts:
-            return "TPU compiler disagrees: " + "; ".join(parts)
+            return "TPU compiler disagrees" + kind + ": " + "; ".join(parts)
         n = len(self.comparable)
-        return f"TPU compiler agrees ({n} pick{'s' if n != 1 else ''} checked, pick within {self._within()})"
+        return f"TPU compiler agrees{kind} ({n} pick{'s' if n != 1 else ''} checked, pick within {self._within()})"
 
     def _within(self) -> str:
         r = self.ratio or 1.0
@@ -158,6 +165,12 @@ def device_seconds(trial: Trial) -> float:
     return max(0.0, (trial.seconds or 0.0) - launch)
 
 
+def issue_seconds(trial: Trial) -> float:
+    """The model's compute and per-step overheads: its part a compute-issue bound compares with."""
+    b = trial.metrics.get("breakdown") or {}
+    return b.get("compute", 0.0) + b.get("step_overhead", 0.0) + b.get("inner_overhead", 0.0)
+
+
 def compare(model_top: Sequence[Trial], compiler: Mapping[Config, Trial], chip: str) -> CompilerCheck | None:
     """The check of the model's ranked picks against the compiler's trials (by config); None without picks."""
     if not model_top:
@@ -172,6 +185,7 @@ def compare(model_top: Sequence[Trial], compiler: Mapping[Config, Trial], chip: 
                 c.seconds if c is not None and c.verdict == "ok" else None,
                 (c.metrics.get("method", "") if c is not None else ""),
                 (c.metrics.get("error") if c is not None and c.verdict != "ok" else None),
+                issue_seconds(t),
             )
         )
     return CompilerCheck(chip, tuple(checked))
