@@ -79,6 +79,8 @@ class TuneSpec:
     @property
     def deadline(self) -> float:
         """Seconds after which a silent or runaway tuner is considered hung."""
+        if self.kind == "crosscheck":  # a few libtpu simulations, one at a time on the machine
+            return 1800.0
         budget = self.budget_seconds if self.max_evals is None and self.budget_seconds else 600.0
         return 2 * budget + 120.0
 
