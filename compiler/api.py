@@ -410,6 +410,11 @@ class CompiledKernel:
                 out.append(jax.ShapeDtypeStruct(spec.shape, dtype))
         return out
 
+    def compile_args(self) -> list[Any]:
+        """What the generated entry is compiled with: the tensors' ShapeDtypeStructs, then the scalar
+        arguments' values (static)."""
+        return self.arg_structs() + [self.args[n] for n in self.kernel.params if n in self.scalar_args()]
+
     def check_lowering(self) -> list[Diagnostic]:
         """Mosaic lowering for the chip (always available); diagnostics on the kernel source."""
         from .truth import check_lowering

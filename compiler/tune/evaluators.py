@@ -169,7 +169,7 @@ class CompileEvaluator(Evaluator):
         from ..checks import LibtpuUnavailable, tpu_compile
 
         try:
-            result = tpu_compile(ck.source, ck.entry, ck.arg_structs(), ck.chip)
+            result = tpu_compile(ck.source, ck.entry, ck.compile_args(), ck.chip)
         except LibtpuUnavailable as exc:
             raise EvaluatorUnavailable(str(exc)) from None
         if not result.ok:

@@ -144,7 +144,7 @@ def one_at_a_time() -> Iterator[None]:
 
 def _compile(ck: CompiledKernel, source: str, mode: ScheduleMode) -> TpuCompileResult:
     with one_at_a_time():
-        return _worker(mode).compile(source, ck.entry, ck.arg_structs(), ck.chip, dump_mosaic=False)
+        return _worker(mode).compile(source, ck.entry, ck.compile_args(), ck.chip, dump_mosaic=False)
 
 
 # ---- shrinking the grid ---------------------------------------------------------------------------------------
