@@ -7,8 +7,8 @@ see it), the TPU compiler's estimate (compiler/tune/schedule.py: libtpu's simula
 bundles it schedules on v7x), their ratio and what bounds the model's estimate; per kernel, whether the two
 rank the configs alike. Points whose model estimate is mostly the call's dispatch overhead are flagged
 ("dispatch") and left out of the agreement figures; v7x has no simulator, so its compiler figure is the
-compute-issue bound (bundles issued, or the MXU peak) and is compared with the model's compute and per-step
-overheads only (no DMA).
+compute-issue bound (bundles issued, or the MXU peak) and is compared with the model's compute time only (MXU
+and vector work after their overlap: no DMA, no per-step waits).
 
 Results of the compiler are kept in a tuning store (default: the user cache dir's
 helion-ls/schedule-bench.sqlite, --store), keyed like any tuning result, so a second run only models.
@@ -63,7 +63,7 @@ class Point:
     device: float  # the model's estimate of the time on the device (s): its estimate less its dispatch overhead
     dispatch: float  # the model's per-call overhead (s)
     bound: str
-    issue: float = 0.0  # the model's compute and per-step overheads (s): what a compute-issue bound compares with
+    issue: float = 0.0  # the model's compute time (s): what a compute-issue bound compares with
     compiler: float | None = None
     method: str = ""
     error: str | None = None
@@ -72,8 +72,8 @@ class Point:
 
     @property
     def model(self) -> float:
-        """The model's figure to compare: its time on the device, or for a compute-issue bound (no DMA in
-        it) its compute and per-step overheads."""
+        """The model's figure to compare: its time on the device, or for a compute-issue bound (no DMA, no
+        waits in it) its compute time: MXU and vector work after their overlap."""
         return self.issue if self.method == "issue" else self.device
 
     @property
@@ -130,7 +130,7 @@ def model_point(problem: Problem, config: Config, source: str) -> Point | None:
     est = estimate(ck.plan, ck.chip)
     b = est.breakdown
     device = est.seconds - b["launch"]
-    issue = b["compute"] + b["step_overhead"] + b["inner_overhead"]
+    issue = b["compute"]
     return Point(source, problem.kernel, problem.chip, dict(config), problem.shape_key, device, b["launch"],
                  est.bound, issue=issue)
 

@@ -10,8 +10,8 @@ per-call dispatch overhead is left out: the compiler does not see it). They disa
   (a ratio outside 1/1.25 .. 1.25).
 
 A simulated figure (libtpu's simulator: v5e, v5p, v6e) is compared with the model's time on the device; a
-compute-issue bound (v7x, v4, or a kernel the simulator skips: bundles issued, no DMA waits in it) with the
-model's compute and per-step overheads, its own issue-bound part. Figures of the two kinds are never compared
+compute-issue bound (v7x, v4, or a kernel the simulator skips: bundles issued, no DMA or waits in it) with the
+model's compute time (MXU and vector work after their overlap). Figures of the two kinds are never compared
 with each other. The figures stay apart: `model` and `compiler` fields, each labelled where it is shown.
 """
 
@@ -38,7 +38,7 @@ class Checked:
     compiler: float | None = None  # the TPU compiler's estimate (s); None: not (yet) estimated or it failed
     method: str = ""  # "simulated" | "issue" (see schedule.py)
     error: str | None = None
-    issue: float = 0.0  # the model's compute and per-step overheads (s): what an issue bound is compared with
+    issue: float = 0.0  # the model's compute time (s): what an issue bound is compared with
 
     @property
     def model(self) -> float:
@@ -166,9 +166,9 @@ def device_seconds(trial: Trial) -> float:
 
 
 def issue_seconds(trial: Trial) -> float:
-    """The model's compute and per-step overheads: its part a compute-issue bound compares with."""
-    b = trial.metrics.get("breakdown") or {}
-    return b.get("compute", 0.0) + b.get("step_overhead", 0.0) + b.get("inner_overhead", 0.0)
+    """The model's compute time (MXU and vector work after their overlap): what a compute-issue bound,
+    which sees neither DMA nor the waits of a pipeline step, compares with."""
+    return (trial.metrics.get("breakdown") or {}).get("compute", 0.0)
 
 
 def compare(model_top: Sequence[Trial], compiler: Mapping[Config, Trial], chip: str) -> CompilerCheck | None:
