@@ -1,7 +1,9 @@
 """The performance model against the TPU compiler's own estimate, for every kernel this repository has.
 
 Every example, test and conformance kernel (its first shape set) is compiled on each chip at a few configs:
-the model's two best after a short search, and the kernel's default config. Per point it prints the model's
+the model's two best after a short search, and the kernel's default config. The test kernels' shapes are tiny
+(every point would be dispatch-dominated), so each is also run with its dimensions of 64 or more scaled up
+(--scale, by value: equal dimensions stay equal; the largest factor up to it that still compiles). Per point it prints the model's
 estimate of the kernel's time on the device (its per-call dispatch overhead left out: the compiler does not
 see it), the TPU compiler's estimate (compiler/tune/schedule.py: libtpu's simulated cycles on v5e/v6e, the
 bundles it schedules on v7x), their ratio and what bounds the model's estimate; per kernel, whether the two
@@ -38,6 +40,7 @@ import compiler  # noqa: E402
 from compiler.api import Kernel  # noqa: E402
 from compiler.config import Config  # noqa: E402
 from compiler.diagnostics import CompileError  # noqa: E402
+from compiler.specs import ArgSpec, TensorSpec  # noqa: E402
 from compiler.tune.driver import stored_outcomes  # noqa: E402
 from compiler.tune.evaluators import Problem, ScheduleEvaluator  # noqa: E402
 from compiler.tune.executors import InlineExecutor  # noqa: E402
@@ -71,6 +74,7 @@ class Point:
     error: str | None = None
     per_step: float = 0.0
     utilisation: dict = field(default_factory=dict)
+    tag: str = ""  # " (dims ×N)" for a test kernel's scaled-up shape
 
     @property
     def model(self) -> float:
@@ -93,7 +97,8 @@ class Point:
 
     @property
     def name(self) -> str:
-        return f"{Path(self.source).stem}:{self.kernel}" if Path(self.source).stem != self.kernel else self.kernel
+        name = f"{Path(self.source).stem}:{self.kernel}" if Path(self.source).stem != self.kernel else self.kernel
+        return name + self.tag
 
 
 def kernel_files(conformance: bool) -> Iterator[Path]:
@@ -106,6 +111,25 @@ def kernel_files(conformance: bool) -> Iterator[Path]:
 def rejected(source: str) -> bool:
     """A conformance case that must be refused (no right answer): nothing to time."""
     return any(line.startswith("REJECT") for line in source.splitlines())
+
+
+def scaled(kernel: Kernel, args: dict[str, ArgSpec], chip: str, factor: int) -> dict[str, ArgSpec] | None:
+    """`args` with every dimension of 64 or more times the largest power of two up to `factor` that compiles
+    with the default config; None when none does (or nothing is that large)."""
+    while factor > 1:
+        out = {
+            n: TensorSpec(s.dtype_name, tuple(d * factor if d >= 64 else d for d in s.shape))
+            if isinstance(s, TensorSpec) else s
+            for n, s in args.items()
+        }
+        if out != args:
+            try:
+                kernel.compile(args=out, chip=chip, emit=False)
+                return out
+            except CompileError:
+                pass
+        factor //= 2
+    return None
 
 
 def configs_for(kernel: Kernel, problem: Problem, n: int) -> list[Config]:
@@ -188,6 +212,30 @@ def _short(config: dict) -> str:
     return Config(config).short() if config else "default"
 
 
+def kernel_points(args: argparse.Namespace, store: TuningStore | None, text: str, rel: str, kernel: Kernel,
+                  chip: str, shape: dict[str, ArgSpec], tag: str = "") -> list[Point]:
+    problem = Problem(text, kernel.name, shape, chip, rel, 0)
+    try:
+        configs = configs_for(kernel, problem, args.configs)
+    except CompileError:
+        return []
+    key = TrialKey(kernel.source_hash, problem.shape_key, chip, "schedule")
+    out = []
+    for config in configs:
+        point = model_point(problem, config, rel)
+        if point is None:
+            continue
+        point.tag = tag
+        if not args.model_only:
+            start = time.monotonic()
+            compiler_figure(point, problem, store, key, args.cached)
+            if args.verbose:
+                print(f"  {point.name} {chip} {problem.shape_key[:40]} {_short(point.config)}: {_us(point.compiler)} "
+                      f"µs ({time.monotonic() - start:.0f} s)", file=sys.stderr, flush=True)
+        out.append(point)
+    return out
+
+
 def run(args: argparse.Namespace) -> list[Point]:
     store = TuningStore(args.store) if args.store != "none" else None
     points: list[Point] = []
@@ -203,23 +251,13 @@ def run(args: argparse.Namespace) -> list[Point]:
             if not kernel.shape_sets:
                 continue
             for chip in args.chips:
-                problem = Problem(text, kernel.name, kernel.shape_sets[0], chip, rel, 0)
-                try:
-                    configs = configs_for(kernel, problem, args.configs)
-                except CompileError:
-                    continue
-                key = TrialKey(kernel.source_hash, problem.shape_key, chip, "schedule")
-                for config in configs:
-                    point = model_point(problem, config, rel)
-                    if point is None:
-                        continue
-                    if not args.model_only:
-                        start = time.monotonic()
-                        compiler_figure(point, problem, store, key, args.cached)
-                        if args.verbose:
-                            print(f"  {point.name} {chip} {_short(point.config)}: {_us(point.compiler)} µs "
-                                  f"({time.monotonic() - start:.0f} s)", file=sys.stderr, flush=True)
-                    points.append(point)
+                first = kernel.shape_sets[0]
+                points += kernel_points(args, store, text, rel, kernel, chip, first)
+                bigger = scaled(kernel, first, chip, args.scale) if rel.startswith("tests/kernels") else None
+                if bigger is not None:
+                    factor = next(b // a for n, s in first.items() if isinstance(s, TensorSpec)
+                                  for a, b in zip(s.shape, bigger[n].shape, strict=True) if b != a)
+                    points += kernel_points(args, store, text, rel, kernel, chip, bigger, f" (dims ×{factor})")
     if store is not None:
         store.close()
     return points
@@ -293,6 +331,7 @@ def main() -> int:
     parser.add_argument("--chips", nargs="+", default=["v5e", "v6e"], help="chips (v7x: issue-bound comparison)")
     parser.add_argument("-k", action="append", help="only kernels whose 'file:kernel' contains this")
     parser.add_argument("--configs", type=int, default=3, help="configs per kernel (default 3)")
+    parser.add_argument("--scale", type=int, default=16, help="test kernels also at dims up to this many times larger")
     parser.add_argument("--no-conformance", dest="conformance", action="store_false")
     parser.add_argument("--store", default=str(default_store_path().with_name("schedule-bench.sqlite")),
                         help="tuning store for the compiler's results ('none': keep nothing)")
