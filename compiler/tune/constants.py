@@ -145,8 +145,8 @@ def _carried(base: ModelConstants, chip: str, calibrated: bool = False,
 _CLOCKS = {"v4": 1.049e9, "v5e": 1.503e9, "v5p": 1.751e9, "v6e": 1.755e9, "v7x": 2.47e9}
 
 # [seed] fits of v7x's vector rate and loop overlap (bench/seed_table.py --fit); v5e's are derived from them.
-_SEED_VPU_RATE = 9.816e12
-_SEED_OVERLAP_LOOP = 0.6715
+_SEED_VPU_RATE = 9.824e12
+_SEED_OVERLAP_LOOP = 0.6726
 _V5E_SCALE = _CLOCKS["v5e"] / _CLOCKS["v7x"]
 _BY_CLOCK = (
     f"[from v7x, scaled by the clock ratio {_V5E_SCALE:.3f}: schedule; it was the bf16 peak ratio 0.171 until "
@@ -168,15 +168,15 @@ V5E = _constants(
                                                "VALU slots)"),
     overlap_straight=(1.0, "[pallas] straight-line code is one basic block the LLO scheduler interleaves"),
     overlap_loop=(_SEED_OVERLAP_LOOP, "[from v7x] [seed] fit"),
-    step_overhead=(0.309e-6, "[guide] fit, one value with pipeline_iteration_overhead: the guide's K steps "
+    step_overhead=(0.3164e-6, "[guide] fit, one value with pipeline_iteration_overhead: the guide's K steps "
                              "are grid steps, ours emit_pipeline iterations; [assumed] they cost the same"),
-    pipeline_iteration_overhead=(0.309e-6, "[guide] fit: its 128^3 points at 4096 and 8192, where each K "
+    pipeline_iteration_overhead=(0.3164e-6, "[guide] fit: its 128^3 points at 4096 and 8192, where each K "
                                            "step's ~0.35 µs is all overhead (compute ~40 ns, DMA ~80 ns)"),
     fori_iteration_overhead=(0.05e-6, "[assumed] a scalar loop plus address arithmetic"),
     dma_latency=(0.0, "[guide] fit (to 0): 128^3 steps cost the same whatever their DMA, and a restart of "
                       "the K pipeline no more than its bytes; issue and wait are in step_overhead"),
     dma_efficiency=(1.0, "[assumed] the data-sheet bandwidth: no published memory-bound Pallas run pins it"),
-    call_overhead=(101.8e-6, "[guide] fit: mostly its 1024 points (the guide's timeit includes Python "
+    call_overhead=(102.9e-6, "[guide] fit: mostly its 1024 points (the guide's timeit includes Python "
                              "dispatch; its XLA matmul of 1024^3 takes 119 µs for ~20 µs of work)"),
     llo_vector_op_seconds=(1.0e-10 / _V5E_SCALE, "[from v7x, scaled like vpu_rate (the clock ratio)] [seed] fit"),
 )
