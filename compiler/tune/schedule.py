@@ -301,8 +301,8 @@ def _simulated(ck: CompiledKernel, budget: int) -> ScheduleEstimate:
         if not result.ok:
             return _failed(chip.name, chip.clock_hz, "simulated", result)
         results.append(result)
-        if source is ck.source:
-            break
+        if source is ck.source or not all(result.cycles.get(n) for n in result.custom_calls):
+            break  # the whole grid, or the simulator skipped a kernel: another size would not help
     names, others = _by_call(results[-1], plan)
     skipped = [n for n in names if not results[-1].cycles.get(n)]
     if skipped:
