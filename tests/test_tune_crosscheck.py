@@ -12,9 +12,9 @@ LAUNCH = 100e-6
 A, B, C = ({"block_sizes": [b]} for b in (256, 128, 64))
 
 
-def model(config: dict, device: float) -> Trial:
-    breakdown = {"launch": LAUNCH, "compute": 0.5 * device, "step_overhead": 0.1 * device, "exposed_dma": 0.4 * device}
-    return Trial(config, device + LAUNCH, "ok", {"breakdown": breakdown}, "model", 0.0)
+def model(config: dict, device: float, launch: float = LAUNCH, bound: str = "vector") -> Trial:
+    breakdown = {"launch": launch, "compute": 0.5 * device, "step_overhead": 0.1 * device, "exposed_dma": 0.4 * device}
+    return Trial(config, device + launch, "ok", {"breakdown": breakdown, "bound": bound}, "model", 0.0)
 
 
 def compiler(config: dict, seconds: float | None, method: str = "simulated") -> Trial:
@@ -23,8 +23,8 @@ def compiler(config: dict, seconds: float | None, method: str = "simulated") -> 
     return Trial(config, seconds, verdict, metrics, "schedule", 0.0)
 
 
-def check(picks: list[tuple[dict, float]], figures: list[Trial]):
-    return compare([model(c, s) for c, s in picks], {Config(t.config): t for t in figures}, "v6e")
+def check(picks: list[tuple[dict, float]], figures: list[Trial], launch: float = 1e-6, bound: str = "vector"):
+    return compare([model(c, s, launch, bound) for c, s in picks], {Config(t.config): t for t in figures}, "v6e")
 
 
 PICKS = [(A, 10e-6), (B, 11e-6), (C, 14e-6)]
@@ -51,6 +51,12 @@ def test_a_pick_estimated_far_from_the_model_is_a_disagreement():
     assert "its estimate of the pick is 1.50× the model's" in slow.message()
     edge = check(PICKS, [compiler(A, 10e-6 * (1 + MAGNITUDE_MARGIN) * 0.99), compiler(B, 30e-6), compiler(C, 40e-6)])
     assert edge.verdict == "agrees"
+    # a pick dominated by the call's dispatch, or bound by the per-step overhead: order only
+    figures = [compiler(A, 30e-6), compiler(B, 40e-6), compiler(C, 50e-6)]
+    for launch, bound in ((LAUNCH, "vector"), (1e-6, "overhead")):
+        small = check(PICKS, figures, launch, bound)
+        assert small.verdict == "agrees" and not small.size_disagrees
+        assert "order only" in small.message() and "the two differ 3.00×" in small.message()
 
 
 def test_pending_failed_and_issue_bound_figures():
