@@ -439,7 +439,10 @@ class TpuCompiler:
             )
         else:
             kind, message = "crash", f"the libtpu worker died (exit code {self._proc.returncode})"
-            if self.memory_limit is not None:
+            check = next((ln for ln in log if "Check failed" in ln or "LLO_CHECK" in ln), None)
+            if check is not None:  # libtpu stopped itself: say where
+                message += ": " + check.split("] ", 1)[-1].strip()[:300]
+            elif self.memory_limit is not None:
                 message += f" (its address space is limited to {self.memory_limit / 2**30:.1f} GiB)"
         return TpuCompileResult(
             ok=False,

@@ -278,6 +278,14 @@ def _estimate(ck: CompiledKernel, budget: int | None) -> ScheduleEstimate:
     return _simulated(ck, budget or CYCLE_BUDGET)
 
 
+def _unsimulated(ck: CompiledKernel, why: str, spent: float) -> ScheduleEstimate:
+    """The compute-issue bound, from a compile without the simulator, when the simulator cannot run."""
+    result = _compile(ck, ck.source, "bundles")
+    if not result.ok:
+        return _failed(ck.chip.name, ck.chip.clock_hz, "issue", result)
+    return _issue(ck, result, [f"{why}: compute-issue bound"], spent + result.seconds)
+
+
 def _simulated(ck: CompiledKernel, budget: int) -> ScheduleEstimate:
     from .model import estimate
 
@@ -296,8 +304,10 @@ def _simulated(ck: CompiledKernel, budget: int) -> ScheduleEstimate:
             source, runs = ck.source, [full]
         result = _compile(ck, source, "cycles")
         spent += result.seconds
-        if not result.ok and result.kind == "crash" and budget > 50_000:
-            return _simulated(ck, budget // 4)  # over the memory limit: a smaller grid
+        if not result.ok and result.kind == "crash":
+            if "Check failed" not in result.key_line and budget > 50_000:
+                return _simulated(ck, budget // 4)  # over the memory limit: a smaller grid
+            return _unsimulated(ck, f"libtpu's simulator aborted ({result.key_line[:200]})", spent)
         if not result.ok:
             return _failed(chip.name, chip.clock_hz, "simulated", result)
         results.append(result)
