@@ -83,6 +83,15 @@ def test_v7x_has_no_simulator_the_estimate_is_the_bundles_issued():
     assert est.utilisation["VPU"] > 0 and est.utilisation["MXU"] == 0
 
 
+def test_where_the_simulator_aborts_the_estimate_is_the_issue_bound():
+    # libtpu 0.0.42.1's simulator fails an LLO_CHECK on this kernel's bf16 unpack (a plain compile does not)
+    ck = compiled("tests/kernels/swiglu.py", "swiglu", "a=bf16[256, 512], b=bf16[256, 512]",
+                  {"block_sizes": [16384]}, "v6e")
+    est = schedule.schedule_estimate(ck)
+    assert est.method == "issue" and est.seconds > 0 and est.error is None
+    assert "libtpu's simulator aborted" in est.notes[0] and "Check failed" in est.notes[0]
+
+
 def test_an_abort_or_a_memory_limit_ends_only_the_worker():
     ck = compiled("examples/softmax.py", "softmax", "x=f32[256, 256]", {"block_sizes": [64]}, "v4")
     with TpuCompiler(timeout=300, schedule="cycles") as worker:  # libtpu's simulator aborts the process on v4
