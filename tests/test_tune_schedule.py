@@ -118,6 +118,7 @@ def test_tune_with_the_schedule_evaluator_end_to_end_and_stored_once(tmp_path):
     assert out["evaluator"] == "schedule" and out["estimate"] is True
     best = out["best"]
     assert best["evaluator"] == "schedule" and best["correctness"]["verdict"] == "ok"
+    assert best["label"] == "TPU compiler estimate"
     kernel = compiler.load((REPO / "examples/softmax.py").read_text()).kernels["softmax"]
     key = TrialKey(kernel.source_hash, shape_key(kernel.resolve_args("x=f32[64, 384]")), "v6e", "schedule")
     with TuningStore(store_path) as store:

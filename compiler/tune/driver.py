@@ -101,6 +101,8 @@ class Candidate:
             "estimate": m.get("estimate", True),
             "evaluator": self.evaluator,
         }
+        if m.get("label"):  # the schedule evaluator's: "TPU compiler estimate"
+            out["label"] = m["label"]
         if self.correctness is not None:
             out["correctness"] = self.correctness.to_json()
         return out
