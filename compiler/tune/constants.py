@@ -154,6 +154,13 @@ _BY_CLOCK = (
 )
 
 _LIBTPU_F32 = "[libtpu] an f32 dot issues 2x the MXU pushes of the same bf16 dot on v4, v5e, v5p, v6e and v7x"
+# [schedule] ...but the pushes are not what bounds it: libtpu schedules the same (512, 512, 512)-block dot of
+# tests/kernels/matmul.py with f32 and with bf16 operands in 32,856 and 29,433 bundles per grid step on v5e and
+# 8,512 and 8,467 on v6e, its MXU slots 96-99 % busy in all four (simulated on v5e: 1,433 against 1,418 µs).
+_F32_V5E = (29433 / 32856, "[schedule] f32 and bf16 dots scheduled in 32,856 and 29,433 bundles per step on "
+                           "v5e, MXU slots 99 % busy in both (was 0.5, " + _LIBTPU_F32 + ")")
+_F32_V6E = (1.0, "[schedule] f32 and bf16 dots scheduled in 8,512 and 8,467 bundles per step on v6e, MXU slots "
+                 "96 % busy in both (was 0.5, " + _LIBTPU_F32 + ")")
 
 # TPU v5e, one TensorCore. The per-step, latency, call and MXU constants are fitted to the [guide]'s plain
 # table (6 points); its transposed-RHS and fused-ReLU tables and a second public v5e table are predictions.
@@ -162,7 +169,7 @@ V5E = _constants(
     calibrated=True,
     mxu_efficiency=(1.0, "[guide] fit, at its bound: once the restarts of our nested K pipeline are charged "
                          "(which the guide's flat grid does not pay) no MXU inefficiency is left to fit"),
-    f32_mxu_ratio=(0.5, _LIBTPU_F32),
+    f32_mxu_ratio=_F32_V5E,
     vpu_rate=(_SEED_VPU_RATE * _V5E_SCALE, _BY_CLOCK),
     eup_rate=(_SEED_VPU_RATE * _V5E_SCALE / 4, "[assumed] a quarter of vpu_rate (one EUP slot against four "
                                                "VALU slots)"),
@@ -206,7 +213,7 @@ V7X = _constants(
                                     "vpu_rate fit (bench/seed_table.py --fit-llo)"),
 )
 
-V6E = _carried(V7X, "v6e")
+V6E = _carried(V7X, "v6e", f32_mxu_ratio=_F32_V6E)
 V5P = _carried(V5E, "v5p")
 V4 = _carried(V5E, "v4")
 

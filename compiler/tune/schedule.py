@@ -5,8 +5,9 @@ an address-space limit, an abort ends only the worker) and what the compiler sch
 (compiler.checks.llo_dump):
 
 - v5e, v5p, v6e ("simulated"): libtpu's static LLO profile simulates each kernel with a DMA latency model;
-  cycles ÷ the chip's clock (compiler.chips) is the time, but never less than the chip's roofline (the
-  kernel's compulsory HBM bytes at the data-sheet bandwidth, its FLOPs at the bf16 peak): the simulator lets
+  cycles ÷ the chip's clock (compiler.chips) is the time, but never less than the chip's roofline (the bytes
+  the generated code's block copies move at the data-sheet bandwidth, its FLOPs at the bf16 peak: `roofline`):
+  the simulator lets
   concurrent copies each stream at ~1 TB/s on v5e (measured: a 2048² f32 add copies 50 MB in 49 µs one copy
   at a time, and an 8192² one moves 805 MB in 311 µs with copies overlapped, 2.6 TB/s against the chip's
   0.82), so memory-bound kernels would otherwise come out faster than the chip can run them. The raw
@@ -72,7 +73,7 @@ class ScheduleEstimate:
                       clock, or the MXU floor: a compute-issue lower bound).
     cycles:           simulated cycles scaled to the full grid ("simulated" only).
     simulated:        cycles ÷ clock, before the roofline floor ("simulated" only).
-    roofline:         the chip's roofline for the kernel: max(HBM bytes ÷ bandwidth, FLOPs ÷ bf16 peak).
+    roofline:         the chip's roofline for the generated code (see `roofline`).
     per_step:         kernel name -> bundles executed per grid step.
     executed:         bundles executed for the full grid, all kernels.
     utilisation:      unit group -> share of its slots the executed bundles use (compiler.checks.llo_dump).
@@ -286,6 +287,15 @@ def _unsimulated(ck: CompiledKernel, why: str, spent: float) -> ScheduleEstimate
     return _issue(ck, result, [f"{why}: compute-issue bound"], spent + result.seconds)
 
 
+def roofline(plan: KernelPlan, bandwidth: float, peak: float) -> float:
+    """The least time the chip can run the generated code in: the bytes its block copies move (re-fetches
+    included, read off the plan) at the data-sheet HBM bandwidth, or its FLOPs at the bf16 peak."""
+    from .model import copied_bytes
+
+    moved = max(plan.hbm_bytes, sum(copied_bytes(call) for call in plan.calls))
+    return max(moved / bandwidth, plan.flops / peak)
+
+
 def _simulated(ck: CompiledKernel, budget: int) -> ScheduleEstimate:
     from .model import estimate
 
@@ -336,7 +346,7 @@ def _simulated(ck: CompiledKernel, budget: int) -> ScheduleEstimate:
     executed |= {n: schedules[n].executed for n in others if n in schedules}
     notes = [] if len(results) == 1 else ["simulated on a shrunken grid and scaled linearly to the full grid"]
     simulated = cycles / chip.clock_hz
-    floor = max(plan.hbm_bytes / chip.hbm_bandwidth, plan.flops / chip.bf16_flops)
+    floor = roofline(plan, chip.hbm_bandwidth, chip.bf16_flops)
     if floor > simulated:
         notes.append(f"the simulated {simulated * 1e6:.1f} µs is below the chip's roofline: floored at it")
     return ScheduleEstimate(
