@@ -114,6 +114,7 @@ class Chip:
     mxu_column_size: int
     num_mxus: int
     clock_hz: float  # TensorCore clock: one VLIW bundle per cycle (see _CLOCK_SOURCES)
+    tensorcores: int  # TensorCores one JAX device (so one kernel launch) spans: 2 on megacore v4/v5p, else 1
     topology_name: str
     topology_kwargs: dict = field(default_factory=dict, hash=False, compare=False)
     sources: dict = field(default_factory=dict, hash=False, compare=False)
@@ -163,6 +164,7 @@ def get_chip(name: str) -> Chip:
         mxu_column_size=info["mxu_column_size"],
         num_mxus=info["num_mxus"],
         clock_hz=extra["clock"],
+        tensorcores=_JAX_CHIPS[key][1],
         topology_name=topo_name,
         topology_kwargs=topo_kwargs,
         sources={
@@ -175,5 +177,6 @@ def get_chip(name: str) -> Chip:
             "max_vmem_limit_bytes": "libtpu 0.0.42.1 deviceless compile, shared notes",
             "topology_name": "jax.experimental.topologies names accepted by libtpu 0.0.42.1",
             "clock_hz": _CLOCK_SOURCES[key],
+            "tensorcores": "jax 0.10.2 TensorCores per device (megacore)",
         },
     )

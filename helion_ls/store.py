@@ -18,6 +18,7 @@ from typing import Any
 from compiler.config import Config
 from compiler.tune.crosscheck import TOP, CompilerCheck, compare, latest_by_config
 from compiler.tune.keys import TrialKey
+from compiler.tune.objective import over_default
 from compiler.tune.store import StoreError, Trial, TuningStore, default_store_path
 
 log = logging.getLogger(__name__)
@@ -25,12 +26,15 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Summary:
-    """What a lens shows for one unit: the best trial and, when known, the current config's trial; the TPU
-    compiler's check of the model's picks and its estimate of the current config, when the store has them."""
+    """What a lens shows for one unit: the best trial and, when known, the current config's trial; when the
+    best needs more than the default scoped VMEM, the best trial within it (`within`), which tuning's
+    objective ranks behind it (compiler/tune/objective.py); the TPU compiler's check of the model's picks and
+    its estimate of the current config, when the store has them."""
 
     best: Trial
     current: Trial | None
     evaluated: int
+    within: Trial | None = None
     check: CompilerCheck | None = None
     compiler_current: Trial | None = None
 
@@ -128,18 +132,23 @@ class StoreView:
             return None
         same_evaluator = key.with_evaluator(best.evaluator)
         trials = store.trials(same_evaluator)
-        match = None
-        if current is not None:
-            for trial in trials:
-                if trial.verdict == "ok" and trial.seconds and Config(trial.config) == current:
-                    if match is None or trial.seconds < match.seconds:
-                        match = trial
+        match = within = None
+        for trial in trials:
+            if trial.verdict != "ok" or not trial.seconds:
+                continue
+            if current is not None and Config(trial.config) == current:
+                if match is None or trial.seconds < match.seconds:
+                    match = trial
+            if over_default(best.metrics) and not over_default(trial.metrics):
+                if within is None or trial.seconds < within.seconds:
+                    within = trial
         compiler = latest_by_config(store.trials(key.with_evaluator("schedule")))
         check = compare(store.top(key.with_evaluator("model"), TOP), compiler, key.chip) if compiler else None
         if check is not None and all(c.compiler is None and c.error is None for c in check.checked):
             check = None  # the compiler estimated other configs (a schedule tuning), none of these picks
         mine = compiler.get(current) if current is not None else None
-        return Summary(best, match, len(trials), check, mine if mine is not None and mine.verdict == "ok" else None)
+        return Summary(best, match, len(trials), within, check,
+                       mine if mine is not None and mine.verdict == "ok" else None)
 
     def close(self) -> None:
         with self._lock:

@@ -44,21 +44,25 @@ HELPERS = {
     ),
     "scatter": (
         "def _scatter(block, idx, values, axis):\n"
-        '    """block with block[..., idx, ...] = values along `axis`; a position given twice takes the later\n'
-        '    value, as torch does."""\n'
+        '    """block with block[..., idx, ...] = values along `axis`. A position given twice is written once: by the\n'
+        "    last of its rows that changes it (torch leaves the order of duplicates undefined; rows that rewrite the\n"
+        "    old value, such as masked-off rows pointing at a valid one, then cannot undo a real write).\"\"\"\n"
         "    rows = block.shape[axis]\n"
         "    flat = idx.reshape(-1)\n"
         "    flat = jnp.where(flat < 0, flat + rows, flat)\n"
         "    k = flat.shape[0]\n"
-        "    later = jax.lax.broadcasted_iota(jnp.int32, (k, k), 1) > jax.lax.broadcasted_iota(jnp.int32, (k, k), 0)\n"
-        "    overwritten = jnp.any((flat[:, None] == flat[None, :]) & later, axis=1)\n"
-        "    one_hot = (jax.lax.broadcasted_iota(jnp.int32, (rows, k), 0) == flat[None, :]) & ~overwritten[None, :]\n"
         "    table = jnp.moveaxis(block, axis, 0)\n"
         "    rest = table.shape[1:]\n"
         "    vals = jnp.moveaxis(values, tuple(range(axis, axis + idx.ndim)), tuple(range(idx.ndim)))\n"
         "    vals = vals.reshape((k,) + rest)\n"
         "    if len(rest) != 1:\n"
         "        table, vals = table.reshape(rows, -1), vals.reshape(k, -1)\n"
+        "    hits = jax.lax.broadcasted_iota(jnp.int32, (rows, k), 0) == flat[None, :]\n"
+        "    old = _one_hot_rows(hits.T, table)\n"
+        "    changes = jnp.any(vals != old, axis=1)\n"
+        "    later = jax.lax.broadcasted_iota(jnp.int32, (k, k), 1) > jax.lax.broadcasted_iota(jnp.int32, (k, k), 0)\n"
+        "    overwritten = jnp.any((flat[:, None] == flat[None, :]) & later & changes[None, :], axis=1)\n"
+        "    one_hot = hits & (changes & ~overwritten)[None, :]\n"
         "    written = jnp.any(one_hot, axis=1, keepdims=True)\n"
         "    out = jnp.where(written, _one_hot_rows(one_hot, vals), table).reshape((rows,) + rest)\n"
         "    return jnp.moveaxis(out, 0, axis) if axis else out\n"

@@ -31,6 +31,8 @@ from ..server import HelionServer
 BAR_CELLS = 24
 CODE_LINES = 30  # per excerpt; the full module is one click away
 SHOW_GENERATED = "helion-ls.showGeneratedCode"
+NO_SHAPES = ("Not compiled yet: no `# helion: args(...)` line above the kernel and no call in this file with "
+             "arguments known without running it. The hint's quick fix writes a shape line.")
 
 WHERE = {  # label in the table -> what it means
     "vmem_block": ("VMEM block", "the BlockSpec pipeline copies one block into VMEM per grid step"),
@@ -141,7 +143,7 @@ def _vmem_table(vmem: Any) -> str:
     rows = ["| buffer | role | block × buffers | dtype | bytes |", "|---|---|---|---|--:|"]
     for r in vmem.rows:
         rows.append(
-            f"| `{r.name}` | {r.role} | {_shape(r.block_shape)} ×{r.buffer_count} | {r.dtype} | {fmt_bytes(r.bytes)} |"
+            f"| `{r.shown}` | {r.role} | {_shape(r.block_shape)} ×{r.buffer_count} | {r.dtype} | {fmt_bytes(r.bytes)} |"
         )
     return "\n".join(rows)
 
@@ -178,6 +180,9 @@ def kernel_markdown(ls: HelionServer, loaded: Loaded, view: KernelView) -> str:
     results = {i: ck for i, ck, _ in _units_with_results(ls, view)}
     for unit in view.units:
         parts.append(f"#### {_set_title(view, unit.index)}")
+        if not unit.args:  # nothing wrong with the kernel: it only lacks shapes (the HPL107 hint)
+            parts.append(NO_SHAPES)
+            continue
         ck = results.get(unit.index)
         if ck is None:
             parts.append(_compile_failure(ls, loaded, view, unit.index))
@@ -214,17 +219,20 @@ def _smallest(items: list[tuple[Range, Any]]) -> tuple[Range, Any] | None:
     return min(items, key=lambda it: size(it[0]), default=None)
 
 
-def _operand(ck: Any, name: str) -> tuple[Any, Any] | None:
+def _operand(ck: Any, access: Any) -> tuple[Any, Any] | None:
     for call in ck.plan.calls:
+        if access.call and call.name != access.call:
+            continue
         for op in call.operands:
-            if op.name == name:
+            if op.name == access.operand:
                 return call, op
     return None
 
 
 def _row_bytes(ck: Any, call: Any, op: Any) -> int | None:
+    """The VMEM table's figure for this operand: its own row, not another buffer of the same tensor."""
     for row in ck.vmem.rows:
-        if row.call == call.name and row.name == op.tensor:
+        if row.call == call.name and row.operand == op.name:
             return row.bytes
     return None
 
@@ -236,7 +244,7 @@ def access_markdown(view: KernelView, hits: list[tuple[int, Any, Any]]) -> str:
     table = ["| shape set | block shape × buffers | index map | lives in | VMEM |", "|---|---|---|---|--:|"]
     notes: dict[str, None] = {}
     for index, ck, access in hits:
-        found = _operand(ck, access.operand)
+        found = _operand(ck, access)
         if found is None:
             continue
         call, op = found
