@@ -60,7 +60,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_arguments(t)
     t.set_defaults(handler=_tune)
+
+    x = sub.add_parser("crosscheck", help="the TPU compiler's own estimate of the model's best configs (from the "
+                                          "tuning store), and whether it agrees with the model")
+    from .tune.arguments import add_crosscheck_arguments
+
+    add_crosscheck_arguments(x)
+    x.set_defaults(handler=_crosscheck)
     return parser
+
+
+def _crosscheck(ns: argparse.Namespace) -> int:
+    from .tune import crosscheck_command
+
+    return crosscheck_command.run(ns)
 
 
 def _tune(ns: argparse.Namespace) -> int:

@@ -7,7 +7,7 @@ import argparse
 
 from ..chips import CHIP_NAMES
 
-EVALUATOR_NAMES = ["compile", "model", "tpu"]  # evaluators.EVALUATORS' names (a test keeps them equal)
+EVALUATOR_NAMES = ["compile", "model", "schedule", "tpu"]  # evaluators.EVALUATORS' names (a test keeps them equal)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,7 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=EVALUATOR_NAMES,
         default="model",
         help="model: analytic estimate (default); compile: + libtpu compile of the best; "
-        "tpu: + wall-clock on a TPU",
+        "schedule: + the TPU compiler's own estimate of the best (libtpu's simulated cycles on v5e/v5p/v6e, "
+        "bundles issued elsewhere); tpu: + wall-clock on a TPU",
     )
     parser.add_argument(
         "--executor",
@@ -45,4 +46,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="search seed (results are deterministic for it)")
     parser.add_argument("--top", type=int, default=5, help="configs to list per shape set (default 5)")
     parser.add_argument("--json", action="store_true", help="print results as JSON on stdout")
+    parser.add_argument("--progress", choices=["jsonl"], help="progress events as JSON lines on stderr")
+
+
+def add_crosscheck_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `crosscheck` subcommand's arguments (crosscheck_command.py runs it)."""
+    from .crosscheck import TOP
+
+    parser.add_argument("file", help="a Python file with @helion.kernel functions")
+    parser.add_argument("-k", "--kernel", help="only this kernel (default: every kernel in the file)")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--shape-set", type=int, metavar="N", help="only the N-th '# helion: args(...)' line")
+    which.add_argument("--args", metavar="SPECS", help='argument specs, e.g. "x=bf16[4096, 2560]"')
+    parser.add_argument("--chip", default="v7x", help=f"TPU: {', '.join(CHIP_NAMES)} (default v7x)")
+    parser.add_argument("--top", type=int, default=TOP, help=f"model picks to check (default {TOP})")
+    parser.add_argument("--store", metavar="PATH", help="results store (default: the user cache directory)")
+    parser.add_argument("--json", action="store_true", help="print the comparison as JSON on stdout")
     parser.add_argument("--progress", choices=["jsonl"], help="progress events as JSON lines on stderr")

@@ -167,6 +167,25 @@ def estimate(
     )
 
 
+def copied_bytes(call: CallPlan) -> float:
+    """Bytes the generated code's block copies move in one call (re-fetches included): a count read off the
+    plan, no constant in it (the schedule evaluator floors the TPU compiler's simulated time with it)."""
+    grid = call.grid or (1,)
+    outer = [op for op in call.operands if op.memory != "hbm"]
+    total = 0.0
+    for axis in range(len(grid)):
+        n = math.prod(grid[: axis + 1]) - math.prod(grid[:axis])
+        changed = [op for op in outer if op.grid_axes and max(op.grid_axes) >= axis]
+        total += max(0, n) * sum(_CallModel._copy_bytes(changed))
+    total += sum(_block_bytes(op) for op in outer if op.kind == "input" or op.reads_old)
+    total += sum(_block_bytes(op) for op in outer if op.kind in ("output", "inout"))
+    for lp in call.inner_loops:
+        if lp.strategy == "emit_pipeline":
+            streamed = [op for op in call.operands if op.memory == "hbm" and op.inner_loop == lp.index]
+            total += math.prod(grid) * lp.trips * sum(_CallModel._copy_bytes(streamed))
+    return total
+
+
 def _block_bytes(op: Operand) -> int:
     """Bytes one copy of the operand's block moves (as laid out: padded to (sublane, 128) tiles)."""
     dims = op.block_dims
@@ -185,7 +204,6 @@ class _StepParts:
     restarts: float = 0.0
     mxu: float = 0.0
     vector: float = 0.0
-    inner_dma_bytes: float = 0.0
 
     @property
     def total(self) -> float:
@@ -206,7 +224,7 @@ class _CallModel:
 
         # Transitions between consecutive steps, grouped by the outermost grid axis that moves.
         outer = [op for op in call.operands if op.memory != "hbm"]
-        exposed = dma_bytes = 0.0
+        exposed = 0.0
         for axis in range(len(grid)):
             n = math.prod(grid[: axis + 1]) - math.prod(grid[:axis])
             if n <= 0:
@@ -214,11 +232,10 @@ class _CallModel:
             changed = [op for op in outer if op.grid_axes and max(op.grid_axes) >= axis]
             double, single = self._copy_bytes(changed)
             exposed += n * (max(0.0, self._dma_seconds(double) - step) + self._dma_seconds(single))
-            dma_bytes += n * (double + single)
 
         prologue_bytes = sum(_block_bytes(op) for op in outer if op.kind == "input" or op.reads_old)
         epilogue_bytes = sum(_block_bytes(op) for op in outer if op.kind in ("output", "inout"))
-        self.dma_bytes = dma_bytes + prologue_bytes + epilogue_bytes + steps * parts.inner_dma_bytes
+        self.dma_bytes = copied_bytes(call)
         self.breakdown = {
             "compute": steps * parts.compute,
             "step_overhead": steps * c.step_overhead,
@@ -308,7 +325,6 @@ class _CallModel:
         parts.inner_overhead += lp.trips * c.pipeline_iteration_overhead
         parts.inner_exposed += (lp.trips - 1) * max(0.0, t_double - busy) + lp.trips * t_single
         parts.restarts += first + last
-        parts.inner_dma_bytes += lp.trips * (double + single)
 
     # -- DMA ----------------------------------------------------------------------------------------------
 
