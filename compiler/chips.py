@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cache
 
+SIMULATED_CHIPS = ("v5e", "v5p", "v6e")  # libtpu's static LLO profile runs on these only (tune/schedule.py)
+
 MiB = 1024 * 1024
 
 # name -> (jax ChipVersion value, TensorCores per JAX device, device_kind for the abstract mesh)

@@ -40,6 +40,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..chips import SIMULATED_CHIPS
 from ..codegen.exprs import literal
 
 if TYPE_CHECKING:
@@ -48,7 +49,6 @@ if TYPE_CHECKING:
     from ..plan import KernelPlan
 
 LABEL = "TPU compiler estimate"
-SIMULATED_CHIPS = ("v5e", "v5p", "v6e")  # libtpu's static LLO profile runs on these only
 # The worker's address space (not its resident memory, about half of it): libtpu maps ~2.4 GB before it compiles
 # anything, and a large unrolled kernel needs GBs more to compile (attention with 32 unrolled 256-key steps on
 # v5e did not compile in 4 GiB).

@@ -29,7 +29,7 @@ def enabled(settings: Settings, chip: str) -> bool:
     if settings.compiler_check == "off":
         return False
     from compiler.checks import libtpu_available
-    from compiler.tune.schedule import SIMULATED_CHIPS
+    from compiler.chips import SIMULATED_CHIPS  # not tune.schedule: it imports torch, the server must not
 
     if not libtpu_available():
         return False
