@@ -309,7 +309,8 @@ class Kernel:
             if report.verdict == "fits":
                 break
             blocks = list(cfg["block_sizes"])
-            shrinkable = [u for u in uses if u.role in ("sublane", "leading") and any(c < blocks[u.index] for c in candidates(u))]
+            shrinkable = [u for u in uses if (u.role in ("sublane", "leading") or u.rows)
+                          and any(c < blocks[u.index] for c in candidates(u))]
             if not shrinkable:
                 break
             use = max(shrinkable, key=lambda u: blocks[u.index])

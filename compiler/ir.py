@@ -140,6 +140,7 @@ class HostTensor:
     init: Literal["empty", "zeros", "ones", "full", "copy"] | None = None  # copy: `x.clone()` of another tensor
     fill: float = 0.0
     base: HostTensor | None = None  # for a stored view (reshape/view of an arg or allocation): that tensor
+    rows: bool = False  # the [n / block, block] view of a 1-D tensor read by launch-grid tiles (frontend/row_views.py)
 
     @property
     def root(self) -> HostTensor:

@@ -2,7 +2,8 @@
 
 TPU rules (Mosaic): of a block's last two dims, the last must be a multiple of 128 and the second-minor a
 multiple of 8, unless the block spans the whole dimension; a rank-1 block must span the array, be a multiple
-of 1024, or be a power of two of at least 128 * (4 / itemsize). A block size that tiles several tensors must
+of 1024, or be a power of two of at least 128 * (4 / itemsize) — except that a launch-grid block dividing a
+small 1-D tensor reads it through its rows view (frontend/row_views.py). A block size that tiles several tensors must
 satisfy every rule it meets. A block need not divide its loop's extent: the last block is partial and masked
 (compiler/masks.py). Only a sub-tile's block must divide its grid tile's block, which holds the sub-tiles.
 """
@@ -18,6 +19,7 @@ from typing import Any
 from .codegen.plan_builder import multi_dim_tile_loops, pipelinable
 from .config import LOOP_TYPES, Config
 from .diagnostics import CompileError, Diagnostic, Range, error, hint, warning
+from .frontend.row_views import ROWS_MIN, fits_as_rows, rank1_legal
 from .ir import GridLoop, InnerLoop, KernelIR, Load, Op, Value, walk
 
 LANE, SUBLANE, LEADING, RANK1 = "lane", "sublane", "leading", "rank1"
@@ -36,6 +38,7 @@ class BlockUse:
     range: Range
     itemsize: int = 4  # smallest itemsize among the tensors it tiles
     divides: bool = False  # must divide `extent` (a sub-tile inside its grid tile's block)
+    rows: bool = False  # a launch-grid block whose 1-D tensors are small: a short block reads their rows view
 
     @property
     def role(self) -> str:
@@ -49,7 +52,7 @@ class BlockUse:
         """Smallest legal block below the full extent."""
         lo = max((_MIN.get(r, 1) for r in self.roles), default=1)
         if RANK1 in self.roles:
-            lo = max(lo, 128 * max(1, 4 // self.itemsize))
+            lo = max(lo, ROWS_MIN if self.rows else 128 * max(1, 4 // self.itemsize))
         return lo
 
 
@@ -57,6 +60,7 @@ def block_uses(ir: KernelIR, ranges: list[Range], extents: list[int]) -> list[Bl
     inner_blocks = {d.block_index for lp in ir.inner_loops for d in lp.dims if d.block_index is not None}
     sub_blocks = {d.block_index for lp in ir.inner_loops for d in lp.dims if d.parent is not None}
     device_blocks = {d.block_index for lp in ir.inner_loops for d in lp.dims if d.dynamic}
+    grid_blocks = {d.block_index for n in ir.host if isinstance(n, GridLoop) for d in n.dims if d.api == "tile"}
     uses = []
     for i, dims in enumerate(ir.block_size_dims):
         extent = extents[i]
@@ -69,8 +73,11 @@ def block_uses(ir: KernelIR, ranges: list[Range], extents: list[int]) -> list[Bl
             if tensor.name not in names:
                 names.append(tensor.name)
             itemsize = min(itemsize, tensor.value.dtype.itemsize)
+        flat = [t for t, _ in dims if len(t.value.shape) == 1]
+        rows = i in grid_blocks and bool(flat) and all(
+            t.value.shape[0] == extent and fits_as_rows(extent, t.value.dtype.itemsize) for t in flat)
         uses.append(BlockUse(i, extent, frozenset(roles or {LEADING}), tuple(names), i in inner_blocks,
-                             ranges[i], itemsize, i in sub_blocks))
+                             ranges[i], itemsize, i in sub_blocks, rows))
     return uses
 
 
@@ -86,8 +93,9 @@ def legal(use: BlockUse, value: int) -> bool:
     if SUBLANE in use.roles and value % 8:
         return False
     if RANK1 in use.roles:
-        power_of_two = value & (value - 1) == 0
-        return value % 1024 == 0 or (power_of_two and value >= 128 * max(1, 4 // use.itemsize))
+        if use.rows and value % ROWS_MIN == 0 and use.extent % value == 0:  # through the rows view (row_views.py)
+            return True
+        return rank1_legal(use.extent, value, use.itemsize)
     return True
 
 
@@ -206,7 +214,7 @@ def raise_blocks(uses: list[BlockUse], values: list[int], ir: KernelIR, given: b
     if raised:
         blocks = [raised.get(i, v) for i, v in enumerate(values)]
         ir2, uses2 = retrace(blocks)
-        if [t.value.shape for t in ir2.tensors] == [t.value.shape for t in ir.tensors]:
+        if [t.value.shape for t in ir2.tensors if not t.rows] == [t.value.shape for t in ir.tensors if not t.rows]:
             rest = check_blocks(uses2, blocks, given)
             if not any(d.is_error for d in rest):
                 return ir2, uses2, blocks, raised_warnings(uses, values, raised, given) + rest

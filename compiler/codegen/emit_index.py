@@ -76,7 +76,7 @@ HELPERS = {
         "    return ((high << 16) | low).astype(table.dtype)\n"
     ),
 }
-HELPER_DEPS = {"gather": ("one_hot_rows",), "scatter": ("one_hot_rows",)}
+HELPER_DEPS = {"gather": ("one_hot_rows",), "scatter": ("one_hot_rows",), "last_writer": ("one_hot_rows",)}
 
 
 class IndexWriter:

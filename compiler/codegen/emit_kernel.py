@@ -9,6 +9,7 @@ from ..frontend.values import NamedConst
 from ..ir import InnerLoop, KernelIR, Load, Node, Op, Store, TileDim, walk
 from . import outputs
 from .emit_base import RESERVED, Names, Output, RegionWriter, flat
+from .emit_dma import DmaWriter
 from .emit_index import IndexWriter
 from .exprs import dtype_text, literal
 from .plan_builder import (
@@ -22,7 +23,7 @@ from .plan_builder import (
 )
 
 
-class KernelWriter(IndexWriter, RegionWriter):
+class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
     def __init__(self, ir: KernelIR, layout: CallLayout, config: dict, out: Output):
         self.ir = ir
         self.layout = layout
@@ -38,6 +39,9 @@ class KernelWriter(IndexWriter, RegionWriter):
                       | set(self.grid_names.values()) | {layout.name})
         super().__init__(layout.grid.body, names, out)
         self.helpers = self.writer.helpers
+        for d in layout.dma.values():  # a gather copied by DMA is statements (wait, then read the buffer)
+            if d.kind == "gather":
+                self.inline.pop(d.node.out.id, None)
 
     # -- refs and indexing -----------------------------------------------------------------------------
 
@@ -50,6 +54,8 @@ class KernelWriter(IndexWriter, RegionWriter):
         return op.ref_name
 
     def out_ref(self, op: OperandLayout) -> str:
+        if op.memory == "dma":
+            return op.ref_name if op.kind == "output" else f"{op.ref_name[:-4]}_out_hbm"
         if op.memory == "hbm":
             return self.block_refs[(id(op), "out")]
         return op.ref_name if op.kind == "output" else f"{op.ref_name.rsplit('_', 1)[0]}_out_ref"
@@ -108,6 +114,7 @@ class KernelWriter(IndexWriter, RegionWriter):
         self.out.add(1, f'"""Device kernel for the `{self.ir.name}` grid loop (one grid step = one block of each tile)."""')
         for axis, d in enumerate(lay.grid_dims):
             self.out.add(1, f"{self.grid_names[(d.loop_id, d.axis)]} = pl.program_id({axis})", grid.header_range)
+        self.dma_prologue(1)
         for o in lay.outputs:
             if o.reads_old and o.memory != "hbm":
                 names = [self.grid_names[(d.loop_id, d.axis)] for d in lay.grid_dims]
@@ -131,7 +138,7 @@ class KernelWriter(IndexWriter, RegionWriter):
         self.out.add(indent + 1, copy, o.ranges[0])
 
     def _sig_out(self, o: OperandLayout) -> str:
-        if o.memory == "hbm":
+        if o.memory in ("hbm", "dma"):
             return o.ref_name if o.kind == "output" else f"{o.ref_name[:-4]}_out_hbm"
         return self.out_ref(o)
 
@@ -148,12 +155,18 @@ class KernelWriter(IndexWriter, RegionWriter):
 
     def region(self, indent: int, nodes: list[Node]) -> None:
         for n in nodes:
-            if isinstance(n, Op | Load):
+            if id(n) in self.layout.dma:
+                if isinstance(n, Load):
+                    self.dma_load(indent, n)
+                else:
+                    self.dma_store(indent, n)
+            elif isinstance(n, Op | Load):
                 self.define(indent, n)
             elif isinstance(n, Store):
                 self.store(indent, n)
             elif isinstance(n, InnerLoop):
                 self.inner_loop(indent, n)
+        self.dma_region_end(indent, nodes)
 
     def store(self, indent: int, n: Store) -> None:
         op = self.layout.by_node[id(n)]
@@ -210,7 +223,7 @@ class KernelWriter(IndexWriter, RegionWriter):
     # -- inner loops -----------------------------------------------------------------------------------
 
     def inner_loop(self, indent: int, loop: InnerLoop) -> None:
-        strategy = loop_strategy(self.config.get("pallas_loop_type"), loop)
+        strategy = loop_strategy(self.layout.loop_type, loop)
         if strategy not in ("unroll", "fori_loop", "emit_pipeline"):
             raise UserError("HPL109", f"unknown pallas_loop_type {strategy!r}", loop.range)
         lid = loop.dims[0].loop_id
@@ -233,6 +246,7 @@ class KernelWriter(IndexWriter, RegionWriter):
         vars_ = [self.names.fresh(d.name) for d in loop.dims]
         for d, var in zip(loop.dims, vars_, strict=True):
             self.loop_vars[(d.loop_id, d.axis)] = var
+        self.dma_before_loop(indent, loop)
         if strategy == "unroll":
             self.out.add(indent, "# unrolled inner loop: static pl.ds slices of VMEM-resident blocks")
             for k, (d, var) in enumerate(zip(loop.dims, vars_, strict=True)):

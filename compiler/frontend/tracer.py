@@ -37,6 +37,7 @@ from .indexing import Indexer
 from .limits import Budget
 from .module import ModuleInfo, assigned_names, target_name
 from .ops import OpBuilder
+from .row_views import use_rows
 from .values import BlockSize, BlockSizeTable, NamedConst, Tile, TileLoopSpec
 
 MAX_INLINE_DEPTH = 16
@@ -61,6 +62,7 @@ class Tracer(ExpressionEvaluator):
         self.host: list[Node] = []
         self.region: list[Node] = self.host
         self.loops: list[GridLoop | InnerLoop] = []
+        self.row_views: dict[tuple[int, int], Value] = {}  # (1-D tensor id, block) -> its rows view (row_views.py)
         self.predicate: Value | None = None  # inside `if` on device values: when stores take effect (branches.py)
         self.tensors: dict[int, HostTensor] = {}
         self.arg_values: dict[str, Any] = {}
@@ -431,12 +433,41 @@ class Tracer(ExpressionEvaluator):
         items = index if prepared else self.indexer.items(tensor, index, rng)
         _no_device_tile_runs(items, rng)
         shape = self.indexer.shape(tuple(tensor.shape), items)
+        tensor, items = self._as_rows(tensor, items, rng)
+        ht = self.host_tensor(tensor, rng)
         out = Value(torch.empty(shape, dtype=tensor.dtype, device="meta"), "device")
         node = Load(rng, ht, items, out)
         out.producer = node
         self.region.append(node)
         self.loads.append(node)
         return out
+
+    def _as_rows(self, tensor: Value, items: tuple, rng: Range) -> tuple[Value, tuple]:
+        """`x[tile]` of a small 1-D tensor with a launch-grid block too short for a rank-1 block: row `tile.id` of
+        its [n / block, block] view (compiler/frontend/row_views.py); otherwise the access as it is."""
+        if len(tensor.shape) != 1 or len(items) != 1 or items[0][0] != "tile":
+            return tensor, items
+        d: TileDim = items[0][1]
+        n, b = tensor.shape[0], d.block_size
+        grid = self.loops[0]
+        if (d.loop_id != grid.dims[0].loop_id or d.dynamic or d.parent is not None or d.begin or d.extent != n
+                or not use_rows(n, b, tensor.dtype.itemsize)):
+            return tensor, items
+        key = (tensor.id, b)
+        view = self.row_views.get(key)
+        if view is None:
+            before, self.region = self.region, []
+            try:
+                view = self.ops.reshape(tensor, (n // b, b), rng)
+                made = self.region
+            finally:
+                self.region = before
+            at = self.host.index(grid)
+            self.host[at:at] = made
+            view.hint = f"{self.host_tensor(tensor, rng).name}_rows"
+            self.host_tensor(view, rng).rows = True
+            self.row_views[key] = view
+        return view, (("id", d), ("full",))
 
     def store(self, target: ast.Subscript, value: Any, accumulate: str | None, rng: Range) -> None:
         base = self.eval(target.value)
@@ -479,6 +510,10 @@ class Tracer(ExpressionEvaluator):
         if any(it[0] == "newaxis" for it in items):
             raise UserError("HPL202", "`None` is not allowed in a store index", rng)
         block = self.indexer.shape(tuple(base.shape), items)
+        rows, items = self._as_rows(base, items, rng)
+        if rows is not base:
+            ht = self.host_tensor(rows, rng)
+            ht.origin, ht.base = "view", self._view_base(rows, rng)
         if not isinstance(value, Value):
             value = self.ops.full(tuple(block), _scalar(value), base.dtype, rng)
         if value.space != "device":
@@ -489,6 +524,8 @@ class Tracer(ExpressionEvaluator):
             raise UserError("HPL105", f"cannot store a value of shape {list(value.shape)} into a block of shape {block}", rng) from None
         if len(value.shape) > len(block) or torch.broadcast_shapes(tuple(value.shape), tuple(block)) != tuple(block):
             raise UserError("HPL105", f"cannot store a value of shape {list(value.shape)} into a block of shape {block}", rng)
+        if rows is not base:
+            _no_64_bit(ht, rng)
         self.region.append(Store(rng, ht, items, value, accumulate, self.predicate))
 
     def inline(self, fn: ast.FunctionDef, args: list, kwargs: dict, rng: Range) -> Any:
