@@ -1,5 +1,9 @@
 """The compiler's public face: `load` a file statically, `Kernel.compile` it for shapes + config + chip,
 call the result. Nothing below this module knows about files, editors or processes.
+
+`load` and everything a `Kernel` knows before compiling (shape sets, configs, its source hash) import no
+torch: the compile machinery (tracer, codegen, VMEM layouts; torch) is imported by the methods that compile,
+so the language server can parse files and look up remembered results before torch is loaded.
 """
 
 from __future__ import annotations
@@ -12,26 +16,22 @@ import traceback
 from collections import OrderedDict
 from collections.abc import Mapping
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import space as block_space
 from .chips import Chip, get_chip
-from .codegen.emit import emit_module
-from .codegen.placement import describe
-from .codegen.plan_builder import CallLayout, build_call
 from .config import Config, ConfigError, as_config
 from .diagnostics import ArgRankError, CompileError, Diagnostic, Range, Related, UserError, error
 from .frontend.limits import too_deep
 from .frontend.module import KernelDef, ModuleInfo, parse_module, source_hash, used_helpers
-from .frontend.tracer import Tracer
-from .frontend.values import BlockSizeTable, BlockTooLong
-from .ir import GridLoop, KernelIR, Load, Store, walk
-from .masks import insert_masks
 from .plan import AccessInfo, KernelPlan, LoopInfo
-from .space import BlockUse, ConfigSpace, block_uses, build_space, candidates, check_blocks, default_block
 from .specs import ArgSpec, SpecError, TensorSpec, coerce_args, format_args
-from .vmem import VmemReport, call_total, fmt_bytes, requested_limit, vmem_report
-from .vmem_diagnostics import vmem_diagnostics
+from .vmem import VmemReport, fmt_bytes
+
+if TYPE_CHECKING:
+    from .codegen.plan_builder import CallLayout
+    from .frontend.values import BlockSizeTable
+    from .ir import KernelIR
+    from .space import BlockUse, ConfigSpace
 
 log = logging.getLogger(__name__)
 MAX_SOURCE_BYTES = 5_000_000
@@ -180,6 +180,8 @@ class Kernel:
         return self._fill_defaults(Config(), uses, ir)
 
     def config_space(self, args: Any = None, chip: str | Chip = "v7x") -> ConfigSpace:
+        from .space import build_space
+
         specs = self.resolve_args(args)
         ir, uses, _ = self._trace(specs, Config(), _chip(chip))
         space = build_space(ir, uses)
@@ -190,6 +192,11 @@ class Kernel:
     # -- internals ------------------------------------------------------------------------------------
 
     def _trace(self, specs: dict[str, ArgSpec], config: Config, chip: Chip) -> tuple[KernelIR, list[BlockUse], BlockSizeTable]:
+        from .frontend.tracer import Tracer
+        from .frontend.values import BlockSizeTable, BlockTooLong
+        from .masks import insert_masks
+        from .space import block_uses
+
         given = config.get("block_sizes")
         if given is not None and not (isinstance(given, list) and all(isinstance(b, int) for b in given)):
             raise CompileError([error("HPL109", "block_sizes must be a list of integers", self.decorator_range)])
@@ -236,6 +243,8 @@ class Kernel:
                                                               f"from {exc.how}"),), data={"anchor": "shape_set"})
 
     def _fill_defaults(self, config: Config, uses: list[BlockUse], ir: KernelIR) -> Config:
+        from .space import default_block
+
         values = dict(config)
         given = list(values.get("block_sizes", []))
         blocks = given[: len(uses)] + [default_block(u) for u in uses[len(given):]]
@@ -246,6 +255,11 @@ class Kernel:
 
     def _compile(self, args: Any, config: Any, chip: str | Chip, shape_set: int | None, emit: bool = True
                  ) -> CompiledKernel:
+        from . import space as block_space
+        from .codegen.emit import emit_module
+        from .space import check_blocks
+        from .vmem_diagnostics import vmem_diagnostics
+
         chip = _chip(chip)
         specs = self.resolve_args(args, shape_set)
         if config is None and args is None:
@@ -305,6 +319,8 @@ class Kernel:
     def _shrink_defaults(self, specs: dict, ir: KernelIR, uses: list[BlockUse], cfg: Config,
                          layouts: list[CallLayout], report: VmemReport, chip: Chip) -> tuple:
         """Default blocks that overflow the default VMEM limit are halved (non-lane dims first) until they fit."""
+        from .space import candidates
+
         for _ in range(8):
             if report.verdict == "fits":
                 break
@@ -325,6 +341,10 @@ class Kernel:
 
     def _layouts(self, ir: KernelIR, cfg: Config, chip: Chip) -> tuple[list[CallLayout], VmemReport]:
         """One pallas_call plan per grid loop, each requesting the VMEM its report says it needs."""
+        from .codegen.plan_builder import build_call
+        from .ir import GridLoop
+        from .vmem import call_total, requested_limit, vmem_report
+
         grids = [n for n in ir.host if isinstance(n, GridLoop)]
         if not grids:
             raise CompileError([error("HPL101", f"`{self.name}` has no hl.tile / hl.grid loop: nothing runs on the TPU",
@@ -456,6 +476,9 @@ def _check_config_kinds(cfg: Config, rng: Range) -> None:
 
 
 def _kernel_plan(ir: KernelIR, layouts: list[CallLayout], chip: Chip) -> KernelPlan:
+    from .codegen.placement import describe
+    from .ir import Load, Store, walk
+
     flops = 0.0
     for lay in layouts:
         steps = lay.plan.grid_steps

@@ -2,48 +2,55 @@
 
 The same text appears in `# helion: args(...)` lines above a kernel, in `--args` on the command line and
 in `compile(args=...)`. Parsing is static (ast), never `eval`.
+
+Imports no torch: a spec keeps its dtype by name and `TensorSpec.dtype` gives the torch dtype on first
+use, so files can be parsed and their results' keys computed before torch is loaded (the language
+server's start).
 """
 
 from __future__ import annotations
 
 import ast
+import sys
 from dataclasses import dataclass
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from .syntax import parse
 
-DTYPES: dict[str, torch.dtype] = {
-    "f32": torch.float32,
-    "float32": torch.float32,
-    "bf16": torch.bfloat16,
-    "bfloat16": torch.bfloat16,
-    "f16": torch.float16,
-    "float16": torch.float16,
-    "i32": torch.int32,
-    "int32": torch.int32,
-    "i16": torch.int16,
-    "int16": torch.int16,
-    "i8": torch.int8,
-    "int8": torch.int8,
-    "u8": torch.uint8,
-    "uint8": torch.uint8,
-    "bool": torch.bool,
-    "f8e4m3": torch.float8_e4m3fn,
-    "f8e5m2": torch.float8_e5m2,
+if TYPE_CHECKING:
+    import torch
+
+DTYPES: dict[str, str] = {  # spec name -> torch's name for the dtype
+    "f32": "float32",
+    "float32": "float32",
+    "bf16": "bfloat16",
+    "bfloat16": "bfloat16",
+    "f16": "float16",
+    "float16": "float16",
+    "i32": "int32",
+    "int32": "int32",
+    "i16": "int16",
+    "int16": "int16",
+    "i8": "int8",
+    "int8": "int8",
+    "u8": "uint8",
+    "uint8": "uint8",
+    "bool": "bool",
+    "f8e4m3": "float8_e4m3fn",
+    "f8e5m2": "float8_e5m2",
 }
 
-SHORT_NAMES: dict[torch.dtype, str] = {
-    torch.float32: "f32",
-    torch.bfloat16: "bf16",
-    torch.float16: "f16",
-    torch.int32: "i32",
-    torch.int16: "i16",
-    torch.int8: "i8",
-    torch.uint8: "u8",
-    torch.bool: "bool",
-    torch.float8_e4m3fn: "f8e4m3",
-    torch.float8_e5m2: "f8e5m2",
+SHORT_NAMES: dict[str, str] = {  # torch's name -> the short spec name specs are printed with
+    "float32": "f32",
+    "bfloat16": "bf16",
+    "float16": "f16",
+    "int32": "i32",
+    "int16": "i16",
+    "int8": "i8",
+    "uint8": "u8",
+    "bool": "bool",
+    "float8_e4m3fn": "f8e4m3",
+    "float8_e5m2": "f8e5m2",
 }
 
 MAX_ELEMENTS = 2**40  # beyond this a shape is a typo, not a kernel input
@@ -58,15 +65,32 @@ class SpecError(ValueError):
         self.end_col = end_col
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class TensorSpec:
-    dtype: torch.dtype
+    """A tensor argument: dtype (kept as torch's name, e.g. "bfloat16") and shape.
+
+    Built from a torch dtype or its name; `dtype` is the torch dtype (imports torch on first use)."""
+
+    dtype_name: str
     shape: tuple[int, ...]
 
+    def __init__(self, dtype: torch.dtype | str, shape: tuple[int, ...]):
+        name = str(dtype).removeprefix("torch.")
+        object.__setattr__(self, "dtype_name", DTYPES.get(name, name))
+        object.__setattr__(self, "shape", tuple(shape))
+
+    @property
+    def dtype(self) -> torch.dtype:
+        import torch
+
+        return getattr(torch, self.dtype_name)
+
     def __str__(self) -> str:
-        return f"{SHORT_NAMES.get(self.dtype, str(self.dtype))}[{', '.join(map(str, self.shape))}]"
+        return f"{SHORT_NAMES.get(self.dtype_name, 'torch.' + self.dtype_name)}[{', '.join(map(str, self.shape))}]"
 
     def meta(self) -> torch.Tensor:
+        import torch
+
         return torch.empty(self.shape, dtype=self.dtype, device="meta")
 
 
@@ -167,9 +191,15 @@ def coerce_args(args: object) -> dict[str, ArgSpec]:
                 out[k] = v
             elif isinstance(v, str):
                 out[k] = parse_spec(v)
-            elif isinstance(v, torch.Tensor):
+            elif _is_tensor(v):
                 out[k] = TensorSpec(v.dtype, tuple(v.shape))
             else:
                 raise SpecError(f"{k}: unsupported argument spec {v!r}")
         return out
     raise SpecError("args must be a dict or a string like 'x=f32[8, 128]'")
+
+
+def _is_tensor(value: Any) -> bool:
+    """A torch.Tensor (without importing torch: a process that has not imported it has none)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)

@@ -3,22 +3,18 @@ scoped limit the generated code requests and the chip's capacity.
 
 Rows are read off the Pallas plan, so they describe exactly the generated code. Compiler temporaries are
 an estimate (peak of simultaneously live values in the kernel body) and are labelled as such.
+The report's types and `fmt_bytes` import no torch (the language server reads reports without it);
+computing a report does.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
-
 from .chips import Chip
-from .codegen.work import padded_bytes
 from .plan import CallPlan, Operand
 
 MiB = 1024 * 1024
-_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "int32": torch.int32,
-           "int16": torch.int16, "int8": torch.int8, "uint8": torch.uint8, "bool": torch.bool,
-           "float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}
 
 ROLES = {
     ("vmem_block", "input"): "input block",
@@ -104,9 +100,17 @@ def fmt_bytes(n: float, mib_digits: int = 2) -> str:
     return f"{int(n)} B"
 
 
+def _padded_bytes(shape: tuple[int | None, ...], dtype: str) -> int:
+    """One buffer's bytes in (8|16|32) x 128 tiles; `dtype` is the plan's name ("bfloat16"), torch's too."""
+    import torch
+
+    from .codegen.work import padded_bytes
+
+    return padded_bytes(shape, getattr(torch, dtype))
+
+
 def operand_row(op: Operand, call: str) -> VmemRow:
-    dtype = _DTYPES[op.dtype]
-    tile = padded_bytes(op.block_shape, dtype)
+    tile = _padded_bytes(op.block_shape, op.dtype)
     role, bufs = ROLES[(op.memory, op.kind)], op.buffer_count
     if op.kind == "inout" and op.reads_old:
         whole = op.memory != "hbm" and op.block_shape == op.array_shape
@@ -121,11 +125,11 @@ def call_rows(call: CallPlan) -> list[VmemRow]:
         if s.role in ("counter", "dma_sem"):  # SMEM / semaphores
             continue
         if s.role == "dma_buffer":  # one slot per buffer: the step's rows, and the next step's while it runs
-            b = padded_bytes(s.shape[1:], _DTYPES[s.dtype])
+            b = _padded_bytes(s.shape[1:], s.dtype)
             rows.append(VmemRow(s.name, "gathered rows (DMA buffer)", s.shape[1:], s.dtype, b, s.shape[0],
                                 b * s.shape[0], call.name))
             continue
-        b = padded_bytes(s.shape, _DTYPES[s.dtype])
+        b = _padded_bytes(s.shape, s.dtype)
         role = "rows to scatter (DMA staging)" if s.role == "dma_staging" else "scratch / carried value"
         rows.append(VmemRow(s.name, role, s.shape, s.dtype, b, 1, b, call.name))
     if call.temporaries_bytes:
