@@ -2,8 +2,8 @@
 
 TPU rules (Mosaic): of a block's last two dims, the last must be a multiple of 128 and the second-minor a
 multiple of 8, unless the block spans the whole dimension; a rank-1 block must span the array, be a multiple
-of 1024, or be a power of two of at least 128 * (4 / itemsize) — except that a launch-grid block dividing a
-small 1-D tensor reads it through its rows view (frontend/row_views.py). A block size that tiles several tensors must
+of 1024, or be a power of two of at least 128 * (4 / itemsize) — except that a block dividing a small 1-D
+tensor reads it through its rows view (frontend/row_views.py). A block size that tiles several tensors must
 satisfy every rule it meets. A block need not divide its loop's extent: the last block is partial and masked
 (compiler/masks.py). Only a sub-tile's block must divide its grid tile's block, which holds the sub-tiles.
 """
@@ -38,7 +38,7 @@ class BlockUse:
     range: Range
     itemsize: int = 4  # smallest itemsize among the tensors it tiles
     divides: bool = False  # must divide `extent` (a sub-tile inside its grid tile's block)
-    rows: bool = False  # a launch-grid block whose 1-D tensors are small: a short block reads their rows view
+    rows: bool = False  # a block whose 1-D tensors are small: a short block reads their rows views
 
     @property
     def role(self) -> str:
@@ -60,7 +60,8 @@ def block_uses(ir: KernelIR, ranges: list[Range], extents: list[int]) -> list[Bl
     inner_blocks = {d.block_index for lp in ir.inner_loops for d in lp.dims if d.block_index is not None}
     sub_blocks = {d.block_index for lp in ir.inner_loops for d in lp.dims if d.parent is not None}
     device_blocks = {d.block_index for lp in ir.inner_loops for d in lp.dims if d.dynamic}
-    grid_blocks = {d.block_index for n in ir.host if isinstance(n, GridLoop) for d in n.dims if d.api == "tile"}
+    loops = [d for n in ir.host if isinstance(n, GridLoop) for d in n.dims] + [d for lp in ir.inner_loops for d in lp.dims]
+    row_blocks = {d.block_index for d in loops if d.api == "tile" and not d.dynamic and d.parent is None and not d.begin}
     uses = []
     for i, dims in enumerate(ir.block_size_dims):
         extent = extents[i]
@@ -74,7 +75,7 @@ def block_uses(ir: KernelIR, ranges: list[Range], extents: list[int]) -> list[Bl
                 names.append(tensor.name)
             itemsize = min(itemsize, tensor.value.dtype.itemsize)
         flat = [t for t, _ in dims if len(t.value.shape) == 1]
-        rows = i in grid_blocks and bool(flat) and all(
+        rows = i in row_blocks and bool(flat) and all(
             t.value.shape[0] == extent and fits_as_rows(extent, t.value.dtype.itemsize) for t in flat)
         uses.append(BlockUse(i, extent, frozenset(roles or {LEADING}), tuple(names), i in inner_blocks,
                              ranges[i], itemsize, i in sub_blocks, rows))

@@ -65,8 +65,11 @@ HELPERS = {
     ),
     "one_hot_rows": (
         "def _one_hot_rows(one_hot, table):\n"
-        '    """one_hot @ table for a 0/1 matrix with at most one 1 per row: the selected rows, bit for bit."""\n'
+        '    """one_hot @ table for a 0/1 matrix with at most one 1 per row: the selected rows, bit for bit (f32 at\n'
+        '    HIGHEST precision; 16-bit floats are exact at the default, the only one the MXU takes for them)."""\n'
         "    dot = functools.partial(jnp.dot, precision=jax.lax.Precision.HIGHEST, preferred_element_type=jnp.float32)\n"
+        "    if jnp.issubdtype(table.dtype, jnp.floating) and table.dtype.itemsize == 2:\n"
+        "        return jnp.dot(one_hot.astype(table.dtype), table, preferred_element_type=jnp.float32).astype(table.dtype)\n"
         "    if jnp.issubdtype(table.dtype, jnp.floating):\n"
         "        return dot(one_hot.astype(table.dtype), table).astype(table.dtype)\n"
         "    wide = table.astype(jnp.int32)\n"

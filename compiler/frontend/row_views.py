@@ -1,4 +1,4 @@
-"""1-D tensors tiled by small launch-grid blocks: `labels[tile_n]` with 8-row tiles.
+"""1-D tensors tiled by small blocks: `labels[tile_n]` with 8-row tiles.
 
 A rank-1 block must span its array, be a multiple of 1024 or be a power of two of at least 128 * (4 /
 itemsize) (Mosaic), so a kernel that tiles rows of a wide 2-D tensor and a 1-D tensor with the same tile

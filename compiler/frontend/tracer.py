@@ -443,15 +443,14 @@ class Tracer(ExpressionEvaluator):
         return out
 
     def _as_rows(self, tensor: Value, items: tuple, rng: Range) -> tuple[Value, tuple]:
-        """`x[tile]` of a small 1-D tensor with a launch-grid block too short for a rank-1 block: row `tile.id` of
-        its [n / block, block] view (compiler/frontend/row_views.py); otherwise the access as it is."""
+        """`x[tile]` of a small 1-D tensor with a block too short for a rank-1 block: row `tile.id` of its
+        [n / block, block] view (compiler/frontend/row_views.py); otherwise the access as it is."""
         if len(tensor.shape) != 1 or len(items) != 1 or items[0][0] != "tile":
             return tensor, items
         d: TileDim = items[0][1]
         n, b = tensor.shape[0], d.block_size
         grid = self.loops[0]
-        if (d.loop_id != grid.dims[0].loop_id or d.dynamic or d.parent is not None or d.begin or d.extent != n
-                or not use_rows(n, b, tensor.dtype.itemsize)):
+        if d.dynamic or d.parent is not None or d.begin or d.extent != n or not use_rows(n, b, tensor.dtype.itemsize):
             return tensor, items
         key = (tensor.id, b)
         view = self.row_views.get(key)
