@@ -126,11 +126,11 @@ def call_rows(call: CallPlan) -> list[VmemRow]:
             continue
         if s.role == "dma_buffer":  # one slot per buffer: the step's rows, and the next step's while it runs
             b = _padded_bytes(s.shape[1:], s.dtype)
-            rows.append(VmemRow(s.name, "gathered rows (DMA buffer)", s.shape[1:], s.dtype, b, s.shape[0],
+            rows.append(VmemRow(s.name, "rows copied in (DMA buffer)", s.shape[1:], s.dtype, b, s.shape[0],
                                 b * s.shape[0], call.name))
             continue
         b = _padded_bytes(s.shape, s.dtype)
-        role = "rows to scatter (DMA staging)" if s.role == "dma_staging" else "scratch / carried value"
+        role = "rows copied out (DMA staging)" if s.role == "dma_staging" else "scratch / carried value"
         rows.append(VmemRow(s.name, role, s.shape, s.dtype, b, 1, b, call.name))
     if call.temporaries_bytes:
         rows.append(VmemRow("(temporaries)", "compiler temporaries (estimated)", (), "-", call.temporaries_bytes, 1,

@@ -49,11 +49,11 @@ class NotScalar(Exception):
 
 @dataclass
 class DmaAccess:
-    """One gather or scatter carried out by row copies (see the module docstring)."""
+    """One gather, scatter or device-bounded window carried out by copies (see the module docstring)."""
 
     node: Load | Store
-    kind: str  # "gather" | "scatter"
-    index: Value  # the int tensor of positions
+    kind: str  # "gather" | "scatter" | "window_load" | "window_store"
+    index: Value | None  # the int tensor of positions (None for a window)
     src: HostTensor  # the tensor the copies address (for a gather from a 1-D view: the array it views)
     rest: tuple[tuple, ...]  # index items of `src`'s dims after the gathered one: ("full",) / ("int", c) / ...
     row_shape: tuple[int, ...]  # one position's copy as the buffer holds it
@@ -64,26 +64,30 @@ class DmaAccess:
     tables: list[HostTensor] = field(default_factory=list)  # int32 tensors the index reads (SMEM copies)
     buffer: str = ""  # VMEM scratch names, set by plan_builder
     sem: str = ""
+    tile: TileDim | None = None  # a window's device-bounded tile
+    before: tuple[tuple, ...] = ()  # a window's index items of the dims before the tile's (squeezed positions)
 
     @property
     def positions(self) -> int:
-        return max(1, math.prod(self.index.shape))
+        return 1 if self.index is None else max(1, math.prod(self.index.shape))
 
     @property
     def slots(self) -> int:
         return 2 if self.prefetch else 1
 
     @property
+    def copy_shape(self) -> tuple[int, ...]:
+        """What one execution copies: [positions, *row] (a window: its rows)."""
+        return ((self.positions,) if self.index is not None else ()) + self.row_shape
+
+    @property
     def buffer_shape(self) -> tuple[int, ...]:
-        lead = (self.slots,) if self.kind == "gather" else ()
-        return lead + (self.positions, *self.row_shape)
+        return ((self.slots,) if self.kind in ("gather", "window_load") else ()) + self.copy_shape
 
 
 def plan_dma(ir: KernelIR, grid: GridLoop, config: dict, chip: Chip) -> dict[int, DmaAccess]:
     """The accesses of one grid loop that copy rows by DMA, by id(node)."""
     mode = config.get("pallas_indirect_access_mode")
-    if mode == "one_hot":
-        return {}
     accesses: list[tuple[Load | Store, list[InnerLoop]]] = []
 
     def visit(nodes: list[Node], loops: list[InnerLoop]) -> None:
@@ -101,8 +105,9 @@ def plan_dma(ir: KernelIR, grid: GridLoop, config: dict, chip: Chip) -> dict[int
         by_root.setdefault(_root(n.tensor), []).append((n, loops))
     out: dict[int, DmaAccess] = {}
     for root, group in by_root.items():
+        out.update(_windows(group, root in written, budget, chip))
         gathers = [(n, loops) for n, loops in group if _gather_axis(n) is not None]
-        if not gathers:
+        if not gathers or mode == "one_hot":
             continue
         table = gathers[0][0].tensor.value
         big = padded_bytes(tuple(table.shape), table.dtype) > budget
@@ -120,6 +125,57 @@ def plan_dma(ir: KernelIR, grid: GridLoop, config: dict, chip: Chip) -> dict[int
             continue  # every access of a written tensor must go through the copies, in an order they keep
         out.update(found)
     return out
+
+
+def _windows(group: list[tuple[Load | Store, list[InnerLoop]]], written: bool, budget: int,
+             chip: Chip) -> dict[int, DmaAccess]:
+    """Accesses of one tensor at a device-bounded tile's window (`q[tile_q, :, :]` in `hl.tile(start, end)`)
+    whose whole-dim VMEM block would not fit the budget: the window is copied in (double-buffered across the
+    tile's loop) or its rows inside the loop's range are copied out. A tensor both read and written this way
+    keeps its resident block."""
+    found: dict[int, DmaAccess] = {}
+    for n, loops in group:
+        items = [it for it in n.index if it[0] != "newaxis"]
+        tiles = [i for i, it in enumerate(items) if it[0] == "tile" and it[1].dynamic]
+        if len(tiles) != 1 or len(items) != len(n.index):
+            continue
+        d = _window(n, items, tiles[0], loops, budget, chip)
+        if d is not None:
+            found[id(n)] = d
+    if not found:
+        return {}
+    kinds = {d.kind for d in found.values()}
+    if written and (len(found) != len(group) or len(kinds) != 1 or kinds != {"window_store"}):
+        return {}
+    return found
+
+
+def _window(n: Load | Store, items: list[tuple], at: int, loops: list[InnerLoop], budget: int,
+            chip: Chip) -> DmaAccess | None:
+    t = n.tensor
+    shape, dtype = tuple(t.value.shape), t.value.dtype
+    td: TileDim = items[at][1]
+    if td.jagged or (isinstance(n, Store) and (n.accumulate or n.pred is not None)):
+        return None
+    if not (at < len(shape) - 2 or (at == len(shape) - 2 and dtype.itemsize == 4)):
+        return None  # the TPU copies rows at any offset along a leading dim, or the sublane dim of 32-bit data
+    if any(it[0] not in ("int", "grid") for it in items[:at]) or any(
+            it[0] not in ("int", "grid", "full") or (it[0] != "full" and i >= len(shape) - 2)
+            for i, it in enumerate(items[at + 1:], start=at + 1)):
+        return None
+    whole = padded_bytes(tuple(shape[at:]), dtype)
+    if whole <= budget:
+        return None
+    loop = next((lp for lp in loops if any(d is td for d in lp.dims)), None)
+    if loop is None or len(loop.dims) != 1:
+        return None
+    rest = tuple(it for it in items[at + 1:])
+    row = (td.block_size, *(shape[i] for i, it in enumerate(items) if i > at and it[0] == "full"))
+    why = (f"its whole dim in VMEM ({_mib(whole)}) would not fit a quarter of the default scoped VMEM "
+           f"({_mib(chip.default_scoped_vmem_bytes)} on {chip.name})")
+    kind = "window_load" if isinstance(n, Load) else "window_store"
+    return DmaAccess(n, kind, None, t, rest, row, False, loop, isinstance(n, Load), why, tile=td,
+                     before=tuple(items[:at]))
 
 
 def _load_buffers(ir: KernelIR, n: Load | Store, config: dict) -> object:

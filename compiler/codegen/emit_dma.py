@@ -14,7 +14,7 @@ import math
 from ..ir import HostTensor, InnerLoop, Load, Node, Store
 from .dma import CHUNK, DmaAccess, ScalarIndex
 from .exprs import dtype_text, literal
-from .plan_builder import CallLayout
+from .plan_builder import CallLayout, shortest_indexed_dim
 
 HELPERS = {
     "pick_lanes": (
@@ -64,11 +64,14 @@ class DmaWriter:
             self._fetch_functions(indent, d, names)
 
     def dma_before_loop(self, indent: int, loop: InnerLoop) -> None:
-        """Fetch functions of gathers prefetched across `loop`, and the fetch for its first step."""
+        """Fetch functions of gathers and windows prefetched across `loop`, and the fetch for its first step."""
         for d in self.layout.dma.values():
-            if d.kind == "gather" and d.prefetch and d.loop is loop:
+            if d.kind in ("gather", "window_load") and d.prefetch and d.loop is loop:
                 var = self.loop_vars[(loop.dims[0].loop_id, loop.dims[0].axis)]
-                self._fetch_functions(indent, d, [var])
+                if d.kind == "gather":
+                    self._fetch_functions(indent, d, [var])
+                else:
+                    self._window_functions(indent, d, var)
                 trips = self._trips(loop)
                 if trips.isdigit():
                     self.out.add(indent, f"{d.buffer}_fetch(0, 0)  # rows for the first step", d.node.range)
@@ -106,6 +109,10 @@ class DmaWriter:
             self.out.add(indent, f"{d.buffer}_fetch(0)", n.range)
         self.out.add(indent, f"{d.buffer}_wait({slot})", n.range)
         rows = f"{d.buffer}[{slot}]"
+        if d.kind == "window_load":
+            self.out.add(indent, f"{self.name_of(n.out)} = {rows}  # the window of `{n.tensor.name}` copied by DMA",
+                         n.range)
+            return
         if d.chunk:
             self.use_helper("pick_lanes")
             self.use_helper("wrap_index")
@@ -118,6 +125,9 @@ class DmaWriter:
 
     def dma_store(self, indent: int, n: Store) -> None:
         d = self.layout.dma[id(n)]
+        if d.kind == "window_store":
+            self._window_store(indent, n, d)
+            return
         dtype = n.tensor.value.dtype
         value, atomic = self.ref(n.value)
         region = tuple(d.index.shape) + tuple(d.row_shape)
@@ -166,8 +176,66 @@ class DmaWriter:
         """A scatter's copies complete before its loop body (or grid step) ends: the next one reads them."""
         for n in nodes:
             d = self.layout.dma.get(id(n))
-            if d is not None and d.kind == "scatter":
-                self.out.add(indent, f"{d.buffer}_put_wait()  # the rows scattered into `{n.tensor.name}` have landed")
+            if d is not None and d.kind in ("scatter", "window_store"):
+                self.out.add(indent, f"{d.buffer}_put_wait()  # the rows copied into `{n.tensor.name}` have landed")
+
+    # -- device-bounded windows -------------------------------------------------------------------------------
+
+    def _window_functions(self, indent: int, d: DmaAccess, var: str) -> None:
+        """`<buffer>_fetch(step, slot)` / `<buffer>_wait(slot)` for the window of a device-bounded tile: the same
+        `block` rows the resident read would take (its start clamped inside the arrays the tile indexes)."""
+        td = d.tile
+        lo = self.writer.arg(td.lo, True)
+        first = f"{var} * {td.block_size}" if lo == "0" else f"{lo} + {var} * {td.block_size}"
+        shortest = shortest_indexed_dim(self.layout.grid.body, td)
+        start = f"jnp.clip({first}, 0, {shortest - td.block_size})"
+        self.out.add(indent, f"def {d.buffer}_fetch({var}, slot):", d.node.range)
+        self.out.add(indent + 1, f'"""Start copying step `{var}`\'s window of `{d.node.tensor.name}` into slot `slot` (DMA)."""')
+        self.out.add(indent + 1, f"pltpu.make_async_copy({self._window_ref(d, start, td.block_size)}, {d.buffer}.at[slot], "
+                                 f"{d.sem}.at[slot]).start()")
+        self.out.add(indent, f"def {d.buffer}_wait(slot):")
+        self.out.add(indent + 1, f"pltpu.make_async_copy({self._window_ref(d, '0', td.block_size)}, {d.buffer}.at[slot], "
+                                 f"{d.sem}.at[slot]).wait()")
+
+    def _window_ref(self, d: DmaAccess, start: str, size: int) -> str:
+        op = self.layout.by_node[id(d.node)]
+        ref = self.in_ref(op) if d.kind == "window_load" else self.out_ref(op)
+        parts = [str(it[1]) if it[0] == "int" else self.tile_begin(it[1]) for it in d.before]
+        parts.append(f"pl.ds({start}, {size})")
+        parts += [":" if it[0] == "full" else str(it[1]) if it[0] == "int" else self.tile_begin(it[1]) for it in d.rest]
+        while parts and parts[-1] == ":":
+            parts.pop()
+        return f"{ref}.at[{', '.join(parts)}]"
+
+    def _window_store(self, indent: int, n: Store, d: DmaAccess) -> None:
+        """The step's rows inside the loop's range, [first, min(end, window + block)), copied out of a staging
+        buffer in power-of-two runs (a run's length must be known when the code is compiled); the window's
+        other rows belong to other steps or segments and are not written."""
+        td = d.tile
+        dtype = n.tensor.value.dtype
+        value, atomic = self.ref(n.value)
+        if tuple(n.value.shape) != d.row_shape:
+            value, atomic = f"jnp.broadcast_to({value}, {literal(d.row_shape)})", True
+        if n.value.dtype != dtype:
+            value = f"{value if atomic else '(' + value + ')'}.astype({dtype_text(dtype)})"
+        self.out.add(indent, f"{d.buffer}[...] = {value}  # the step's window, to copy out", n.range)
+        first, window = self.device_positions[(td.loop_id, td.axis)]
+        count, skip = self.names.fresh(f"{d.buffer}_count"), self.names.fresh(f"{d.buffer}_skip")
+        hi = self.writer.tile_limit(td)
+        self.out.add(indent, f"{count} = jnp.minimum({hi}, {window} + {td.block_size}) - {first}  # rows in range")
+        self.out.add(indent, f"{skip} = {first} - {window}  # window rows before this step's first position")
+        runs = [1 << b for b in range(td.block_size.bit_length() - 1, -1, -1)]
+        for fn, verb in ((f"{d.buffer}_put", "start"), (f"{d.buffer}_put_wait", "wait")):
+            self.out.add(indent, f"def {fn}():")
+            self.out.add(indent + 1, f"for run in {literal(tuple(runs))}:")
+            guard = self.names.fresh("copy_run")
+            self.out.add(indent + 2, f"@pl.when(({count} & run) != 0)")
+            self.out.add(indent + 2, f"def {guard}(run=run):")
+            self.out.add(indent + 3, f"at = {count} & -(2 * run)  # rows the longer runs copied")
+            src = f"{d.buffer}.at[pl.ds({skip} + at, run)]"
+            self.out.add(indent + 3, f"pltpu.make_async_copy({src}, {self._window_ref(d, f'{first} + at', 'run')}, "
+                                     f"{d.sem}.at[0]).{verb}()")
+        self.out.add(indent, f"{d.buffer}_put()  # waited for at the end of the step", n.range)
 
     # -- pieces ----------------------------------------------------------------------------------------------
 

@@ -39,8 +39,8 @@ class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
                       | set(self.grid_names.values()) | {layout.name})
         super().__init__(layout.grid.body, names, out)
         self.helpers = self.writer.helpers
-        for d in layout.dma.values():  # a gather copied by DMA is statements (wait, then read the buffer)
-            if d.kind == "gather":
+        for d in layout.dma.values():  # a load copied by DMA is statements (wait, then read the buffer)
+            if isinstance(d.node, Load):
                 self.inline.pop(d.node.out.id, None)
 
     # -- refs and indexing -----------------------------------------------------------------------------

@@ -351,14 +351,15 @@ def _dma_scratch(dma: dict[int, DmaAccess], taken: set[str]) -> list[Scratch]:
     """A VMEM buffer and its DMA semaphores for each access copied by DMA."""
     out: list[Scratch] = []
     for d in dma.values():
-        base = py_name(d.node.tensor.name) + ("_gathered" if d.kind == "gather" else "_scattered")
+        base = py_name(d.node.tensor.name) + {"gather": "_gathered", "scatter": "_scattered", "window_load": "_window",
+                                              "window_store": "_window_out"}[d.kind]
         name, i = base, 1
         while name in taken:
             name, i = f"{base}_{i}", i + 1
         taken |= {name, f"{name}_sem"}
         d.buffer, d.sem = name, f"{name}_sem"
         dtype = d.src.value.dtype
-        role = "dma_buffer" if d.kind == "gather" else "dma_staging"
+        role = "dma_buffer" if d.kind in ("gather", "window_load") else "dma_staging"
         out.append(Scratch(name, d.buffer_shape, JNP_DTYPES[dtype], dtype.itemsize, role, d.node.range))
         out.append(Scratch(d.sem, (d.slots,), "int32", 4, "dma_sem", d.node.range))
     return out
@@ -526,7 +527,7 @@ def _call_plan(layout: CallLayout, loop_type: object, chip: Chip) -> CallPlan:
         block, axes = o.block_shape, o.grid_axes
         if o.memory == "dma":  # one execution's rows (a new set for each step of the loop around the copies)
             mine = [d for d in layout.dma.values() if layout.by_node.get(id(d.node)) is o]
-            block = max(((d.positions, *d.row_shape) for d in mine), key=math.prod)
+            block = max((d.copy_shape for d in mine), key=math.prod)
             axes = tuple(range(len(dims))) if any(d.loop is None for d in mine) else ()
         operands.append(Operand(
             name=o.ref_name, tensor=o.tensor.name, kind=o.kind, array_shape=tuple(o.tensor.value.shape),
