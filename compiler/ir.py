@@ -162,6 +162,9 @@ class Store(Node):
     value: Value
     accumulate: str | None = None  # "add" for `x[...] += v`
     pred: Value | None = None  # under `if` on device values: a 0-d bool; elsewhere the old values stay
+    # a scatter at a partial tile's positions: (axis of the index tensor, tile) whose padding positions write
+    # nothing (set by compiler/masks.py)
+    padding: tuple[tuple[int, TileDim], ...] = ()
 
 
 @dataclass(eq=False)

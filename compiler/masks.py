@@ -439,15 +439,27 @@ class _Rewriter:
                           "divide the loop extents", op.range)
 
     def check_store(self, n: Store) -> None:
+        skip = []
+        for it in n.index:  # a scatter's positions at a partial tile's padding write nothing
+            if it[0] == "gather":
+                for axis, t in enumerate(self.of(it[1])):
+                    if OPAQUE in t:
+                        raise UserError("HPL210", "this scatter's positions hold padding of a partial tile moved by an "
+                                                  "earlier reshape or operation; pick block sizes that divide the loop "
+                                                  "extents", n.range)
+                    skip += [(axis, d) for d in sorted(t, key=_order) if d.partial]
+        n.padding = tuple(dict.fromkeys(skip))
         tags = self.of(n.value)
         if not any(maskable(t) for t in tags):
             return
-        block = []
+        block, axis_of = [], []
         for it in n.index:
             if it[0] in ("tile", "full", "window"):
                 block.append(it)
+                axis_of.append(None)
             elif it[0] == "gather":
                 block.extend([it] * len(it[1].shape))
+                axis_of.extend(range(len(it[1].shape)))
         off = len(block) - len(tags)
         for i, t in enumerate(tags):
             for d in t:
@@ -457,6 +469,8 @@ class _Rewriter:
                 if d == OPAQUE:
                     raise UserError("HPL210", f"this store would write padding of a partial tile ({_tile_names(t) or 'moved by a reshape'}) "
                                               "into valid positions; pick block sizes that divide the loop extents", n.range)
+                if item is not None and item[0] == "gather" and (axis_of[off + i], d) in n.padding:
+                    continue  # the value's padding is at the scatter's padding positions, which write nothing
                 if item is None or item[0] != "tile" or item[1] != d:
                     raise UserError("HPL210", f"the stored value spans partial tile {_describe(d)} in a dim that this "
                                               "store indexes differently, so its padding would land on valid "

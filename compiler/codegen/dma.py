@@ -75,6 +75,24 @@ class DmaAccess:
     def slots(self) -> int:
         return 2 if self.prefetch else 1
 
+    def describe(self) -> str:
+        """How the access is carried out, for its hover."""
+        shape = "×".join(map(str, self.row_shape))
+        if self.kind in ("window_load", "window_store"):
+            where = (f"copied in from HBM by DMA, {'double-buffered across' if self.prefetch else 'once per step of'} "
+                     f"`{self.tile.name}`'s loop" if self.kind == "window_load" else
+                     "copied out to HBM by DMA (only the rows inside the loop's range)")
+            return f"`{self.tile.name}`'s window [{shape}] {where}; the tensor stays in HBM because {self.why}"
+        what = "the 128-lane chunk holding its element" if self.chunk else f"a row [{shape}]"
+        if self.kind == "gather":
+            step = "the launch grid's steps, which run in order" if self.loop is None else f"`{self.loop.dims[0].name}`"
+            how = f"double-buffered across {step}" if self.prefetch else "fetched where it is read"
+            return (f"dim 0: gathered by DMA, one copy per position ({self.positions} per step, each {what}) into "
+                    f"a VMEM buffer, {how}; the tensor stays in HBM because {self.why}")
+        return (f"dim 0: scattered by DMA, one copy per position ({self.positions} per step, each {what}) from a "
+                f"VMEM staging buffer, a position given twice keeping the later value; the tensor stays in HBM "
+                f"because {self.why}")
+
     @property
     def copy_shape(self) -> tuple[int, ...]:
         """What one execution copies: [positions, *row] (a window: its rows)."""
@@ -114,8 +132,7 @@ def plan_dma(ir: KernelIR, grid: GridLoop, config: dict, chip: Chip) -> dict[int
         if mode != "dma" and not big:
             continue
         why = ("the config asks for pallas_indirect_access_mode='dma'" if mode == "dma" and not big else
-               f"its whole-array block ({_mib(padded_bytes(tuple(table.shape), table.dtype))}) would not fit a quarter "
-               f"of the default scoped VMEM ({_mib(chip.default_scoped_vmem_bytes)} on {chip.name})")
+               f"its whole-array block ({_mib(padded_bytes(tuple(table.shape), table.dtype))}) {_over(budget, chip)}")
         found = {}
         for n, loops in gathers:
             d = _access(ir, n, loops, root in written, why, grid, _load_buffers(ir, n, config))
@@ -171,8 +188,7 @@ def _window(n: Load | Store, items: list[tuple], at: int, loops: list[InnerLoop]
         return None
     rest = tuple(it for it in items[at + 1:])
     row = (td.block_size, *(shape[i] for i, it in enumerate(items) if i > at and it[0] == "full"))
-    why = (f"its whole dim in VMEM ({_mib(whole)}) would not fit a quarter of the default scoped VMEM "
-           f"({_mib(chip.default_scoped_vmem_bytes)} on {chip.name})")
+    why = f"its whole dim in VMEM ({_mib(whole)}) {_over(budget, chip)}"
     kind = "window_load" if isinstance(n, Load) else "window_store"
     return DmaAccess(n, kind, None, t, rest, row, False, loop, isinstance(n, Load), why, tile=td,
                      before=tuple(items[:at]))
@@ -186,6 +202,10 @@ def _load_buffers(ir: KernelIR, n: Load | Store, config: dict) -> object:
         return spec
     i = next((i for i, x in enumerate(ir.loads) if x is n), None)
     return spec[i] if isinstance(spec, list | tuple) and i is not None and i < len(spec) else None
+
+
+def _over(budget: int, chip: Chip) -> str:
+    return f"would take more than {_mib(budget)}, a quarter of {chip.name}'s default scoped VMEM"
 
 
 def _mib(n: int) -> str:

@@ -146,12 +146,12 @@ class DmaWriter:
             idx, _ = self.ref(d.index)
             flat = f"_wrap_index({idx}, {self._rows(d)}).reshape({d.positions})"
             valid = " & ".join(f"({self.writer.valid(td, tuple(d.index.shape), axis)})" for td, axis in
-                               sorted(index.partial, key=lambda p: p[1]))
+                               self._padding(n, index))
             valid = f"({valid}).reshape({d.positions})" if valid else f"jnp.ones(({d.positions},), jnp.bool_)"
             value = f"_last_writer({value}, {flat}, {valid})"
         self.out.add(indent, f"{d.buffer}[...] = {value}.reshape{literal(d.buffer_shape)}  # rows to scatter",
                      n.range)
-        cond = self._valid_text(index, pos)
+        cond = self._valid_text(self._padding(n, index), pos)
         self.use_helper("wrap_index")
         put, wait = f"{d.buffer}_put", f"{d.buffer}_put_wait"
         for fn, verb, row in ((put, "start", f"_wrap_index({text}, {self._rows(d)})"), (wait, "wait", "0")):
@@ -281,9 +281,15 @@ class DmaWriter:
             text = "j" if below == 1 else f"j // {below}"
             self.out.add(indent, f"p{a} = {text} % {shape[a]}" if a else f"p{a} = {text}")
 
-    def _valid_text(self, index: ScalarIndex, pos: tuple[tuple[str, int], ...]) -> str:
-        conds = [f"{self.tile_begin(td)} + {pos[axis][0]} < {td.extent}" for td, axis in
-                 sorted(index.partial, key=lambda p: p[1])]
+    @staticmethod
+    def _padding(n: Store, index: ScalarIndex) -> list[tuple[object, int]]:
+        """(partial tile, index axis) whose padding positions a scatter skips (compiler/masks.py, and the
+        tiles its index reads at their positions)."""
+        found = {(td, axis) for axis, td in n.padding} | index.partial
+        return sorted(found, key=lambda p: (p[1], p[0].loop_id, p[0].axis))
+
+    def _valid_text(self, padding: list[tuple[object, int]], pos: tuple[tuple[str, int], ...]) -> str:
+        conds = [f"{self.tile_begin(td)} + {pos[axis][0]} < {td.extent}" for td, axis in padding]
         return " & ".join(f"({c})" for c in conds) if len(conds) > 1 else (conds[0] if conds else "")
 
     def _rows(self, d: DmaAccess) -> int:

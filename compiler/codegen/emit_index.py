@@ -43,16 +43,17 @@ HELPERS = {
         "    return out\n"
     ),
     "scatter": (
-        "def _scatter(block, idx, values, axis):\n"
+        "def _scatter(block, idx, values, axis, valid=None):\n"
         '    """block with block[..., idx, ...] = values along `axis`; a position given twice takes the later\n'
-        '    value, as torch does."""\n'
+        '    value, as torch does; positions where `valid` is false (a partial tile\'s padding) write nothing."""\n'
         "    rows = block.shape[axis]\n"
         "    flat = idx.reshape(-1)\n"
         "    flat = jnp.where(flat < 0, flat + rows, flat)\n"
         "    k = flat.shape[0]\n"
+        "    ok = jnp.ones((1, k), jnp.bool_) if valid is None else valid.astype(jnp.int32).reshape(1, k) != 0\n"
         "    later = jax.lax.broadcasted_iota(jnp.int32, (k, k), 1) > jax.lax.broadcasted_iota(jnp.int32, (k, k), 0)\n"
-        "    overwritten = jnp.any((flat[:, None] == flat[None, :]) & later, axis=1)\n"
-        "    one_hot = (jax.lax.broadcasted_iota(jnp.int32, (rows, k), 0) == flat[None, :]) & ~overwritten[None, :]\n"
+        "    overwritten = jnp.any((flat[:, None] == flat[None, :]) & later & ok, axis=1)\n"
+        "    one_hot = (jax.lax.broadcasted_iota(jnp.int32, (rows, k), 0) == flat[None, :]) & ~overwritten[None, :] & ok\n"
         "    table = jnp.moveaxis(block, axis, 0)\n"
         "    rest = table.shape[1:]\n"
         "    vals = jnp.moveaxis(values, tuple(range(axis, axis + idx.ndim)), tuple(range(idx.ndim)))\n"

@@ -206,7 +206,9 @@ class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
         if gathered is not None:
             self.use_helper("scatter")
             axis, index = gathered
-            value = f"_scatter({current}, {self.ref(index)[0]}, {value}, axis={axis})"
+            valid = " & ".join(f"({self.writer.valid(td, tuple(index.shape), a)})" for a, td in n.padding)
+            valid = f", valid={valid}" if valid else ""
+            value = f"_scatter({current}, {self.ref(index)[0]}, {value}, axis={axis}{valid})"
         if n.pred is not None:  # under `if` on a device value: the old values stay where it is false
             value = f"jnp.where({self.ref(n.pred)[0]}, {value}, {current})"
         parts = self.index_parts(op, n) if op.memory != "smem" else []

@@ -430,6 +430,7 @@ class Tracer(ExpressionEvaluator):
         """`tensor[index]` in device code; `prepared`: index is already a tuple of IR index items."""
         ht = self.host_tensor(tensor, rng)
         _no_64_bit(ht, rng)
+        _positions_fit(ht, rng)
         items = index if prepared else self.indexer.items(tensor, index, rng)
         _no_device_tile_runs(items, rng)
         shape = self.indexer.shape(tuple(tensor.shape), items)
@@ -504,6 +505,7 @@ class Tracer(ExpressionEvaluator):
                                           "argument or allocation can be written", rng)
             ht.origin, ht.base = "view", root
         _no_64_bit(ht, rng)
+        _positions_fit(ht, rng)
         items = self.indexer.items(base, index, rng, for_store=True)
         _no_device_tile_runs(items, rng)
         if any(it[0] == "newaxis" for it in items):
@@ -573,6 +575,19 @@ def _no_device_tile_runs(items: tuple, rng: Range) -> None:
                 raise UserError("HPL106", f"positions computed from `{d.name}.index` (a loop whose bounds are computed "
                                           f"on the device) can only index a tensor as the tile itself, "
                                           f"`x[{d.name}, ...]`, not shifted, scaled or through a loaded block", rng)
+
+
+INT32_MAX = 2**31 - 1
+
+
+def _positions_fit(ht: HostTensor, rng: Range) -> None:
+    """Positions are 32-bit integers on the TPU: a tensor dim of 2**31 elements or more cannot be addressed
+    (jax itself would fail on the first constant of that size)."""
+    for d, size in enumerate(ht.value.shape):
+        if size > INT32_MAX:
+            raise UserError("HPL202", f"dim {d} of `{ht.name}` has {size} elements: positions on the TPU are 32-bit "
+                                      f"integers (at most {INT32_MAX}); index it through more dims (`x[row, col]` "
+                                      "rather than a flattened view)", rng)
 
 
 def _no_64_bit(ht: HostTensor, rng: Range) -> None:
