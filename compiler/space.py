@@ -20,7 +20,7 @@ from .codegen.plan_builder import multi_dim_tile_loops, pipelinable
 from .config import LOOP_TYPES, Config
 from .diagnostics import CompileError, Diagnostic, Range, error, hint, warning
 from .frontend.row_views import ROWS_MIN, fits_as_rows, rank1_legal
-from .ir import GridLoop, InnerLoop, KernelIR, Load, Op, Value, walk
+from .ir import GridLoop, InnerLoop, KernelIR, Load, Op, Store, Value, viewed, walk
 
 LANE, SUBLANE, LEADING, RANK1 = "lane", "sublane", "leading", "rank1"
 _MIN = {LANE: 128, SUBLANE: 8, LEADING: 1}
@@ -155,9 +155,12 @@ def check_blocks(uses: list[BlockUse], values: list[int], given: bool) -> list[D
 def raise_to_legal(uses: list[BlockUse], values: list[int], ir: KernelIR) -> dict[int, int]:
     """Illegal block sizes that can be raised to the next legal size without changing what the kernel computes,
     as Helion's Pallas backend does: index -> raised size. A block the kernel observes (tile.block_size, .id,
-    .count), one that must divide a grid tile, and one whose inner loop carries values (its trip count can
-    change the result) keep their error. The caller re-traces to check that no tensor shape moves."""
+    .count), one that must divide a grid tile, one whose inner loop carries values (its trip count can
+    change the result) and one whose loop scatters into a tensor it also reads (a later block reads what an
+    earlier one wrote) keep their error. The caller re-traces to check that no tensor shape moves."""
     carried = {d.block_index for lp in ir.inner_loops if lp.carried and not _folds(lp) for d in lp.dims}
+    loops = [n for n in walk(ir.host) if isinstance(n, GridLoop | InnerLoop)]
+    carried |= {d.block_index for lp in loops if _reads_what_it_scatters(lp.body) for d in lp.dims}
     out = {}
     for use, value in zip(uses, values, strict=False):
         if legal(use, value) or use.divides or use.index in ir.observed_blocks or use.index in carried:
@@ -169,6 +172,13 @@ def raise_to_legal(uses: list[BlockUse], values: list[int], ir: KernelIR) -> dic
 
 
 _FOLDS = {"add", "maximum", "minimum", "mul", "dot"}
+
+
+def _reads_what_it_scatters(body: list) -> bool:
+    nodes = list(walk(body))
+    scattered = {viewed(n.tensor.root.value).id for n in nodes
+                 if isinstance(n, Store) and any(it[0] == "gather" for it in n.index)}
+    return any(isinstance(n, Load) and viewed(n.tensor.root.value).id in scattered for n in nodes)
 
 
 def _folds(loop: InnerLoop) -> bool:

@@ -11,7 +11,7 @@ import dataclasses
 
 import pytest
 import torch
-from conformance.case import load_case
+from conformance.case import discover, load_case
 from conformance.runner import compare
 from conftest import MORE_KERNELS
 from test_checks_libtpu import libtpu
@@ -93,3 +93,32 @@ def test_small_inputs_match_torch_through_the_copies(name):
     expected = case.reference(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
     problem = compare(got, expected, case.tolerance)
     assert problem is None, problem
+
+
+# -- the conformance suite's DMA cases (their interpret-mode runs are in tests/test_conformance.py) -------------
+
+DMA_CASES = {p.stem: load_case(p) for p in discover("dma_")}
+
+
+def _dma_case_compile(name):
+    case = DMA_CASES[name]
+    args = case.make_args()
+    ck = case.kernel.compile(args=dict(zip(case.kernel.params, args, strict=True)), config=case.configs[0],
+                             chip="v7x")
+    assert _copies(ck), "no access of this case is copied by DMA"
+    return ck
+
+
+@pytest.mark.parametrize("name", sorted(DMA_CASES))
+def test_dma_case_lowers_through_mosaic(name):
+    ck = _dma_case_compile(name)
+    problems = [d for d in ck.check_lowering() if d.is_error]
+    assert not problems, [d.message for d in problems]
+
+
+@libtpu
+@pytest.mark.parametrize("name", sorted(DMA_CASES))
+def test_dma_case_compiles_with_libtpu_for_v7x(name):
+    ck = _dma_case_compile(name)
+    problems = [d for d in ck.check_tpu_compile() if d.is_error]
+    assert not problems, [d.message for d in problems]

@@ -95,8 +95,8 @@ class DmaAccess:
 
     @property
     def copy_shape(self) -> tuple[int, ...]:
-        """What one execution copies: [positions, *row] (a window: its rows)."""
-        return ((self.positions,) if self.index is not None else ()) + self.row_shape
+        """What one execution copies: [*index shape, *row] (a window: its rows)."""
+        return (tuple(self.index.shape) if self.index is not None else ()) + self.row_shape
 
     @property
     def buffer_shape(self) -> tuple[int, ...]:
@@ -252,8 +252,8 @@ def _access(ir: KernelIR, n: Load | Store, loops: list[InnerLoop], written: bool
     if form is None:
         return None
     src, rest, row_shape, chunk = form
-    if chunk and isinstance(n, Store):
-        return None  # a chunk written back would overwrite its neighbours
+    if isinstance(n, Store) and (chunk or len(index.shape) != 1):
+        return None  # a chunk written back would overwrite its neighbours; scatters take one index dim
     checker = ScalarIndex(lambda d: "0", lambda d: "0", lambda t: "t")
     try:
         checker.render(index, tuple(("0", a) for a in range(len(index.shape))))

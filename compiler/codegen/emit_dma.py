@@ -19,19 +19,22 @@ from .plan_builder import CallLayout, shortest_indexed_dim
 HELPERS = {
     "pick_lanes": (
         "def _pick_lanes(chunks, lanes):\n"
-        '    """chunks[j, lanes[j]] for each row j: the element each position gathered, out of its copied chunk."""\n'
-        "    hit = jax.lax.broadcasted_iota(jnp.int32, chunks.shape, 1) == lanes[:, None]\n"
-        "    return jnp.sum(jnp.where(hit, chunks, 0), axis=1, dtype=chunks.dtype)\n"
+        '    """chunks[..., lanes[...]]: the element each position gathered, out of the 128-lane chunk copied for it."""\n'
+        "    hit = jax.lax.broadcasted_iota(jnp.int32, chunks.shape, chunks.ndim - 1) == lanes[..., None]\n"
+        "    return jnp.sum(jnp.where(hit, chunks, 0), axis=-1, dtype=chunks.dtype)\n"
     ),
     "last_writer": (
         "def _last_writer(values, idx, valid):\n"
         '    """Each row of a scatter\'s values replaced by the row of the last valid position with the same index\n'
-        "    (torch keeps the later write), so copies that land on one row all carry the same bytes.\"\"\"\n"
+        "    (torch keeps the later write), so copies that land on one row all carry the same bytes. `valid`: int32,\n"
+        "    0 at a partial tile's padding positions (Mosaic reshapes no booleans).\"\"\"\n"
         "    k = idx.shape[0]\n"
         "    later = jax.lax.broadcasted_iota(jnp.int32, (k, k), 1)\n"
-        "    same = (idx[:, None] == idx[None, :]) & valid[None, :] & (later >= jax.lax.broadcasted_iota(jnp.int32, (k, k), 0))\n"
+        "    same = (idx[:, None] == idx[None, :]) & (valid.reshape(1, k) != 0) \\\n"
+        "        & (later >= jax.lax.broadcasted_iota(jnp.int32, (k, k), 0))\n"
         "    last = jnp.max(jnp.where(same, later, -1), axis=1)\n"
         "    last = jnp.where(last < 0, jax.lax.broadcasted_iota(jnp.int32, (k,), 0), last)\n"
+        "    values = jnp.where(valid.reshape(k, 1) != 0, values, 0)  # padding rows (NaN in interpret mode) stay out\n"
         "    return _one_hot_rows(last[:, None] == later, values)\n"
     ),
 }
@@ -117,8 +120,8 @@ class DmaWriter:
             self.use_helper("pick_lanes")
             self.use_helper("wrap_index")
             idx, _ = self.ref(d.index)
-            rows = f"_pick_lanes({rows}, _wrap_index({idx}, {self._rows(d)}).reshape({d.positions}) % {CHUNK})"
-        if ((d.positions,) if d.chunk else (d.positions, *d.row_shape)) != tuple(n.out.shape):
+            rows = f"_pick_lanes({rows}, _wrap_index({idx}, {self._rows(d)}) % {CHUNK})"
+        if (d.index.shape if d.chunk else d.copy_shape) != tuple(n.out.shape):
             rows = f"{rows}.reshape{literal(tuple(n.out.shape))}"
         name = self.name_of(n.out)
         self.out.add(indent, f"{name} = {rows}  # rows of `{n.tensor.name}` copied by DMA", n.range)
@@ -147,7 +150,8 @@ class DmaWriter:
             flat = f"_wrap_index({idx}, {self._rows(d)}).reshape({d.positions})"
             valid = " & ".join(f"({self.writer.valid(td, tuple(d.index.shape), axis)})" for td, axis in
                                self._padding(n, index))
-            valid = f"({valid}).reshape({d.positions})" if valid else f"jnp.ones(({d.positions},), jnp.bool_)"
+            valid = f"({valid}).astype(jnp.int32).reshape({d.positions})" if valid else \
+                f"jnp.ones(({d.positions},), jnp.int32)"
             value = f"_last_writer({value}, {flat}, {valid})"
         self.out.add(indent, f"{d.buffer}[...] = {value}.reshape{literal(d.buffer_shape)}  # rows to scatter",
                      n.range)
@@ -165,7 +169,7 @@ class DmaWriter:
                 self.out.add(inner, f"@pl.when({cond})  # a position past a partial tile's end writes nothing")
                 self.out.add(inner, f"def {guard}():")
                 inner += 1
-            hbm, vmem = self._row_refs(d, row, "j" if verb == "start" else "0", None)
+            hbm, vmem = self._row_refs(d, row, ["j" if verb == "start" else "0"], None)
             self.out.add(inner, f"pltpu.make_async_copy({vmem}, {hbm}, {d.sem}.at[0]).{verb}()")
             self.out.add(indent + 2, "return carry")
             self.out.add(indent + 1, f"jax.lax.fori_loop(0, {d.positions}, {body}, None)")
@@ -253,14 +257,14 @@ class DmaWriter:
         body = self.names.fresh("copy_row")
         self.out.add(indent + 1, f"def {body}(j, carry):")
         self._unravel_positions(indent + 2, d)
-        src, dst = self._row_refs(d, f"_wrap_index({text}, {self._rows(d)})", "j", "slot")
+        src, dst = self._row_refs(d, f"_wrap_index({text}, {self._rows(d)})", [p for p, _ in pos], "slot")
         self.out.add(indent + 2, f"pltpu.make_async_copy({src}, {dst}, {d.sem}.at[slot]).start()")
         self.out.add(indent + 2, "return carry")
         self.out.add(indent + 1, f"jax.lax.fori_loop(0, {d.positions}, {body}, None)")
         self.out.add(indent, f"def {d.buffer}_wait(slot):")
         body = self.names.fresh("wait_row")
         self.out.add(indent + 1, f"def {body}(j, carry):")
-        src, dst = self._row_refs(d, "0", "0", "slot")
+        src, dst = self._row_refs(d, "0", ["0"] * len(pos), "slot")
         self.out.add(indent + 2, f"pltpu.make_async_copy({src}, {dst}, {d.sem}.at[slot]).wait()")
         self.out.add(indent + 2, "return carry")
         self.out.add(indent + 1, f"jax.lax.fori_loop(0, {d.positions}, {body}, None)")
@@ -296,28 +300,31 @@ class DmaWriter:
         """How many positions the index addresses (the flat length for a 1-D gather)."""
         return math.prod(d.node.tensor.value.shape) if d.chunk else d.node.tensor.value.shape[0]
 
-    def _row_refs(self, d: DmaAccess, row: str, j: str, slot: str | None) -> tuple[str, str]:
-        """(HBM side, VMEM side) of one position's copy."""
+    def _row_refs(self, d: DmaAccess, row: str, at: list[str], slot: str | None) -> tuple[str, str]:
+        """(HBM side, VMEM side) of one position's copy: `row` the gathered position, `at` its place in the
+        buffer (one text per index dim)."""
         op = self.layout.by_node[id(d.node)]
         ref = self.in_ref(op) if d.kind == "gather" else self.out_ref(op)
-        buf = f"{d.buffer}.at[{slot}, " if slot is not None else f"{d.buffer}.at["
+        lead = ([slot] if slot is not None else []) + at[:-1]
         shape = d.src.value.shape
+        one = ", ".join([*lead, f"pl.ds({at[-1]}, 1)", ":"])  # a 2-D copy: [1, lanes] rows
+        whole = ", ".join([*lead, at[-1]])
         if d.chunk:
             lanes = f"pl.ds(0, {CHUNK})" if row == "0" else \
                 f"pl.ds(pl.multiple_of({row} // {CHUNK} * {CHUNK}, {CHUNK}), {CHUNK})"
             if len(shape) == 1:
-                return f"{ref}.at[{lanes}]", f"{buf}{j}]"
-            return self._chunk_refs(ref, buf, row, j, tuple(shape))
+                return f"{ref}.at[{lanes}]", f"{d.buffer}.at[{whole}]"
+            return self._chunk_ref(ref, row, tuple(shape)), f"{d.buffer}.at[{one}]"
         if len(shape) == 2:
-            return f"{ref}.at[pl.ds({row}, 1), :]", f"{buf}pl.ds({j}, 1), :]"
+            return f"{ref}.at[pl.ds({row}, 1), :]", f"{d.buffer}.at[{one}]"
         rest = [":" if it[0] == "full" else str(it[1]) if it[0] == "int" else self.tile_begin(it[1])
                 for it in d.rest]
         while rest and rest[-1] == ":":
             rest.pop()
-        return f"{ref}.at[{', '.join([row, *rest])}]", f"{buf}{j}]"
+        return f"{ref}.at[{', '.join([row, *rest])}]", f"{d.buffer}.at[{whole}]"
 
     @staticmethod
-    def _chunk_refs(ref: str, buf: str, flat: str, j: str, shape: tuple[int, ...]) -> tuple[str, str]:
+    def _chunk_ref(ref: str, flat: str, shape: tuple[int, ...]) -> str:
         """A 1-D view's element `flat` read from the array it views: its row, and the 128-lane chunk of it."""
         parts = []
         for a in range(len(shape)):
@@ -333,7 +340,7 @@ class DmaWriter:
                 parts.append(f"pl.ds({at}, 1)")
             else:
                 parts.append(at)
-        return f"{ref}.at[{', '.join(parts)}]", f"{buf}pl.ds({j}, 1), :]"
+        return f"{ref}.at[{', '.join(parts)}]"
 
     def _block_id(self, d: object) -> str:
         return self.tile_begin(d, as_id=True)
