@@ -205,7 +205,8 @@ class _CallModel:
         step = parts.total + c.step_overhead
 
         # Transitions between consecutive steps, grouped by the outermost grid axis that moves.
-        outer = [op for op in call.operands if op.memory != "hbm"]
+        # operands whose blocks change with the grid steps (rows an inner loop copies by DMA are counted there)
+        outer = [op for op in call.operands if op.memory != "hbm" and not (op.memory == "dma" and op.inner_loop is not None)]
         exposed = dma_bytes = 0.0
         for axis in range(len(grid)):
             n = math.prod(grid[: axis + 1]) - math.prod(grid[:axis])
@@ -269,8 +270,10 @@ class _CallModel:
         for lp in self.call.inner_loops:
             if lp.strategy == "unroll":
                 straight = straight + lp.work.scaled(lp.trips)
+                self._copies(lp, 0.0, parts)
                 continue
             t, mxu, vector = self._overlap(lp.work + self._carried_traffic(lp), c.overlap_loop)
+            self._copies(lp, t, parts)
             parts.compute += lp.trips * t
             parts.mxu += lp.trips * mxu
             parts.vector += lp.trips * vector
@@ -294,6 +297,16 @@ class _CallModel:
             if s.role == "carried"
         )
         return Work(0.0, 0.0, 2 * _LOAD_STORE_COST * elems, 0.0)
+
+    def _copies(self, lp: InnerLoop, iteration: float, parts: _StepParts) -> None:
+        """Rows or windows a loop copies by DMA each iteration; double-buffered ones wait only for what the
+        iteration's compute does not hide."""
+        ops = [op for op in self.call.operands if op.memory == "dma" and op.inner_loop == lp.index]
+        if not ops:
+            return
+        double, single = self._copy_bytes(ops)
+        parts.inner_exposed += lp.trips * (max(0.0, self._dma_seconds(double) - iteration) + self._dma_seconds(single))
+        parts.inner_dma_bytes += lp.trips * (double + single)
 
     def _pipeline(self, lp: InnerLoop, iteration: float, parts: _StepParts) -> None:
         """A nested emit_pipeline run (one per outer step): cold first fetch, iterations that prefetch the
