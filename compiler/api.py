@@ -3,11 +3,14 @@ call the result. Nothing below this module knows about files, editors or process
 
 `load` and everything a `Kernel` knows before compiling (shape sets, configs, its source hash) import no
 torch: the compile machinery (tracer, codegen, VMEM layouts; torch) is imported by the methods that compile,
-so the language server can parse files and look up remembered results before torch is loaded.
+so the language server can parse files and look up remembered results before torch is loaded. The one
+exception is the shape sets of a kernel without a shape line, found in the file's own calls on meta tensors
+(`Module.call_shapes`): a process without torch has another one find them and passes them to `load`.
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import hashlib
 import logging
@@ -20,9 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 from .chips import Chip, get_chip
 from .config import Config, ConfigError, as_config
-from .diagnostics import ArgRankError, CompileError, Diagnostic, Range, Related, UserError, error
+from .diagnostics import ArgRankError, CompileError, Diagnostic, Position, Range, Related, UserError, error
+from .frontend.call_shapes import InferredShapes, ShapeOrigin
 from .frontend.limits import too_deep
 from .frontend.module import KernelDef, ModuleInfo, parse_module, source_hash, used_helpers
+from .frontend.shape_hint import no_shapes_hint
+from .notebook import NotebookError, NotebookModule, read_notebook
 from .plan import AccessInfo, KernelPlan, LoopInfo
 from .specs import ArgSpec, SpecError, TensorSpec, coerce_args, format_args
 from .vmem import VmemReport, fmt_bytes
@@ -37,19 +43,30 @@ log = logging.getLogger(__name__)
 MAX_SOURCE_BYTES = 5_000_000
 
 
-def load(path_or_source: str | os.PathLike, name: str | None = None) -> Module:
+def load(path_or_source: str | os.PathLike | NotebookModule, name: str | None = None,
+         call_shapes: InferredShapes | None = None) -> Module:
     """Parse a file (or source text) statically. Never raises for bad code: problems become diagnostics.
 
-    `name`: the file that source text comes from (an editor's unsaved buffer), for generated headers."""
+    `name`: the file that source text comes from (an editor's unsaved buffer), for generated headers.
+    A Jupyter notebook (an `.ipynb` path, or a `NotebookModule` an editor built) is the module of its code
+    cells (see compiler/notebook.py).
+    `call_shapes`: the shapes from the file's calls, when another process found them for this very text
+    (`Module.call_shapes` of its load); else they are found when first needed (that imports torch)."""
     path = name
-    text = str(path_or_source)
-    if isinstance(path_or_source, os.PathLike) or ("\n" not in text and text.endswith(".py") and os.path.exists(text)):
+    notebook = path_or_source if isinstance(path_or_source, NotebookModule) else None
+    text = notebook.text if notebook is not None else str(path_or_source)
+    if notebook is None and (isinstance(path_or_source, os.PathLike) or (
+            "\n" not in text and text.endswith((".py", ".ipynb")) and os.path.exists(text))):
         path = os.fspath(path_or_source)
         try:
             with open(path, encoding="utf-8", errors="replace") as f:
                 text = f.read()
-        except OSError as exc:
-            return Module(path, "", ModuleInfo("", None, diagnostics=[error("HPL100", f"cannot read {path}: {exc}", Range.lines(0))]))
+            if path.endswith(".ipynb"):
+                notebook = read_notebook(text)
+                text = notebook.text
+        except (OSError, NotebookError) as exc:
+            why = f"cannot read {path}: {exc}" if isinstance(exc, OSError) else str(exc)
+            return Module(path, "", ModuleInfo("", None, diagnostics=[error("HPL100", why, Range.lines(0))]))
     if len(text) > MAX_SOURCE_BYTES:
         return Module(path, text, ModuleInfo(text, None, diagnostics=[
             error("HPL100", f"file is too large to analyse ({len(text)} bytes)", Range.lines(0))]))
@@ -58,29 +75,75 @@ def load(path_or_source: str | os.PathLike, name: str | None = None) -> Module:
     except Exception:  # noqa: BLE001 - the one place internal errors become a diagnostic
         log.exception("internal error while parsing")
         info = ModuleInfo(text, None, diagnostics=[_internal(Range.lines(0))])
-    return Module(path, text, info)
+    return Module(path, text, info, call_shapes, notebook)
 
 
 class Module:
-    def __init__(self, path: str | None, source: str, info: ModuleInfo):
+    """A parsed file. Kernels without a shape line get their shape sets from the calls the file's own code
+    makes (`call_shapes`, found when first needed); what stopped that search is among `diagnostics`."""
+
+    def __init__(self, path: str | None, source: str, info: ModuleInfo, call_shapes: InferredShapes | None = None,
+                 notebook: NotebookModule | None = None):
         self.path = path
         self.source = source
         self.info = info
+        self.notebook = notebook  # set for a Jupyter notebook: where each module line is in its cells
+        self._call_shapes = call_shapes
         self.kernels: dict[str, Kernel] = {k.name: Kernel(self, k) for k in info.kernels}
-        self.diagnostics: list[Diagnostic] = list(info.diagnostics)
+
+    @property
+    def needs_call_shapes(self) -> bool:
+        """Some kernel has no shape line (and no bad one), so its shape sets come from the file's calls."""
+        return bool(_wanted(self.info))
+
+    @cached_property
+    def call_shapes(self) -> InferredShapes:
+        """Shape sets from the file's calls, for the kernels without a shape line: as given to `load`, else
+        found now (imports torch; nothing is looked for when every kernel has a shape line)."""
+        if self._call_shapes is not None:
+            return self._call_shapes
+        wanted = _wanted(self.info)
+        if not wanted:
+            return InferredShapes()
+        from .frontend.call_shapes import infer_call_shapes
+
+        try:
+            return infer_call_shapes(self.info, wanted, line_label=self.line_label)
+        except Exception:  # noqa: BLE001 - a bug here costs the inferred shapes, never the file
+            log.exception("internal error while inferring shapes from calls")
+            return InferredShapes()
+
+    def line_label(self, line: int) -> str:
+        """How messages name a line: `line 12`, a notebook's `cell 3:12`."""
+        return self.notebook.line_label(line) if self.notebook is not None else f"line {line + 1}"
+
+    @cached_property
+    def diagnostics(self) -> list[Diagnostic]:
+        """The file's: syntax, shape lines, decorator configs, and limits the search for call shapes hit."""
+        out = [*(self.notebook.diagnostics if self.notebook else ()), *self.info.diagnostics,
+               *self.call_shapes.diagnostics]
         for k in self.kernels.values():
-            self.diagnostics.extend(k.definition.diagnostics)
+            out.extend(k.definition.diagnostics)
+        return out
 
     def __repr__(self) -> str:
         return f"<compiler.Module {self.path or '<source>'} kernels={list(self.kernels)}>"
 
+    def describe(self, pos: Position, path: str) -> str:
+        """Where `pos` is, for people: `file.py:12:5`, or `notebook.ipynb:cell 3:12:5` (all 1-based)."""
+        if self.notebook is not None:
+            return f"{path}:{self.notebook.describe(pos)}"
+        return f"{path}:{pos.line + 1}:{pos.character + 1}"
+
 
 class Kernel:
-    """One `@helion.kernel` function as written (it keeps the file's facts, not a link back to the Module)."""
+    """One `@helion.kernel` function as written. It keeps the file's facts; of its Module only the shapes
+    found in the file's calls, read when its shape sets are first asked for."""
 
     def __init__(self, module: Module, definition: KernelDef):
         self.info = module.info
         self.path = module.path
+        self.notebook = module.notebook
         self.source = module.source
         self.definition = definition
         self.name = definition.name
@@ -89,14 +152,18 @@ class Kernel:
         self.decorator_range = Range.of(definition.decorator)
         self.decorator_config = definition.decorator_config
         self.decorator_configs = definition.decorator_configs
-        self.shape_sets: list[dict[str, ArgSpec]] = definition.shape_sets
-        self.shape_set_ranges: list[Range] = definition.shape_set_ranges
+        self._call_shapes = lambda: module.call_shapes
         self.config_ranges: list[Range] = list(definition.configs_ranges)
         self.config_range_all: Range | None = definition.config_range
         self.params = [a.arg for a in definition.node.args.args]
         # traces by (shapes, given block sizes): configs differing only in strategy, buffering or loop order
         # share one (the tuner compiles ~20 such variants per block-size choice); the IR is not mutated
         self._traces: OrderedDict[tuple, tuple[KernelIR, list[BlockUse], BlockSizeTable]] = OrderedDict()
+
+    def line_label(self, line: int, unnamed: str = "<kernel>") -> str:
+        """How generated code names a source line: `file.py:12`, a notebook's `nb.ipynb:cell 3:12`."""
+        name = os.path.basename(self.path) if self.path else unnamed
+        return f"{name}:{self.notebook.line_label(line) if self.notebook is not None else line + 1}"
 
     def __repr__(self) -> str:
         return f"<compiler.Kernel {self.name}>"
@@ -120,13 +187,45 @@ class Kernel:
         """A diagnostic when the kernel or a helper holds an expression too deep to analyse."""
         return too_deep([self.definition.node, *self._helpers])
 
+    # -- shape sets: the shape lines, else the file's calls ------------------------------------------------
+
+    @cached_property
+    def _inferred(self) -> list[tuple[dict[str, ArgSpec], ShapeOrigin]]:
+        if self.definition.shape_sets or _bad_shape_lines(self.definition):
+            return []  # shape lines win (and a bad one is what to fix)
+        return self._call_shapes().sets.get(self.name, [])
+
+    @cached_property
+    def shape_sets(self) -> list[dict[str, ArgSpec]]:
+        return self.definition.shape_sets or [specs for specs, _ in self._inferred]
+
+    @cached_property
+    def shape_set_ranges(self) -> list[Range]:
+        """Each shape set's line; a shape set from the file's calls is anchored on the decorator (its lenses
+        sit there, as for a kernel without any shape set)."""
+        return self.definition.shape_set_ranges or [self.decorator_range for _ in self._inferred]
+
+    @cached_property
+    def shape_set_origins(self) -> list[ShapeOrigin | None]:
+        """Where each shape set from the file's calls comes from (label, the call's range); None for a shape
+        line."""
+        return [o for _, o in self._inferred] or [None] * len(self.shape_sets)
+
     # -- public entry points --------------------------------------------------------------------------
+
+    @cached_property
+    def shape_hint(self) -> Diagnostic | None:
+        """Information with a quick fix for a kernel with no shape set (no shape line, no call found); None
+        when it has one, or when its shape lines have errors (those are what to fix)."""
+        if self.shape_sets or _bad_shape_lines(self.definition):
+            return None
+        misses = self._call_shapes().misses.get(self.name, [])
+        return no_shapes_hint(self.definition.node, self.definition.decorator, self.source.splitlines(), misses)
 
     def resolve_args(self, args: Any = None, shape_set: int | None = None) -> dict[str, ArgSpec]:
         if args is None:
             if not self.shape_sets:
-                raise CompileError([error("HPL107", f"`{self.name}` has no '# helion: args(...)' line above it; add one "
-                                          "or pass args", self.decorator_range)])
+                raise CompileError(_bad_shape_lines(self.definition) or [self.shape_hint])
             index = shape_set or 0
             if not 0 <= index < len(self.shape_sets):
                 raise CompileError([error("HPL107", f"`{self.name}` has {len(self.shape_sets)} shape sets; "
@@ -236,6 +335,11 @@ class Kernel:
         index = self._shape_set_of(specs)
         if index is None or index >= len(self.shape_set_ranges):
             return exc.diagnostic(self.range)
+        origin = self.shape_set_origins[index]
+        if origin is not None:  # found in the file's calls: said where the kernel unpacks it, with the call
+            return error("HPL105", f"`{exc.arg}` is {exc.rank}-D in shape set {index} ({origin.label}); the kernel "
+                         f"unpacks {exc.unpacked} dims from {exc.how}", exc.range or self.range,
+                         related=(Related(origin.range, f"shape set {index} comes from this call"),))
         line = self.shape_set_ranges[index]
         rng = _arg_range(self.source, line, exc.arg) or line
         return error("HPL104", f"`{exc.arg}` is {exc.rank}-D in this shape line; the kernel unpacks {exc.unpacked} dims "
@@ -276,6 +380,7 @@ class Kernel:
             raise CompileError([error("HPL109", str(exc), self.decorator_range)]) from None
         _check_config_kinds(cfg, self.decorator_range)
         index = shape_set if args is None else self._shape_set_of(specs)
+        specs = self.with_defaults(specs)
         entry = self.config_range(index) if config is not None and cfg == self.config_for(index) else None
         ir, uses, _ = self._trace(specs, cfg, chip)
         cfg = self._fill_defaults(cfg, uses, ir)
@@ -306,12 +411,31 @@ class Kernel:
         try:
             if emit:
                 header = _header(self, specs, cfg, chip, report)
-                source, source_map = emit_module(ir, layouts, dict(cfg), header, self.path, mutated)
+                source, source_map = emit_module(ir, layouts, dict(cfg), header, self.line_label, mutated)
         except UserError as exc:
             raise CompileError([exc.diagnostic(self.range)]) from None
         plan = _kernel_plan(ir, layouts, chip)
         return CompiledKernel(self, specs, cfg, chip, source, source_map, plan, report, diags, mutated)
 
+
+    def with_defaults(self, specs: dict[str, ArgSpec]) -> dict[str, ArgSpec]:
+        """Every parameter's value in order: a shape set may leave out parameters with defaults (`eps`), but the
+        compiled kernel is called with all of them."""
+        a = self.definition.node.args
+        names = [p.arg for p in a.args]
+        defaults = dict(zip(names[len(names) - len(a.defaults):], a.defaults, strict=True))
+        if all(n in specs for n in names) or any(n not in specs and n not in defaults for n in names):
+            return specs  # complete, or missing a required one (the trace says which)
+        out: dict[str, ArgSpec] = {}
+        for name in names:
+            if name in specs:
+                out[name] = specs[name]
+                continue
+            try:
+                out[name] = ast.literal_eval(defaults[name])
+            except (ValueError, TypeError, SyntaxError, RecursionError):
+                return specs  # not a literal: the trace says so (HPL106)
+        return {**out, **{k: v for k, v in specs.items() if k not in out}}
 
     def _shape_set_of(self, specs: dict[str, ArgSpec]) -> int | None:
         return next((i for i, s in enumerate(self.shape_sets) if s == specs), None)
@@ -451,6 +575,15 @@ class CompiledKernel:
         }
 
 
+def _wanted(info: ModuleInfo) -> list[str]:
+    """Kernels whose shape sets come from the file's calls: no shape line, and no bad one."""
+    return [k.name for k in info.kernels if not k.shape_sets and not _bad_shape_lines(k)]
+
+
+def _bad_shape_lines(definition: KernelDef) -> list[Diagnostic]:
+    return [d for d in definition.diagnostics if d.code == "HPL104"]
+
+
 def _chip(chip: str | Chip) -> Chip:
     if isinstance(chip, Chip):
         return chip
@@ -510,9 +643,9 @@ def _kernel_plan(ir: KernelIR, layouts: list[CallLayout], chip: Chip) -> KernelP
 
 
 def _header(kernel: Kernel, specs: dict[str, ArgSpec], cfg: Config, chip: Chip, report: VmemReport) -> str:
-    where = os.path.basename(kernel.path) if kernel.path else "<source>"
+    where = kernel.line_label(kernel.range.start.line, "<source>")
     return (
-        f'"""Pallas TPU kernel generated by helion-ls from `{kernel.name}` ({where}:{kernel.range.start.line + 1}).\n\n'
+        f'"""Pallas TPU kernel generated by helion-ls from `{kernel.name}` ({where}).\n\n'
         f"Shapes: {format_args(specs)}\n"
         f"Chip: {chip.name}   Config: {cfg!r}\n"
         f"VMEM: {fmt_bytes(report.total_bytes)} of {fmt_bytes(report.limit_bytes)} requested "

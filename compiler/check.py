@@ -76,7 +76,7 @@ def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip:
     for k in kernels:
         specs_text = small if isinstance(small, dict) and len(kernels) == 1 else None
         try:
-            specs = {n: parse_spec(v) for n, v in specs_text.items()} if specs_text else k.resolve_args()
+            specs = k.with_defaults({n: parse_spec(v) for n, v in specs_text.items()} if specs_text else k.resolve_args())
         except (SpecError, CompileError) as exc:
             rows.append((k.name, "-", "-", f"bad inputs: {exc}", "-", "-"))
             failures += 1

@@ -1,4 +1,4 @@
-"""`helion-pallas`: compile, check and tune Helion kernels from the command line.
+"""`helion-pallas`: compile, check and tune Helion kernels from the command line (a .py or an .ipynb).
 
 Exit codes: 0 ok, 1 diagnostics or mismatches, 2 usage errors.
 """
@@ -17,7 +17,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")  # libtpu, when installed, must no
 from .api import CompiledKernel, Kernel, Module, load  # noqa: E402
 from .config import Config, ConfigError, check_keys  # noqa: E402
 from .diagnostics import CompileError, Diagnostic  # noqa: E402
-from .specs import SpecError, parse_args_text  # noqa: E402
+from .specs import SpecError, format_args, parse_args_text  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     k = sub.add_parser("check", help="run kernels on small inputs in interpret mode against the eager reference "
                                      "and the file's own reference()")
-    k.add_argument("file")
+    k.add_argument("file", help=FILE_HELP)
     k.add_argument("-k", "--kernel")
     k.add_argument("--chip", default="v7x")
     k.add_argument("--loop-types", default="unroll,emit_pipeline,fori_loop")
@@ -58,11 +58,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+FILE_HELP = "a Python file, or a Jupyter notebook (.ipynb: its code cells, in order, are the module)"
+
+
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file")
+    p.add_argument("file", help=FILE_HELP)
     p.add_argument("-k", "--kernel", help="kernel name (default: the first kernel in the file)")
     p.add_argument("--args", help='shapes, as inside "# helion: args(...)"')
-    p.add_argument("--shape-set", type=int, default=None, help="0-based index of the kernel's shape lines")
+    p.add_argument("--shape-set", type=int, default=None,
+                   help="0-based index of the kernel's shape sets (its shape lines, else those found in the file's "
+                        "calls)")
     p.add_argument("--chip", default="v7x")
 
 
@@ -72,10 +77,10 @@ def _pick_kernel(module: Module, name: str | None) -> Kernel | None:
     return next(iter(module.kernels.values()), None)
 
 
-def print_diagnostics(diags: list[Diagnostic], path: str, stream: Any = sys.stderr) -> None:
+def print_diagnostics(diags: list[Diagnostic], module: Module, path: str, stream: Any = sys.stderr) -> None:
+    """One line each: `file.py:12:5: error HPL...` (a notebook's: `nb.ipynb:cell 3:12:5: ...`)."""
     for d in diags:
-        s = d.range.start
-        print(f"{path}:{s.line + 1}:{s.character + 1}: {d.severity.name.lower()} {d.code}: {d.message}", file=stream)
+        print(f"{module.describe(d.range.start, path)}: {d.severity.name.lower()} {d.code}: {d.message}", file=stream)
 
 
 def source_problem(path: str) -> str | None:
@@ -83,7 +88,7 @@ def source_problem(path: str) -> str | None:
     if not os.path.exists(path):
         return f"no such file: {path}"
     if os.path.isdir(path):
-        return f"{path} is a directory; give a Python file"
+        return f"{path} is a directory; give a Python file or a Jupyter notebook"
     if not os.access(path, os.R_OK):
         return f"cannot read {path}: permission denied"
     return None
@@ -98,9 +103,10 @@ def cmd_compile(ns: argparse.Namespace) -> int:
     errors = [d for d in module.diagnostics if d.is_error]
     kernel = _pick_kernel(module, ns.kernel)
     if kernel is None:
-        print_diagnostics(module.diagnostics, ns.file)
+        print_diagnostics(module.diagnostics, module, ns.file)
         print(f"helion-pallas: no kernel {ns.kernel or ''} in {ns.file}".replace("  ", " "), file=sys.stderr)
         return 1 if errors else 2  # a file that does not parse is a diagnostic; a missing kernel is usage
+    broken = broken_cells(module, ns.file)
     try:
         args = parse_args_text(ns.args) if ns.args else None
         config = Config.parse(ns.config) if ns.config else None
@@ -109,13 +115,16 @@ def cmd_compile(ns: argparse.Namespace) -> int:
     except (SpecError, ConfigError) as exc:
         print(f"helion-pallas: {exc}", file=sys.stderr)
         return 2
+    print_diagnostics(module.call_shapes.diagnostics, module, ns.file)
     try:
         ck = kernel.compile(args=args, config=config, chip=ns.chip, shape_set=ns.shape_set)
     except CompileError as exc:
         if ns.emit == "json":
             print(json.dumps({"kernel": kernel.name, "diagnostics": [d.to_json() for d in exc.diagnostics]}, indent=2))
-        print_diagnostics(exc.diagnostics, ns.file)
+        print_diagnostics(exc.diagnostics, module, ns.file)
         return 1
+    if args is None and ns.emit != "json":
+        _say_inferred(kernel, ns.shape_set or 0)
     if ns.emit == "pallas":
         sys.stdout.write(ck.source)
     elif ns.emit == "vmem":
@@ -126,18 +135,35 @@ def cmd_compile(ns: argparse.Namespace) -> int:
         out["diagnostics"] = [d.to_json() for d in diags]
         print(json.dumps(out, indent=2))
     elif ns.emit == "mosaic":
-        return _emit_mosaic(ck, ns.file)
-    print_diagnostics(ck.diagnostics, ns.file)
-    return 1 if any(d.is_error for d in ck.diagnostics) else 0
+        return _emit_mosaic(ck, module, ns.file) or int(broken)
+    print_diagnostics(ck.diagnostics, module, ns.file)
+    return 1 if broken or any(d.is_error for d in ck.diagnostics) else 0
 
 
-def _emit_mosaic(ck: CompiledKernel, path: str) -> int:
+def broken_cells(module: Module, path: str) -> bool:
+    """Print the syntax errors of a notebook's cells that do not parse (the other cells' kernels still
+    compile, so they are not the only thing said); True when there are any."""
+    found = list(module.notebook.diagnostics) if module.notebook is not None else []
+    print_diagnostics(found, module, path)
+    return bool(found)
+
+
+def _say_inferred(kernel: Kernel, index: int) -> None:
+    """Which shape set a compile used, when it was found in the file's calls rather than on a shape line."""
+    origin = kernel.shape_set_origins[index] if index < len(kernel.shape_set_origins) else None
+    if origin is not None:
+        notes = "".join(f" ({n})" for n in origin.notes)
+        print(f"helion-pallas: {kernel.name}: shape set {index} of {len(kernel.shape_sets)}, "
+              f"{format_args(kernel.shape_sets[index])}, {origin.label.replace('`', '')}{notes}", file=sys.stderr)
+
+
+def _emit_mosaic(ck: CompiledKernel, module: Module, path: str) -> int:
     """Readable Mosaic MLIR: from the real libtpu compile when installed, else from the lowering."""
     from .checks import libtpu_available, mosaic_text
 
     diags = ck.check_lowering()
     if diags:
-        print_diagnostics(diags, path)
+        print_diagnostics(diags, module, path)
         return 1
     if libtpu_available():
         diags = ck.check_tpu_compile()
@@ -147,7 +173,7 @@ def _emit_mosaic(ck: CompiledKernel, path: str) -> int:
                 print(f"// kernel {k.name}: op counts {json.dumps(k.categories)}")
                 print(k.final or k.mosaic)
             return 0
-        print_diagnostics(diags, path)
+        print_diagnostics(diags, module, path)
         return 1
     print("// libtpu is not installed: Mosaic after lowering (before the TPU compiler's passes)")
     print(mosaic_text(ck.truth["lowering"].raw.exported))
@@ -163,11 +189,12 @@ def cmd_check(ns: argparse.Namespace) -> int:
         return 2
     module = load(Path(ns.file))
     if not module.kernels:  # e.g. a syntax error: its diagnostic, one line, instead of a traceback
-        print_diagnostics(module.diagnostics, ns.file)
+        print_diagnostics(module.diagnostics, module, ns.file)
         print(f"helion-pallas: no @helion.kernel function in {ns.file}", file=sys.stderr)
         return 1 if any(d.is_error for d in module.diagnostics) else 2
+    broken = broken_cells(module, ns.file)
     loops = [s.strip() for s in ns.loop_types.split(",") if s.strip()]
-    return check_file(ns.file, ns.kernel, ns.chip, loops)
+    return check_file(ns.file, ns.kernel, ns.chip, loops) or int(broken)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from .chips import Chip
-from .specs import ArgSpec, TensorSpec, format_spec
+from .specs import ArgSpec, TensorSpec, format_spec, runtime_value
 
 
 @functools.cache
@@ -57,7 +57,7 @@ def check_call_args(params: list[str], specs: dict[str, ArgSpec], args: Sequence
                 raise ValueError(f"{name}: compiled for {format_spec(spec)}, called with {got}; compile for these shapes")
         elif isinstance(value, torch.Tensor):
             raise TypeError(f"{name}: expected a scalar {spec!r}, got a tensor")
-        elif value != spec:
+        elif value != runtime_value(spec):
             raise ValueError(f"{name}: compiled for the constant {spec!r}, called with {value!r}")
 
 

@@ -1,7 +1,10 @@
-"""Argument specs: `bf16[8, 32, 8192, 256]` for tensors, numbers for scalars.
+"""Argument specs: `bf16[8, 32, 8192, 256]` for tensors, literals for every other argument kind.
 
-The same text appears in `# helion: args(...)` lines above a kernel, in `--args` on the command line and
-in `compile(args=...)`. Parsing is static (ast), never `eval`.
+A kernel argument is a tensor (`bf16[8, 128]`), a number or bool (`1e-5`, `7`, `True`), `None` (an optional
+tensor left out), a list or tuple of ints (`normalized_shape=[8192]`) or a dtype (`torch.bfloat16`, or
+`bf16`). The same text appears in `# helion: args(...)` lines above a kernel, in `--args` on the command
+line and in `compile(args=...)`; shapes inferred from a file's own calls (frontend/call_shapes.py) are
+the same values. Parsing is static (ast), never `eval`.
 
 Imports no torch: a spec keeps its dtype by name and `TensorSpec.dtype` gives the torch dtype on first
 use, so files can be parsed and their results' keys computed before torch is loaded (the language
@@ -33,6 +36,10 @@ DTYPES: dict[str, str] = {  # spec name -> torch's name for the dtype
     "int16": "int16",
     "i8": "int8",
     "int8": "int8",
+    "i64": "int64",
+    "int64": "int64",
+    "f64": "float64",
+    "float64": "float64",
     "u8": "uint8",
     "uint8": "uint8",
     "bool": "bool",
@@ -47,6 +54,8 @@ SHORT_NAMES: dict[str, str] = {  # torch's name -> the short spec name specs are
     "int32": "i32",
     "int16": "i16",
     "int8": "i8",
+    "int64": "i64",
+    "float64": "f64",
     "uint8": "u8",
     "bool": "bool",
     "float8_e4m3fn": "f8e4m3",
@@ -94,11 +103,40 @@ class TensorSpec:
         return torch.empty(self.shape, dtype=self.dtype, device="meta")
 
 
-ArgSpec = TensorSpec | int | float | bool
+@dataclass(frozen=True)
+class DtypeSpec:
+    """A dtype argument (`torch.bfloat16`), kept by torch's name; `dtype` is the torch dtype."""
+
+    name: str
+
+    @property
+    def dtype(self) -> torch.dtype:
+        import torch
+
+        return getattr(torch, self.name)
+
+    def __str__(self) -> str:
+        return f"torch.{self.name}"
+
+
+ArgSpec = TensorSpec | int | float | bool | None | tuple[int, ...] | list[int] | DtypeSpec
+SCALAR_KINDS = (bool, int, float, type(None), DtypeSpec)  # arguments that are not tensors or sequences
 
 
 def format_spec(spec: ArgSpec) -> str:
-    return str(spec) if isinstance(spec, TensorSpec) else repr(spec)
+    return str(spec) if isinstance(spec, TensorSpec | DtypeSpec) else repr(spec)
+
+
+def is_spec(value: object) -> bool:
+    """`value` is an argument spec this module can write and read back."""
+    if isinstance(value, (TensorSpec, *SCALAR_KINDS)):
+        return True
+    return isinstance(value, tuple | list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+
+
+def runtime_value(spec: ArgSpec) -> Any:
+    """What a kernel is called with for a non-tensor spec (a dtype spec is the torch dtype)."""
+    return spec.dtype if isinstance(spec, DtypeSpec) else spec
 
 
 def format_args(args: dict[str, ArgSpec]) -> str:
@@ -139,17 +177,49 @@ def parse_spec(node: ast.expr | str) -> ArgSpec:
         if numel > MAX_ELEMENTS:
             raise SpecError(f"shape {dims} has {numel:.3g} elements; the limit is 2**40", node.col_offset, node.end_col_offset)
         return TensorSpec(dtype, tuple(dims))
+    dtype = _dtype_of(node)
+    if dtype is not None:
+        return dtype
+    if isinstance(node, ast.List | ast.Tuple):
+        items = []
+        for elt in node.elts:
+            value = _literal(elt)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise SpecError(f"list and tuple arguments hold integers (like normalized_shape=[8192]), not "
+                                f"{value!r}", elt.col_offset, elt.end_col_offset)
+            items.append(value)
+        return items if isinstance(node, ast.List) else tuple(items)
+    value = _literal(node)
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    raise SpecError(f"unsupported argument value {value!r}: use a tensor (bf16[8, 128]), a number, True/False, "
+                    "None, a list of ints or a dtype", node.col_offset, node.end_col_offset)
+
+
+def _literal(node: ast.expr) -> object:
     try:
-        value = ast.literal_eval(node)
-    except ValueError:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, RecursionError):
         raise SpecError(
-            "expected a tensor spec like bf16[8, 128] or a number",
+            "expected a tensor spec like bf16[8, 128], a number, True/False, None, a list of ints or a dtype",
             getattr(node, "col_offset", None),
             getattr(node, "end_col_offset", None),
         ) from None
-    if isinstance(value, bool | int | float):
-        return value
-    raise SpecError(f"unsupported argument value {value!r}", getattr(node, "col_offset", None))
+
+
+TORCH_DTYPE_NAMES = frozenset({*DTYPES.values(), "float", "double", "half", "int", "long", "short", "complex64",
+                               "complex128", "cfloat", "cdouble", "int64", "uint16", "uint32", "uint64"})
+
+
+def _dtype_of(node: ast.expr) -> DtypeSpec | None:
+    """`torch.bfloat16` or a short name (`bf16`) used as a value."""
+    if isinstance(node, ast.Name) and node.id in DTYPES:
+        return DtypeSpec(DTYPES[node.id])
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "torch":
+        if node.attr in TORCH_DTYPE_NAMES:
+            return DtypeSpec(node.attr)
+        raise SpecError(f"torch.{node.attr} is not a dtype", node.col_offset, node.end_col_offset)
+    return None
 
 
 def parse_args_text(text: str) -> dict[str, ArgSpec]:
@@ -187,12 +257,14 @@ def coerce_args(args: object) -> dict[str, ArgSpec]:
     if isinstance(args, dict):
         out = {}
         for k, v in args.items():
-            if isinstance(v, TensorSpec | bool | int | float):
+            if is_spec(v):
                 out[k] = v
             elif isinstance(v, str):
                 out[k] = parse_spec(v)
             elif _is_tensor(v):
                 out[k] = TensorSpec(v.dtype, tuple(v.shape))
+            elif _is_dtype(v):
+                out[k] = DtypeSpec(str(v).removeprefix("torch."))
             else:
                 raise SpecError(f"{k}: unsupported argument spec {v!r}")
         return out
@@ -203,3 +275,8 @@ def _is_tensor(value: Any) -> bool:
     """A torch.Tensor (without importing torch: a process that has not imported it has none)."""
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(value, torch.Tensor)
+
+
+def _is_dtype(value: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.dtype)

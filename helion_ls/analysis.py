@@ -1,7 +1,8 @@
 """The staged analysis of one document version, and what gets published from it.
 
   load   compiler.load in a thread -> `Loaded` (kernels, units, keys); no compile. What it found (a bad
-         shape line, a syntax error) is published at once, before any compile (no stage notification)
+         shape line, a syntax error) is published at once, before any compile (no stage notification).
+         Kernels without a shape line first get the shapes the file's calls give them from a compile worker
   front  every unit through `Kernel.compile` in the compile workers (cache hits are free) -> publish
          (also while they run: each kernel's diagnostics as it finishes, at most every 0.25 s)
   lower  Mosaic lowering of every unit that compiled, in the check worker               -> publish
@@ -17,19 +18,23 @@ replaces its earlier one and results of an edited kernel disappear with its old 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from lsprotocol import types
 
 from compiler.diagnostics import Diagnostic, Range, error, warning
+from compiler.frontend.call_shapes import InferredShapes
+from compiler.notebook import NotebookModule
 
 from .check_client import CheckClient, Skipped, WorkerFailure
 from .compile_pool import CompilePool
 from .documents import (
+    HELION_HINT,
     STAGES,
     KernelView,
     Loaded,
@@ -37,9 +42,11 @@ from .documents import (
     StageResult,
     Unit,
     anchored,
+    file_name,
     load_document,
     remap,
 )
+from .layout import Layout
 from .lru import LruCache
 from .lsp import diagnostic_from_json, to_lsp_diagnostic
 
@@ -52,10 +59,13 @@ class DocState:
     uri: str
     version: int | None
     text: str
+    layout: Layout  # which client documents show the text's lines (the file, or a notebook's cells)
+    notebook: NotebookModule | None = None  # for a notebook: the module its code cells make
+    mentions_helion: bool = True  # the text (a notebook: one of its cells) says "helion": it may hold kernels
     open: bool = True  # False: a closed file analysed because it changed on disk
     force_compile: bool = False  # the file changed on disk: the next analysis compiles even on a plain change
     loaded: Loaded | None = None
-    published: bool = False  # something non-empty was published (so closing must clear it)
+    published: set[str] = field(default_factory=set)  # client documents shown diagnostics (closing clears them)
     pending: asyncio.Task | None = None  # debounce timer or running analysis started by a change
 
 
@@ -69,6 +79,7 @@ def compile_request(loaded: Loaded, view: KernelView, unit: Unit) -> dict[str, A
         "chip": unit.key.chip,
         "decorator_range": view.decorator_range,
         "file": unit.key.file,
+        "notebook": loaded.notebook,
     }
 
 
@@ -87,6 +98,7 @@ class Analyzer:
         self.cache = ResultCache()
         self._transient: LruCache[StageResult] = LruCache(256)  # worker failures: shown, never cached
         self.docs: dict[str, DocState] = {}
+        self.owners: dict[str, str] = {}  # a notebook cell's URI -> the notebook's
         self.counts = {"loads": 0, "checks": 0}  # work actually done (for helion/stats)
         self._publish = publish
         self._on_stage = on_stage
@@ -95,21 +107,49 @@ class Analyzer:
 
     # -- document lifecycle --------------------------------------------------------------------------
     def update(self, uri: str, version: int | None, text: str, is_open: bool = True) -> DocState:
+        state = self._update(uri, version, text, Layout.file(uri, version, text), None, is_open)
+        state.mentions_helion = bool(HELION_HINT.search(text))
+        return state
+
+    def update_notebook(
+        self, uri: str, version: int | None, module: NotebookModule, versions: dict[str, int | None],
+        mentions_helion: bool,
+    ) -> DocState:
+        """A notebook's new state: `module` made of its code cells, keyed by their URIs (at `versions`)."""
+        layout = Layout.notebook(uri, module, versions)
+        self._forget_cells(uri)
+        self.owners.update((part.uri, uri) for part in layout.parts)
+        state = self._update(uri, version, module.text, layout, module, True)
+        state.mentions_helion = mentions_helion
+        return state
+
+    def _update(
+        self, uri: str, version: int | None, text: str, layout: Layout, notebook: NotebookModule | None, is_open: bool
+    ) -> DocState:
         state = self.docs.get(uri)
         if state is None:
-            state = self.docs[uri] = DocState(uri, version, text, is_open)
-        state.version, state.text = version, text
+            state = self.docs[uri] = DocState(uri, version, text, layout, notebook, open=is_open)
+        state.version, state.text, state.layout, state.notebook = version, text, layout, notebook
         state.open = state.open or is_open
         return state
 
+    def state(self, uri: str) -> DocState | None:
+        """The analysed document `uri` belongs to: itself, or the notebook of a cell."""
+        return self.docs.get(uri) or self.docs.get(self.owners.get(uri, ""))
+
     def close(self, uri: str) -> None:
         state = self.docs.pop(uri, None)
+        self._forget_cells(uri)
         if state is None:
             return
         if state.pending is not None:
             state.pending.cancel()
-        if state.published:
-            self._publish(uri, None, [])
+        for shown in sorted(state.published):
+            self._publish(shown, None, [])
+
+    def _forget_cells(self, uri: str) -> None:
+        for cell in [cell for cell, owner in self.owners.items() if owner == uri]:
+            del self.owners[cell]
 
     def is_current(self, uri: str, version: int | None, text: str | None = None) -> bool:
         state = self.docs.get(uri)
@@ -123,15 +163,35 @@ class Analyzer:
             return None
         loaded = state.loaded
         if loaded is not None and loaded.text == state.text and _chip_of(loaded) in (chip, None):
-            loaded.version = state.version
+            loaded.version, loaded.layout, loaded.notebook = state.version, state.layout, state.notebook
             return loaded
-        version, text = state.version, state.text
+        version, text, layout = state.version, state.text, state.layout
         self.counts["loads"] += 1
-        loaded = await self.pool.call(load_document, uri, version, text, chip)
+        notebook, mentions = state.notebook, state.mentions_helion
+        loaded = await self.pool.call(load_document, uri, version, text, chip, None, notebook, mentions)
+        if loaded.needs_call_shapes and self.is_current(uri, version, text):
+            shapes = await self.call_shapes(text, file_name(uri), notebook)
+            loaded = await self.pool.call(load_document, uri, version, text, chip, shapes, notebook, mentions)
+        loaded.layout = layout  # the documents that showed this text (a notebook's cells)
         if self.is_current(uri, version, text):
             state.loaded = loaded
             self._on_loaded(loaded)
         return loaded
+
+    async def call_shapes(self, text: str, file: str, notebook: NotebookModule | None = None) -> Any:
+        """The shapes the file's own calls give its kernels without a shape line, found by a compile worker
+        (it has torch; this process does not import it). A worker that fails costs the shapes, said once.
+        A notebook's cells name the lines in their labels (`from check(512, 1024) at cell 7:2`)."""
+
+        def failed(why: str) -> dict[str, Any]:
+            note = warning("HPL112", f"finding kernel shapes from this file's calls did not finish: {why}",
+                           Range.lines(0))
+            return {"call_shapes": InferredShapes(diagnostics=[note])}
+
+        key = ("call_shapes", hashlib.sha256(text.encode()).hexdigest(), notebook.cells if notebook else None)
+        request = {"kind": "call_shapes", "source": text, "file": file, "notebook": notebook}
+        answer = await self.pool.run(key, request, failed)
+        return answer["call_shapes"]
 
     async def analyze(self, uri: str, chip: str, libtpu: bool) -> None:
         """All stages for the current version; returns early once a newer version exists."""
@@ -143,8 +203,7 @@ class Analyzer:
         if loaded is None or not self.is_current(uri, version, text):
             return
         if not loaded.kernels and not loaded.diagnostics:
-            if state.published:
-                self._publish_now(state, loaded)
+            self._publish_now(state, loaded, quiet=True)
             return
         if loaded.diagnostics:  # seconds before a cold worker can compile anything
             self._publish_now(state, loaded)
@@ -253,15 +312,24 @@ class Analyzer:
         self.cache.put(stage, StageResult(unit.key, view.source, diags))
 
     # -- publishing ------------------------------------------------------------------------------------
-    def _publish_now(self, state: DocState, loaded: Loaded) -> None:
-        diags = self.compose(loaded)
-        state.published = bool(diags)
-        self._publish(loaded.uri, loaded.version, diags)
+    def _publish_now(self, state: DocState, loaded: Loaded, quiet: bool = False) -> None:
+        """Publish to every client document of the layout that has diagnostics or had some (a file always,
+        unless `quiet`), and clear the documents that left it (a deleted cell)."""
+        found = self.compose(loaded)
+        shown = {part.uri for part in loaded.layout.parts}
+        for uri in sorted(state.published - shown):
+            self._publish(uri, None, [])
+        for part in loaded.layout.parts:
+            diags = found.get(part.uri, [])
+            if diags or part.uri in state.published or (part.uri == loaded.uri and not quiet):
+                self._publish(part.uri, part.version, diags)
+        state.published = {uri for uri, diags in found.items() if diags}
 
-    def compose(self, loaded: Loaded) -> list[types.Diagnostic]:
-        """Every stage's diagnostics for the units of `loaded`, in its coordinates."""
+    def compose(self, loaded: Loaded) -> dict[str, list[types.Diagnostic]]:
+        """Every stage's diagnostics for the units of `loaded`, by the client document showing them."""
         enc = self._encoding()
-        out = [to_lsp_diagnostic(d, loaded.lines, loaded.uri, enc) for d in loaded.diagnostics]
+        out = [to_lsp_diagnostic(d, loaded.layout, enc) for d in loaded.diagnostics]
+        shown = set(loaded.diagnostics)  # a kernel whose only shape line is bad: that line's error, once
         for view in loaded.kernels.values():
             groups: dict[Diagnostic, list[int]] = {}
             for unit in view.units:
@@ -271,24 +339,29 @@ class Analyzer:
                     if result is None:
                         continue
                     for diag in result.diagnostics:
-                        shown = anchored(remap(diag, pmap) if pmap is not None else diag, view, unit.index)
-                        groups.setdefault(shown, []).append(unit.index)
+                        placed = anchored(remap(diag, pmap) if pmap is not None else diag, view, unit.index)
+                        if placed not in shown:
+                            groups.setdefault(placed, []).append(unit.index)
             for diag, indices in groups.items():
                 out.append(self._unit_diagnostic(diag, sorted(set(indices)), view, loaded, enc))
-        out.sort(key=lambda d: (d.range.start.line, d.range.start.character, d.severity or 0))
-        return out
+        by_uri: dict[str, list[types.Diagnostic]] = {}
+        for uri, diag in out:
+            by_uri.setdefault(uri, []).append(diag)
+        for diags in by_uri.values():
+            diags.sort(key=lambda d: (d.range.start.line, d.range.start.character, d.severity or 0))
+        return by_uri
 
     def _unit_diagnostic(
         self, diag: Diagnostic, indices: list[int], view: KernelView, loaded: Loaded, enc: str
-    ) -> types.Diagnostic:
+    ) -> tuple[str, types.Diagnostic]:
         """Say which shape sets a diagnostic applies to when it is not all of them."""
         extra = {"kernel": view.name, "shapeSets": indices}  # for config quick fixes
         if len(view.units) == 1 or len(indices) == len(view.units):
-            return to_lsp_diagnostic(diag, loaded.lines, loaded.uri, enc, extra=extra)
+            return to_lsp_diagnostic(diag, loaded.layout, enc, extra=extra)
         related: list[tuple[Range, str]] = []
         for i in indices:
             if i < len(view.shape_set_ranges):
-                related.append((view.shape_set_ranges[i], f"shape set {i}: {view.shape_label(i)}"))
+                related.append((view.shape_set_place(i), f"shape set {i}: {view.shape_label(i)}"))
         which = ", ".join(str(i) for i in indices)
         label = (
             f"shape set {which}: {view.shape_label(indices[0])}"
@@ -296,13 +369,7 @@ class Analyzer:
             else f"shape sets {which}"
         )
         return to_lsp_diagnostic(
-            diag,
-            loaded.lines,
-            loaded.uri,
-            enc,
-            message=f"{diag.message} [{label}]",
-            related=related,
-            extra=extra,
+            diag, loaded.layout, enc, message=f"{diag.message} [{label}]", related=related, extra=extra
         )
 
 

@@ -4,9 +4,12 @@ A compile evaluates the kernel's host code; however bounded that is (compiler/fr
 process is what can always be stopped: the server kills a worker that outlives its time limit and starts
 another, so a pathological file costs one worker, never the server's event loop. Requests and answers are
 pickles (see worker_process.py):
-  {"source", "kernel", "args": {name: spec} | None, "config": {...} | None, "chip", "file": name for headers}
+  {"source", "kernel", "args": {name: spec} | None, "config": {...} | None, "chip", "file": name for headers,
+   "notebook": compiler.notebook.NotebookModule | None (the cells `source` is made of, for line labels)}
   -> {"diagnostics": [Diagnostic], "compiled": documents.Compiled | None, "seconds"}
-Requests with "kind": "vmem_fixes" ask for verified quick fixes instead (see vmem_fixes.py).
+Requests with "kind": "vmem_fixes" ask for verified quick fixes instead (see vmem_fixes.py); "kind":
+"call_shapes" ({"source", "file", "notebook"}) for the shape sets the file's calls give kernels without a
+shape line (`compiler.frontend.call_shapes.InferredShapes`, which the server passes back to `compiler.load`).
 The parsed module of the last few texts is kept, so the kernels of one file are parsed once. Imports only
 `compiler` and the server's pure helpers (documents.Compiled, edits); never runs the user's file. The
 heavy ones (torch, through documents and the compiler's front end) are imported by `warm_up`, with the
@@ -38,11 +41,11 @@ class Compiler:
     def __init__(self) -> None:
         self._modules: OrderedDict[str, Any] = OrderedDict()
 
-    def module(self, source: str, file: str | None = None) -> Any:
-        digest = hashlib.sha256(source.encode()).hexdigest() + (file or "")
+    def module(self, source: str, file: str | None = None, notebook: Any = None) -> Any:
+        digest = hashlib.sha256(source.encode()).hexdigest() + (file or "") + repr(notebook.cells if notebook else "")
         found = self._modules.get(digest)
         if found is None:
-            found = self._modules[digest] = compiler.load(source, file)
+            found = self._modules[digest] = compiler.load(notebook if notebook is not None else source, file)
             while len(self._modules) > MODULES:
                 self._modules.popitem(last=False)
         self._modules.move_to_end(digest)
@@ -53,10 +56,12 @@ class Compiler:
 
         if req.get("kind") == "vmem_fixes":
             return self.fixes(req)
+        if req.get("kind") == "call_shapes":
+            return self.call_shapes(req)
         start = time.perf_counter()
         compiled = None
         try:
-            kernel = self.module(req["source"], req.get("file")).kernels[req["kernel"]]
+            kernel = self.module(req["source"], req.get("file"), req.get("notebook")).kernels[req["kernel"]]
             ck = kernel.compile(args=req["args"], config=req["config"], chip=req["chip"])
             diagnostics = list(ck.diagnostics)
             compiled = Compiled.of(ck)
@@ -70,6 +75,13 @@ class Compiler:
         gc.collect(1)  # the compile's cyclic garbage is still young: free it now, cheaply
         return {"diagnostics": diagnostics, "compiled": compiled, "seconds": time.perf_counter() - start}
 
+
+    def call_shapes(self, req: dict[str, Any]) -> dict[str, Any]:
+        """The shapes a file's own calls give its kernels without a shape line (for the server, which has no
+        torch); the parsed module keeps them for the compiles of the same text that follow."""
+        start = time.perf_counter()
+        module = self.module(req["source"], req.get("file"), req.get("notebook"))
+        return {"call_shapes": module.call_shapes, "seconds": time.perf_counter() - start}
 
     def fixes(self, req: dict[str, Any]) -> dict[str, Any]:
         from .vmem_fixes import verified_fixes  # imported by warm_up already: a lookup

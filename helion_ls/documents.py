@@ -1,7 +1,9 @@
 """What the server knows about each open document: its kernels at a version, and the compile cache.
 
 `load_document` (run off the event loop) turns one text version into a `Loaded`: the module's file-level
-diagnostics and a `KernelView` per kernel, with the units it compiles (one per shape set, or one without
+diagnostics and a `KernelView` per kernel (for kernels without a shape line, once a compile worker found
+the shapes the file's calls give them; a notebook's module is its code cells, and its `Layout` says which
+cell shows each line: layout.py), with the units it compiles (one per shape set, or one without
 arguments when it has none) and their `CompileKey`s. Results live in `ResultCache`, keyed by
 (normalised source hash, shape set, config, chip) — not by document or version — so an unchanged kernel
 is never recompiled, whichever document or version asks; each result remembers the kernel text it was
@@ -23,8 +25,10 @@ import compiler
 from compiler import parse_python
 from compiler.config import Config
 from compiler.diagnostics import Diagnostic, Fix, Position, Range, Related, error
+from compiler.notebook import NotebookModule
 from compiler.specs import format_args
 
+from .layout import Layout
 from .lru import LruCache
 from .positions import KernelSource, PositionMap
 
@@ -57,8 +61,9 @@ class KernelView:
     source: KernelSource
     name_range: Range
     decorator_range: Range
-    shape_set_ranges: list[Range]
+    shape_set_ranges: list[Range]  # a shape line, or the decorator for a shape set found in the file's calls
     units: list[Unit]
+    shape_set_origins: list[Any] = field(default_factory=list)  # compiler ShapeOrigin (or None for a shape line)
 
     @property
     def source_hash(self) -> str:
@@ -68,10 +73,20 @@ class KernelView:
         unit = self.units[index]
         return format_args(unit.args) if unit.args else "no shape set"
 
+    def origin(self, index: int) -> Any:
+        """Where an inferred shape set comes from (`label`, `range` of the call), None for a shape line."""
+        return self.shape_set_origins[index] if index < len(self.shape_set_origins) else None
+
+    def shape_set_place(self, index: int) -> Range:
+        """Where a shape set is written: its shape line, or the call it was found in."""
+        origin = self.origin(index)
+        return origin.range if origin is not None else self.shape_set_ranges[index]
+
 
 @dataclass
 class Loaded:
-    """One version of one document, parsed (no compile yet)."""
+    """One version of one document, parsed (no compile yet). Positions are the module's; `layout` carries
+    them to the client's documents (the file, or a notebook's cells)."""
 
     uri: str
     version: int | None
@@ -79,6 +94,9 @@ class Loaded:
     lines: list[str]
     diagnostics: list[Diagnostic]
     kernels: dict[str, KernelView]
+    layout: Layout
+    notebook: NotebookModule | None = None  # a notebook's module (its cells' places name generated lines)
+    needs_call_shapes: bool = False  # kernels without a shape line wait for the shapes from the file's calls
 
     def kernel_at(self, pos: Position) -> KernelView | None:
         for view in self.kernels.values():
@@ -229,23 +247,36 @@ def _kernel_view(kernel: Any, node: ast.FunctionDef, lines: list[str], chip: str
         decorator_range=kernel.decorator_range,
         shape_set_ranges=list(kernel.shape_set_ranges),
         units=units,
+        shape_set_origins=list(kernel.shape_set_origins),
     )
 
 
-def load_document(uri: str, version: int | None, text: str, chip: str) -> Loaded:
-    """Parse one version (blocking: call off the event loop). Never raises."""
+def load_document(
+    uri: str, version: int | None, text: str, chip: str, call_shapes: Any = None,
+    notebook: NotebookModule | None = None, mentions_helion: bool | None = None,
+) -> Loaded:
+    """Parse one version (blocking: call off the event loop). Never raises. `notebook`: the module `text`
+    was built from, for a notebook (its cells' syntax errors are among the diagnostics); `mentions_helion`:
+    whether its cells say "helion" (a cell left out of `text` for its syntax error may be the one).
+
+    A file with kernels without a shape line needs the shapes its own calls give them, which takes torch
+    (a compile worker finds them): without `call_shapes` it comes back `needs_call_shapes`, with no kernels
+    yet; load it again with them."""
     lines = text.splitlines(keepends=True)
-    if not HELION_HINT.search(text):
-        return Loaded(uri, version, text, lines, [], {})
+    layout = Layout.file(uri, version, text)
+    if not (mentions_helion if mentions_helion is not None else HELION_HINT.search(text)):
+        return Loaded(uri, version, text, lines, [], {}, layout)
     try:
-        module = compiler.load(text, file_name(uri))
+        module = compiler.load(notebook or text, file_name(uri), call_shapes)
+        if call_shapes is None and module.needs_call_shapes:
+            return Loaded(uri, version, text, lines, [], {}, layout, notebook, needs_call_shapes=True)
     except Exception as exc:  # the compiler promises not to raise; if it does, say so once
         diag = error(
             "HPL900",
             f"internal compiler error while loading: {type(exc).__name__}: {exc}",
             _first_line(lines),
         )
-        return Loaded(uri, version, text, lines, [diag], {})
+        return Loaded(uri, version, text, lines, [diag], {}, layout)
     diagnostics = list(module.diagnostics)
     kernels: dict[str, KernelView] = {}
     if module.kernels:
@@ -264,7 +295,7 @@ def load_document(uri: str, version: int | None, text: str, chip: str) -> Loaded
                         kernel.decorator_range,
                     )
                 )
-    return Loaded(uri, version, text, lines, diagnostics, kernels)
+    return Loaded(uri, version, text, lines, diagnostics, kernels, layout, notebook)
 
 
 def _function_nodes(text: str) -> dict[tuple[str, int | None], ast.FunctionDef]:

@@ -29,16 +29,20 @@ from .framing import Framer
 log = logging.getLogger(__name__)
 
 CAPABILITIES_FILE = Path(__file__).with_name("capabilities.json")
+TEMPLATE_CLIENT = {"notebookDocument": {"synchronization": {}}}  # the client capabilities.json answers
 ENCODINGS = ("utf-8", "utf-16", "utf-32")  # what pygls can negotiate
 READ_SIZE = 64 * 1024
 Deliver = Callable[[bytes | None], None]  # a message body, or None at the end of input
 
 
 def initialize_result(params: dict[str, Any], template: dict[str, Any]) -> dict[str, Any]:
-    """The `initialize` result for this client: the template (the answer to a client that states no
-    capabilities) with the parts that depend on the client's capabilities filled in as pygls does."""
+    """The `initialize` result for this client: the template (the answer to a client that states only that it
+    syncs notebooks, `TEMPLATE_CLIENT`) with the parts that depend on the client's capabilities filled in as
+    pygls does."""
     result = copy.deepcopy(template)
     caps = params.get("capabilities") if isinstance(params.get("capabilities"), dict) else {}
+    if caps.get("notebookDocument") is None:  # notebooks are synced only with clients that say they can
+        result["capabilities"].pop("notebookDocumentSync", None)
     general = caps.get("general") if isinstance(caps.get("general"), dict) else {}
     offered = general.get("positionEncodings")
     if isinstance(offered, list):
@@ -147,15 +151,16 @@ def load_template() -> dict[str, Any]:
 
 def computed_result(client: Any = None) -> dict[str, Any]:
     """What the full server answers to `initialize` from a client with these capabilities (an
-    lsprotocol ClientCapabilities; None: a client that states none)."""
+    lsprotocol ClientCapabilities; None: `TEMPLATE_CLIENT`)."""
     from lsprotocol import types
     from pygls.capabilities import ServerCapabilitiesBuilder
+    from pygls.protocol import default_converter
 
     from .server import create_server
 
     server = create_server()
     proto = server.protocol
-    client = client if client is not None else types.ClientCapabilities()
+    client = client if client is not None else default_converter().structure(TEMPLATE_CLIENT, types.ClientCapabilities)
     caps = ServerCapabilitiesBuilder(
         client,
         set({**proto.fm.features, **proto.fm.builtin_features}),

@@ -2,16 +2,20 @@
 
 The compiler counts columns in UTF-8 bytes (what `ast` reports); LSP clients count in the negotiated
 position encoding (UTF-16 unless the client offered another). Lines are needed to convert, so every
-function takes the document's lines.
+function takes the document's lines (diagnostics: its `Layout`, which also says which client document shows
+each line).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
 from compiler.diagnostics import Diagnostic, Fix, Position, Range, Related, Severity
+
+if TYPE_CHECKING:
+    from .layout import Layout
 
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
 
@@ -77,30 +81,28 @@ _SEVERITY = {
 
 def to_lsp_diagnostic(
     diag: Diagnostic,
-    lines: list[str],
-    uri: str,
+    layout: Layout,
     encoding: str = UTF16,
     message: str | None = None,
     related: list[tuple[Range, str]] = (),
     extra: dict[str, Any] | None = None,
-) -> types.Diagnostic:
-    """An LSP diagnostic; the quick fix (if any) and `extra` travel in `data`, which the client sends back
-    with code action requests."""
+) -> tuple[str, types.Diagnostic]:
+    """The client document showing the diagnostic (a file, or a notebook's cell) and the LSP diagnostic there;
+    the quick fix (if any) and `extra` travel in `data`, which the client sends back with code action requests."""
     infos = [
-        types.DiagnosticRelatedInformation(
-            location=types.Location(uri=uri, range=to_lsp_range(rng, lines, encoding)), message=msg
-        )
+        types.DiagnosticRelatedInformation(location=layout.location(rng, encoding), message=msg)
         for rng, msg in [*((r.range, r.message) for r in diag.related), *related]
     ]
     data: dict[str, Any] = {**diag.data, **(extra or {})}
     if diag.fix is not None:
         data["fix"] = {
             "title": diag.fix.title,
-            "range": to_lsp_range(diag.fix.range, lines, encoding),
+            "range": layout.range(diag.fix.range, encoding)[1],
             "newText": diag.fix.new_text,
         }
-    return types.Diagnostic(
-        range=to_lsp_range(diag.range, lines, encoding),
+    uri, rng = layout.range(diag.range, encoding)
+    return uri, types.Diagnostic(
+        range=rng,
         message=message or diag.message,
         severity=_SEVERITY[diag.severity],
         code=diag.code,

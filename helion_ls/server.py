@@ -31,12 +31,21 @@ log = logging.getLogger(__name__)
 
 VERSION = "0.1.0"
 REFRESH_TIMEOUT = 10.0  # seconds a client may take to answer workspace/codeLens/refresh
+# Jupyter notebooks, every cell (features/notebooks.py): the Python cells are the module, and the others count
+# when a cell is named by its number in the notebook.
+NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
+    notebook_selector=[types.NotebookDocumentFilterWithNotebook(notebook="jupyter-notebook")], save=True
+)
 
 
 class HelionServer(LanguageServer):
     def __init__(self, pool: CompilePool | None = None) -> None:
         super().__init__(
-            "helion-ls", VERSION, text_document_sync_kind=types.TextDocumentSyncKind.Incremental, protocol_cls=Protocol
+            "helion-ls",
+            VERSION,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            notebook_document_sync=NOTEBOOK_SYNC,
+            protocol_cls=Protocol,
         )
         self.settings = SettingsRegistry()
         self.pool = pool or CompilePool()  # __main__ starts it before the server's own imports
@@ -104,11 +113,6 @@ class HelionServer(LanguageServer):
         """Why work that runs the user's code (tuning) may not start for `uri`; None when it may."""
         return refusal(self.settings.for_uri(uri).allow_code_execution, self.workspace_trusted)
 
-    def text_of(self, uri: str) -> str | None:
-        """The open document's text, or None for documents the client has not opened."""
-        state = self.analyzer.docs.get(uri)
-        return state.text if state is not None else None
-
     def log_to_client(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
         log.info("%s", message)
         self.window_log_message(types.LogMessageParams(type=kind, message=message))
@@ -137,9 +141,18 @@ def folder_path(uri: str) -> str | None:
 
 
 def create_server(pool: CompilePool | None = None) -> HelionServer:
-    from .features import code_actions, codelens, commands, configuration, diagnostics, generated, hover
+    from .features import (
+        code_actions,
+        codelens,
+        commands,
+        configuration,
+        diagnostics,
+        generated,
+        hover,
+        notebooks,
+    )
 
     server = HelionServer(pool)
-    for feature in (configuration, diagnostics, hover, codelens, commands, generated, code_actions):
+    for feature in (configuration, diagnostics, notebooks, hover, codelens, commands, generated, code_actions):
         feature.register(server)
     return server

@@ -73,16 +73,24 @@ def side_effects(marks: Path) -> str:
     return SIDE_EFFECTS.replace("MARKS_DIR", repr(str(marks)))
 
 
-@pytest.mark.parametrize("command", ["check", "tune"])
-def test_check_and_tune_run_only_what_the_kernel_needs(tmp_path, command):
+# the same file without its shape line: main() gives the kernel its shapes, and still nothing of it runs
+FROM_CALLS = (SIDE_EFFECTS.replace("# helion: args(x=f32[256, 256])\n", "")
+              .replace('    mark("main")', '    mark("main")\n    scale(torch.randn(256, 256))\n    while True:\n'
+                                          '        mark("loop")'))
+
+
+@pytest.mark.parametrize("command, from_calls", [("check", False), ("tune", False), ("check", True), ("tune", True)])
+def test_check_and_tune_run_only_what_the_kernel_needs(tmp_path, command, from_calls):
     path = tmp_path / "side_effects.py"
     marks = tmp_path / "side_effects.ran"
-    path.write_text(side_effects(marks))
+    path.write_text((FROM_CALLS if from_calls else SIDE_EFFECTS).replace("MARKS_DIR", repr(str(marks))))
     extra = ["--max-evals", "3", "--store", str(tmp_path / "store.sqlite")] if command == "tune" else []
     done = cli(command, str(path), *extra)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "ok" in done.stdout  # the kernel was checked against its eager reference
     assert not marks.exists(), sorted(p.name for p in marks.iterdir())
+    if from_calls and command == "tune":
+        assert "(on x=f32[256, 256])" in done.stdout  # the shapes main() calls it with
 
 
 def test_check_reports_a_syntax_error_in_one_line(tmp_path):
@@ -143,3 +151,15 @@ def test_an_unwritable_store_is_an_error_and_the_results_are_still_shown(tmp_pat
     assert len(errors) == 2, done.stderr  # before tuning, and again after the results
     result = json.loads(done.stdout)
     assert result["best"]["config"]["block_sizes"] and said in result["store_error"]
+
+
+def test_compile_of_a_file_whose_calls_never_end_warns_and_uses_the_shapes_found_before(tmp_path):
+    path = tmp_path / "forever.py"
+    path.write_text(FROM_CALLS.replace("MARKS_DIR", repr(str(tmp_path / "marks"))))
+    done = cli("compile", str(path), "--emit", "vmem", timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "-> fits" in done.stdout
+    loop = path.read_text().splitlines().index("    while True:") + 1
+    assert f"{path}:{loop}:5: warning HPL112: finding kernel shapes from this file's calls: stopped after" \
+        in done.stderr
+    assert "scale: shape set 0 of 1, x=f32[256, 256], from scale(torch.randn(256, 256))" in done.stderr

@@ -84,10 +84,12 @@ async def test_kernel_at(client: LanguageClient):
     assert await request(client, "helion/kernelAt", at("acc = hl.zeros")) == {
         "kernel": "attention",
         "shapeSet": 0,
+        "uri": uri,
     }
     assert await request(client, "helion/kernelAt", at("# helion: args(q=bf16[8, 32, 32768")) == {
         "kernel": "attention",
         "shapeSet": 1,
+        "uri": uri,
     }
     assert await request(client, "helion/kernelAt", at("def reference")) is None
     assert (

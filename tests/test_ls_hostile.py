@@ -174,6 +174,31 @@ async def test_a_deep_expression_is_a_normal_diagnostic(server):
         assert diags[0]["range"]["start"]["line"] == line_of(text, terms)
 
 
+CALLED = KERNEL.replace("# helion: args(x=f32[256, 256])\n", "")  # its shapes come from the file's calls
+
+
+@pytest.mark.parametrize(
+    "main, offending, words",
+    [
+        ("def main():\n    x = torch.randn(64, 128)\n    while True:\n        scale(x)\n", "while True", "stopped after"),
+        ("def main():\n    scale(torch.randn(2**31, 2**31))\n", "scale(torch.randn", "limited to 2**40"),
+    ],
+)
+async def test_calls_that_never_end_or_build_huge_sizes_are_a_warning_and_the_server_answers(
+        server, main, offending, words):
+    path = server.ws / "k.py"
+    text = CALLED + "\n\n" + main + "\n\nif __name__ == '__main__':\n    main()\n"
+    path.write_text(text)
+    async with StatsWatch(server.stats):
+        uri = server.open(path)
+        diags = await server.final_diagnostics(uri, timeout=120)
+        warnings = [d for d in diags if d["code"] == "HPL112"]
+        assert warnings and words in warnings[0]["message"], diags
+        assert warnings[0]["severity"] == 2 and warnings[0]["range"]["start"]["line"] == line_of(text, offending)
+        reply = await hover_on_kernel(server, uri)
+        assert "scale" in reply["result"]["contents"]["value"]
+
+
 # 2**12 multiplies through helpers: a small file whose kernel takes tens of seconds to compile
 # 8,192 inlined leaves of 4 ops each: ~5 s to compile on a busy 2-core machine (torch's meta results are reused
 # across the identical leaves, see compiler/frontend/meta_cache.py, so the count, not their cost, makes it slow)

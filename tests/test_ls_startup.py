@@ -31,6 +31,11 @@ CLIENTS = {
     "none": types.ClientCapabilities(),
     "vscode": pytest_lsp.client_capabilities("visual-studio-code"),
     "neovim": pytest_lsp.client_capabilities("neovim"),
+    "notebooks": types.ClientCapabilities(
+        notebook_document=types.NotebookDocumentClientCapabilities(
+            synchronization=types.NotebookDocumentSyncClientCapabilities(dynamic_registration=True)
+        )
+    ),
     "utf-8 first": types.ClientCapabilities(
         general=types.GeneralClientCapabilities(position_encodings=["utf-8", "utf-16"]),
         text_document=types.TextDocumentClientCapabilities(

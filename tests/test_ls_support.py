@@ -120,12 +120,15 @@ def make_workspace(root: Path) -> Path:
     return ws
 
 
-async def start(client: LanguageClient, ws: Path, **options: Any) -> None:
-    """Initialize as a client whose workspace is trusted (pass workspaceTrusted=False or None to differ)."""
+async def start(
+    client: LanguageClient, ws: Path, capabilities: types.ClientCapabilities | None = None, **options: Any
+) -> types.InitializeResult:
+    """Initialize as a client whose workspace is trusted (pass workspaceTrusted=False or None to differ); by
+    default with the capabilities VS Code states."""
     options = {"workspaceTrusted": True, **options}
-    await client.initialize_session(
+    return await client.initialize_session(
         types.InitializeParams(
-            capabilities=pytest_lsp.client_capabilities("visual-studio-code"),
+            capabilities=capabilities or pytest_lsp.client_capabilities("visual-studio-code"),
             root_uri=ws.as_uri(),
             workspace_folders=[types.WorkspaceFolder(uri=ws.as_uri(), name="ws")],
             initialization_options={"storePath": str(ws.parent / "store" / "tuning.sqlite"), **options},

@@ -4,7 +4,8 @@ Started by `libtpu_compile.TpuCompiler` with the environment libtpu needs (see t
 JSON request per line on stdin, one JSON reply per line on the original stdout; everything else the process
 prints (libtpu logs, stray prints) goes to stderr, so C-level writes cannot corrupt the replies.
 
-Request: {"source", "entry", "filename", "args": [{"shape", "dtype"} | {"static": value}], "chip", "dump"}.
+Request: {"source", "entry", "filename", "args": [{"shape", "dtype"} | {"static": value} | {"value": list}], "chip",
+"dump"} (a static list is a tuple; a "value" is passed as it is, not static).
 Reply: the fields of `TpuCompileResult` as JSON (see `libtpu_compile.TpuCompileResult.from_json`).
 """
 
@@ -84,8 +85,10 @@ def handle(request: dict, workdir: Path, dump_dir: Path, serial: int) -> dict:
         mesh = _mesh(chip)
         sharding = NamedSharding(mesh, PartitionSpec())
         args = [
-            a["static"]
+            (tuple(a["static"]) if isinstance(a["static"], list) else a["static"])
             if "static" in a
+            else a["value"]
+            if "value" in a
             else jax.ShapeDtypeStruct(tuple(a["shape"]), a["dtype"], sharding=sharding)
             for a in request["args"]
         ]

@@ -291,8 +291,12 @@ def kernel_vmem(hlo_text: str) -> dict[str, int | None]:
 
 
 def _arg_json(arg: Arg) -> dict:
-    if isinstance(arg, int | float):
+    if isinstance(arg, list):
+        return {"value": arg}  # a list argument is not static (unhashable); the generated code never reads it
+    if isinstance(arg, int | float | tuple | str) or arg is None:
         return {"static": arg}
+    if not hasattr(arg, "shape"):  # a dtype argument: static, and used by the compiler only
+        return {"static": str(arg)}
     return {"shape": [int(d) for d in arg.shape], "dtype": np.dtype(arg.dtype).name}
 
 

@@ -38,7 +38,7 @@ from .mlir_text import SourceLoc, trim_error
 
 LoweringKind = Literal["block_shape", "unimplemented", "buffering", "dimension_semantics", "other"]
 
-Arg = jax.ShapeDtypeStruct | int | float
+Arg = jax.ShapeDtypeStruct | int | float | bool | None | tuple | list | Any
 """An argument of the host function: arrays as ShapeDtypeStruct; Python scalars are passed as static values."""
 
 _CHECKS_DIR = str(Path(__file__).parent)
@@ -120,8 +120,10 @@ class LoweringResult:
 
 
 def static_positions(args: Sequence[Arg]) -> tuple[int, ...]:
-    """Positions of Python scalars: jit treats them as static (baked into the kernel)."""
-    return tuple(i for i, a in enumerate(args) if isinstance(a, int | float))
+    """Positions of the arguments that are not arrays (numbers, None, dtypes, tuples): jit treats them as
+    static (baked into the kernel). A list is not hashable, so it is passed as it is (the generated code
+    never reads it: the compiler used its values)."""
+    return tuple(i for i, a in enumerate(args) if not isinstance(a, jax.ShapeDtypeStruct | list))
 
 
 def lower_check(fn: Callable[..., Any], arg_structs: Sequence[Arg], chip: Chip) -> LoweringResult:

@@ -7,7 +7,7 @@ comment naming the kernel source line it came from.
 
 from __future__ import annotations
 
-import os
+from collections.abc import Callable
 
 from ..diagnostics import Range
 from ..ir import KernelIR
@@ -20,11 +20,12 @@ from .exprs import HELPERS
 from .plan_builder import CallLayout
 
 
-def emit_module(ir: KernelIR, layouts: list[CallLayout], config: dict, header: str, path: str | None,
-                mutated: list[str]) -> tuple[str, list[tuple[int, Range]]]:
-    """The module text and its source map (0-based generated line -> kernel source range)."""
-    out = Output(label=os.path.basename(path) if path else "<kernel>")
-    body = Output(label=out.label)
+def emit_module(ir: KernelIR, layouts: list[CallLayout], config: dict, header: str,
+                line_label: Callable[[int], str], mutated: list[str]) -> tuple[str, list[tuple[int, Range]]]:
+    """The module text and its source map (0-based generated line -> kernel source range); `line_label` names
+    a source line in the comments that point back to it (`file.py:12`)."""
+    out = Output(line_label=line_label)
+    body = Output(line_label=line_label)
     helpers: set[str] = set()
     kernel_kwargs: list[dict[str, str]] = []
     for layout in layouts:

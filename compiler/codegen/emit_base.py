@@ -3,6 +3,7 @@ decision of which values get a name and which are inlined into their single use.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..diagnostics import Range
@@ -18,13 +19,13 @@ RESERVED = {"jax", "jnp", "pl", "pltpu", "functools", "interpret", "lambda", "de
 class Output:
     lines: list[str] = field(default_factory=list)
     source_map: list[tuple[int, Range]] = field(default_factory=list)
-    label: str = "kernel.py"
+    line_label: Callable[[int], str] = lambda line: f"kernel.py:{line + 1}"  # a source line, for comments
 
     def add(self, indent: int, text: str, rng: Range | None = None) -> None:
         for i, part in enumerate(text.split("\n")):
             line = "    " * indent + part
             if rng is not None and i == 0:
-                line += f"  # {self.label}:{rng.start.line + 1}"
+                line += f"  # {self.line_label(rng.start.line)}"
                 self.source_map.append((len(self.lines), rng))
             self.lines.append(line)
 

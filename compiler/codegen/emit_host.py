@@ -33,7 +33,8 @@ class HostWriter(RegionWriter):
         ir = self.ir
         tensors = [p for p in ir.params if isinstance(ir.args.get(p), Value)]
         scalars = [p for p in ir.params if not isinstance(ir.args.get(p), Value)]
-        static = ", ".join(f'"{s}"' for s in scalars + ["interpret"]) + ","
+        # every scalar is static (baked in) but a list, which jit cannot hash (and this code never reads)
+        static = ", ".join(f'"{s}"' for s in scalars + ["interpret"] if not isinstance(ir.args.get(s), list)) + ","
         self.out.add(0, f"@functools.partial(jax.jit, static_argnames=({static}))")
         params = ", ".join(tensors + scalars) + (", " if tensors or scalars else "") + "*, interpret=False"
         self.out.add(0, f"def {ir.name}({params}):", ir.range)  # named as the kernel (callers look it up)

@@ -13,7 +13,7 @@ from typing import Any
 from ..config import Config, ConfigError, config_from_call
 from ..diagnostics import Diagnostic, Position, Range, error
 from ..specs import ArgSpec, SpecError, parse_args_text
-from ..syntax import parse
+from ..syntax import error_range, parse
 
 ARGS_LINE = re.compile(r"^(\s*)#\s*helion:\s*args\((.*)\)\s*$")
 ARGS_PREFIX = re.compile(r"^\s*#\s*helion:\s*args\b")
@@ -51,12 +51,7 @@ def parse_module(source: str) -> ModuleInfo:
     try:
         tree = parse(source)
     except SyntaxError as exc:
-        line = max(0, (exc.lineno or 1) - 1)
-        col = max(0, (exc.offset or 1) - 1)
-        end_line = max(line, (exc.end_lineno or exc.lineno or 1) - 1)
-        end_col = max(col + 1, (exc.end_offset or col + 2) - 1) if end_line == line else (exc.end_offset or 1) - 1
-        rng = Range(Position(line, col), Position(end_line, end_col))
-        return ModuleInfo(source, None, diagnostics=[error("HPL100", f"syntax error: {exc.msg}", rng)])
+        return ModuleInfo(source, None, diagnostics=[error("HPL100", f"syntax error: {exc.msg}", error_range(exc))])
     except (ValueError, RecursionError, MemoryError) as exc:
         return ModuleInfo(source, None, diagnostics=[error("HPL100", f"cannot parse file: {exc}", Range.lines(0))])
     info = ModuleInfo(source, tree)

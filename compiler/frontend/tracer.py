@@ -29,7 +29,7 @@ from ..ir import (
     Value,
     drop_unused_loads,
 )
-from ..specs import ArgSpec, TensorSpec
+from ..specs import ArgSpec, TensorSpec, runtime_value
 from .branches import trace_device_if
 from .dispatch import Dispatcher
 from .expressions import BINOPS, ExpressionEvaluator
@@ -106,6 +106,7 @@ class Tracer(ExpressionEvaluator):
                 self.tensors[value.id] = HostTensor(value, name, "arg")
                 self.env[name] = value
             else:
+                spec = runtime_value(spec)  # a dtype argument is the torch dtype
                 self.env[name] = NamedConst(name, spec, is_arg=True) if isinstance(spec, float) else spec
             self.arg_values[name] = self.env[name]
 

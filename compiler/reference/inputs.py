@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from compiler.specs import ArgSpec, TensorSpec
+from compiler.specs import ArgSpec, TensorSpec, runtime_value
 
 POSITIVE_BY_NAME = frozenset({"rstd"})  # inverse standard deviations: the kernels divide by / scale with them
 
@@ -32,6 +32,6 @@ def make_inputs(specs: dict[str, ArgSpec], seed: int = 0, positive: Iterable[str
     gen = torch.Generator().manual_seed(seed)
     wanted = POSITIVE_BY_NAME | set(positive)
     return [
-        _tensor(spec, gen, name in wanted) if isinstance(spec, TensorSpec) else spec
+        _tensor(spec, gen, name in wanted) if isinstance(spec, TensorSpec) else runtime_value(spec)
         for name, spec in specs.items()
     ]

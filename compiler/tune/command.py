@@ -29,6 +29,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TextIO
 
 from .. import skip_dynamo_import
@@ -49,7 +50,7 @@ class UsageError(Exception):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The `tune` subcommand's arguments."""
-    parser.add_argument("file", help="a Python file with @helion.kernel functions")
+    parser.add_argument("file", help="a Python file (or a Jupyter notebook) with @helion.kernel functions")
     parser.add_argument("-k", "--kernel", help="tune only this kernel (default: every kernel in the file)")
     which = parser.add_mutually_exclusive_group()
     which.add_argument(
@@ -206,7 +207,8 @@ def _tune_all(
             )
             run.start_gate()
         except CompileError as exc:
-            _print_diagnostics(problem, exc)
+            for d in exc.diagnostics:
+                _print_diagnostic(ns, d)
             continue
         except EvaluatorUnavailable as exc:
             print(f"helion-pallas tune: the {options.evaluator} evaluator cannot run: {exc}", file=sys.stderr)
@@ -232,7 +234,9 @@ def _problems(ns: argparse.Namespace, chip: str) -> tuple[list[Problem], bool]:
             source = f.read()
     except OSError as exc:
         raise UsageError(f"cannot read {ns.file}: {exc.strerror or exc}") from None
-    module = load(source)
+    module = load(Path(ns.file)) if ns.file.endswith(".ipynb") else load(source)
+    source = module.source  # a notebook's: its code cells as one module
+    ns.where = lambda pos: module.describe(pos, ns.file)
     errors = [d for d in module.diagnostics if d.is_error]
     if ns.kernel is not None and ns.kernel not in module.kernels:
         known = ", ".join(module.kernels) or "none"
@@ -240,20 +244,22 @@ def _problems(ns: argparse.Namespace, chip: str) -> tuple[list[Problem], bool]:
     kernels = [module.kernels[ns.kernel]] if ns.kernel else list(module.kernels.values())
     if not kernels:
         for d in errors:
-            _print_diagnostic(ns.file, d)
+            _print_diagnostic(ns, d)
         print(f"helion-pallas tune: {ns.file} has no @helion.kernel function", file=sys.stderr)
         return [], True
     problems: list[Problem] = []
     skipped = False
+    for d in module.notebook.diagnostics if module.notebook is not None else ():  # cells that do not parse
+        _print_diagnostic(ns, d)
     for kernel in kernels:
         for d in kernel.definition.diagnostics:
             if d.is_error:
-                _print_diagnostic(ns.file, d)
+                _print_diagnostic(ns, d)
         try:
             problems += _kernel_problems(ns, kernel, source, chip)
         except CompileError as exc:
             for d in exc.diagnostics:
-                _print_diagnostic(ns.file, d)
+                _print_diagnostic(ns, d)
             skipped = True
     return problems, skipped
 
@@ -415,14 +421,6 @@ def _config_text(config: dict[str, Any]) -> str:
     return repr(Config(config))
 
 
-def _print_diagnostics(problem: Problem, exc: CompileError) -> None:
-    for d in exc.diagnostics:
-        _print_diagnostic(problem.path or "<source>", d)
-
-
-def _print_diagnostic(path: str, d: Diagnostic) -> None:
-    pos = d.range.start
-    print(
-        f"{path}:{pos.line + 1}:{pos.character + 1}: {d.severity.name.lower()} {d.code}: {d.message}",
-        file=sys.stderr,
-    )
+def _print_diagnostic(ns: argparse.Namespace, d: Diagnostic) -> None:
+    """`file.py:12:5: error ...`, or `nb.ipynb:cell 3:12:5: ...` (ns.where, set when the file was read)."""
+    print(f"{ns.where(d.range.start)}: {d.severity.name.lower()} {d.code}: {d.message}", file=sys.stderr)

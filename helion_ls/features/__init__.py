@@ -2,6 +2,7 @@
 
 configuration  initialize / settings / watchers / shutdown / helion/stats
 diagnostics    open, change, save, close -> staged analysis and publishing
+notebooks      the same for Jupyter notebooks: one module of their code cells (cells' URIs via layout.py)
 hover          kernel, tensor access and tile-loop hovers (cached results only)
 codelens       per shape set lenses from the tuning store and the tuner's state
 commands       helion.tune / tuneFile / applyConfig / cancelTuning, tuning progress and notifications

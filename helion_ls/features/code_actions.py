@@ -21,7 +21,6 @@ from compiler.config import Config
 
 from ..edits import EditError, TextEdit
 from ..lru import LruCache
-from ..lsp import from_lsp_position
 from ..server import HelionServer
 from .commands import best_configs, config_edit, workspace_edit
 
@@ -43,7 +42,7 @@ def _config_change(data: dict, base: Config) -> tuple[str, Config] | None:
 
 
 def config_fixes(ls: HelionServer, uri: str, diagnostics: list[types.Diagnostic]) -> list[types.CodeAction]:
-    state = ls.analyzer.docs.get(uri)
+    state = ls.analyzer.state(uri)
     if state is None or state.loaded is None or state.loaded.text != state.text:
         return []
     loaded = state.loaded
@@ -65,6 +64,7 @@ def config_fixes(ls: HelionServer, uri: str, diagnostics: list[types.Diagnostic]
         title, config = change
         try:
             edit = config_edit(view, loaded.text, sets[0] if len(sets) == 1 else None, dict(config), None)
+            change = workspace_edit(ls, loaded, edit)
         except EditError as exc:
             log.info("no config fix for %s: %s", view.name, exc)
             continue
@@ -74,7 +74,7 @@ def config_fixes(ls: HelionServer, uri: str, diagnostics: list[types.Diagnostic]
                 kind=types.CodeActionKind.QuickFix,
                 diagnostics=[diag],
                 is_preferred=True,
-                edit=workspace_edit(ls, uri, loaded.version, loaded.text, edit),
+                edit=change,
             )
         )
     return out
@@ -82,7 +82,7 @@ def config_fixes(ls: HelionServer, uri: str, diagnostics: list[types.Diagnostic]
 
 async def vmem_fixes(ls: HelionServer, uri: str, diagnostics: list[types.Diagnostic]) -> list[types.CodeAction]:
     """Verified fixes for out-of-VMEM errors, computed in a compile worker when asked for (and remembered)."""
-    state = ls.analyzer.docs.get(uri)
+    state = ls.analyzer.state(uri)
     if state is None or state.loaded is None or state.loaded.text != state.text:
         return []
     loaded = state.loaded
@@ -110,14 +110,18 @@ async def vmem_fixes(ls: HelionServer, uri: str, diagnostics: list[types.Diagnos
             log.info("%d verified VMEM fixes for %s in %.2f s", len(found), view.name, answer["seconds"])
             _fixes_cache.put(key, found)
         for fix in found:
-            edit = TextEdit(fix["start"], fix["end"], fix["new_text"])
+            try:
+                change = workspace_edit(ls, loaded, TextEdit(fix["start"], fix["end"], fix["new_text"]))
+            except EditError as exc:
+                log.info("no VMEM fix for %s: %s", view.name, exc)
+                continue
             out.append(
                 types.CodeAction(
                     title=fix["title"],
                     kind=types.CodeActionKind.QuickFix,
                     diagnostics=[diag],
                     is_preferred=not out,
-                    edit=workspace_edit(ls, uri, loaded.version, loaded.text, edit),
+                    edit=change,
                 )
             )
     return out
@@ -155,11 +159,12 @@ def quick_fixes(uri: str, version: int | None, diagnostics: list[types.Diagnosti
 
 
 async def config_actions(ls: HelionServer, uri: str, position: types.Position) -> list[types.CodeAction]:
-    state = ls.analyzer.docs.get(uri)
+    state = ls.analyzer.state(uri)
     if state is None or state.loaded is None or state.loaded.text != state.text:
         return []
     loaded = state.loaded
-    view = loaded.kernel_at(from_lsp_position(position, loaded.lines, ls.encoding()))
+    pos = loaded.layout.position(uri, position, ls.encoding())
+    view = loaded.kernel_at(pos) if pos is not None else None
     if view is None or not any(u.args for u in view.units):
         return []
     best = await best_configs(ls, loaded, view)
@@ -173,7 +178,7 @@ async def config_actions(ls: HelionServer, uri: str, position: types.Position) -
                 types.CodeAction(
                     title=f"Apply tuned config for shape set {unit.index}: {Config(config).short()}",
                     kind=types.CodeActionKind.RefactorRewrite,
-                    edit=workspace_edit(ls, uri, loaded.version, loaded.text, edit),
+                    edit=workspace_edit(ls, loaded, edit),
                 )
             )
         if len(view.units) > 1 and all(c is not None for c in best):
@@ -182,7 +187,7 @@ async def config_actions(ls: HelionServer, uri: str, position: types.Position) -
                 types.CodeAction(
                     title=f"Apply tuned configs for all {len(view.units)} shape sets (configs=[...])",
                     kind=types.CodeActionKind.RefactorRewrite,
-                    edit=workspace_edit(ls, uri, loaded.version, loaded.text, edit),
+                    edit=workspace_edit(ls, loaded, edit),
                 )
             )
     except EditError as exc:
@@ -200,11 +205,12 @@ def register(ls: HelionServer) -> None:
     )
     async def code_action(ls: HelionServer, params: types.CodeActionParams) -> list[types.CodeAction]:
         uri = params.text_document.uri
-        state = ls.analyzer.docs.get(uri)
-        if state is None:
+        state = ls.analyzer.state(uri)
+        part = state.layout.part(uri) if state is not None else None
+        if state is None or part is None:
             return []
         diagnostics = list(params.context.diagnostics)
-        actions = config_fixes(ls, uri, diagnostics) + quick_fixes(uri, state.version, diagnostics)
+        actions = config_fixes(ls, uri, diagnostics) + quick_fixes(uri, part.version, diagnostics)
         actions += await vmem_fixes(ls, uri, diagnostics)
         only = params.context.only
         if not only or any(k.startswith("refactor") for k in only):

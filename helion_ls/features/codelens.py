@@ -1,4 +1,5 @@
-"""Code lenses per shape set, above its `# helion: args(...)` line (or the decorator when there is none).
+"""Code lenses per shape set, above its `# helion: args(...)` line (or the decorator when there is none: a
+kernel without shape lines, whose shape sets come from the file's calls, has them all on its decorator).
 
   shapes in use (opens the generated module) · "Tune on <chip>" when the store has no result (its tooltip
   says that tuning runs the kernel's code; "Tuning off: <why>" where that is not allowed, see trust.py)
@@ -26,7 +27,6 @@ from compiler.tune.keys import TrialKey
 from compiler.tune.store import Trial
 
 from ..documents import KernelView, Unit
-from ..lsp import to_lsp_range
 from ..server import HelionServer
 from ..store import Summary
 from ..trust import WHY_TUNING_RUNS_CODE
@@ -100,6 +100,11 @@ def best_title(summary: Summary, current: Config | None, compiled: Any, chip: st
     return title
 
 
+def tuned_shapes(job: TuneJob) -> str | None:
+    """The shapes a finished job tuned (the shape set at its index may have other shapes after an edit)."""
+    return ((job.result or {}).get("shape_set") or {}).get("args")
+
+
 def unstored_summary(job: TuneJob) -> Summary:
     """A finished job's best as a lens summary (for results the store could not keep)."""
     best = dict(job.best or {})
@@ -144,7 +149,9 @@ def _shapes_title(lines: list[str], view: KernelView, unit: Unit) -> str:
     for name, spec in unit.args.items():
         text = str(spec) if isinstance(spec, TensorSpec) or not written.get(name) else written[name]
         groups.setdefault(text, []).append(name)
-    return "  ".join(f"{', '.join(names)}: {spec}" for spec, names in groups.items())
+    title = "  ".join(f"{', '.join(names)}: {spec}" for spec, names in groups.items())
+    origin = view.origin(unit.index)  # a shape set found in the file's calls says which call
+    return f"{title} ({origin.label.replace('`', '')})" if origin is not None else title
 
 
 def unit_lenses(
@@ -170,8 +177,8 @@ def unit_lenses(
         return lenses
     stored = summary is not None
     if summary is None and job is not None and job.state == "done" and job.best and job.best.get("config"):
-        if job.spec.source_hash == view.source_hash:  # a result the store did not keep: still shown
-            summary = unstored_summary(job)
+        if job.spec.source_hash == view.source_hash and tuned_shapes(job) == unit.key.shape_key:
+            summary = unstored_summary(job)  # a result the store did not keep: still shown
     if summary is None:
         if refused is not None:
             lenses.append(_lens(rng, f"Tuning off: {refused.split(';')[0]}", "helion.tune", target, refused))
@@ -195,7 +202,9 @@ def unit_lenses(
     return lenses
 
 
-async def lenses_for(ls: HelionServer, uri: str) -> list[types.CodeLens]:
+async def lenses_for(ls: HelionServer, uri: str, shown_in: str | None = None) -> list[types.CodeLens]:
+    """The lenses of document `uri`'s kernels that are shown in `shown_in` (one cell of a notebook; default:
+    the document itself). Their commands name `uri`."""
     settings = ls.settings.for_uri(uri)
     loaded = await ls.analyzer.load(uri, settings.chip)
     if loaded is None or not loaded.kernels:
@@ -223,7 +232,9 @@ async def lenses_for(ls: HelionServer, uri: str) -> list[types.CodeLens]:
         ]
         for unit, summary in zip(view.units, found, strict=True):
             anchor = view.shape_set_ranges[unit.index] if unit.index < len(view.shape_set_ranges) else None
-            rng = to_lsp_range(anchor or view.decorator_range, loaded.lines, enc)
+            where, rng = loaded.layout.range(anchor or view.decorator_range, enc)
+            if where != (shown_in or uri):
+                continue
             title = await _apply_title(ls, loaded, view, unit, summary, found)
             out.extend(unit_lenses(ls, uri, view, unit, rng, summary, settings.chip, loaded.lines, title))
     return out
@@ -261,9 +272,10 @@ def register(ls: HelionServer) -> None:
     @ls.feature(types.TEXT_DOCUMENT_CODE_LENS)
     async def code_lens(ls: HelionServer, params: types.CodeLensParams) -> list[types.CodeLens]:
         uri = params.text_document.uri
-        if uri not in ls.analyzer.docs or not ls.analyzer.docs[uri].open:
+        state = ls.analyzer.state(uri)
+        if state is None or not state.open:
             return []
         token = ls.lenses.fetch_started()
-        found = await lenses_for(ls, uri)
+        found = await lenses_for(ls, state.uri, uri)
         ls.lenses.fetch_done(token)
         return found

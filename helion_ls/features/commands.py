@@ -27,7 +27,6 @@ from compiler.config import Config
 
 from ..documents import KernelView, Loaded
 from ..edits import EditError, TextEdit, apply_edit, set_config, set_configs
-from ..lsp import offset_to_lsp
 from ..server import HelionServer
 from ..trust import WHY_TUNING_RUNS_CODE
 from ..tuning import FINAL, TuneJob, TuneSpec
@@ -47,9 +46,11 @@ def _arg(args: tuple[Any, ...], *required: str) -> dict[str, Any]:
 
 
 async def find_kernel(ls: HelionServer, uri: str, kernel: str) -> tuple[Loaded, KernelView]:
-    if ls.text_of(uri) is None:
+    """The kernel of the open document `uri` (a file, a notebook, or one of its cells: the notebook's)."""
+    state = ls.analyzer.state(uri) if isinstance(uri, str) else None
+    if state is None:
         raise JsonRpcInvalidParams(f"{uri} is not open")
-    loaded = await ls.analyzer.load(uri, ls.settings.for_uri(uri).chip)
+    loaded = await ls.analyzer.load(state.uri, ls.settings.for_uri(state.uri).chip)
     if loaded is None or kernel not in loaded.kernels:
         raise JsonRpcInvalidParams(f"no Helion kernel {kernel!r} in {uri}")
     return loaded, loaded.kernels[kernel]
@@ -192,11 +193,14 @@ def connect_tuner(ls: HelionServer) -> None:
 
 
 # -- apply --------------------------------------------------------------------------------------------
-def workspace_edit(
-    ls: HelionServer, uri: str, version: int | None, text: str, edit: TextEdit
-) -> types.WorkspaceEdit:
-    enc = ls.encoding()
-    rng = types.Range(start=offset_to_lsp(text, edit.start, enc), end=offset_to_lsp(text, edit.end, enc))
+def workspace_edit(ls: HelionServer, loaded: Loaded, edit: TextEdit) -> types.WorkspaceEdit:
+    """The edit of `loaded`'s module text, on the client document that shows it (a notebook's cell) at the
+    version it had in `loaded`."""
+    try:
+        part, rng = loaded.layout.edit_range(loaded.text, edit.start, edit.end, ls.encoding())
+    except ValueError as exc:
+        raise EditError(str(exc)) from None
+    uri, version = part.uri, part.version
     text_edit = types.TextEdit(range=rng, new_text=edit.new_text)
     caps = ls.client_capabilities.workspace
     if caps is not None and caps.workspace_edit is not None and caps.workspace_edit.document_changes:
@@ -260,18 +264,17 @@ async def apply_config(ls: HelionServer, arg: dict[str, Any]) -> dict[str, Any]:
             return {"applied": False}
     try:
         edit, what = await planned_edit(ls, loaded, view, arg)
+        change = workspace_edit(ls, loaded, edit)
     except EditError as exc:
         ls.tell_user(f"Cannot apply the config to {kernel}: {exc}", types.MessageType.Error)
         return {"applied": False}
     label = f"Apply tuned config to {kernel}"
-    params = types.ApplyWorkspaceEditParams(
-        edit=workspace_edit(ls, uri, loaded.version, loaded.text, edit), label=label
-    )
+    params = types.ApplyWorkspaceEditParams(edit=change, label=label)
     result = await ls.workspace_apply_edit_async(params)
     if not result.applied:
         ls.log_to_client(f"{label}: the client did not apply the edit ({result.failure_reason})")
         return {"applied": False}
-    after_apply(ls, uri, apply_edit(loaded.text, edit), what)
+    after_apply(ls, loaded.uri, apply_edit(loaded.text, edit), what)
     return {"applied": True}
 
 
@@ -296,7 +299,7 @@ def register(ls: HelionServer) -> None:
     async def tune(ls: HelionServer, *args: Any) -> dict[str, Any]:
         arg = _arg(args, "uri", "kernel")
         loaded, view = await find_kernel(ls, arg["uri"], arg["kernel"])
-        refused = tuning_refused(ls, arg["uri"], view.name)
+        refused = tuning_refused(ls, loaded.uri, view.name)
         if refused is not None:
             return refused
         jobs = start_tuning(ls, loaded, view, arg.get("shapeSet"))
@@ -304,9 +307,10 @@ def register(ls: HelionServer) -> None:
 
     @ls.command("helion.tuneFile")
     async def tune_file(ls: HelionServer, *args: Any) -> dict[str, Any]:
-        uri = _arg(args, "uri")["uri"]
-        if ls.text_of(uri) is None:
-            raise JsonRpcInvalidParams(f"{uri} is not open")
+        state = ls.analyzer.state(_arg(args, "uri")["uri"])
+        if state is None:
+            raise JsonRpcInvalidParams(f"{args[0]['uri']} is not open")
+        uri = state.uri
         refused = tuning_refused(ls, uri, "the kernels of this file")
         if refused is not None:
             return refused
@@ -321,7 +325,8 @@ def register(ls: HelionServer) -> None:
     @ls.command("helion.cancelTuning")
     def cancel(ls: HelionServer, *args: Any) -> dict[str, Any]:
         arg = _arg(args)
-        jobs = ls.tuner.cancel(arg.get("uri"), arg.get("kernel"))
+        state = ls.analyzer.state(arg["uri"]) if isinstance(arg.get("uri"), str) else None
+        jobs = ls.tuner.cancel(state.uri if state is not None else arg.get("uri"), arg.get("kernel"))
         return {"cancelled": [_job_json(j) for j in jobs]}
 
     @ls.command("helion.applyConfig")

@@ -27,7 +27,7 @@ def schedule(ls: HelionServer, uri: str, compile: bool, delay: float = 0.0) -> N
     state = ls.analyzer.docs.get(uri)
     if state is None:
         return
-    if not HELION_HINT.search(state.text) and not state.published and state.loaded is None:
+    if not state.mentions_helion and not state.published and state.loaded is None:
         return
     if state.pending is not None and not state.pending.done():
         state.pending.cancel()

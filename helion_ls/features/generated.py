@@ -2,7 +2,10 @@
 
 helion/generatedCode {uri, kernel, shapeSet} -> {uri: "helion-pallas:...", source, sourceMap, kernel, shapeSet,
 config, chip, vmem}; a unit not compiled yet is compiled first (off the event loop), one that does not compile
-is an error carrying its first diagnostic.
+is an error carrying its first diagnostic. Each source map entry {line, range, uri} names the document its range
+is in (the file, or a notebook's cell).
+helion/kernelAt {uri, position} -> {kernel, shapeSet, uri: the document the kernel belongs to (a notebook for
+a cell)} or null. `uri` may be a notebook cell's everywhere: the kernel is the notebook's.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
 from ..documents import KernelView
-from ..lsp import from_lsp_position, range_json, to_lsp_range
+from ..lsp import range_json
 from ..server import HelionServer
 from ..transport import Refusal
 from . import codelens
@@ -68,12 +71,12 @@ async def generated_code(ls: HelionServer, params: Any) -> dict[str, Any]:
         detail = f": {first.code}: {first.message}" if first is not None else ""
         raise NotCompiled(f"{kernel} (shape set {index}) does not compile{detail}")
     enc = ls.encoding()
-    source_map = [
-        {"line": line, "range": range_json(to_lsp_range(pmap.forward_range(rng), loaded.lines, enc))}
-        for line, rng in ck.source_map
-    ]
+    source_map = []
+    for line, rng in ck.source_map:
+        shown_in, shown = loaded.layout.range(pmap.forward_range(rng), enc)
+        source_map.append({"line": line, "range": range_json(shown), "uri": shown_in})
     return {
-        "uri": generated_uri(uri, kernel, index),
+        "uri": generated_uri(loaded.uri, kernel, index),
         "source": ck.source,
         "sourceMap": source_map,
         "kernel": kernel,
@@ -85,27 +88,28 @@ async def generated_code(ls: HelionServer, params: Any) -> dict[str, Any]:
 
 
 def kernel_at(ls: HelionServer, params: Any) -> dict[str, Any] | None:
-    state = ls.analyzer.docs.get(_field(params, "uri"))
+    uri = _field(params, "uri")
+    state = ls.analyzer.state(uri) if isinstance(uri, str) else None
     position = _field(params, "position")
     if state is None or state.loaded is None or position is None:
         return None
     loaded = state.loaded
     lsp_pos = types.Position(line=_field(position, "line", 0), character=_field(position, "character", 0))
-    pos = from_lsp_position(lsp_pos, loaded.lines, ls.encoding())
-    view = loaded.kernel_at(pos)
+    pos = loaded.layout.position(uri, lsp_pos, ls.encoding())
+    view = loaded.kernel_at(pos) if pos is not None else None
     if view is None:
         return None
     shape_set = next(
         (i for i, r in enumerate(view.shape_set_ranges) if r.start.line <= pos.line <= r.end.line), 0
     )
-    return {"kernel": view.name, "shapeSet": shape_set}
+    return {"kernel": view.name, "shapeSet": shape_set, "uri": loaded.uri}
 
 
 async def tuning_results(ls: HelionServer, params: Any) -> dict[str, Any]:
     uri, kernel = _field(params, "uri"), _field(params, "kernel")
     loaded, view = await find_kernel(ls, uri, kernel)
     unit = view.units[_shape_set(params, view)]
-    store = ls.store_for(ls.settings.for_uri(uri))
+    store = ls.store_for(ls.settings.for_uri(loaded.uri))
     key = codelens.trial_key(unit)
     trials = await ls.pool.call(store.trials, key)
     summaries = await ls.pool.call(store.summaries, [(key, None)])

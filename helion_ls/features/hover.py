@@ -23,7 +23,6 @@ from compiler.diagnostics import Position, Range
 from compiler.vmem import fmt_bytes as compiler_fmt_bytes
 
 from ..documents import KernelView, Loaded
-from ..lsp import from_lsp_position, to_lsp_range
 from ..server import HelionServer
 
 BAR_CELLS = 24
@@ -71,7 +70,12 @@ def _units_with_results(ls: HelionServer, view: KernelView) -> list[tuple[int, A
 def _set_title(view: KernelView, index: int) -> str:
     if not view.units[index].args:
         return "No shape set"
-    return f"Shape set {index}: `{view.shape_label(index)}`"
+    origin = view.origin(index)
+    title = f"Shape set {index}: `{view.shape_label(index)}`"
+    if origin is None:
+        return title
+    notes = "".join(f" ({note})" for note in origin.notes)
+    return f"{title} — {origin.label}{notes}"
 
 
 # -- kernel hover ---------------------------------------------------------------------------------------
@@ -109,23 +113,23 @@ def _command_link(title: str, command: str, argument: dict) -> str:
     return f"[{title}](command:{command}?{urllib.parse.quote(json.dumps([argument]))})"
 
 
-def _errors(ls: HelionServer, view: KernelView, index: int) -> str | None:
-    """The unit's first compile error, with its line in the shown text (None: it compiled cleanly)."""
+def _errors(ls: HelionServer, loaded: Loaded, view: KernelView, index: int) -> str | None:
+    """The unit's first compile error, with its line in the shown text or cell (None: it compiled cleanly)."""
     hit = ls.analyzer.cache.get("front", view.units[index].key, view)
     if hit is None:
         return None
     first = next((d for d in hit[0].diagnostics if d.is_error), None)
     if first is None:
         return None
-    line = hit[1].forward_range(first.range).start.line + 1
+    line = loaded.layout.locate(hit[1].forward_range(first.range).start.line)[1] + 1
     return f"**Does not compile** (line {line}): `{first.code}` {first.message}"
 
 
-def _compile_failure(ls: HelionServer, view: KernelView, index: int) -> str:
+def _compile_failure(ls: HelionServer, loaded: Loaded, view: KernelView, index: int) -> str:
     """Why a unit has no compiled kernel: its first error diagnostic, or that it is still compiling."""
     if ls.analyzer.cache.get("front", view.units[index].key, view) is None:
         return "_Compiling…_ (the hover shows the generated code once the kernel compiled)"
-    return _errors(ls, view, index) or "**Does not compile** (see the diagnostics)."
+    return _errors(ls, loaded, view, index) or "**Does not compile** (see the diagnostics)."
 
 
 def _vmem_table(vmem: Any) -> str:
@@ -149,9 +153,9 @@ def kernel_markdown(ls: HelionServer, loaded: Loaded, view: KernelView) -> str:
         parts.append(f"#### {_set_title(view, unit.index)}")
         ck = results.get(unit.index)
         if ck is None:
-            parts.append(_compile_failure(ls, view, unit.index))
+            parts.append(_compile_failure(ls, loaded, view, unit.index))
             continue
-        errors = _errors(ls, view, unit.index)
+        errors = _errors(ls, loaded, view, unit.index)
         if errors:
             parts.append(errors)
         origin = "from the decorator" if unit.config is not None else "default"
@@ -292,16 +296,19 @@ def hover_at(ls: HelionServer, loaded: Loaded, pos: Position) -> tuple[str, Rang
 def register(ls: HelionServer) -> None:
     @ls.feature(types.TEXT_DOCUMENT_HOVER)
     def hover(ls: HelionServer, params: types.HoverParams) -> types.Hover | None:
-        state = ls.analyzer.docs.get(params.text_document.uri)
+        uri = params.text_document.uri
+        state = ls.analyzer.state(uri)
         if state is None or state.loaded is None:
             return None
         loaded = state.loaded
         enc = ls.encoding()
-        found = hover_at(ls, loaded, from_lsp_position(params.position, loaded.lines, enc))
+        pos = loaded.layout.position(uri, params.position, enc)
+        found = hover_at(ls, loaded, pos) if pos is not None else None
         if found is None:
             return None
         text, rng = found
+        shown_in, shown = loaded.layout.range(rng, enc)
         return types.Hover(
             contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text),
-            range=to_lsp_range(rng, loaded.lines, enc),
+            range=shown if shown_in == uri else None,
         )

@@ -1,7 +1,8 @@
 // End-to-end check of the extension in a real VS Code: code-server (from e2e/setup.sh) with the built
 // helion-ls.vsix installed, driven by playwright-core through Debian's chromium. It opens a copy of the repo's
 // examples/attention.py and checks what a user sees, step by step, saving a screenshot of each step in
-// e2e/screenshots/; the last step starts a second code-server with workspace trust on (Restricted Mode).
+// e2e/screenshots/; one step opens a Jupyter notebook (e2e/notebook.mjs); the last step starts a second
+// code-server with workspace trust on (Restricted Mode).
 // Exits non-zero when any step does not show what it should.
 //
 // Env: HELION_PYTHON (default python3) runs the server; CODE_SERVER_PORT (default: a free port);
@@ -14,6 +15,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
+import { notebookSteps, prepareNotebook } from "./notebook.mjs";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const CLIENT = resolve(HERE, "..");
@@ -110,6 +112,7 @@ mkdirSync(join(userData, "User"), { recursive: true });
 mkdirSync(workspace, { recursive: true });
 const exampleCopy = join(workspace, "attention.py");
 copyFileSync(EXAMPLE, exampleCopy);
+prepareNotebook(REPO, workspace);
 const exampleLines = readFileSync(exampleCopy, "utf8").split("\n");
 
 writeFileSync(
@@ -654,6 +657,9 @@ async function runSteps(page, url) {
     await page.locator(".statusbar-item", { hasText: "v5e" }).first().waitFor({ timeout: budget(10_000) });
     await sourceEditor.locator(".codelens-decoration", { hasText: /v5e/ }).first().waitFor({ timeout: budget(60_000) });
   });
+
+  // A Jupyter notebook in the notebook editor (e2e/notebook.mjs); before step 10 stops the server.
+  await notebookSteps({ page, url, step, shot, budget, need, log });
 
   await step("10-missing-interpreter", ["01-open-example"], async () => {
     // Point helion.interpreter (in the folder's settings) at a program that does not exist: the server

@@ -23,26 +23,30 @@ export interface CommandContext {
 /** A failure the user can act on; shown as a plain message rather than as an error. */
 class UserError extends Error {}
 
+/** The active Python editor: a file's, or a Jupyter notebook cell's (its document is the cell). */
 function pythonEditor(): vscode.TextEditor {
   const editor = vscode.window.activeTextEditor;
   if (editor === undefined || editor.document.languageId !== "python" || editor.document.uri.scheme === GENERATED_SCHEME) {
-    throw new UserError("Open a Python file with a Helion kernel first.");
+    throw new UserError("Open a Python file or notebook cell with a Helion kernel first.");
   }
   return editor;
 }
 
-/** The kernel under the cursor (helion/kernelAt). */
+/**
+ * The kernel under the cursor (helion/kernelAt). Its `uri` is the document the kernel belongs to, as the server
+ * says: the file, or for a notebook cell the notebook (tuning runs and generated views are the notebook's).
+ */
 async function kernelAtCursor(server: HelionServer, editor: vscode.TextEditor): Promise<GeneratedTarget> {
   const uri = editor.document.uri.toString();
   const { line, character } = editor.selection.active;
-  const at = await server.request<{ kernel: string; shapeSet: number } | null>("helion/kernelAt", {
+  const at = await server.request<{ kernel: string; shapeSet: number; uri?: string } | null>("helion/kernelAt", {
     uri,
     position: { line, character },
   });
   if (at === null || at === undefined) {
     throw new UserError("The cursor is not in a Helion kernel (a function decorated with @helion.kernel).");
   }
-  return { uri, kernel: at.kernel, shapeSet: at.shapeSet ?? 0 };
+  return { uri: at.uri ?? uri, kernel: at.kernel, shapeSet: at.shapeSet ?? 0 };
 }
 
 async function applyBestConfig(context: CommandContext): Promise<void> {
@@ -163,7 +167,8 @@ export function registerCommands(context: CommandContext): vscode.Disposable[] {
     "helion-ls.showGeneratedCode": async (argument) => {
       const target = lensTarget(argument) ?? (await kernelAtCursor(server, pythonEditor()));
       const editor = vscode.window.activeTextEditor;
-      await generated.open(target, editor?.document.uri.toString() === target.uri ? editor.selection.active.line : 0);
+      const at = editor === undefined ? undefined : { uri: editor.document.uri.toString(), line: editor.selection.active.line };
+      await generated.open(target, at);
     },
     "helion-ls.tuneKernel": async () => {
       if (!(await tuningAllowed())) return;

@@ -1,5 +1,6 @@
 /**
- * Entry point: wires the language server (server.ts) to the views and commands. Activated on Python files.
+ * Entry point: wires the language server (server.ts) to the views and commands. Activated on Python files and
+ * Jupyter notebooks.
  * Modules without a `vscode` import (settings, interpreter, generatedUri, plotData, tuningModel) hold the
  * logic that is unit-tested; the others are thin VS Code glue.
  */

@@ -41,10 +41,14 @@ export function parseGeneratedQuery(query: string): GeneratedTarget | null {
   return { uri, kernel, shapeSet: Number(shapeSetText) };
 }
 
-/** A source-map entry of helion/generatedCode: a generated line and the kernel source range it came from. */
+/**
+ * A source-map entry of helion/generatedCode: a generated line and the kernel source range it came from, in the
+ * document `uri` (the file, or the notebook cell holding it).
+ */
 export interface SourceMapEntry {
   line: number;
   range: { start: { line: number; character: number }; end: { line: number; character: number } };
+  uri?: string;
 }
 
 /**
@@ -59,4 +63,12 @@ export function generatedLineFor(sourceMap: readonly SourceMapEntry[], sourceLin
     if (start.line <= sourceLine && (best === null || start.line > best.range.start.line)) best = entry;
   }
   return best?.line ?? null;
+}
+
+/**
+ * The entries of `sourceMap` whose range is in document `uri` (a file, or a notebook cell the cursor is in);
+ * an entry that names no document is in `kernelDocument`, the document the kernel belongs to.
+ */
+export function entriesIn(sourceMap: readonly SourceMapEntry[], uri: string | undefined, kernelDocument: string): SourceMapEntry[] {
+  return sourceMap.filter((entry) => (entry.uri ?? kernelDocument) === uri);
 }

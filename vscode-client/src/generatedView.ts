@@ -4,6 +4,7 @@
  */
 import * as vscode from "vscode";
 import {
+  entriesIn,
   GENERATED_SCHEME,
   generatedLineFor,
   generatedUriParts,
@@ -36,6 +37,7 @@ export class GeneratedCodeProvider implements vscode.TextDocumentContentProvider
     this.subscriptions = [
       vscode.workspace.registerTextDocumentContentProvider(GENERATED_SCHEME, this),
       vscode.workspace.onDidSaveTextDocument((document) => this.refresh(document.uri.toString())),
+      vscode.workspace.onDidSaveNotebookDocument((notebook) => this.refresh(notebook.uri.toString())),
       vscode.workspace.onDidChangeConfiguration((event) => {
         if (event.affectsConfiguration("helion.chip")) this.refresh();
       }),
@@ -59,8 +61,11 @@ export class GeneratedCodeProvider implements vscode.TextDocumentContentProvider
     }
   }
 
-  /** Opens the view for `target` beside the source, scrolled to the code generated from `sourceLine`. */
-  async open(target: GeneratedTarget, sourceLine: number): Promise<vscode.TextEditor> {
+  /**
+   * Opens the view for `target` beside the source, scrolled to the code generated from the cursor's line `at`
+   * (in the file, or in the notebook cell it is in: source map entries name their document).
+   */
+  async open(target: GeneratedTarget, at?: { uri: string; line: number }): Promise<vscode.TextEditor> {
     const uri = generatedUri(target);
     if (vscode.workspace.textDocuments.some((d) => d.uri.toString() === uri.toString())) this.changed.fire(uri);
     const document = await vscode.workspace.openTextDocument(uri);
@@ -69,7 +74,8 @@ export class GeneratedCodeProvider implements vscode.TextDocumentContentProvider
       preserveFocus: true,
       preview: false,
     });
-    const line = generatedLineFor(this.sourceMaps.get(uri.toString()) ?? [], sourceLine);
+    const entries = entriesIn(this.sourceMaps.get(uri.toString()) ?? [], at?.uri, target.uri);
+    const line = generatedLineFor(entries, at?.line ?? 0);
     if (line !== null && line < document.lineCount) {
       const position = new vscode.Position(line, 0);
       editor.selection = new vscode.Selection(position, position);

@@ -241,6 +241,9 @@ export class HelionServer implements vscode.Disposable {
       documentSelector: [
         { scheme: "file", language: "python" },
         { scheme: "untitled", language: "python" },
+        // A Jupyter notebook's Python cells: the server gets the notebook (notebookDocument/* sync, which its
+        // capabilities ask for) and answers hovers, lenses and code actions on each cell's own URI.
+        { notebook: "jupyter-notebook", language: "python" },
       ],
       outputChannel: this.output,
       // The server's hovers link to "Open the full generated module"; only that command may run from markdown.

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { GENERATED_SCHEME, generatedLineFor, generatedUriParts, parseGeneratedQuery } from "../generatedUri";
+import { entriesIn, GENERATED_SCHEME, generatedLineFor, generatedUriParts, parseGeneratedQuery } from "../generatedUri";
 
 test("the URI follows the contract: <path>.<kernel>.<shapeSet>.pallas.py with uri, kernel, shapeSet", () => {
   const parts = generatedUriParts({ uri: "file:///work/examples/attention.py", kernel: "attention", shapeSet: 1 }, "/work/examples/attention.py");
@@ -40,4 +40,18 @@ test("the generated line for a source line: the covering entry, else the nearest
   assert.equal(generatedLineFor(map, 40), 30);
   assert.equal(generatedLineFor(map, 3), null);
   assert.equal(generatedLineFor([], 3), null);
+});
+
+test("a notebook's source map: the entries of the cell the cursor is in", () => {
+  const nb = "file:///w/nb.ipynb";
+  const cell = (n: number) => `vscode-notebook-cell:/w/nb.ipynb#W${n}sZmlsZQ%3D%3D`;
+  const map = [
+    { line: 10, range: range(2, 2), uri: cell(3) },
+    { line: 14, range: range(2, 5), uri: cell(5) },
+    { line: 20, range: range(7, 7) },
+  ];
+  assert.deepEqual(entriesIn(map, cell(5), nb).map((e) => e.line), [14]);
+  assert.equal(generatedLineFor(entriesIn(map, cell(3), nb), 2), 10);
+  assert.deepEqual(entriesIn(map, nb, nb).map((e) => e.line), [20]); // entries without a uri: the kernel's document
+  assert.deepEqual(entriesIn(map, undefined, nb), []);
 });

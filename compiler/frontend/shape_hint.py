@@ -1,0 +1,101 @@
+"""The hint for a kernel with no shape set: no `# helion: args(...)` line above it and no call to it that
+the file's own code makes with known arguments (call_shapes.py). It is information, not an error — the
+kernel is fine, the compiler only lacks shapes — and carries a quick fix that writes a shape line with a
+placeholder per parameter, from its annotation and from how the body unpacks its size.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..diagnostics import Diagnostic, Fix, Position, Range, hint
+
+PLACEHOLDER_DTYPE = "f32"
+
+
+def no_shapes_hint(fn: ast.FunctionDef, decorator: ast.expr, lines: list[str],
+                   misses: list[tuple[Range, str]]) -> Diagnostic:
+    """Information on the decorator, with a fix inserting `# helion: args(...)` above it."""
+    first = min([fn.lineno] + [d.lineno for d in fn.decorator_list]) - 1
+    indent = lines[first][: len(lines[first]) - len(lines[first].lstrip())] if first < len(lines) else ""
+    text = f"# helion: args({placeholder_args(fn)})"
+    message = f"`{fn.name}` has no shape set: no '# helion: args(...)' line above it and no call in this file " \
+              "with arguments known without running it"
+    if misses:
+        rng, why = misses[0]
+        message += f" (the call at line {rng.start.line + 1}: {why})"
+    message += "; add a shape line to compile it"
+    fix = Fix(f"Add a shape line: {text}", Range(Position(first, 0), Position(first, 0)), f"{indent}{text}\n")
+    return hint("HPL107", message, Range.of(decorator), fix=fix)
+
+
+def placeholder_args(fn: ast.FunctionDef) -> str:
+    """`x=f32[1024, 1024], eps=1.0`: one placeholder per parameter without a default."""
+    a = fn.args
+    params = [*a.posonlyargs, *a.args]
+    required = params[: len(params) - len(a.defaults)]
+    return ", ".join(f"{p.arg}={_placeholder(p, fn)}" for p in required)
+
+
+def _placeholder(param: ast.arg, fn: ast.FunctionDef) -> str:
+    kind = _annotation_kind(param.annotation)
+    if kind == "int":
+        return "1024"
+    if kind == "float":
+        return "1.0"
+    if kind == "bool":
+        return "True"
+    if kind == "list":
+        return "[1024]"
+    if kind == "dtype":
+        return "torch.float32"
+    rank = _rank(param.arg, fn)
+    dims = [1024] * rank if rank <= 2 else [8] * (rank - 2) + [1024, 128]
+    return f"{PLACEHOLDER_DTYPE}[{', '.join(map(str, dims))}]"
+
+
+def _annotation_kind(node: ast.expr | None) -> str:
+    text = ast.unparse(node) if node is not None else ""
+    if "Tensor" in text or not text:
+        return "tensor"
+    for kind, names in (("list", ("list", "tuple", "Sequence")), ("dtype", ("dtype",)), ("bool", ("bool",)),
+                        ("float", ("float",)), ("int", ("int", "constexpr"))):
+        if any(text.startswith(n) or f".{n}" in text for n in names):
+            return kind
+    return "tensor"
+
+
+def _rank(name: str, fn: ast.FunctionDef) -> int:
+    """How many dims the body unpacks from `name` (`m, n = x.size()`), else the highest index it reads
+    (`x.size(2)`), else 2."""
+    rank = 0
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple) and _size_of(node.value, name):
+            return len(node.targets[0].elts)
+        index = _size_index(node, name)
+        if index is not None:
+            rank = max(rank, index + 1)
+    return rank or 2
+
+
+def _size_of(node: ast.expr, name: str) -> bool:
+    if isinstance(node, ast.Call) and not node.args:
+        node = node.func
+        return isinstance(node, ast.Attribute) and node.attr == "size" and _is_name(node.value, name)
+    return isinstance(node, ast.Attribute) and node.attr == "shape" and _is_name(node.value, name)
+
+
+def _size_index(node: ast.AST, name: str) -> int | None:
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "size" \
+            and _is_name(node.func.value, name) and node.args and isinstance(node.args[0], ast.Constant):
+        value = node.args[0].value
+    elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "shape" \
+            and _is_name(node.value.value, name) and isinstance(node.slice, ast.Constant):
+        value = node.slice.value
+    else:
+        return None
+    return value if isinstance(value, int) and 0 <= value < 8 else None
+
+
+def _is_name(node: ast.expr, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
