@@ -21,8 +21,9 @@ from .plan_builder import CallLayout, OperandLayout
 HELPERS = {
     "wrap_index": (
         "def _wrap_index(i, n):\n"
-        '    """A computed position as torch reads it (negative counts from the end), kept inside [0, n)."""\n'
-        "    return jnp.clip(jnp.where(i < 0, i + n, i), 0, n - 1)\n"
+        '    """A computed position as torch reads it (negative counts from the end), kept inside [0, n); `- (-n)`\n'
+        '    keeps every constant inside int32 for a dim of 2**31."""\n'
+        "    return jnp.clip(jnp.where(i < 0, i - (-n), i), 0, n - 1)\n"
     ),
     "gather": (
         "def _gather(block, idx, axis):\n"

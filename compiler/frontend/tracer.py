@@ -582,10 +582,10 @@ INT32_MAX = 2**31 - 1
 
 
 def _positions_fit(ht: HostTensor, rng: Range) -> None:
-    """Positions are 32-bit integers on the TPU: a tensor dim of 2**31 elements or more cannot be addressed
+    """Positions are 32-bit integers on the TPU: a tensor dim of more than 2**31 elements cannot be addressed
     (jax itself would fail on the first constant of that size)."""
     for d, size in enumerate(ht.value.shape):
-        if size > INT32_MAX:
+        if size > INT32_MAX + 1:
             raise UserError("HPL202", f"dim {d} of `{ht.name}` has {size} elements: positions on the TPU are 32-bit "
                                       f"integers (at most {INT32_MAX}); index it through more dims (`x[row, col]` "
                                       "rather than a flattened view)", rng)
