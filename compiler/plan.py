@@ -67,10 +67,11 @@ class Scratch:
     shape: tuple[int, ...]
     dtype: str
     itemsize: int
-    # counter: an SMEM step count of an emit_pipeline loop (not VMEM); dma_buffer: [slots, positions, *row] rows
-    # a gather copies in by DMA; dma_staging: [positions, *row] rows a scatter copies out; dma_sem: the DMA
-    # semaphores those copies signal (not VMEM)
-    role: Literal["carried", "counter", "dma_buffer", "dma_staging", "dma_sem"]
+    # counter: an SMEM count (an emit_pipeline loop's step, a window store's rows; not VMEM); dma_buffer: [slots,
+    # *copy] rows a gather or window load copies in by DMA; dma_staging: [positions, *row] rows a scatter copies
+    # out; dma_window_out: [slots, *window] rows a window store copies out; dma_sem: the DMA semaphores those
+    # copies signal (not VMEM)
+    role: Literal["carried", "counter", "dma_buffer", "dma_staging", "dma_window_out", "dma_sem"]
     range: Range
 
 

@@ -124,10 +124,11 @@ def call_rows(call: CallPlan) -> list[VmemRow]:
     for s in call.scratch:
         if s.role in ("counter", "dma_sem"):  # SMEM / semaphores
             continue
-        if s.role == "dma_buffer":  # one slot per buffer: the step's rows, and the next step's while it runs
+        if s.role in ("dma_buffer", "dma_window_out"):
+            # [slots, ...]: the step's rows, and the next (or previous) step's while it runs
             b = _padded_bytes(s.shape[1:], s.dtype)
-            rows.append(VmemRow(s.name, "rows copied in (DMA buffer)", s.shape[1:], s.dtype, b, s.shape[0],
-                                b * s.shape[0], call.name))
+            role = "rows copied in (DMA buffer)" if s.role == "dma_buffer" else "rows copied out (DMA staging)"
+            rows.append(VmemRow(s.name, role, s.shape[1:], s.dtype, b, s.shape[0], b * s.shape[0], call.name))
             continue
         b = _padded_bytes(s.shape, s.dtype)
         role = "rows copied out (DMA staging)" if s.role == "dma_staging" else "scratch / carried value"

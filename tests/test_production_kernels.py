@@ -95,9 +95,12 @@ def test_small_inputs_match_torch_through_the_copies(name):
     assert problem is None, problem
 
 
-# -- the conformance suite's DMA cases (their interpret-mode runs are in tests/test_conformance.py) -------------
+# -- the conformance suite's DMA cases and the one-hot selections they share helpers with (their interpret-mode
+# runs are in tests/test_conformance.py; interpret mode cannot see what the TPU rejects, e.g. bf16 in tpu.weird) --
 
 DMA_CASES = {p.stem: load_case(p) for p in discover("dma_")}
+ONE_HOT = ("gather_non_finite", "scatter_partial_tile", "scatter_rows_bf16")
+DMA_CASES.update({name: load_case(next(p for p in discover(name) if p.stem == name)) for name in ONE_HOT})
 
 
 def _dma_case_compile(name):
@@ -105,7 +108,7 @@ def _dma_case_compile(name):
     args = case.make_args()
     ck = case.kernel.compile(args=dict(zip(case.kernel.params, args, strict=True)), config=case.configs[0],
                              chip="v7x")
-    assert _copies(ck), "no access of this case is copied by DMA"
+    assert bool(_copies(ck)) == (name not in ONE_HOT), "the case no longer takes the path it covers"
     return ck
 
 

@@ -79,9 +79,9 @@ class DmaAccess:
         """How the access is carried out, for its hover."""
         shape = "×".join(map(str, self.row_shape))
         if self.kind in ("window_load", "window_store"):
-            where = (f"copied in from HBM by DMA, {'double-buffered across' if self.prefetch else 'once per step of'} "
-                     f"`{self.tile.name}`'s loop" if self.kind == "window_load" else
-                     "copied out to HBM by DMA (only the rows inside the loop's range)")
+            where = (f"copied in from HBM by DMA, double-buffered across `{self.tile.name}`'s loop"
+                     if self.kind == "window_load" else "copied out to HBM by DMA (only the rows inside the loop's "
+                     "range), from a two-slot staging buffer whose copies land while the next step runs")
             return f"`{self.tile.name}`'s window [{shape}] {where}; the tensor stays in HBM because {self.why}"
         what = "the 128-lane chunk holding its element" if self.chunk else f"a row [{shape}]"
         if self.kind == "gather":
@@ -100,7 +100,7 @@ class DmaAccess:
 
     @property
     def buffer_shape(self) -> tuple[int, ...]:
-        return ((self.slots,) if self.kind in ("gather", "window_load") else ()) + self.copy_shape
+        return ((self.slots,) if self.kind != "scatter" else ()) + self.copy_shape
 
 
 def plan_dma(ir: KernelIR, grid: GridLoop, config: dict, chip: Chip) -> dict[int, DmaAccess]:
@@ -190,7 +190,7 @@ def _window(n: Load | Store, items: list[tuple], at: int, loops: list[InnerLoop]
     row = (td.block_size, *(shape[i] for i, it in enumerate(items) if i > at and it[0] == "full"))
     why = f"its whole dim in VMEM ({_mib(whole)}) {_over(budget, chip)}"
     kind = "window_load" if isinstance(n, Load) else "window_store"
-    return DmaAccess(n, kind, None, t, rest, row, False, loop, isinstance(n, Load), why, tile=td,
+    return DmaAccess(n, kind, None, t, rest, row, False, loop, True, why, tile=td,
                      before=tuple(items[:at]))
 
 

@@ -1,7 +1,7 @@
 """The generated code of gathers and scatters whose rows are copied by DMA (planned by codegen/dma.py).
 
-A gather defines `<t>_rows_fetch(<loop positions>, slot)`, which starts one `pltpu.make_async_copy` per
-position into slot `slot` of its VMEM buffer, and `<t>_rows_wait(slot)`. Prefetched gathers are fetched for the
+A gather defines `<t>_gathered_fetch(<loop positions>, slot)`, which starts one `pltpu.make_async_copy` per
+position into slot `slot` of its VMEM buffer, and `<t>_gathered_wait(slot)`. Prefetched gathers are fetched for the
 first step before their loop (or at the launch grid's first step) and, at each step, for the next step into
 the other slot before this step's copies are waited for. A scatter writes its values into a staging buffer, starts
 one copy per valid position and waits for them at the end of the loop body (or grid step) it is in.
@@ -69,6 +69,8 @@ class DmaWriter:
     def dma_before_loop(self, indent: int, loop: InnerLoop) -> None:
         """Fetch functions of gathers and windows prefetched across `loop`, and the fetch for its first step."""
         for d in self.layout.dma.values():
+            if d.kind == "window_store" and d.loop is loop:
+                self._window_store_wait(indent, d)
             if d.kind in ("gather", "window_load") and d.prefetch and d.loop is loop:
                 var = self.loop_vars[(loop.dims[0].loop_id, loop.dims[0].axis)]
                 if d.kind == "gather":
@@ -112,6 +114,8 @@ class DmaWriter:
             self.out.add(indent, f"{d.buffer}_fetch(0)", n.range)
         self.out.add(indent, f"{d.buffer}_wait({slot})", n.range)
         rows = f"{d.buffer}[{slot}]"
+        if n.out.hint is None and n.out.id not in self.names.of:  # readable: named after what it holds
+            self.names.bind(n.out, self.names.fresh(f"{n.tensor.name}_{'block' if d.tile else 'rows'}"))
         if d.kind == "window_load":
             self.out.add(indent, f"{self.name_of(n.out)} = {rows}  # the window of `{n.tensor.name}` copied by DMA",
                          n.range)
@@ -180,7 +184,7 @@ class DmaWriter:
         """A scatter's copies complete before its loop body (or grid step) ends: the next one reads them."""
         for n in nodes:
             d = self.layout.dma.get(id(n))
-            if d is not None and d.kind in ("scatter", "window_store"):
+            if d is not None and d.kind == "scatter":
                 self.out.add(indent, f"{d.buffer}_put_wait()  # the rows copied into `{n.tensor.name}` have landed")
 
     # -- device-bounded windows -------------------------------------------------------------------------------
@@ -212,9 +216,10 @@ class DmaWriter:
         return f"{ref}.at[{', '.join(parts)}]"
 
     def _window_store(self, indent: int, n: Store, d: DmaAccess) -> None:
-        """The step's rows inside the loop's range, [first, min(end, window + block)), copied out of a staging
-        buffer in power-of-two runs (a run's length must be known when the code is compiled); the window's
-        other rows belong to other steps or segments and are not written."""
+        """The step's rows inside the loop's range, [first, min(end, window + block)), copied out of one slot of
+        a two-slot staging buffer in power-of-two runs (a run's length must be known when the code is compiled);
+        the window's other rows belong to other steps or segments and are not written. A slot's copies are
+        waited for when the slot comes round again, two steps later (and after the loop)."""
         td = d.tile
         dtype = n.tensor.value.dtype
         value, atomic = self.ref(n.value)
@@ -222,24 +227,55 @@ class DmaWriter:
             value, atomic = f"jnp.broadcast_to({value}, {literal(d.row_shape)})", True
         if n.value.dtype != dtype:
             value = f"{value if atomic else '(' + value + ')'}.astype({dtype_text(dtype)})"
-        self.out.add(indent, f"{d.buffer}[...] = {value}  # the step's window, to copy out", n.range)
+        step = self.loop_vars[(d.loop.dims[0].loop_id, d.loop.dims[0].axis)]
+        slot = self.names.fresh(f"{d.buffer}_slot")
+        self.out.add(indent, f"{slot} = {step} % 2", n.range)
+        fn = self.names.fresh(f"{d.buffer}_free")
+        self.out.add(indent, f"@pl.when({step} >= 2)  # this slot's copies from two steps ago have landed")
+        self.out.add(indent, f"def {fn}():")
+        self.out.add(indent + 1, f"{d.buffer}_wait({slot})")
+        self.out.add(indent, f"{d.buffer}[{slot}] = {value}  # the step's window, to copy out", n.range)
         first, window = self.device_positions[(td.loop_id, td.axis)]
-        count, skip = self.names.fresh(f"{d.buffer}_count"), self.names.fresh(f"{d.buffer}_skip")
+        count, skip = self.names.fresh(f"{d.buffer}_rows"), self.names.fresh(f"{d.buffer}_skip")
         hi = self.writer.tile_limit(td)
         self.out.add(indent, f"{count} = jnp.minimum({hi}, {window} + {td.block_size}) - {first}  # rows in range")
         self.out.add(indent, f"{skip} = {first} - {window}  # window rows before this step's first position")
-        runs = [1 << b for b in range(td.block_size.bit_length() - 1, -1, -1)]
-        for fn, verb in ((f"{d.buffer}_put", "start"), (f"{d.buffer}_put_wait", "wait")):
-            self.out.add(indent, f"def {fn}():")
-            self.out.add(indent + 1, f"for run in {literal(tuple(runs))}:")
-            guard = self.names.fresh("copy_run")
-            self.out.add(indent + 2, f"@pl.when(({count} & run) != 0)")
-            self.out.add(indent + 2, f"def {guard}(run=run):")
-            self.out.add(indent + 3, f"at = {count} & -(2 * run)  # rows the longer runs copied")
-            src = f"{d.buffer}.at[pl.ds({skip} + at, run)]"
-            self.out.add(indent + 3, f"pltpu.make_async_copy({src}, {self._window_ref(d, f'{first} + at', 'run')}, "
-                                     f"{d.sem}.at[0]).{verb}()")
-        self.out.add(indent, f"{d.buffer}_put()  # waited for at the end of the step", n.range)
+        self.out.add(indent, f"{d.buffer}_count[{slot}] = {count}")
+        self.out.add(indent, f"for run in {literal(tuple(self._runs(d)))}:  # copied out, waited for two steps later")
+        guard = self.names.fresh("copy_run")
+        self.out.add(indent + 1, f"@pl.when(({count} & run) != 0)")
+        self.out.add(indent + 1, f"def {guard}(run=run):")
+        self.out.add(indent + 2, f"at = {count} & -(2 * run)  # rows the longer runs copied")
+        src = f"{d.buffer}.at[{slot}, pl.ds({skip} + at, run)]"
+        self.out.add(indent + 2, f"pltpu.make_async_copy({src}, {self._window_ref(d, f'{first} + at', 'run')}, "
+                                 f"{d.sem}.at[{slot}]).start()", n.range)
+
+    def _window_store_wait(self, indent: int, d: DmaAccess) -> None:
+        """`<buffer>_wait(slot)`: the runs a step copied out of `slot` (their rows' count kept in SMEM)."""
+        self.out.add(indent, f"def {d.buffer}_wait(slot):", d.node.range)
+        self.out.add(indent + 1, f'"""The copies a step of `{d.tile.name}` made out of `slot` have landed."""')
+        self.out.add(indent + 1, f"rows = {d.buffer}_count[slot]")
+        self.out.add(indent + 1, f"for run in {literal(tuple(self._runs(d)))}:")
+        guard = self.names.fresh("wait_run")
+        self.out.add(indent + 2, "@pl.when((rows & run) != 0)")
+        self.out.add(indent + 2, f"def {guard}(run=run):")
+        self.out.add(indent + 3, f"pltpu.make_async_copy({d.buffer}.at[slot, pl.ds(0, run)], "
+                                 f"{self._window_ref(d, '0', 'run')}, {d.sem}.at[slot]).wait()")
+
+    def dma_after_loop(self, indent: int, loop: InnerLoop) -> None:
+        """The window stores of `loop`'s last two steps, which no later step waited for."""
+        for d in self.layout.dma.values():
+            if d.kind == "window_store" and d.loop is loop:
+                trips = self._trips(loop)
+                for back in (2, 1):
+                    fn = self.names.fresh(f"{d.buffer}_drain")
+                    self.out.add(indent, f"@pl.when({trips} >= {back})  # the copies of the loop's last steps")
+                    self.out.add(indent, f"def {fn}():")
+                    self.out.add(indent + 1, f"{d.buffer}_wait(({trips} - {back}) % 2)")
+
+    @staticmethod
+    def _runs(d: DmaAccess) -> list[int]:
+        return [1 << b for b in range(d.tile.block_size.bit_length() - 1, -1, -1)]
 
     # -- pieces ----------------------------------------------------------------------------------------------
 

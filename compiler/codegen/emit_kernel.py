@@ -34,8 +34,9 @@ class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
         self.strategy: dict[int, str] = {}
         self.block_refs: dict[tuple[int, str], str] = {}  # (id(operand), "in"/"out") -> ref in a pipeline body
         self.device_positions: dict[tuple[int, int], tuple[str, str]] = {}  # device-bounded tile: (first, window)
+        dma_fns = {f"{d.buffer}_{suffix}" for d in layout.dma.values() for suffix in ("fetch", "wait", "put", "put_wait")}
         names = Names(RESERVED | {o.ref_name for o in layout.operands} | {alias_param(o) for o in layout.operands}
-                      | set(layout.scratch.values())
+                      | set(layout.scratch.values()) | {s.name for s in layout.scratch_plan} | dma_fns
                       | set(self.grid_names.values()) | {layout.name})
         super().__init__(layout.grid.body, names, out)
         self.helpers = self.writer.helpers
@@ -225,6 +226,10 @@ class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
     # -- inner loops -----------------------------------------------------------------------------------
 
     def inner_loop(self, indent: int, loop: InnerLoop) -> None:
+        self._inner_loop(indent, loop)
+        self.dma_after_loop(indent, loop)
+
+    def _inner_loop(self, indent: int, loop: InnerLoop) -> None:
         strategy = loop_strategy(self.layout.loop_type, loop)
         if strategy not in ("unroll", "fori_loop", "emit_pipeline"):
             raise UserError("HPL109", f"unknown pallas_loop_type {strategy!r}", loop.range)

@@ -359,9 +359,13 @@ def _dma_scratch(dma: dict[int, DmaAccess], taken: set[str]) -> list[Scratch]:
         taken |= {name, f"{name}_sem"}
         d.buffer, d.sem = name, f"{name}_sem"
         dtype = d.src.value.dtype
-        role = "dma_buffer" if d.kind in ("gather", "window_load") else "dma_staging"
+        role = {"gather": "dma_buffer", "window_load": "dma_buffer", "scatter": "dma_staging",
+                "window_store": "dma_window_out"}[d.kind]
         out.append(Scratch(name, d.buffer_shape, JNP_DTYPES[dtype], dtype.itemsize, role, d.node.range))
         out.append(Scratch(d.sem, (d.slots,), "int32", 4, "dma_sem", d.node.range))
+        if d.kind == "window_store":  # each slot's count of rows copied out, for its wait
+            out.append(Scratch(f"{name}_count", (d.slots,), "int32", 4, "counter", d.node.range))
+            taken.add(f"{name}_count")
     return out
 
 
