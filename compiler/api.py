@@ -638,7 +638,8 @@ def _kernel_plan(ir: KernelIR, layouts: list[CallLayout], chip: Chip) -> KernelP
                 op = lay.by_node[id(n)]
                 copies = lay.dma.get(id(n))
                 how = copies.describe() if copies is not None else describe(n, lay.modes.get(id(n), ()))
-                accesses.append(AccessInfo(n.range, n.tensor.name, op.ref_name, isinstance(n, Store), how))
+                accesses.append(AccessInfo(n.range, n.tensor.name, op.ref_name, isinstance(n, Store), how,
+                                           lay.plan.name))
     return KernelPlan(ir.name, chip.name, tuple(lay.plan for lay in layouts), flops, hbm, tuple(loops), tuple(accesses))
 
 

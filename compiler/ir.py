@@ -208,9 +208,15 @@ class KernelIR:
     block_sizes: list[int]  # resolved config block sizes
     block_size_dims: list[list[tuple[HostTensor, int]]]  # per block size: (tensor, dim) it tiles
     inner_loops: list[InnerLoop]
-    loads: list[Load]  # in source order (pallas_load_buffer_count order)
+    loads: list[Load]  # in source order
     range: Range
     observed_blocks: frozenset[int] = frozenset()  # config block sizes the kernel reads (tile.block_size/.id/.count)
+
+
+def tensor_params(ir: KernelIR) -> list[str]:
+    """The kernel's tensor arguments in order: `pallas_load_buffer_count` has one entry per each, as in
+    upstream Helion."""
+    return [p for p in ir.params if isinstance(ir.args.get(p), Value)]
 
 
 VIEW_OPS = frozenset({"reshape", "permute", "index", "broadcast_to"})  # host ops that alias their input in torch

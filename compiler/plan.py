@@ -44,7 +44,8 @@ class Operand:
     inner_axes: tuple[int, ...]  # array dims the inner loop walks
     index_map: str  # printed index map, e.g. "lambda b, m: (b, 0, 0)"
     ranges: tuple[Range, ...]  # source ranges of every access this operand serves
-    load_index: int | None = None  # position among the kernel's loads (pallas_load_buffer_count order)
+    arg_slot: int | None = None  # its tensor argument's position among the kernel's tensor arguments
+    # (the pallas_load_buffer_count entry it takes, as in upstream Helion); None for allocations
     reads_old: bool = False  # inout only: its old block is copied into VMEM (read-modify-write, partial stores);
     # otherwise its input side stays in HBM, aliased so elements the kernel does not write keep their values
 
@@ -170,6 +171,7 @@ class AccessInfo:
     operand: str  # Operand.name
     is_store: bool
     indexing: str = ""  # how computed positions (gathers, windows, device scalars) are carried out
+    call: str = ""  # CallPlan.name of the pallas_call the operand belongs to (operand names repeat across calls)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from .codegen.plan_builder import multi_dim_tile_loops, pipelinable
 from .config import LOOP_TYPES, Config
 from .diagnostics import CompileError, Diagnostic, Range, error, hint, warning
 from .frontend.row_views import ROWS_MIN, fits_as_rows, rank1_legal
-from .ir import GridLoop, InnerLoop, KernelIR, Load, Op, Store, Value, viewed, walk
+from .ir import GridLoop, InnerLoop, KernelIR, Load, Op, Store, Value, tensor_params, viewed, walk
 
 LANE, SUBLANE, LEADING, RANK1 = "lane", "sublane", "leading", "rank1"
 _MIN = {LANE: 128, SUBLANE: 8, LEADING: 1}
@@ -255,8 +255,8 @@ class ConfigSpace:
     dimensions: list[tuple[str, list[Any]]]
     base: Config = field(default_factory=Config)
     n_blocks: int = 0
-    n_loops: int = 0
-    n_loads: int = 0
+    n_loops: int = 0  # inner loops: one `pallas_loop_type` dimension when there are any
+    n_buffers: int = 0  # tensor arguments (pallas_load_buffer_count entries), 0 when none is worth tuning
     n_orders: int = 0  # multi-dim hl.tile loops (loop_orders entries)
 
     @property
@@ -268,8 +268,7 @@ class ConfigSpace:
         if self.n_blocks:
             values["block_sizes"] = [point[f"block_sizes[{i}]"] for i in range(self.n_blocks)]
         if self.n_loops:
-            loops = [point[f"pallas_loop_type[{i}]"] for i in range(self.n_loops)]
-            values["pallas_loop_type"] = loops[0] if len(set(loops)) == 1 else loops
+            values["pallas_loop_type"] = point["pallas_loop_type"]
         if self.n_orders:
             orders = [list(point.get(f"loop_orders[{i}]", ())) for i in range(self.n_orders)]
             orders = [o or list(range(n)) for o, n in zip(orders, self._order_sizes(), strict=True)]
@@ -277,8 +276,8 @@ class ConfigSpace:
                 values["loop_orders"] = orders
             else:
                 values.pop("loop_orders", None)
-        if self.n_loads:
-            bufs = [point[f"pallas_load_buffer_count[{i}]"] for i in range(self.n_loads)]
+        if self.n_buffers:
+            bufs = [point[f"pallas_load_buffer_count[{i}]"] for i in range(self.n_buffers)]
             if any(b != 2 for b in bufs):
                 values["pallas_load_buffer_count"] = bufs
             else:
@@ -296,12 +295,13 @@ class ConfigSpace:
         loops = config.get("pallas_loop_type", "unroll")
         bufs = config.get("pallas_load_buffer_count", 2)
         for name, values in self.dimensions:
+            if name == "pallas_loop_type":  # one string for every inner loop, as upstream Helion takes it
+                point[name] = loops if isinstance(loops, str) else None
+                continue
             key, idx = name.split("[")
             i = int(idx[:-1])
             if key == "block_sizes":
                 point[name] = blocks[i] if i < len(blocks) else values[0]
-            elif key == "pallas_loop_type":
-                point[name] = loops if isinstance(loops, str) else (loops[i] if i < len(loops) else values[0])
             elif key == "loop_orders":
                 point[name] = tuple(orders[i]) if i < len(orders) else values[0]
             else:
@@ -315,16 +315,20 @@ class ConfigSpace:
 
 
 def build_space(ir: KernelIR, uses: list[BlockUse]) -> ConfigSpace:
+    """Upstream Helion's Config takes one `pallas_loop_type` string for all inner loops and one
+    `pallas_load_buffer_count` entry per tensor argument: the space has the same form, so every config it
+    yields can be written into a file that upstream Helion runs."""
     dims: list[tuple[str, list[Any]]] = [(f"block_sizes[{u.index}]", candidates(u)) for u in uses]
     n_loops = len(ir.inner_loops)
-    for i, lp in enumerate(ir.inner_loops):
-        types = list(LOOP_TYPES) if pipelinable(lp) else ["unroll", "fori_loop"]
-        dims.append((f"pallas_loop_type[{i}]", types))
-    # single-buffering is worth trying for loads an inner loop reads (resident K/V) — others stay at 2
+    if n_loops:  # emit_pipeline on a loop that cannot pipeline runs it as a fori_loop (loop_strategy)
+        pipelines = any(pipelinable(lp) for lp in ir.inner_loops)
+        dims.append(("pallas_loop_type", list(LOOP_TYPES) if pipelines else ["unroll", "fori_loop"]))
+    # single-buffering is worth trying for arguments an inner loop reads (resident K/V) — others stay at 2
+    slots = {ir.args[name].id: i for i, name in enumerate(tensor_params(ir))}
     inner_loads = {id(n) for lp in ir.inner_loops for n in walk(lp.body)}
-    buffered = [i for i, ld in enumerate(ir.loads) if id(ld) in inner_loads]
-    n_loads = len(ir.loads) if buffered else 0
-    for i in range(n_loads):
+    buffered = {slots.get(viewed(ld.tensor.root.value).id) for ld in ir.loads if id(ld) in inner_loads} - {None}
+    n_buffers = len(slots) if buffered else 0
+    for i in range(n_buffers):
         dims.append((f"pallas_load_buffer_count[{i}]", [2, 1] if i in buffered else [2]))
     # the launch-grid order matters when some input block stays put along a grid axis (its copy is skipped
     # while consecutive steps keep it); other multi-dim loops keep their written order
@@ -334,7 +338,7 @@ def build_space(ir: KernelIR, uses: list[BlockUse]) -> ConfigSpace:
         if isinstance(lp, GridLoop) and _order_matters(ir, lp):
             perms = [tuple(p) for p in itertools.permutations(range(len(lp.dims)))]
         dims.append((f"loop_orders[{i}]", perms))
-    return ConfigSpace(dims, Config(), len(uses), n_loops, n_loads, len(tile_loops))
+    return ConfigSpace(dims, Config(), len(uses), n_loops, n_buffers, len(tile_loops))
 
 
 def _order_matters(ir: KernelIR, grid: GridLoop) -> bool:

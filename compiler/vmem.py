@@ -9,9 +9,12 @@ computing a report does.
 
 from __future__ import annotations
 
+import dataclasses
+from collections import Counter
 from dataclasses import dataclass
 
 from .chips import Chip
+from .diagnostics import Range
 from .plan import CallPlan, Operand
 
 MiB = 1024 * 1024
@@ -37,7 +40,10 @@ READ_BACK = {  # in/out operands whose old block is copied in: input and output 
 
 @dataclass(frozen=True)
 class VmemRow:
-    name: str
+    """One buffer: an operand (one per distinct access pattern of a tensor), a scratch value, or the
+    compiler's temporaries."""
+
+    name: str  # the tensor or scratch value as named in the source
     role: str
     block_shape: tuple[int | None, ...]
     dtype: str
@@ -45,11 +51,21 @@ class VmemRow:
     buffer_count: int
     bytes: int
     call: str
+    operand: str = ""  # Operand.name in its call (what an access's AccessInfo.operand names)
+    range: Range | None = None  # where it comes from: the operand's first access, the carried value
+    label: str = ""  # the name as shown: `x at line 29` when the report has several buffers named `x`
+
+    @property
+    def shown(self) -> str:
+        return self.label or self.name
 
     def to_json(self) -> dict:
-        return {"name": self.name, "role": self.role, "block_shape": list(self.block_shape), "dtype": self.dtype,
-                "tile_bytes": self.tile_bytes, "buffer_count": self.buffer_count, "bytes": self.bytes,
-                "call": self.call}
+        out = {"name": self.name, "label": self.shown, "role": self.role, "block_shape": list(self.block_shape),
+               "dtype": self.dtype, "tile_bytes": self.tile_bytes, "buffer_count": self.buffer_count,
+               "bytes": self.bytes, "call": self.call, "operand": self.operand}
+        if self.range is not None:
+            out["line"] = self.range.start.line + 1
+        return out
 
 
 @dataclass(frozen=True)
@@ -81,7 +97,7 @@ class VmemReport:
         lines = [head, "-" * len(head)]
         for r in self.rows:
             block = "[" + ", ".join("-" if d is None else str(d) for d in r.block_shape) + "]"
-            lines.append(f"{r.name:<22} {r.role:<33} {block:<22} {r.dtype:<9} {r.buffer_count:>4} {fmt_bytes(r.bytes):>12}")
+            lines.append(f"{r.shown:<22} {r.role:<33} {block:<22} {r.dtype:<9} {r.buffer_count:>4} {fmt_bytes(r.bytes):>12}")
         lines.append("-" * len(head))
         lines.append(
             f"total {fmt_bytes(self.total_bytes)} | requested limit {fmt_bytes(self.limit_bytes)} | default scoped "
@@ -115,7 +131,8 @@ def operand_row(op: Operand, call: str) -> VmemRow:
     if op.kind == "inout" and op.reads_old:
         whole = op.memory != "hbm" and op.block_shape == op.array_shape
         role, bufs = READ_BACK[op.memory], bufs + (1 if whole else 2)  # + the output side's buffers
-    return VmemRow(op.tensor, role, op.block_shape, op.dtype, tile, bufs, tile * bufs, call)
+    return VmemRow(op.tensor, role, op.block_shape, op.dtype, tile, bufs, tile * bufs, call, op.name,
+                   op.ranges[0] if op.ranges else None)
 
 
 def call_rows(call: CallPlan) -> list[VmemRow]:
@@ -128,15 +145,34 @@ def call_rows(call: CallPlan) -> list[VmemRow]:
             # [slots, ...]: the step's rows, and the next (or previous) step's while it runs
             b = _padded_bytes(s.shape[1:], s.dtype)
             role = "rows copied in (DMA buffer)" if s.role == "dma_buffer" else "rows copied out (DMA staging)"
-            rows.append(VmemRow(s.name, role, s.shape[1:], s.dtype, b, s.shape[0], b * s.shape[0], call.name))
+            rows.append(VmemRow(s.name, role, s.shape[1:], s.dtype, b, s.shape[0], b * s.shape[0], call.name, s.name,
+                                s.range))
             continue
         b = _padded_bytes(s.shape, s.dtype)
         role = "rows copied out (DMA staging)" if s.role == "dma_staging" else "scratch / carried value"
-        rows.append(VmemRow(s.name, role, s.shape, s.dtype, b, 1, b, call.name))
+        rows.append(VmemRow(s.name, role, s.shape, s.dtype, b, 1, b, call.name, s.name, s.range))
     if call.temporaries_bytes:
         rows.append(VmemRow("(temporaries)", "compiler temporaries (estimated)", (), "-", call.temporaries_bytes, 1,
                             call.temporaries_bytes, call.name))
-    return rows
+    return labelled(rows)
+
+
+def labelled(rows: list[VmemRow]) -> list[VmemRow]:
+    """Buffers that share a name (a tensor loaded by several distinct accesses) are told apart by the line
+    of their access, and by its column when they share that too: `x at line 29`, `x at line 38`."""
+    def where(r: VmemRow, column: bool) -> str:
+        if r.range is None:
+            return r.name
+        at = f"{r.range.start.line + 1}:{r.range.start.character + 1}" if column else f"line {r.range.start.line + 1}"
+        return f"{r.name} at {at}"
+
+    names = Counter(r.name for r in rows)
+    lines = Counter(where(r, False) for r in rows)
+    out = []
+    for r in rows:
+        label = "" if names[r.name] < 2 else where(r, lines[where(r, False)] > 1)
+        out.append(dataclasses.replace(r, label=label))
+    return out
 
 
 def call_total(call: CallPlan) -> int:
@@ -153,6 +189,7 @@ def vmem_report(calls: list[CallPlan], chip: Chip) -> VmemReport:
     rows: list[VmemRow] = []
     for c in calls:
         rows.extend(call_rows(c))
+    rows = labelled(rows)
     total = max((call_total(c) for c in calls), default=0)
     limit = max((c.vmem_limit_bytes for c in calls), default=chip.default_scoped_vmem_bytes)
     return VmemReport(chip.name, tuple(rows), total, limit, chip.default_scoped_vmem_bytes, chip.vmem_capacity_bytes,

@@ -49,8 +49,10 @@ def vmem_diagnostics(layouts: list[CallLayout], chip: Chip, config_range: Range 
             rng, related=related, data={"total_bytes": total, **anchor},
         ))
         if resident:
-            diags.append(hint("HPL501", "resident inner-loop operands (" + ", ".join(o.tensor.name for o in resident)
-                              + ") push this kernel over the default VMEM limit", resident[0].ranges[0]))
+            shown = {r.operand: r.shown for r in call_rows(plan)}  # `x at line 20`: x has several buffers
+            names = ", ".join(shown.get(o.ref_name, o.tensor.name) for o in resident)
+            diags.append(hint("HPL501", f"resident inner-loop operands ({names}) push this kernel over the default "
+                              "VMEM limit", resident[0].ranges[0]))
     return diags
 
 
@@ -76,7 +78,7 @@ def _largest(plan: CallPlan) -> str:
 def _what(row: VmemRow) -> str:
     if row.name == "(temporaries)":
         return "compiler temporaries (estimated)"
-    return f"`{row.name}` ({row.role}{f', {row.buffer_count} buffers' if row.buffer_count > 1 else ''})"
+    return f"`{row.shown}` ({row.role}{f', {row.buffer_count} buffers' if row.buffer_count > 1 else ''})"
 
 
 def contributors(plan: CallPlan, chip: Chip) -> tuple[Related, ...]:
@@ -92,14 +94,10 @@ def contributors(plan: CallPlan, chip: Chip) -> tuple[Related, ...]:
 
 
 def _row_range(plan: CallPlan, row: VmemRow) -> Range:
-    """Where a buffer comes from: an operand's first access, a carried value, the loop whose iterations an
-    unrolled body keeps alive (temporaries), else the pallas_call's loop."""
-    for op in plan.operands:
-        if op.tensor == row.name and op.ranges:
-            return op.ranges[0]
-    for s in plan.scratch:
-        if s.name == row.name:
-            return s.range
+    """Where a buffer comes from: its operand's first access or its carried value (`row.range`), the loop
+    whose iterations an unrolled body keeps alive (temporaries), else the pallas_call's loop."""
+    if row.range is not None:
+        return row.range
     if row.name == "(temporaries)":
         unrolled = [lp for lp in plan.inner_loops if lp.strategy == "unroll"]
         if unrolled:

@@ -4,7 +4,8 @@ Three kinds, in the order they are offered:
   blocks     the largest block sizes that fit, keeping the strategy: shrink the block whose next smaller
              legal size frees the most VMEM until the kernel fits (giving up when no step frees anything),
              then grow back any block that still fits
-  buffering  single-buffered loads (pallas_load_buffer_count=1), when that alone fits
+  buffering  single-buffered loads (pallas_load_buffer_count=[1, ...], one per tensor argument), when that
+             alone fits
   strategy   another inner-loop strategy (e.g. emit_pipeline, which streams resident operands), with the
              blocks shrunk as above when the strategy alone does not fit
 A candidate is kept only when its compile for the same shapes and chip has no error (so no HPL300). Each
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from .config import Config
 from .diagnostics import CompileError
+from .specs import TensorSpec
 
 if TYPE_CHECKING:
     from .api import CompiledKernel, Kernel
@@ -105,7 +107,7 @@ def vmem_fixes(kernel: Kernel, args: Any = None, config: Mapping | None = None, 
     space = kernel.config_space(args, chip)
     sizes = {int(name[len("block_sizes["):-1]): sorted(values) for name, values in space.dimensions
              if name.startswith("block_sizes[")}
-    strategies = next((values for name, values in space.dimensions if name.startswith("pallas_loop_type[")), [])
+    strategies = next((values for name, values in space.dimensions if name == "pallas_loop_type"), [])
     out: list[VmemFix] = []
 
     def offer(kind: str, fixed: Config, ck: CompiledKernel) -> None:
@@ -115,8 +117,9 @@ def vmem_fixes(kernel: Kernel, args: Any = None, config: Mapping | None = None, 
 
     # one compile each first, so a short deadline still finds them; the block search takes many
     quick: list[tuple[str, Config, CompiledKernel]] = []
-    if full.get("pallas_load_buffer_count") != 1:
-        single = full.replace(pallas_load_buffer_count=1)
+    ones = [1] * sum(isinstance(spec, TensorSpec) for spec in base.args.values())  # one per tensor argument
+    if ones and full.get("pallas_load_buffer_count") != ones:
+        single = full.replace(pallas_load_buffer_count=ones)
         ck = search.compile(single)
         if search.fits(ck):
             quick.append(("buffering", single, ck))

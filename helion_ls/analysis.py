@@ -18,6 +18,7 @@ replaces its earlier one and results of an edited kernel disappear with its old 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import logging
 import time
@@ -100,6 +101,7 @@ class Analyzer:
         self.docs: dict[str, DocState] = {}
         self.owners: dict[str, str] = {}  # a notebook cell's URI -> the notebook's
         self.counts = {"loads": 0, "checks": 0}  # work actually done (for helion/stats)
+        self.tuned: dict[Any, str] = {}  # unit key -> why tuning picked its config (see `set_tuned`)
         self._publish = publish
         self._on_stage = on_stage
         self._on_loaded = on_loaded
@@ -311,6 +313,31 @@ class Analyzer:
         self._transient.pop((stage, unit.key))
         self.cache.put(stage, StageResult(unit.key, view.source, diags))
 
+    # -- tuning notes -----------------------------------------------------------------------------------
+    def set_tuned(self, uri: str, notes: dict[Any, str | None]) -> None:
+        """Units whose config is a tuned pick over the default scoped VMEM, with why it is worth it (None:
+        no longer). Their HPL301 says so and their HPL501 warning goes: the document is published again
+        when that changes."""
+        changed = False
+        for key, note in notes.items():
+            if self.tuned.get(key) != note:
+                changed = True
+                if note is None:
+                    self.tuned.pop(key, None)
+                else:
+                    self.tuned[key] = note
+        state = self.docs.get(uri)
+        if changed and state is not None and state.loaded is not None and state.published:
+            self._publish_now(state, state.loaded)
+
+    def _noted(self, diag: Diagnostic, unit: Unit) -> Diagnostic | None:
+        note = self.tuned.get(unit.key)
+        if note is None or diag.code not in ("HPL301", "HPL501"):
+            return diag
+        if diag.code == "HPL501":
+            return None
+        return dataclasses.replace(diag, message=f"{diag.message}. {note}")
+
     # -- publishing ------------------------------------------------------------------------------------
     def _publish_now(self, state: DocState, loaded: Loaded, quiet: bool = False) -> None:
         """Publish to every client document of the layout that has diagnostics or had some (a file always,
@@ -338,7 +365,10 @@ class Analyzer:
                     result, pmap = hit if hit else (self._transient.get((stage, unit.key)), None)
                     if result is None:
                         continue
-                    for diag in result.diagnostics:
+                    for found in result.diagnostics:
+                        diag = self._noted(found, unit)
+                        if diag is None:
+                            continue
                         placed = anchored(remap(diag, pmap) if pmap is not None else diag, view, unit.index)
                         if placed not in shown:
                             groups.setdefault(placed, []).append(unit.index)

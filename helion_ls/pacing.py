@@ -7,7 +7,8 @@ what they show changes several times a second (a tuner's progress). So after a r
 until the client fetched lenses (a request that started after the refresh was answered, and completed),
 or until `ack_timeout` passed (no editor shows lenses, or the client ignores refreshes), and never comes
 sooner than `min_interval` after the previous one. Lens requests read the live state, so whatever changed
-meanwhile is in the next fetch. Knows nothing about LSP: `send` does the request.
+meanwhile is in the next fetch; `before_send` lets a feature tell the client, at the same moment, what the
+lenses fetched after this refresh will show (tuning counts). Knows nothing about LSP: `send` does the request.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class RefreshPacer:
         self._fetched = asyncio.Event()  # the client fetched lenses since the last refresh
         self._fetched.set()
         self._task: asyncio.Task | None = None
+        self.before_send: Callable[[], None] | None = None  # runs right before each refresh is sent
 
     def changed(self) -> None:
         """Something the lenses show changed: refresh as soon as the pacing allows."""
@@ -50,6 +52,8 @@ class RefreshPacer:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._fetched.wait(), self.ack_timeout)
             self._wanted = False
+            if self.before_send is not None:
+                self.before_send()
             if await self._send():
                 self.sent += 1
                 self._fetched.clear()

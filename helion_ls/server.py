@@ -66,6 +66,7 @@ class HelionServer(LanguageServer):
         self.monitor = LoopMonitor()
         self.lenses = RefreshPacer(self.refresh_lenses)  # features call `lenses.changed()`
         self.client_shows_tuning_progress = False  # initializationOptions.clientShowsTuningProgress
+        self.client_shows_apply_notice = False  # initializationOptions.clientShowsApplyNotice
         self.workspace_trusted: bool | None = None  # what the editor said; None: it did not say
         self.startup_problems: list[
             str

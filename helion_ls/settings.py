@@ -20,7 +20,9 @@ CLIENT_ONLY = ("interpreter",)  # read by the VS Code client; accepted and ignor
 # clientShowsTuningProgress: true = it shows helion/tuningState itself, so no $/progress per tuning job
 # workspaceTrusted: the editor's workspace trust (VS Code's Restricted Mode is false); later changes arrive
 #   as helion/didChangeWorkspaceTrust {trusted}
-CLIENT_ANNOUNCEMENTS = ("clientShowsTuningProgress", "workspaceTrusted")
+# clientShowsApplyNotice: true = the "applied, not saved yet" notice goes to it as helion/applied {uri,
+#   message} (it shows the notice until the file is saved), not as window/showMessage
+CLIENT_ANNOUNCEMENTS = ("clientShowsTuningProgress", "workspaceTrusted", "clientShowsApplyNotice")
 
 
 @dataclass(frozen=True)

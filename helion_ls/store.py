@@ -17,6 +17,7 @@ from typing import Any
 
 from compiler.config import Config
 from compiler.tune.keys import TrialKey
+from compiler.tune.objective import over_default
 from compiler.tune.store import StoreError, Trial, TuningStore, default_store_path
 
 log = logging.getLogger(__name__)
@@ -24,11 +25,14 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Summary:
-    """What a lens shows for one unit: the best trial and, when known, the current config's trial."""
+    """What a lens shows for one unit: the best trial and, when known, the current config's trial; when the
+    best needs more than the default scoped VMEM, the best trial within it (`within`), which tuning's
+    objective ranks behind it (compiler/tune/objective.py)."""
 
     best: Trial
     current: Trial | None
     evaluated: int
+    within: Trial | None = None
 
 
 class StoreView:
@@ -119,13 +123,17 @@ class StoreView:
             return None
         same_evaluator = key.with_evaluator(best.evaluator)
         trials = store.trials(same_evaluator)
-        match = None
-        if current is not None:
-            for trial in trials:
-                if trial.verdict == "ok" and trial.seconds and Config(trial.config) == current:
-                    if match is None or trial.seconds < match.seconds:
-                        match = trial
-        return Summary(best, match, len(trials))
+        match = within = None
+        for trial in trials:
+            if trial.verdict != "ok" or not trial.seconds:
+                continue
+            if current is not None and Config(trial.config) == current:
+                if match is None or trial.seconds < match.seconds:
+                    match = trial
+            if over_default(best.metrics) and not over_default(trial.metrics):
+                if within is None or trial.seconds < within.seconds:
+                    within = trial
+        return Summary(best, match, len(trials), within)
 
     def close(self) -> None:
         with self._lock:

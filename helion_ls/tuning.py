@@ -55,6 +55,7 @@ class TuneSpec:
     store_path: str | None
     budget_seconds: float | None
     max_evals: int | None
+    shape_key: str = ""  # the shape set's canonical text at queue time: its result belongs to these shapes
 
     def argv(self, path: str) -> list[str]:
         argv = [sys.executable, "-m", "compiler.cli", "tune", path, "-k", self.kernel]
@@ -88,23 +89,30 @@ class TuneJob:
     started: float | None = None
     finished: float | None = None
     events: int = 0  # progress events received from the tuner
+    shown: tuple[int, int, int] = (0, 0, 0)  # (evaluated, total, events) as last told the client (`show`)
     proc: asyncio.subprocess.Process | None = field(default=None, repr=False)
     done: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
 
+    def show(self) -> None:
+        """The counts are being told to the client now (helion/tuningState): the title says them until the
+        next time, so a lens fetched in between says what the client's notification says."""
+        self.shown = (self.evaluated, self.total, self.events)
+
     @property
     def title(self) -> str:
-        """The job's progress in a few words: the lens shows it and the client's notification too, so the
-        two always say the same. Until the tuner's first count it says it is starting (its imports take
-        seconds), not "0"."""
+        """The job's progress in a few words: the lens shows it and the client's notification too, with the
+        counts last told the client (`show`), so the two always say the same. Until the tuner's first count
+        it says it is starting (its imports take seconds), not "0"."""
+        evaluated, total, events = self.shown
         if self.state == "queued":
             return "Tuning queued…"
         if self.state != "running":
             return f"Tuning {self.state}"
         if self.phase == "verifying":
-            return f"Verifying the best of {self.evaluated}…"
-        if self.events == 0:
+            return f"Verifying the best of {evaluated}…"
+        if events == 0:
             return "Tuning… starting the tuner"
-        return f"Tuning… {self.evaluated}{f'/{self.total}' if self.total else ''}"
+        return f"Tuning… {evaluated}{f'/{total}' if total else ''}"
 
     @property
     def id(self) -> tuple[str, str, int]:

@@ -56,8 +56,11 @@ def test_three_levels_with_an_inner_hl_grid():
 
 
 def test_config_space_offers_pipelines_for_the_innermost_loops():
+    """One `pallas_loop_type` for every inner loop (upstream Helion's Config takes one string): emit_pipeline
+    is offered because the innermost loop pipelines; the loop around it then runs as a fori_loop."""
     x, w = torch.randn(32, 256), torch.randn(256, 256)
     kernel = kernel_of(MATMUL_BY_COLUMNS)
-    space = dict(kernel.config_space(specs_of(kernel, [x, w])).dimensions)
-    assert space["pallas_loop_type[0]"] == ["unroll", "fori_loop"]
-    assert "emit_pipeline" in space["pallas_loop_type[1]"]
+    space = kernel.config_space(specs_of(kernel, [x, w]))
+    loops = dict(space.dimensions)["pallas_loop_type"]
+    assert "emit_pipeline" in loops and not any(name.startswith("pallas_loop_type[") for name, _ in space.dimensions)
+    assert all(isinstance(config["pallas_loop_type"], str) for config in space)

@@ -98,11 +98,12 @@ async def test_apply_on_an_inferred_shape_set_writes_configs_in_shape_set_order(
         lenses = await client.text_document_code_lens_async(
             types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=client.uri)))
         return next((lens for lens in lenses if lens.range.start.line == decorator
-                     and lens.command.command == "helion.applyConfig"
+                     and lens.command.title == "Apply (configs=[…] per shape set)"
                      and lens.command.arguments[0]["shapeSet"] == 1), None)
 
     lens = None
-    for _ in range(100):  # the lens appears once the server saw the store change
+    for _ in range(100):  # the lens appears once the server saw the store change (and, with this title,
+        # once the Apply plan's compiles are done: until then it reads "Apply")
         lens = await apply_for_set_1()
         if lens is not None:
             break

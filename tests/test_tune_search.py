@@ -253,6 +253,12 @@ def test_progress_reports(big_optimum):
     search(big_space(), cost, max_evals=100, progress=events.append)
     assert events[-1].total_estimate == 100 and events[-1].evaluated == 100
 
+    events.clear()  # bounded only by time: the total is the space's size, from the first report on
+    search(big_space(), cost, max_seconds=60, progress=events.append, progress_interval=0,
+           should_stop=lambda: len(events) >= 3)
+    size = math.prod(len(d.values) for d in big_space().dimensions)
+    assert events and all(e.total_estimate == size for e in events)
+
 
 def test_on_pruned_sees_each_invalid_config_once():
     pruned = []

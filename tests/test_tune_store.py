@@ -54,6 +54,18 @@ def test_source_hash_ignores_layout_comments_docstrings_and_decorator_config():
     assert normalized_source_hash([indented, "\n\n" + reformatted]) == base
 
 
+def test_source_hash_is_the_same_for_a_bare_decorator_and_one_given_a_config():
+    """Apply turns `@helion.kernel` into `@helion.kernel(config=...)`: the tuned results must stay attached."""
+    bare = KERNEL.replace("@helion.kernel(config=helion.Config(block_sizes=[64]), static_shapes=True)", "@helion.kernel")
+    called = bare.replace("@helion.kernel", "@helion.kernel()")
+    applied = bare.replace("@helion.kernel", "@helion.kernel(config=helion.Config(block_sizes=[128]))")
+    per_set = bare.replace("@helion.kernel", "@helion.kernel(configs=[helion.Config(block_sizes=[128])])")
+    base = normalized_source_hash([bare])
+    assert normalized_source_hash([called]) == normalized_source_hash([applied]) == base
+    assert normalized_source_hash([per_set]) == base
+    assert normalized_source_hash([bare.replace("@helion.kernel", "@helion.kernel(static_shapes=True)")]) != base
+
+
 def test_source_hash_changes_with_semantics():
     base = normalized_source_hash([KERNEL, HELPER])
     assert normalized_source_hash([KERNEL.replace("x[tile] + y[tile]", "x[tile] - y[tile]"), HELPER]) != base
@@ -78,6 +90,21 @@ def test_shape_key_is_canonical_text():
 def test_default_path_is_in_the_user_cache_dir():
     path = default_store_path()
     assert path.name == "tuning.sqlite" and path.parent.name == "helion-ls"
+
+
+def test_best_needs_a_margin_to_go_over_the_default_scoped_vmem(tmp_path):
+    """Tuning's objective (objective.py): a config over the default scoped VMEM wins only when it is at least
+    VMEM_MARGIN faster than the best config within the limit."""
+    from compiler.tune.objective import VMEM_MARGIN
+
+    store = TuningStore(tmp_path / "t.sqlite")
+    over = {"vmem_verdict": "over_default_limit"}
+    store.record_trial(KEY, {"block_sizes": [128]}, 1.0e-3, "ok", {"vmem_verdict": "fits"})
+    store.record_trial(KEY, {"block_sizes": [512]}, 1.0e-3 / (1 + VMEM_MARGIN / 2), "ok", over)  # not enough
+    assert store.best(KEY).config == {"block_sizes": [128]}
+    assert [t.config["block_sizes"] for t in store.top(KEY, 2)] == [[128], [512]]
+    store.record_trial(KEY, {"block_sizes": [1024]}, 1.0e-3 / (1 + 2 * VMEM_MARGIN), "ok", over)  # worth it
+    assert store.best(KEY).config == {"block_sizes": [1024]}
 
 
 def test_best_prefers_trusted_evaluators_then_speed(tmp_path):

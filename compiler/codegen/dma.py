@@ -33,7 +33,20 @@ import torch
 
 from ..chips import Chip
 from ..frontend.values import NamedConst
-from ..ir import GridLoop, HostTensor, InnerLoop, KernelIR, Load, Node, Op, Store, TileDim, Value, viewed
+from ..ir import (
+    GridLoop,
+    HostTensor,
+    InnerLoop,
+    KernelIR,
+    Load,
+    Node,
+    Op,
+    Store,
+    TileDim,
+    Value,
+    tensor_params,
+    viewed,
+)
 from .work import padded_bytes
 
 SMEM_INDEX_BYTES = 256 * 1024  # an index table read on the scalar core is copied whole into SMEM (1 MiB)
@@ -195,12 +208,15 @@ def _window(n: Load | Store, items: list[tuple], at: int, loops: list[InnerLoop]
 
 
 def _load_buffers(ir: KernelIR, n: Load | Store, config: dict) -> object:
+    """The config's pallas_load_buffer_count for the tensor argument a gather reads (one entry per tensor
+    argument, as upstream Helion reads it)."""
     spec = config.get("pallas_load_buffer_count")
     if not isinstance(n, Load) or spec is None:
         return None
     if isinstance(spec, int):
         return spec
-    i = next((i for i, x in enumerate(ir.loads) if x is n), None)
+    root = viewed(n.tensor.root.value)
+    i = next((i for i, p in enumerate(tensor_params(ir)) if ir.args[p] is root), None)
     return spec[i] if isinstance(spec, list | tuple) and i is not None and i < len(spec) else None
 
 
@@ -239,7 +255,7 @@ def _read_after_write(nodes: list[Node], root: int) -> bool:
 
 def _access(ir: KernelIR, n: Load | Store, loops: list[InnerLoop], written: bool, why: str,
             grid: GridLoop, buffers: object) -> DmaAccess | None:
-    """`buffers`: the config's pallas_load_buffer_count for this load (1: no prefetch)."""
+    """`buffers`: the config's pallas_load_buffer_count for the tensor it reads (1: no prefetch)."""
     items = [it for it in n.index if it[0] != "newaxis"]
     if items[0][0] != "gather" or [it[0] for it in n.index].index("gather") != 0:
         return None  # the positions must select along the first dim (the copies' rows)

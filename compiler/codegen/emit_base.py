@@ -17,9 +17,14 @@ RESERVED = {"jax", "jnp", "pl", "pltpu", "functools", "interpret", "lambda", "de
 
 @dataclass
 class Output:
+    """Generated lines and their source map: (generated line, source range) for each statement, its own
+    range first, then the ranges of the values written inline into it (`inlined`, gathered while its text
+    is built), so every source line whose code ends up in a statement finds that statement."""
+
     lines: list[str] = field(default_factory=list)
     source_map: list[tuple[int, Range]] = field(default_factory=list)
     line_label: Callable[[int], str] = lambda line: f"kernel.py:{line + 1}"  # a source line, for comments
+    inlined: list[Range] = field(default_factory=list)
 
     def add(self, indent: int, text: str, rng: Range | None = None) -> None:
         for i, part in enumerate(text.split("\n")):
@@ -27,7 +32,19 @@ class Output:
             if rng is not None and i == 0:
                 line += f"  # {self.line_label(rng.start.line)}"
                 self.source_map.append((len(self.lines), rng))
+                for other in dict.fromkeys(self.inlined):
+                    if other != rng:
+                        self.source_map.append((len(self.lines), other))
             self.lines.append(line)
+        self.inlined.clear()
+
+
+def about(rng: Range) -> Range:
+    """The source-map range of a line about an access rather than the access itself (its BlockSpec, the
+    copy-in of its block's old contents): the access's start, so a lookup of that source line prefers the
+    statement that does the access (compiler/source_map.py ranks wider ranges first) and Go to Source still
+    lands on it."""
+    return Range(rng.start, rng.start)
 
 
 class Names:
@@ -134,6 +151,7 @@ class RegionWriter:
     def ref(self, v: Value) -> tuple[str, bool]:
         node = self.inline.get(v.id)
         if node is not None:
+            self.out.inlined.append(node.range)
             return self.expr(node)
         return self.name_of(v), True
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..diagnostics import UserError
 from ..ir import VIEW_OPS, GridLoop, KernelIR, Load, Op, Return, Store, TileDim, Value, viewed, walk
-from .emit_base import RESERVED, Names, Output, RegionWriter, flat
+from .emit_base import RESERVED, Names, Output, RegionWriter, about, flat
 from .exprs import dtype_text, literal
 from .plan_builder import CallLayout, OperandLayout
 
@@ -102,15 +102,15 @@ class HostWriter(RegionWriter):
         self.out.add(2, f"grid={literal(plan.grid)},")
         self.out.add(2, "in_specs=[")
         for o in ins:
-            self.out.add(3, self._spec(o, input_side=True), o.ranges[0])
+            self.out.add(3, self._spec(o, input_side=True), about(o.ranges[0]))
         self.out.add(2, "],")
         out_specs = [self._spec(o) for o in outs]
         if len(outs) == 1:
-            self.out.add(2, f"out_specs={out_specs[0]}", outs[0].ranges[0])
+            self.out.add(2, f"out_specs={out_specs[0]}", about(outs[0].ranges[0]))
         else:
             self.out.add(2, "out_specs=[")
             for o, s in zip(outs, out_specs, strict=True):
-                self.out.add(3, s, o.ranges[0])
+                self.out.add(3, s, about(o.ranges[0]))
             self.out.add(2, "],")
         shapes = []
         for o in outs:

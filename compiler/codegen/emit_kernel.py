@@ -8,7 +8,7 @@ from ..frontend.indexing import Indexer
 from ..frontend.values import NamedConst
 from ..ir import InnerLoop, KernelIR, Load, Node, Op, Store, TileDim, walk
 from . import outputs
-from .emit_base import RESERVED, Names, Output, RegionWriter, flat
+from .emit_base import RESERVED, Names, Output, RegionWriter, about, flat
 from .emit_dma import DmaWriter
 from .emit_index import IndexWriter
 from .exprs import dtype_text, literal
@@ -131,12 +131,12 @@ class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
         cond = outputs.first_visit(axes, steps, names)
         copy = f"{dst}[...] = {src}[...]"
         if cond is None:
-            self.out.add(indent, f"{copy}  # old contents of `{o.tensor.name}`: read back or partly written", o.ranges[0])
+            self.out.add(indent, f"{copy}  # old contents of `{o.tensor.name}`: read back or partly written", about(o.ranges[0]))
             return
         fn = self.names.fresh(f"copy_in_{py_name(o.tensor.name)}")
-        self.out.add(indent, f"@pl.when({cond})  # first step on this block of `{o.tensor.name}`", o.ranges[0])
+        self.out.add(indent, f"@pl.when({cond})  # first step on this block of `{o.tensor.name}`", about(o.ranges[0]))
         self.out.add(indent, f"def {fn}():")
-        self.out.add(indent + 1, copy, o.ranges[0])
+        self.out.add(indent + 1, copy, about(o.ranges[0]))
 
     def _sig_out(self, o: OperandLayout) -> str:
         if o.memory in ("hbm", "dma"):

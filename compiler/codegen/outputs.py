@@ -107,8 +107,8 @@ def _merge_shared_blocks(ops: list[OperandLayout], by_node: dict[int, OperandLay
             continue
         target.kind = target.kind if target.kind == o.kind else "inout"
         target.ranges.extend(o.ranges)
-        if target.load_index is None:
-            target.load_index = o.load_index
+        if target.arg_slot is None:
+            target.arg_slot = o.arg_slot
         if target.loop is None or (o.loop is not None and o.loop.depth < target.loop.depth):
             target.loop = o.loop
         target.inner_axes = tuple(sorted(set(target.inner_axes) | set(o.inner_axes)))

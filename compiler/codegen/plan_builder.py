@@ -18,7 +18,20 @@ import torch
 from .. import index_exprs as ix
 from ..chips import Chip
 from ..diagnostics import Range, UserError
-from ..ir import GridLoop, HostTensor, InnerLoop, KernelIR, Load, Node, Op, Store, TileDim, viewed, walk
+from ..ir import (
+    GridLoop,
+    HostTensor,
+    InnerLoop,
+    KernelIR,
+    Load,
+    Node,
+    Op,
+    Store,
+    TileDim,
+    tensor_params,
+    viewed,
+    walk,
+)
 from ..plan import CallPlan, Operand, Scratch
 from ..plan import InnerLoop as PlanInnerLoop
 from . import outputs
@@ -50,7 +63,7 @@ class OperandLayout:
     grid_axes: tuple[int, ...]
     inner_axes: tuple[int, ...]
     ranges: list[Range] = field(default_factory=list)
-    load_index: int | None = None
+    arg_slot: int | None = None
     inner_index_map: str | None = None
     scalar_only: bool = True  # every access reads one element (an SMEM table candidate)
     reads_old: bool = False  # inout: the old block is copied in (outputs.py); else its input side stays in HBM
@@ -228,7 +241,8 @@ def _build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chi
     grid_names = [py_name(d.name) for d in dims]
     operands: dict[tuple, OperandLayout] = {}
     by_node: dict[int, OperandLayout] = {}
-    load_order = {id(n): i for i, n in enumerate(ir.loads)}
+    # pallas_load_buffer_count positions: each tensor argument's, also for the views of it that are loaded
+    slots = {ir.args[name].id: i for i, name in enumerate(tensor_params(ir))}
 
     def visit(nodes: list[Node], loops: list[InnerLoop]) -> None:
         for n in nodes:
@@ -290,8 +304,8 @@ def _build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chi
             op.kind = "inout"
         if not all(it[0] in _SCALAR_ITEMS for it in n.index):
             op.scalar_only = False
-        if not is_store and op.load_index is None:
-            op.load_index = load_order.get(id(n))
+        if not is_store and op.arg_slot is None:
+            op.arg_slot = slots.get(viewed(n.tensor.root.value).id)
         op.ranges.append(n.range)
         by_node[id(n)] = op
         modes[id(n)] = tuple(dp.mode for dp in placement.dims)
@@ -308,8 +322,8 @@ def _build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chi
             operands[key] = op
         elif (is_store and op.kind == "input") or (not is_store and op.kind == "output"):
             op.kind = "inout"
-        if not is_store and op.load_index is None:
-            op.load_index = load_order.get(id(n))
+        if not is_store and op.arg_slot is None:
+            op.arg_slot = slots.get(viewed(n.tensor.root.value).id)
         op.ranges.append(n.range)
         by_node[id(n)] = op
         modes[id(n)] = ("dma",) * len(n.tensor.value.shape)
@@ -319,8 +333,8 @@ def _build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chi
     for o in ops:
         if o.memory == "dma":
             continue  # its buffer's slots were chosen with the copies (codegen/dma.py)
-        if o.load_index is not None and o.kind != "output":
-            o.buffer_count = _buffer_count(bufs, o.load_index, o.buffer_count)
+        if o.arg_slot is not None and o.kind != "output":
+            o.buffer_count = _buffer_count(bufs, o.arg_slot, o.buffer_count)
         if o.memory != "hbm" and all(b is not None and b >= s for b, s in zip(o.block_shape, o.tensor.value.shape, strict=True)):
             o.buffer_count = 1  # a block equal to the whole array is fetched once
     for o in ops:
@@ -377,13 +391,14 @@ def alias_param(o: OperandLayout) -> str:
     return o.ref_name
 
 
-def _buffer_count(spec: object, load_index: int, default: int) -> int:
+def _buffer_count(spec: object, arg_slot: int, default: int) -> int:
+    """`pallas_load_buffer_count`: one entry per tensor argument (an int, for all of them, is read too)."""
     if spec is None:
         return default
     if isinstance(spec, int):
         return spec
-    if isinstance(spec, list | tuple) and load_index < len(spec) and spec[load_index] is not None:
-        return int(spec[load_index])
+    if isinstance(spec, list | tuple) and arg_slot < len(spec) and spec[arg_slot] is not None:
+        return int(spec[arg_slot])
     return default
 
 
@@ -539,7 +554,7 @@ def _call_plan(layout: CallLayout, loop_type: object, chip: Chip) -> CallPlan:
             buffer_count=o.buffer_count, grid_axes=axes,
             inner_loop=o.loop.index if o.loop is not None else None, inner_axes=o.inner_axes,
             index_map=o.inner_index_map if o.memory == "hbm" else o.index_map, ranges=tuple(o.ranges),
-            load_index=o.load_index, reads_old=o.reads_old,
+            arg_slot=o.arg_slot, reads_old=o.reads_old,
         ))
     inner = []
 

@@ -81,6 +81,26 @@ def _shape_arg(args: list, tracer_blocks: Any, rng: Range) -> tuple[int, ...]:
     return tuple(out)
 
 
+def _load_tiles(value: Value) -> tuple | None:
+    """For a block loaded straight from a tensor, which tile each of its dims spans (None for whole dims):
+    what `zeros_like(x[tile_m, 0])` needs to know of it, so the block itself need not be loaded. None when
+    `value` is no such block."""
+    from ..ir import Load
+
+    load = value.producer
+    if not isinstance(load, Load):
+        return None
+    tiles: list[TileDim | None] = []
+    for item in load.index:
+        if item[0] == "tile":
+            tiles.append(item[1])
+        elif item[0] in ("full", "newaxis", "window"):
+            tiles.append(None)
+        elif item[0] not in ("int", "scalar", "grid", "id"):  # those take one position: no dim
+            return None
+    return tuple(tiles) if len(tiles) == len(value.shape) else None
+
+
 def _shape_tiles(args: list) -> tuple:
     """Per shape entry, the tile it was given as (its dim then spans that tile), else None."""
     if len(args) == 1 and isinstance(unwrap(args[0]), tuple | list):
@@ -471,6 +491,9 @@ class Dispatcher:
                 fill = {"zeros_like": 0.0, "ones_like": 1.0, "empty_like": 0.0}.get(name)
                 if fill is None:
                     fill = unwrap(args[1] if len(args) > 1 else kwargs.get("fill_value"))
+                tiles = _load_tiles(base)
+                if tiles is not None:  # only its shape and dtype are used: the block is never loaded
+                    return self.ops.full(base.shape, fill, kwargs.get("dtype", base.dtype), rng, tiles=tiles)
                 return self.ops.full(base.shape, fill, kwargs.get("dtype", base.dtype), rng, like=base)
             raise UserError("HPL101", f"torch.{name} inside a device loop: use hl.zeros / hl.full", rng)
         if name.endswith("_like"):

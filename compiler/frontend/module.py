@@ -187,16 +187,24 @@ CONFIG_KEYWORDS = frozenset({"config", "configs"})  # tuning output in a decorat
 
 
 class _Normaliser(ast.NodeTransformer):
-    """Drops docstrings and the decorators' config=/configs= keywords; everything else is semantics."""
+    """Drops docstrings and the decorators' config=/configs= keywords; everything else is semantics.
+
+    A decorator call left with no arguments is the bare decorator: `@helion.kernel`, `@helion.kernel()` and
+    `@helion.kernel(config=...)` are the same kernel (Apply turns the first into the last)."""
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
         body = node.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(
                 body[0].value.value, str):
             node.body = body[1:] or [ast.Pass()]
+        decorators = []
         for deco in node.decorator_list:
             if isinstance(deco, ast.Call):
                 deco.keywords = [kw for kw in deco.keywords if kw.arg not in CONFIG_KEYWORDS]
+                if not deco.args and not deco.keywords:
+                    deco = deco.func
+            decorators.append(deco)
+        node.decorator_list = decorators
         self.generic_visit(node)
         return node
 

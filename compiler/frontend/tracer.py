@@ -28,6 +28,7 @@ from ..ir import (
     TileDim,
     Value,
     drop_unused_loads,
+    walk,
 )
 from ..specs import ArgSpec, TensorSpec, runtime_value
 from .branches import trace_device_if
@@ -133,6 +134,8 @@ class Tracer(ExpressionEvaluator):
             ret = sig.value
         self._add_return(ret)
         drop_unused_loads(self.host)
+        live = {id(n) for n in walk(self.host)}
+        self.loads = [n for n in self.loads if id(n) in live]
         tensors = list(self.tensors.values())
         dims = [self.block_dims.get(i, []) for i in range(len(self.blocks.values))]
         return KernelIR(

@@ -5,7 +5,10 @@ store      SQLite results store shared by the CLI, the language server and worke
 executors  run evaluation functions in parallel: in-process, a local process pool, or Ray
 search     search strategies over a discrete config space (exhaustive, pattern search)
 
-These four import only the standard library, platformdirs, and lazily ray and `compiler.specs` (torch,
+objective  what tuning ranks by (speed, with a margin against configs over the default scoped VMEM) and
+           when a better config is worth applying; the store orders by it too
+
+These five import only the standard library, platformdirs, and lazily ray and `compiler.specs` (torch,
 for shape_key), so store and executor worker processes start fast; they know nothing about kernels
 beyond the space protocol `search` documents.
 

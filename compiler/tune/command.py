@@ -39,6 +39,7 @@ from ..diagnostics import CompileError, Diagnostic
 from .driver import TuneOptions, TuneProgress, TuneResult, TuneRun
 from .evaluators import EVALUATORS, EvaluatorUnavailable, Problem, get_evaluator, probe_tpu, warm_up
 from .executors import Executor, ExecutorError, LocalExecutor, make_executor
+from .objective import VMEM_MARGIN, over_default
 from .store import StoreError, TuningStore
 
 OK, NOTHING_VALID, USAGE = 0, 1, 2
@@ -382,11 +383,14 @@ def format_result(r: TuneResult) -> str:
     lines += [head]
     for i, c in enumerate(r.top, 1):
         mark = "*" if r.best is not None and c.config == r.best.config else " "
+        over = "^" if over_default(c.metrics) else " "
         lines.append(
-            f" {mark}{i:>2} {_ms(c.seconds):>12} {_rate(c.metrics, 'tflops'):>8} "
+            f" {mark}{i:>2} {_ms(c.seconds):>11}{over} {_rate(c.metrics, 'tflops'):>8} "
             f"{_rate(c.metrics, 'gbps'):>8} {100 * c.metrics.get('roofline_fraction', 0):7.1f}%  "
             f"{_config_text(c.config)}"
         )
+    if any(over_default(c.metrics) for c in r.top):
+        lines.append(f"  ^ needs more than the default scoped VMEM: ranked as if {VMEM_MARGIN:.0%} slower")
     if r.best is None:
         lines.append("  no candidate passed the correctness check")
     else:

@@ -1,7 +1,8 @@
 """One tuning run: search a kernel's config space for one shape set on one chip, check the winner, store it.
 
 Phases:
-1. search   the model scores configs (search.py: exhaustive when the space is small, else pattern search,
+1. search   the model scores configs by tuning's objective (objective.py: speed, with a margin against
+            configs over the default scoped VMEM) (search.py: exhaustive when the space is small, else pattern search,
             bounded by evaluations or seconds, deterministic for a seed). The model is static analysis:
             it runs here, in-process, on each config's compile, which is done once per config
             (`KernelSpace`). A config that does not compile or does not fit VMEM is pruned, counted by
@@ -37,6 +38,7 @@ from .evaluators import Problem, evaluate, gate_case, get_evaluator, verify
 from .executors import Executor, InlineExecutor
 from .kernel_space import KernelSpace
 from .keys import TrialKey
+from .objective import objective
 from .search import Evaluated, SearchProgress, search
 from .store import TuningStore
 
@@ -208,10 +210,12 @@ class TuneRun:
 
         def on_progress(p: SearchProgress) -> None:
             best = None if p.best_config is None else dict(p.best_config)
-            self._emit("search", p.evaluated, p.pruned, p.total_estimate, p.best_score, best)
+            seconds = (p.best_info or {}).get("seconds", p.best_score)  # the estimate, not the objective
+            self._emit("search", p.evaluated, p.pruned, p.total_estimate, seconds, best)
 
-        def on_result(r: Evaluated) -> None:
-            trials.append((dict(r.config), r.score, "ok" if r.score is not None else "failed", r.info))
+        def on_result(r: Evaluated) -> None:  # the score is the objective; the trial keeps the seconds
+            seconds = r.info.get("seconds", r.score) if r.score is not None else None
+            trials.append((dict(r.config), seconds, "ok" if seconds is not None else "failed", r.info))
 
         def on_pruned(config: Mapping[str, Any], reason: str) -> None:
             trials.append((dict(config), None, "pruned", {"reason": reason}))
@@ -241,7 +245,9 @@ class TuneRun:
                 if store is not None:
                     store.record_trials(model_key, trials, self.run_id)
             ranked = sorted((r for r in self.result.evaluated if r.score is not None), key=lambda r: r.score)
-            self.candidates = [Candidate(dict(r.config), r.score, dict(r.info), "model") for r in ranked]
+            self.candidates = [
+                Candidate(dict(r.config), r.info.get("seconds", r.score), dict(r.info), "model") for r in ranked
+            ]
             self.evaluated, self.pruned = len(self.result.evaluated), self.result.pruned
             if options.evaluator != "model" and self.candidates:
                 self._emit_best("refine", self.candidates[0])
@@ -421,7 +427,7 @@ def _refine(
                 )
             else:
                 kept.append(Candidate(cand.config, seconds, info, options.evaluator))
-    return sorted(kept, key=lambda c: c.seconds)
+    return sorted(kept, key=lambda c: objective(c.seconds, c.metrics))
 
 
 def decorator_line(kernel: Kernel, config: Mapping[str, Any]) -> str:

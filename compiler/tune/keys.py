@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # compiler.specs imports torch; the store (and its worker pro
 
 # Bump whenever code generation changes in a way that can change a kernel's speed or validity:
 # every stored result keyed with an older version is then ignored.
-COMPILER_VERSION = "helion-ls-0.1.0/1"
+COMPILER_VERSION = "helion-ls-0.1.0/2"  # 2: pallas_load_buffer_count is per tensor argument
 
 @dataclass(frozen=True)
 class TrialKey:

@@ -105,9 +105,11 @@ class Evaluated:
 class SearchProgress:
     evaluated: int
     pruned: int
-    total_estimate: int | None  # evaluations expected in all (None: bounded only by time)
+    total_estimate: int | None  # at most this many evaluations: max_evals, else every config of the space
+    # (a pattern search usually converges sooner); known from the first report
     best_config: Mapping[str, Any] | None
     best_score: float | None
+    best_info: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -269,6 +271,7 @@ class _Search:
                 total_estimate=self.total_estimate,
                 best_config=None if best is None else best.config,
                 best_score=None if best is None else best.score,
+                best_info=None if best is None else best.info,
             )
         )
 
@@ -384,8 +387,7 @@ class _Search:
     def pattern(
         self, seeds: list[Point], searchers: int, initial_samples: int, max_restarts: int | None
     ) -> None:
-        if self.max_evals is not None:
-            self.total_estimate = min(self.max_evals, self.size)
+        self.total_estimate = self.size if self.max_evals is None else min(self.max_evals, self.size)
         self.report(force=True)
         starts = list(seeds)
         while len(starts) < max(initial_samples, len(seeds)):

@@ -26,6 +26,7 @@ import platformdirs
 
 from ..sqlite_file import SqliteFile
 from .keys import TrialKey
+from .objective import OBJECTIVE_SQL
 
 log = logging.getLogger(__name__)
 
@@ -240,7 +241,8 @@ class TuningStore(SqliteFile):
     # ---- reading ------------------------------------------------------------------------------------------
 
     def best(self, key: TrialKey, evaluator: str | None = None) -> Trial | None:
-        """Fastest "ok" trial for the key's kernel, shapes and chip.
+        """Best "ok" trial for the key's kernel, shapes and chip: the fastest by tuning's objective (a config
+        over the default scoped VMEM counts as VMEM_MARGIN slower, see objective.py).
 
         The evaluator is `evaluator`, else `key.evaluator`; when both are None the most trustworthy evaluator
         that has a result wins (tpu, then compile, then model, then any other), not the smallest number.
@@ -249,7 +251,7 @@ class TuningStore(SqliteFile):
         return top[0] if top else None
 
     def top(self, key: TrialKey, n: int, evaluator: str | None = None) -> list[Trial]:
-        """The n fastest distinct configs ("ok" trials; each config's fastest trial), as best() chooses."""
+        """The n best distinct configs ("ok" trials; each config's best trial), ranked as best() ranks."""
         key = key.with_evaluator(evaluator or key.evaluator)
         where, params = _key_where(key)
         ok = f"{where} AND verdict = 'ok' AND seconds IS NOT NULL"
@@ -270,7 +272,7 @@ class TuningStore(SqliteFile):
             if chosen is None:
                 return []
             rows = c.execute(
-                f"SELECT * FROM trials WHERE {ok} AND evaluator = ? ORDER BY seconds, timestamp, id",
+                f"SELECT * FROM trials WHERE {ok} AND evaluator = ? ORDER BY {OBJECTIVE_SQL}, timestamp, id",
                 [*params, chosen],
             )
             out: list[Trial] = []

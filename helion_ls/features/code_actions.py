@@ -22,7 +22,7 @@ from compiler.config import Config
 from ..edits import EditError, TextEdit
 from ..lru import LruCache
 from ..server import HelionServer
-from .commands import best_configs, config_edit, workspace_edit
+from .commands import best_configs, config_edit, planned_edit, workspace_edit
 
 log = logging.getLogger(__name__)
 FIX_BUDGET = 3.0  # seconds a worker may spend finding and verifying VMEM fixes for one diagnostic
@@ -173,7 +173,8 @@ async def config_actions(ls: HelionServer, uri: str, position: types.Position) -
         for unit, config in zip(view.units, best, strict=True):
             if config is None or config == unit.config:
                 continue
-            edit = config_edit(view, loaded.text, unit.index, config, None)
+            arg = {"shapeSet": unit.index, "config": config}  # the other shape sets keep theirs (apply_plan)
+            edit, _ = await planned_edit(ls, loaded, view, arg)
             out.append(
                 types.CodeAction(
                     title=f"Apply tuned config for shape set {unit.index}: {Config(config).short()}",

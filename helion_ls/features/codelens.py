@@ -4,7 +4,10 @@ kernel without shape lines, whose shape sets come from the file's calls, has the
   shapes in use (opens the generated module) · "Tune on <chip>" when the store has no result (its tooltip
   says that tuning runs the kernel's code; "Tuning off: <why>" where that is not allowed, see trust.py)
   "Tuning… n/N" while a tuner searches, "Verifying best…" while it checks the winner (click to cancel)
-  "Best: <short config> — <est. time, TF/s or GB/s> (× vs current)" · "Apply"
+  "Best: <short config> — <est. time, TF/s or GB/s> (× vs current)" · "Apply" (only for a gain of at least
+  APPLY_GAIN, compiler/tune/objective.py); "(current)" once applied
+  "Retune on <chip> (shapes|chip changed)" when the last tuning of the shape set was for other shapes or
+  another chip: a result is shown only for the shape set's text and chip it was tuned for
   "Not tunable: …" (no command) for a shape set that does not compile
 Results come from the tuning store (cached, read in a thread), so runs made elsewhere show up; the
 watcher calls `store_changed` when another process writes the store. The tuner's state is read when a
@@ -23,6 +26,7 @@ from lsprotocol import types
 
 from compiler.config import Config
 from compiler.specs import TensorSpec
+from compiler.tune import objective
 from compiler.tune.keys import TrialKey
 from compiler.tune.store import Trial
 
@@ -83,6 +87,20 @@ def trial_key(unit: Unit) -> TrialKey:
     return TrialKey(unit.key.source_hash, unit.key.shape_key, unit.key.chip)
 
 
+def worth_applying(summary: Summary, current: Config | None) -> bool:
+    """Apply is offered when the best is not the current config and, where the current config's figure is
+    known, gains at least APPLY_GAIN over it by tuning's objective (compiler/tune/objective.py)."""
+    best = summary.best
+    if current is not None and Config(best.config) == current:
+        return False
+    now = summary.current
+    if now is None or not now.seconds or not best.seconds:
+        return True
+    return objective.worth_applying(
+        objective.objective(best.seconds, best.metrics), objective.objective(now.seconds, now.metrics)
+    )
+
+
 def best_title(summary: Summary, current: Config | None, compiled: Any, chip: str) -> str:
     """The best config and its figures; an estimate (any evaluator but a TPU measurement) always says so,
     with the chip it estimates, whether or not the config is the current one."""
@@ -94,15 +112,48 @@ def best_title(summary: Summary, current: Config | None, compiled: Any, chip: st
     if current is not None and Config(best.config) == current:
         title += " (current)"
     elif summary.current is not None and summary.current.seconds:
-        title += f" ({summary.current.seconds / best.seconds:.2f}× vs current)"
+        ratio = summary.current.seconds / best.seconds
+        if worth_applying(summary, current):
+            title += f" ({ratio:.2f}× vs current)"
+        else:  # said in percent: "1.02×" could be 1.9 %
+            title += f" ({100 * (ratio - 1):.1f} % faster than current, under the {objective.APPLY_GAIN:.0%} worth applying)"
     if best.evaluator != "tpu":
         title += f" [{best.evaluator}, {chip}]"
     return title
 
 
-def tuned_shapes(job: TuneJob) -> str | None:
-    """The shapes a finished job tuned (the shape set at its index may have other shapes after an edit)."""
-    return ((job.result or {}).get("shape_set") or {}).get("args")
+def tuned_note(summary: Summary | None, current: Config | None) -> str | None:
+    """Why the current config, a tuned pick that needs more than the default scoped VMEM, is worth it (for
+    its HPL301 hint); None when it is not such a pick."""
+    if summary is None or current is None or Config(summary.best.config) != current:
+        return None
+    best, within = summary.best, summary.within
+    if not objective.over_default(best.metrics) or not best.seconds:
+        return None
+    what = "an estimate" if best.evaluator != "tpu" else "measured"
+    if within is None or not within.seconds:
+        return f"Tuning picked it: no config it tried fits the default limit ({best.evaluator}, {what})"
+    gain = within.seconds / best.seconds - 1
+    return (
+        f"Tuning picked it: {gain:.0%} faster than the best config within the default limit "
+        f"({Config(within.config).short()}, {fmt_seconds(within.seconds)}; {best.evaluator}, {what}), over the "
+        f"{objective.VMEM_MARGIN:.0%} that asks for"
+    )
+
+
+def same_problem(job: TuneJob, view: KernelView, unit: Unit, chip: str) -> bool:
+    """Was `job` tuning this unit as it is now: the same code, shape set text and chip?"""
+    spec = job.spec
+    return spec.source_hash == view.source_hash and spec.shape_key == unit.key.shape_key and spec.chip == chip
+
+
+def what_changed(job: TuneJob | None, view: KernelView, unit: Unit, chip: str) -> str | None:
+    """"shapes" or "chip" when a finished tuning of this shape set was for other shapes or another chip."""
+    if job is None or job.active or job.spec.source_hash != view.source_hash:
+        return None
+    if job.spec.shape_key != unit.key.shape_key:
+        return "shapes"
+    return "chip" if job.spec.chip != chip else None
 
 
 def unstored_summary(job: TuneJob) -> Summary:
@@ -177,26 +228,27 @@ def unit_lenses(
         return lenses
     stored = summary is not None
     if summary is None and job is not None and job.state == "done" and job.best and job.best.get("config"):
-        if job.spec.source_hash == view.source_hash and tuned_shapes(job) == unit.key.shape_key:
-            summary = unstored_summary(job)  # a result the store did not keep: still shown
+        if same_problem(job, view, unit, chip):  # a result the store did not keep: still shown
+            summary = unstored_summary(job)
     if summary is None:
         if refused is not None:
             lenses.append(_lens(rng, f"Tuning off: {refused.split(';')[0]}", "helion.tune", target, refused))
             return lenses
-        failed = (
-            job is not None and job.state in ("failed", "stale") and job.spec.source_hash == view.source_hash
-        )
+        failed = job is not None and job.state in ("failed", "stale") and same_problem(job, view, unit, chip)
         if compile_failed(ls, view, unit):
             lenses.append(_lens(rng, NOT_TUNABLE))
             return lenses
+        changed = what_changed(job, view, unit, chip)
         title = f"Tuning {job.state}: retry on {chip}" if failed else f"Tune on {chip}"
+        if changed is not None:  # the figures of the last tuning belong to other shapes or another chip
+            title = f"Retune on {chip} ({changed} changed)"
         lenses.append(_lens(rng, title, "helion.tune", target, TUNE_TOOLTIP))
         return lenses
     current, compiled = current_config(ls, view, unit)
     again = refused or f"Tune again. {TUNE_TOOLTIP}"
     title = best_title(summary, current, compiled, chip) + ("" if stored else " (not stored)")
     lenses.append(_lens(rng, title, "helion.tune", target, again))
-    if current is None or Config(summary.best.config) != current:
+    if current is None or worth_applying(summary, current):
         apply = {**target, "config": summary.best.config}
         lenses.append(_lens(rng, apply_title, "helion.applyConfig", apply))
     return lenses
@@ -225,11 +277,14 @@ async def lenses_for(ls: HelionServer, uri: str, shown_in: str | None = None) ->
         )
     enc = ls.encoding()
     out: list[types.CodeLens] = []
+    notes: dict[Any, str | None] = {}
     for view in loaded.kernels.values():
         found = [
             summaries.get((trial_key(unit), current_config(ls, view, unit)[0])) if unit.args else None
             for unit in view.units
         ]
+        for unit, summary in zip(view.units, found, strict=True):
+            notes[unit.key] = tuned_note(summary, current_config(ls, view, unit)[0])
         for unit, summary in zip(view.units, found, strict=True):
             anchor = view.shape_set_ranges[unit.index] if unit.index < len(view.shape_set_ranges) else None
             where, rng = loaded.layout.range(anchor or view.decorator_range, enc)
@@ -237,21 +292,51 @@ async def lenses_for(ls: HelionServer, uri: str, shown_in: str | None = None) ->
                 continue
             title = await _apply_title(ls, loaded, view, unit, summary, found)
             out.extend(unit_lenses(ls, uri, view, unit, rng, summary, settings.chip, loaded.lines, title))
+    ls.analyzer.set_tuned(uri, notes)
     return out
 
 
 async def _apply_title(
     ls: HelionServer, loaded: Any, view: KernelView, unit: Unit, summary: Summary | None, bests: list
 ) -> str:
-    """"Apply", or what it will write when one config for every shape set would be wrong."""
+    """"Apply", or what it will write when one config for every shape set would be wrong. A lens request
+    never waits on a compile (lenses fetched slowly lag behind what they show): until the compiles the plan
+    needs are known (`_plan_soon`), the title is "Apply"."""
     current = current_config(ls, view, unit)[0]
-    if summary is None or len(view.units) < 2 or (current is not None and Config(summary.best.config) == current):
+    if summary is None or len(view.units) < 2 or not worth_applying(summary, current):
         return "Apply"
     try:
-        plan = await apply_plan.plan_for(ls, loaded, view, unit.index, summary.best.config, bests)
+        plan = await apply_plan.plan_for(ls, loaded, view, unit.index, summary.best.config, bests, known_only=True)
+    except apply_plan.Unknown:
+        _plan_soon(ls, loaded, view, unit, summary, bests)
+        return "Apply"
     except ValueError:
         return "Apply"
     return plan.title
+
+
+_PLANNING: set[tuple] = set()  # (unit key, config) whose plan is being worked out
+
+
+def _plan_soon(ls: HelionServer, loaded: Any, view: KernelView, unit: Unit, summary: Summary, bests: list) -> None:
+    """Work out the Apply plan in the background (its compiles land in apply_plan.CLEAN), then refresh."""
+    key = (unit.key, repr(Config(summary.best.config)))
+    if key in _PLANNING:
+        return
+    _PLANNING.add(key)
+
+    async def plan() -> None:
+        try:
+            await apply_plan.plan_for(ls, loaded, view, unit.index, summary.best.config, bests)
+        except ValueError:  # nothing fits some shape set: the lens stays "Apply", the command says why
+            pass
+        except Exception:  # a failed compile costs the title, never the lenses
+            log.exception("working out the Apply plan of %s failed", view.name)
+        finally:
+            _PLANNING.discard(key)
+        ls.lenses.changed()
+
+    asyncio.create_task(plan())
 
 
 def store_changed(ls: HelionServer, path: str) -> None:

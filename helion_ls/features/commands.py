@@ -3,9 +3,10 @@
 helion.tune {uri, kernel, shapeSet|null} · helion.tuneFile {uri} · helion.cancelTuning {uri|null, kernel|null}
 helion.applyConfig {uri, kernel, shapeSet|null, config, configs?}: the decorator edit (see apply_plan.py for
 when it writes one config per shape set) goes through workspace/applyEdit against the document version it
-was computed from; then the user is told the file has unsaved changes and the new text compiles at once. Tuning runs kernel code, so the
-tune commands first ask `ls.code_execution_refusal` (see trust.py) and answer {jobs: [], refused} with a
-message to the user when it says no. Tuning state changes become
+was computed from; then the user is told the file has unsaved changes (as helion/applied {uri, message} to
+a client that announced clientShowsApplyNotice: it drops the notice on save) and the new text compiles at
+once. Tuning runs kernel code, so the tune commands first ask `ls.code_execution_refusal` (see trust.py) and
+answer {jobs: [], refused} with a message to the user when it says no. Tuning state changes become
 helion/tuningState notifications, refreshed lenses and a message at the end, plus a cancellable
 $/progress per job unless the client announced (initializationOptions.clientShowsTuningProgress) that it
 shows tuning progress itself from the notifications.
@@ -92,6 +93,7 @@ def start_tuning(ls: HelionServer, loaded: Loaded, view: KernelView, shape_set: 
             store_path=ls.store_for(settings).path,
             budget_seconds=settings.tune_budget_seconds,
             max_evals=settings.tune_max_evals,
+            shape_key=unit.key.shape_key,
         )
         jobs.append(ls.tuner.submit(spec))
     return jobs
@@ -152,22 +154,46 @@ class JobProgress:
 
 
 def connect_tuner(ls: HelionServer) -> None:
+    """Tuning state to the client. A new state or phase is told at once; new counts wait for the next lens
+    refresh (`ls.lenses.before_send`) and are told with it, so the notification and the lenses fetched
+    after the refresh show the same count (the job's title says the counts last told)."""
     progress: dict[int, JobProgress] = {}
+    told: dict[int, tuple[str, str | None]] = {}  # job -> (state, phase) last told the client
+    counts: dict[int, TuneJob] = {}  # jobs with counts not told yet
 
-    def changed(job: TuneJob) -> None:
+    def tell(job: TuneJob) -> None:
+        job.show()
+        counts.pop(id(job), None)
+        told[id(job)] = (job.state, job.phase)
+        if job.state in FINAL:
+            told.pop(id(job))
         snap = _job_json(job)
         ls.protocol.notify("helion/tuningState", snap)
+        if id(job) in progress:
+            progress[id(job)].queue.put_nowait(snap)
+            if job.state in FINAL:
+                progress.pop(id(job))
+
+    def tell_counts() -> None:
+        for job in list(counts.values()):
+            if job.active:
+                tell(job)
+        counts.clear()
+
+    ls.lenses.before_send = tell_counts
+
+    def changed(job: TuneJob) -> None:
+        ls.lenses.changed()
+        if job.active and told.get(id(job)) == (job.state, job.phase):
+            counts[id(job)] = job  # only the counts moved: told with the next lens refresh
+            return
         caps = ls.client_capabilities.window
         wants_progress = (
             caps is not None and bool(caps.work_done_progress) and not ls.client_shows_tuning_progress
         )
         if id(job) not in progress and job.state == "running" and wants_progress:
             progress[id(job)] = JobProgress(ls, job)
-        if id(job) in progress:
-            progress[id(job)].queue.put_nowait(snap)
-            if job.state in FINAL:
-                progress.pop(id(job))
-        ls.lenses.changed()
+        tell(job)
         name = f"{job.spec.kernel} (shape set {job.spec.shape_set})"
         if job.state == "done":
             best = job.best or {}
@@ -239,14 +265,15 @@ async def planned_edit(
         raise JsonRpcInvalidParams("missing config")
     if len(view.units) < 2:
         return set_config(text, view.name, config), f"the tuned config to {view.name}"
+    bests = await apply_plan.stored_bests(ls, loaded, view)
     try:
-        plan = await apply_plan.plan_for(ls, loaded, view, shape_set, config, await apply_plan.stored_bests(ls, loaded, view))
+        plan = await apply_plan.plan_for(ls, loaded, view, shape_set or 0, config, bests)
     except ValueError as exc:
         raise EditError(str(exc)) from None
     if plan.configs is not None:
         what = f"one config per shape set to {view.name} (configs=[…]: {plan.why})"
         return set_configs(text, view.name, plan.configs), what
-    return set_config(text, view.name, config, index=shape_set), f"the tuned config to {view.name}"
+    return set_config(text, view.name, config), f"the tuned config to {view.name} (every shape set)"
 
 
 async def apply_config(ls: HelionServer, arg: dict[str, Any]) -> dict[str, Any]:
@@ -282,7 +309,12 @@ def after_apply(ls: HelionServer, uri: str, text: str, what: str) -> None:
     """The edit is in the editor's buffer, not on disk: say so, and compile the new text now (its
     diagnostics, hovers and lenses must not wait for a save)."""
     name = os.path.basename(to_fs_path(uri) or uri)
-    ls.tell_user(f"Applied {what}. {name} has unsaved changes: save it to keep them.")
+    notice = f"Applied {what}. {name} has unsaved changes: save it to keep them."
+    if ls.client_shows_apply_notice:  # it shows the notice until the file is saved
+        log.info("%s", notice)
+        ls.protocol.notify("helion/applied", {"uri": uri, "message": notice})
+    else:
+        ls.tell_user(notice)
     state = ls.analyzer.docs.get(uri)
     if state is None:
         return

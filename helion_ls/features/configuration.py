@@ -57,6 +57,7 @@ def register(ls: HelionServer) -> None:
         options = params.initialization_options
         if isinstance(options, dict):
             ls.client_shows_tuning_progress = options.get("clientShowsTuningProgress") is True
+            ls.client_shows_apply_notice = options.get("clientShowsApplyNotice") is True
             trusted = options.get("workspaceTrusted")
             ls.workspace_trusted = trusted if isinstance(trusted, bool) else None
             options = {k: v for k, v in options.items() if k not in CLIENT_ANNOUNCEMENTS}

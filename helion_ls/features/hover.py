@@ -138,7 +138,7 @@ def _vmem_table(vmem: Any) -> str:
     rows = ["| buffer | role | block × buffers | dtype | bytes |", "|---|---|---|---|--:|"]
     for r in vmem.rows:
         rows.append(
-            f"| `{r.name}` | {r.role} | {_shape(r.block_shape)} ×{r.buffer_count} | {r.dtype} | {fmt_bytes(r.bytes)} |"
+            f"| `{r.shown}` | {r.role} | {_shape(r.block_shape)} ×{r.buffer_count} | {r.dtype} | {fmt_bytes(r.bytes)} |"
         )
     return "\n".join(rows)
 
@@ -186,17 +186,20 @@ def _smallest(items: list[tuple[Range, Any]]) -> tuple[Range, Any] | None:
     return min(items, key=lambda it: size(it[0]), default=None)
 
 
-def _operand(ck: Any, name: str) -> tuple[Any, Any] | None:
+def _operand(ck: Any, access: Any) -> tuple[Any, Any] | None:
     for call in ck.plan.calls:
+        if access.call and call.name != access.call:
+            continue
         for op in call.operands:
-            if op.name == name:
+            if op.name == access.operand:
                 return call, op
     return None
 
 
 def _row_bytes(ck: Any, call: Any, op: Any) -> int | None:
+    """The VMEM table's figure for this operand: its own row, not another buffer of the same tensor."""
     for row in ck.vmem.rows:
-        if row.call == call.name and row.name == op.tensor:
+        if row.call == call.name and row.operand == op.name:
             return row.bytes
     return None
 
@@ -208,7 +211,7 @@ def access_markdown(view: KernelView, hits: list[tuple[int, Any, Any]]) -> str:
     table = ["| shape set | block shape × buffers | index map | lives in | VMEM |", "|---|---|---|---|--:|"]
     notes: dict[str, None] = {}
     for index, ck, access in hits:
-        found = _operand(ck, access.operand)
+        found = _operand(ck, access)
         if found is None:
             continue
         call, op = found

@@ -170,6 +170,13 @@ export function registerCommands(context: CommandContext): vscode.Disposable[] {
       const at = editor === undefined ? undefined : { uri: editor.document.uri.toString(), line: editor.selection.active.line };
       await generated.open(target, at);
     },
+    // From a generated view: back to the kernel source line the statement under the cursor comes from.
+    "helion-ls.goToSource": async () => {
+      const editor = vscode.window.activeTextEditor;
+      if (editor === undefined || !(await generated.goToSource(editor))) {
+        void vscode.window.showInformationMessage("Go to Source works in a generated Pallas view, on generated code.");
+      }
+    },
     "helion-ls.tuneKernel": async () => {
       if (!(await tuningAllowed())) return;
       const { uri, kernel } = await kernelAtCursor(server, pythonEditor());

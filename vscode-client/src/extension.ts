@@ -5,6 +5,7 @@
  * logic that is unit-tested; the others are thin VS Code glue.
  */
 import * as vscode from "vscode";
+import { ApplyNotices } from "./applyNotice";
 import { registerCommands } from "./commands";
 import { GeneratedCodeProvider } from "./generatedView";
 import { TuningPlots } from "./plot";
@@ -27,6 +28,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const tuning = new TuningProgress(server);
   const plots = new TuningPlots(server, tuning);
   const statusBar = new HelionStatusBar(server, tuning);
+  const notices = new ApplyNotices(server);
   const running = server;
   context.subscriptions.push(
     output,
@@ -35,6 +37,7 @@ export function activate(context: vscode.ExtensionContext): void {
     tuning,
     plots,
     statusBar,
+    notices,
     ...registerCommands({ server: running, generated, tuning, plots, chips: chipNames(context.extension.packageJSON) }),
     vscode.workspace.onDidChangeConfiguration((event) => {
       // Other helion.* settings reach the running server through workspace/didChangeConfiguration.

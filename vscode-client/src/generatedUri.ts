@@ -51,18 +51,40 @@ export interface SourceMapEntry {
   uri?: string;
 }
 
+/** How specific a range is: fewest lines first, then the widest on its line (smaller ranks first). */
+function rank(range: SourceMapEntry["range"]): [number, number] {
+  return [range.end.line - range.start.line, range.start.character - range.end.character];
+}
+
 /**
- * The first generated line whose source range holds `sourceLine`, or, when none does, the one whose range
- * starts closest above it; null for an empty map. Lets the view open scrolled to the code under the cursor.
+ * The generated line of the code from `sourceLine`: among the entries whose source range holds it, the one
+ * spanning the fewest lines (the statement on that line, not the loop around it) and then the widest (the
+ * whole statement, not a sub-expression named on a line of its own, nor a line about an access, which maps to
+ * the access's start only); the first such line on a tie; when none
+ * holds it, the one whose range starts closest above it; null for an empty map. The same rule as the
+ * compiler's `compiler/source_map.py`.
  */
 export function generatedLineFor(sourceMap: readonly SourceMapEntry[], sourceLine: number): number | null {
-  let best: SourceMapEntry | null = null;
+  let holding: SourceMapEntry | null = null;
+  let above: SourceMapEntry | null = null;
   for (const entry of sourceMap) {
     const { start, end } = entry.range;
-    if (start.line <= sourceLine && sourceLine <= end.line) return entry.line;
-    if (start.line <= sourceLine && (best === null || start.line > best.range.start.line)) best = entry;
+    if (start.line <= sourceLine && sourceLine <= end.line) {
+      if (holding === null) {
+        holding = entry;
+      } else {
+        const [a, b] = [rank(entry.range), rank(holding.range)];
+        if (a[0] < b[0] || (a[0] === b[0] && a[1] < b[1])) holding = entry;
+      }
+    }
+    if (start.line <= sourceLine && (above === null || start.line > above.range.start.line)) above = entry;
   }
-  return best?.line ?? null;
+  return (holding ?? above)?.line ?? null;
+}
+
+/** Where generated line `line` comes from: its statement's own entry (the first one), with its document. */
+export function sourceEntryFor(sourceMap: readonly SourceMapEntry[], line: number): SourceMapEntry | null {
+  return sourceMap.find((entry) => entry.line === line) ?? null;
 }
 
 /**

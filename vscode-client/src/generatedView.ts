@@ -9,6 +9,7 @@ import {
   generatedLineFor,
   generatedUriParts,
   parseGeneratedQuery,
+  sourceEntryFor,
   type GeneratedTarget,
   type SourceMapEntry,
 } from "./generatedUri";
@@ -82,6 +83,25 @@ export class GeneratedCodeProvider implements vscode.TextDocumentContentProvider
       editor.revealRange(new vscode.Range(position, position), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
     }
     return editor;
+  }
+
+  /**
+   * From a generated view: the kernel source the statement under the cursor comes from (the nearest mapped
+   * statement above it when its own line has no entry), opened and selected. False when `editor` is no view.
+   */
+  async goToSource(editor: vscode.TextEditor): Promise<boolean> {
+    const target = parseGeneratedQuery(editor.document.uri.query);
+    if (editor.document.uri.scheme !== GENERATED_SCHEME || target === null) return false;
+    const map = this.sourceMaps.get(editor.document.uri.toString()) ?? [];
+    let entry = null;
+    for (let line = editor.selection.active.line; line >= 0 && entry === null; line--) entry = sourceEntryFor(map, line);
+    if (entry === null) return false;
+    const source = await vscode.workspace.openTextDocument(vscode.Uri.parse(entry.uri ?? target.uri)); // a notebook cell, or the file
+    const start = new vscode.Position(entry.range.start.line, entry.range.start.character);
+    const shown = await vscode.window.showTextDocument(source, { viewColumn: vscode.ViewColumn.One, preview: false });
+    shown.selection = new vscode.Selection(start, start);
+    shown.revealRange(new vscode.Range(start, start), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+    return true;
   }
 
   /** Re-reads the open views of `documentUri` (every open view when omitted). */

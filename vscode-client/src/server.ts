@@ -30,6 +30,12 @@ import { pythonExtensionInterpreter } from "./pythonEnv";
 import { initializationOptions, readSettings, SETTING_KEYS, type HelionSettings } from "./settings";
 import type { TuningStateParams } from "./tuningModel";
 
+/** helion/applied: the server applied a config to `uri`'s buffer; `message` says so and asks for a save. */
+export interface AppliedParams {
+  uri: string;
+  message: string;
+}
+
 export type ServerStatus =
   | { state: "stopped" }
   | { state: "starting"; interpreter?: string }
@@ -82,12 +88,15 @@ export class HelionServer implements vscode.Disposable {
   private everRunning = false;
   private readonly statusEmitter = new vscode.EventEmitter<ServerStatus>();
   private readonly tuningEmitter = new vscode.EventEmitter<TuningStateParams>();
+  private readonly appliedEmitter = new vscode.EventEmitter<AppliedParams>();
   private readonly startedEmitter = new vscode.EventEmitter<void>();
 
   /** Fires on every change of `currentStatus`. */
   readonly onDidChangeStatus = this.statusEmitter.event;
   /** The server's helion/tuningState notifications. */
   readonly onTuningState = this.tuningEmitter.event;
+  /** The server's helion/applied notifications: a config was applied to a file's buffer, not saved yet. */
+  readonly onApplied = this.appliedEmitter.event;
   /** A (re)started server is ready: views showing server data should refresh. */
   readonly onDidStart = this.startedEmitter.event;
 
@@ -146,6 +155,7 @@ export class HelionServer implements vscode.Disposable {
     this.trustGrant?.dispose();
     this.statusEmitter.dispose();
     this.tuningEmitter.dispose();
+    this.appliedEmitter.dispose();
     this.startedEmitter.dispose();
   }
 
@@ -183,6 +193,7 @@ export class HelionServer implements vscode.Disposable {
     this.output.info(`Starting ${choice.command} ${SERVER_ARGS.join(" ")} (Python ${verdict.version} at ${verdict.executable})`);
     const client = new LanguageClient("helion", "Helion", this.serverOptions(choice, cwd), this.clientOptions());
     client.onNotification("helion/tuningState", (params: TuningStateParams) => this.tuningEmitter.fire(params));
+    client.onNotification("helion/applied", (params: AppliedParams) => this.appliedEmitter.fire(params));
     client.onDidChangeState((event) => {
       if (event.newState === State.Stopped && this.client === client && this.status.state === "running") {
         this.setStatus({ state: "stopped" });

@@ -106,13 +106,14 @@ export function readSettings(raw: Readonly<Record<string, unknown>> | undefined,
  * `clientShowsTuningProgress`: tuning.ts shows a cancellable notification per run from helion/tuningState,
  * so the server should not add a $/progress of its own. `workspaceTrusted`: VS Code's workspace trust (false
  * in Restricted Mode), which decides whether the server may run kernel code (tuning); a later grant is sent
- * as helion/didChangeWorkspaceTrust.
+ * as helion/didChangeWorkspaceTrust. `clientShowsApplyNotice`: applyNotice.ts shows the server's "applied,
+ * not saved yet" notice (helion/applied) until the file is saved.
  */
 export function initializationOptions(
   settings: HelionSettings,
   workspaceTrusted: boolean,
-): HelionSettings & { clientShowsTuningProgress: true; workspaceTrusted: boolean } {
-  return { ...settings, clientShowsTuningProgress: true, workspaceTrusted };
+): HelionSettings & { clientShowsTuningProgress: true; clientShowsApplyNotice: true; workspaceTrusted: boolean } {
+  return { ...settings, clientShowsTuningProgress: true, clientShowsApplyNotice: true, workspaceTrusted };
 }
 
 /** The levels a setting can be written at, narrowest first. */

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { entriesIn, GENERATED_SCHEME, generatedLineFor, generatedUriParts, parseGeneratedQuery } from "../generatedUri";
+import { entriesIn, GENERATED_SCHEME, generatedLineFor, generatedUriParts, parseGeneratedQuery, sourceEntryFor } from "../generatedUri";
 
 test("the URI follows the contract: <path>.<kernel>.<shapeSet>.pallas.py with uri, kernel, shapeSet", () => {
   const parts = generatedUriParts({ uri: "file:///work/examples/attention.py", kernel: "attention", shapeSet: 1 }, "/work/examples/attention.py");
@@ -40,6 +40,30 @@ test("the generated line for a source line: the covering entry, else the nearest
   assert.equal(generatedLineFor(map, 40), 30);
   assert.equal(generatedLineFor(map, 3), null);
   assert.equal(generatedLineFor([], 3), null);
+});
+
+test("a line inside a loop goes to its own statement, not to the loop's statements that come first", () => {
+  const map = [
+    { line: 22, range: range(16, 17) }, // `def tile_k_body(...)`: the whole loop
+    { line: 24, range: range(17, 17) }, // the hl.dot statement on line 17
+    { line: 24, range: range(15, 15) }, // a value from line 15 written inline into it
+    { line: 26, range: range(16, 17) },
+  ];
+  assert.equal(generatedLineFor(map, 17), 24);
+  assert.equal(generatedLineFor(map, 16), 22);
+  assert.equal(generatedLineFor(map, 15), 24);
+  assert.deepEqual(sourceEntryFor(map, 24)?.range, range(17, 17));
+  assert.equal(sourceEntryFor(map, 23), null);
+});
+
+test("of the statements from one line, the one generated from the whole statement, not a named part of it", () => {
+  const part = { start: { line: 20, character: 30 }, end: { line: 20, character: 41 } }; // `local.index`
+  const whole = { start: { line: 20, character: 16 }, end: { line: 20, character: 70 } };
+  const map = [
+    { line: 57, range: part },
+    { line: 58, range: whole },
+  ];
+  assert.equal(generatedLineFor(map, 20), 58);
 });
 
 test("a notebook's source map: the entries of the cell the cursor is in", () => {

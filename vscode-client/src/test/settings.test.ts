@@ -101,7 +101,7 @@ test("a setting is written at the narrowest level that already sets it", () => {
 
 test("the initialization options are the settings plus the tuning-progress and trust announcements", () => {
   const settings = readSettings({ chip: "v6e", tuneMaxEvals: 30 });
-  assert.deepEqual(initializationOptions(settings, true), { ...settings, clientShowsTuningProgress: true, workspaceTrusted: true });
+  assert.deepEqual(initializationOptions(settings, true), { ...settings, clientShowsTuningProgress: true, clientShowsApplyNotice: true, workspaceTrusted: true });
   assert.equal(initializationOptions(settings, false).workspaceTrusted, false);
   assert.equal(settings.chip, "v6e"); // the settings object itself is left as it was
   assert.equal("clientShowsTuningProgress" in settings, false);

@@ -1,0 +1,40 @@
+"""What tuning ranks configs by, and when a better config is worth writing into a kernel.
+
+Speed, with the rules our hints state: a config that needs more than the chip's default scoped VMEM
+(HPL301: the generated code raises `vmem_limit_bytes`, taking VMEM other kernels of the program may want)
+ranks as if it were VMEM_MARGIN slower, so it is picked only when it is at least that much faster than every
+config within the default limit. A stored best is offered for *Apply* only when it gains at least
+APPLY_GAIN over the config the kernel runs with now. The store (`TuningStore.top`) orders trials by the same
+objective, in SQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+VMEM_MARGIN = 0.05  # an over-the-default-limit config must be >= 5 % faster than the best within it
+APPLY_GAIN = 0.02  # Apply is offered for a gain of >= 2 % (by the objective) over the current config
+OVER_DEFAULT = "over_default_limit"  # the VMEM report's verdict (metrics["vmem_verdict"])
+
+
+def over_default(metrics: Mapping[str, Any] | None) -> bool:
+    """Does this trial's config need more than the default scoped VMEM?"""
+    return bool(metrics) and metrics.get("vmem_verdict") == OVER_DEFAULT
+
+
+def objective(seconds: float, metrics: Mapping[str, Any] | None) -> float:
+    """Seconds, with the over-the-default-VMEM margin added."""
+    return seconds * (1 + VMEM_MARGIN) if over_default(metrics) else seconds
+
+
+def worth_applying(best: float, current: float) -> bool:
+    """Is going from `current` to `best` (objective values) a gain of at least APPLY_GAIN?"""
+    return current >= best * (1 + APPLY_GAIN)
+
+
+# `objective` in SQLite, on the trials table's `seconds` and `metrics` (JSON) columns
+OBJECTIVE_SQL = (
+    f"seconds * (CASE WHEN json_extract(metrics, '$.vmem_verdict') = '{OVER_DEFAULT}' "
+    f"THEN {1 + VMEM_MARGIN!r} ELSE 1.0 END)"
+)
