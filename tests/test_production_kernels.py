@@ -99,7 +99,7 @@ def test_small_inputs_match_torch_through_the_copies(name):
 # runs are in tests/test_conformance.py; interpret mode cannot see what the TPU rejects, e.g. bf16 in tpu.weird) --
 
 DMA_CASES = {p.stem: load_case(p) for p in discover("dma_")}
-ONE_HOT = ("gather_non_finite", "scatter_partial_tile", "scatter_rows_bf16")
+ONE_HOT = ("gather_non_finite", "scatter_partial_tile", "scatter_rows_bf16", "rows_view_short_blocks")
 DMA_CASES.update({name: load_case(next(p for p in discover(name) if p.stem == name)) for name in ONE_HOT})
 
 
@@ -125,3 +125,13 @@ def test_dma_case_compiles_with_libtpu_for_v7x(name):
     ck = _dma_case_compile(name)
     problems = [d for d in ck.check_tpu_compile() if d.is_error]
     assert not problems, [d.message for d in problems]
+
+
+def test_short_blocks_over_a_1d_tensor_read_its_rows_view():
+    """`labels[tile_n]` with 16-row blocks (cross entropy at 128k): the 1-D tensors keep the pinned block through
+    their [n / 16, 16] views instead of being raised to a 128-row rank-1 block (64 MiB of logits rows)."""
+    ck = CASES["cross_entropy"].kernel.compile(shape_set=1, config={"block_sizes": [16]}, chip="v7x")
+    assert list(ck.config["block_sizes"]) == [16] and not [d for d in ck.diagnostics if d.code == "HPL205"]
+    blocks = {o.tensor: o.block_shape for call in ck.plan.calls for o in call.operands}
+    assert blocks["labels_rows"] == (256, 16) and blocks["losses_rows"] == (256, 16)
+    assert blocks["logits"] == (16, 131072)
