@@ -22,7 +22,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from .chips import Chip, get_chip
-from .config import Config, ConfigError, as_config
+from .config import HELION_KEYS, Config, ConfigError, as_config
 from .diagnostics import ArgRankError, CompileError, Diagnostic, Position, Range, Related, UserError, error
 from .frontend.call_shapes import InferredShapes, ShapeOrigin
 from .frontend.limits import too_deep
@@ -299,7 +299,8 @@ class Kernel:
         given = config.get("block_sizes")
         if given is not None and not (isinstance(given, list) and all(isinstance(b, int) for b in given)):
             raise CompileError([error("HPL109", "block_sizes must be a list of integers", self.decorator_range)])
-        key = (format_args(specs), None if given is None else tuple(given))
+        tunables = {k: v for k, v in config.items() if k not in HELION_KEYS}  # hl.register_tunable values
+        key = (format_args(specs), None if given is None else tuple(given), chip.name, repr(sorted(tunables.items())))
         cached = self._traces.get(key)
         if cached is not None:
             self._traces.move_to_end(key)
@@ -311,7 +312,7 @@ class Kernel:
             while True:  # a device-bounded loop's block longer than a dim it indexes is cut to it (BlockTooLong)
                 provisional = BlockSizeTable(given, lambda i, extent: min(extent, 128))
                 try:
-                    ir = Tracer(self.info, self.definition.node, specs, provisional, caps).run()
+                    ir = Tracer(self.info, self.definition.node, specs, provisional, caps, chip, tunables).run()
                     break
                 except BlockTooLong as cut:
                     if caps.get(cut.dim, cut.size + 1) <= cut.size:
@@ -442,10 +443,11 @@ class Kernel:
 
     def _shrink_defaults(self, specs: dict, ir: KernelIR, uses: list[BlockUse], cfg: Config,
                          layouts: list[CallLayout], report: VmemReport, chip: Chip) -> tuple:
-        """Default blocks that overflow the default VMEM limit are halved (non-lane dims first) until they fit."""
+        """Default blocks that overflow the default VMEM limit are halved (non-lane dims first) until they fit;
+        the largest ones together, so loops of the same shape (whose temporaries count once) shrink at once."""
         from .space import candidates
 
-        for _ in range(8):
+        for _ in range(12):
             if report.verdict == "fits":
                 break
             blocks = list(cfg["block_sizes"])
@@ -453,8 +455,10 @@ class Kernel:
                           and any(c < blocks[u.index] for c in candidates(u))]
             if not shrinkable:
                 break
-            use = max(shrinkable, key=lambda u: blocks[u.index])
-            blocks[use.index] = max(c for c in candidates(use) if c < blocks[use.index])
+            largest = max(blocks[u.index] for u in shrinkable)
+            for use in shrinkable:
+                if blocks[use.index] == largest:
+                    blocks[use.index] = max(c for c in candidates(use) if c < blocks[use.index])
             smaller = cfg.replace(block_sizes=blocks)
             ir2, _, _ = self._trace(specs, smaller, chip)
             layouts2, report2 = self._layouts(ir2, smaller, chip)
@@ -512,14 +516,16 @@ class CompiledKernel:
     def __repr__(self) -> str:
         return f"<CompiledKernel {self.kernel.name} {format_args(self.args)} {self.config} on {self.chip.name}>"
 
-    def __call__(self, *args: Any) -> Any:
-        from .runtime import load_entry, run
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call it as the kernel is called: positional or keyword arguments, defaulted ones left out."""
+        from .runtime import bind_call, load_entry, run
 
         if not self.source:
             raise RuntimeError(f"{self!r} was compiled with emit=False: it has no code to run")
         if self._fn is None:
             self._fn = load_entry(self.source, self.entry, f"<pallas {self.kernel.name}>")
-        return run(self._fn, self.kernel.params, self.args, self.chip, args, self.mutated)
+        params, specs, values = bind_call(self.kernel.definition.node, self.args, args, kwargs)
+        return run(self._fn, params, specs, self.chip, values, self.mutated)
 
     def arg_structs(self) -> list[Any]:
         """jax.ShapeDtypeStructs of the tensor arguments (for lowering / compiling without data)."""
@@ -528,8 +534,7 @@ class CompiledKernel:
 
         names = {"float32": jnp.float32}
         out = []
-        for name in self.kernel.params:
-            spec = self.args[name]
+        for spec in self.call_specs.values():
             if isinstance(spec, TensorSpec):
                 dtype = names.get(str(spec.dtype), None) or jnp.dtype(str(spec.dtype).replace("torch.", ""))
                 out.append(jax.ShapeDtypeStruct(spec.shape, dtype))
@@ -559,7 +564,16 @@ class CompiledKernel:
         return result
 
     def scalar_args(self) -> dict[str, Any]:
-        return {n: v for n, v in self.args.items() if not isinstance(v, TensorSpec)}
+        """The generated function's non-tensor arguments (defaulted ones included), in its order."""
+        return {n: v for n, v in self.call_specs.items() if not isinstance(v, TensorSpec)}
+
+    @cached_property
+    def call_specs(self) -> dict[str, ArgSpec]:
+        """Spec of each parameter the generated function takes (a defaulted one: its default)."""
+        from .runtime import bind_call
+
+        params, specs, _ = bind_call(self.kernel.definition.node, self.args, [], {}, compiled_only=True)
+        return {p: specs[p] for p in params}
 
     def to_json(self) -> dict:
         return {

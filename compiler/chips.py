@@ -94,6 +94,7 @@ class Chip:
     num_sublanes: int
     mxu_column_size: int
     num_mxus: int
+    tensorcores: int  # TensorCores one JAX device (so one kernel launch) spans: 2 on megacore v4/v5p, else 1
     topology_name: str
     topology_kwargs: dict = field(default_factory=dict, hash=False, compare=False)
     sources: dict = field(default_factory=dict, hash=False, compare=False)
@@ -142,6 +143,7 @@ def get_chip(name: str) -> Chip:
         num_sublanes=info["num_sublanes"],
         mxu_column_size=info["mxu_column_size"],
         num_mxus=info["num_mxus"],
+        tensorcores=_JAX_CHIPS[key][1],
         topology_name=topo_name,
         topology_kwargs=topo_kwargs,
         sources={
@@ -153,5 +155,6 @@ def get_chip(name: str) -> Chip:
             "default_scoped_vmem_bytes": "libtpu 0.0.42.1 deviceless compile, shared notes",
             "max_vmem_limit_bytes": "libtpu 0.0.42.1 deviceless compile, shared notes",
             "topology_name": "jax.experimental.topologies names accepted by libtpu 0.0.42.1",
+            "tensorcores": "jax 0.10.2 TensorCores per device (megacore)",
         },
     )

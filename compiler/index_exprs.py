@@ -33,9 +33,11 @@ class Deps:
     loops: frozenset[int] = frozenset()
     data: bool = False
     opaque: bool = False  # an op this module cannot follow (then nothing is proven about it)
+    dims: frozenset[tuple[int, int]] = frozenset()  # (loop id, axis) of each loop dim it reads
 
     def __or__(self, other: Deps) -> Deps:
-        return Deps(self.loops | other.loops, self.data or other.data, self.opaque or other.opaque)
+        return Deps(self.loops | other.loops, self.data or other.data, self.opaque or other.opaque,
+                    self.dims | other.dims)
 
 
 def _int(a: object) -> int | None:
@@ -58,9 +60,9 @@ def deps(v: object, depth: int = 0) -> Deps:
         return Deps(opaque=True)
     if p.kind in ("tile_begin", "tile_end", "tile_id"):
         d: TileDim = p.args[0]
-        out = Deps(frozenset({d.loop_id}), data=d.dynamic)
+        out = Deps(frozenset({d.loop_id}), data=d.dynamic, dims=frozenset({(d.loop_id, d.axis)}))
         if d.parent is not None:
-            out = out | Deps(frozenset({d.parent.loop_id}))
+            out = out | Deps(frozenset({d.parent.loop_id}), dims=frozenset({(d.parent.loop_id, d.parent.axis)}))
         return out
     if p.kind in _ARITH or p.kind in ("maximum", "minimum", "to", "neg", "clamp"):
         out = Deps()

@@ -45,6 +45,7 @@ Tags = tuple[frozenset, ...]
 REDUCTIONS = {"sum", "mean", "amax", "amin", "prod", "argmax", "argmin", "logsumexp", "any", "all"}
 _LOW = {"amax", "argmax", "logsumexp"}  # reductions whose identity is the lowest value
 _HIGH = {"amin", "argmin"}
+PAST_END = 2**31 - 1  # a scatter position no tensor has: the padded rows of a partial tile write nothing
 
 
 def insert_masks(ir: KernelIR) -> None:
@@ -338,7 +339,7 @@ class _Rewriter:
                 out.append(n)
             else:
                 if isinstance(n, Store):
-                    self.check_store(n)
+                    out.extend(self.check_store(n))
                 out.append(n)
         if loop is not None:
             for c in loop.carried:
@@ -438,9 +439,15 @@ class _Rewriter:
                           "moved by an earlier reshape or operation, so it cannot be masked; pick block sizes that "
                           "divide the loop extents", op.range)
 
-    def check_store(self, n: Store) -> None:
+    def check_store(self, n: Store) -> list[Node]:
+        """A store writes only valid positions: a tile-indexed dim drops its padding itself (Pallas drops the
+        padded part of an edge block; device-bounded windows are masked by the store); a scatter whose positions
+        come from the partial tile's own positions gets them masked to a position past the end, which it skips,
+        where the stored value spans that tile too (a jagged tile's lanes included); the other partial tiles its
+        positions follow are named in `n.padding`, whose positions write nothing (one-hot: out of the selection;
+        DMA: no copy). Anything else would land padding on valid elements: HPL210."""
         skip = []
-        for it in n.index:  # a scatter's positions at a partial tile's padding write nothing
+        for it in n.index:
             if it[0] == "gather":
                 for axis, t in enumerate(self.of(it[1])):
                     if OPAQUE in t:
@@ -451,30 +458,41 @@ class _Rewriter:
         n.padding = tuple(dict.fromkeys(skip))
         tags = self.of(n.value)
         if not any(maskable(t) for t in tags):
-            return
-        block, axis_of = [], []
+            return []
+        block = []
         for it in n.index:
             if it[0] in ("tile", "full", "window"):
-                block.append(it)
-                axis_of.append(None)
+                block.append((it, 0))
             elif it[0] == "gather":
-                block.extend([it] * len(it[1].shape))
-                axis_of.extend(range(len(it[1].shape)))
+                block.extend((it, j) for j in range(len(it[1].shape)))
         off = len(block) - len(tags)
+        drop: dict[int, list[tuple[int, TileDim]]] = {}  # gather item position -> (index axis, tile) to mask
         for i, t in enumerate(tags):
             for d in t:
                 if d != OPAQUE and not d.partial:
                     continue
-                item = block[off + i] if off + i >= 0 else None
+                item, axis = block[off + i] if off + i >= 0 else (None, 0)
                 if d == OPAQUE:
                     raise UserError("HPL210", f"this store would write padding of a partial tile ({_tile_names(t) or 'moved by a reshape'}) "
                                               "into valid positions; pick block sizes that divide the loop extents", n.range)
-                if item is not None and item[0] == "gather" and (axis_of[off + i], d) in n.padding:
-                    continue  # the value's padding is at the scatter's padding positions, which write nothing
-                if item is None or item[0] != "tile" or item[1] != d:
+                if item is not None and item[0] == "gather" and d in self.of(item[1])[axis]:
+                    drop.setdefault(n.index.index(item), []).append((axis, d))
+                elif item is None or item[0] != "tile" or item[1] != d:
                     raise UserError("HPL210", f"the stored value spans partial tile {_describe(d)} in a dim that this "
                                               "store indexes differently, so its padding would land on valid "
                                               "elements; index the store with the same tile", n.range)
+        masks: list[Node] = []
+        index = list(n.index)
+        for pos, axes in drop.items():
+            item = index[pos]
+            m, idx = self.mask(item[1], sorted(set(axes), key=lambda a: (a[0], _order(a[1]))), PAST_END, n.range)
+            self.tags[idx.id] = self.of(item[1])
+            masks.append(m)
+            index[pos] = (item[0], idx, *item[2:])
+        n.index = tuple(index)
+        masked = {a for axes in drop.values() for a in axes}
+        n.padding = tuple(p for p in n.padding if p not in masked)
+        return masks
 
     def carry(self, loop: InnerLoop, c: Carried) -> list[Node]:
         """Keep the carried value where this iteration's block is padding (or wholly past the end)."""

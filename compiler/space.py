@@ -39,6 +39,7 @@ class BlockUse:
     itemsize: int = 4  # smallest itemsize among the tensors it tiles
     divides: bool = False  # must divide `extent` (a sub-tile inside its grid tile's block)
     rows: bool = False  # a block whose 1-D tensors are small: a short block reads their rows views
+    dynamic: bool = False  # tiles a loop whose range is computed on the device (jagged rows)
 
     @property
     def role(self) -> str:
@@ -78,7 +79,7 @@ def block_uses(ir: KernelIR, ranges: list[Range], extents: list[int]) -> list[Bl
         rows = i in row_blocks and bool(flat) and all(
             t.value.shape[0] == extent and fits_as_rows(extent, t.value.dtype.itemsize) for t in flat)
         uses.append(BlockUse(i, extent, frozenset(roles or {LEADING}), tuple(names), i in inner_blocks,
-                             ranges[i], itemsize, i in sub_blocks, rows))
+                             ranges[i], itemsize, i in sub_blocks, rows, i in device_blocks))
     return uses
 
 
@@ -114,6 +115,10 @@ def candidates(use: BlockUse) -> list[int]:
 
 def default_block(use: BlockUse) -> int:
     target = {RANK1: 1024, LANE: 512, SUBLANE: 256, LEADING: 1}[use.role]
+    if not use.tensors or (use.dynamic and use.role == LEADING):
+        # rows reached through positions (`t.index` gathers/scatters) or a leading dim walked by a range computed
+        # on the device (jagged sequences): one row per step would make a step per row; take rows like a sublane
+        target = 128
     ok = [c for c in candidates(use) if c <= max(target, 1)]
     return ok[-1] if ok else candidates(use)[0]
 

@@ -119,7 +119,8 @@ class DtypeSpec:
         return f"torch.{self.name}"
 
 
-ArgSpec = TensorSpec | int | float | bool | None | tuple[int, ...] | list[int] | DtypeSpec
+# str: a constant the kernel branches on (reduction="sum"), given to compile(args={...}); shape lines take none
+ArgSpec = TensorSpec | int | float | bool | None | tuple[int, ...] | list[int] | DtypeSpec | str
 SCALAR_KINDS = (bool, int, float, type(None), DtypeSpec)  # arguments that are not tensors or sequences
 
 
@@ -259,6 +260,8 @@ def coerce_args(args: object) -> dict[str, ArgSpec]:
         for k, v in args.items():
             if is_spec(v):
                 out[k] = v
+            elif isinstance(v, str) and v.isidentifier() and v not in DTYPES:
+                out[k] = v  # a string constant (reduction="sum"); spec text is never a bare name
             elif isinstance(v, str):
                 out[k] = parse_spec(v)
             elif _is_tensor(v):

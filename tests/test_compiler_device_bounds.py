@@ -188,3 +188,69 @@ def test_jagged_tile_refuses_what_it_cannot_mask(body, message):
         kernel(source).compile(args="x=f32[12, 40, 128], lengths=i32[12, 1]", config={"block_sizes": [8, 16]})
     d = info.value.diagnostics[0]
     assert d.code == "HPL106" and message in d.message and d.range.start.line == 12
+
+
+def test_position_only_tiles_default_to_full_row_blocks():
+    """A tile that indexes no tensor dim directly (its positions gather and scatter rows: grouped GEMM over jagged
+    groups, jagged attention) defaults to a 128-row block, not one row per step."""
+    source = """
+        @helion.kernel()
+        def grouped(a: torch.Tensor, b: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+            out = torch.zeros([a.size(0), b.size(1)], dtype=a.dtype, device=a.device)
+            for g in hl.grid(offsets.size(0) - 1):
+                start = offsets[g]
+                for tile_m, tile_n in hl.tile([offsets[g + 1] - start, b.size(1)]):
+                    acc = hl.zeros([tile_m, tile_n], dtype=torch.float32)
+                    for tile_k in hl.tile(a.size(1)):
+                        acc = torch.addmm(acc, a[start + tile_m.index, tile_k], b[tile_k, tile_n])
+                    out[start + tile_m.index, tile_n] = acc
+            return out
+    """
+    k = kernel(source)
+    config = k.default_config("a=f32[300, 64], b=f32[64, 128], offsets=i32[4]")
+    assert config["block_sizes"][0] == 128, config
+
+
+def test_offsets_tile_of_a_short_vector_lowers():
+    """`offsets[tile_b]` with 4 groups reads a 4-entry block of 5 offsets, a block no TPU can tile a 1-D array
+    with: the whole vector stays in VMEM and each step slices its entries; the kernel lowers and is right."""
+    source = """
+        @helion.kernel(config=helion.Config(block_sizes=[4, 128, 16]))
+        def jagged_sum(x: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+            out = torch.zeros([offsets.size(0) - 1, x.size(1)], dtype=x.dtype, device=x.device)
+            for tile_b in hl.tile(offsets.size(0) - 1):
+                starts = offsets[tile_b]
+                nnz = offsets[tile_b.index + 1] - starts
+                for tile_m in hl.tile(x.size(1)):
+                    acc = hl.zeros([tile_b, tile_m], dtype=x.dtype)
+                    for tile_k in hl.jagged_tile(nnz):
+                        rows = starts[:, None] + tile_k.index[None, :]
+                        acc = acc + x[rows, tile_m].sum(dim=1)
+                    out[tile_b, tile_m] = acc
+            return out
+    """
+    x = torch.randn(19, 128)
+    offsets = torch.tensor([0, 3, 3, 12, 19], dtype=torch.int32)
+    ck, out = run(kernel(source), "x=f32[19, 128], offsets=i32[5]", [x, offsets], {})
+    want = torch.stack([x[a:b].sum(0) for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist(), strict=True)])
+    torch.testing.assert_close(out, want)
+    assert "offsets_ref[pl.ds(" in ck.source
+
+
+def test_device_bounded_leading_rows_default_to_row_blocks():
+    """A leading dim walked by a range computed on the device (`q[tile_q, :, :]` over one jagged sequence, as in
+    upstream's jagged HSTU attention) defaults to blocks of many rows (cut to the dim), not one row per step."""
+    source = """
+        @helion.kernel()
+        def seq_sum(q: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+            out = torch.zeros([offsets.size(0) - 1, q.size(1), q.size(2)], dtype=q.dtype, device=q.device)
+            for g in hl.grid(offsets.size(0) - 1):
+                acc = hl.zeros([q.size(1), q.size(2)], dtype=torch.float32)
+                for tile_q in hl.tile(offsets[g], offsets[g + 1]):
+                    acc = acc + q[tile_q, :, :].sum(dim=0)
+                out[g, :, :] = acc
+            return out
+    """
+    k = kernel(source)
+    config = k.default_config("q=f32[300, 4, 128], offsets=i32[4]")
+    assert config["block_sizes"][0] >= 128, config

@@ -85,6 +85,16 @@ async def test_kernel_hover_shows_each_inferred_shape_set_with_its_vmem(client: 
     assert "HPL107" not in text
 
 
+async def test_the_hover_of_the_kernel_nothing_calls_says_it_lacks_shapes_not_that_it_fails(client: LanguageClient):
+    at = ROWS.index("def never_called") + 5
+    position = types.Position(line=ROWS[:at].count("\n"), character=5)
+    result = await client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=client.uri), position=position))
+    text = result.contents.value
+    assert "#### No shape set" in text and "Not compiled yet: no `# helion: args(...)` line" in text
+    assert "Does not compile" not in text
+
+
 async def test_apply_on_an_inferred_shape_set_writes_configs_in_shape_set_order(client: LanguageClient):
     kernel = compiler.load(ROWS).kernels["row_softmax"]
     bests = [{"block_sizes": [32]}, {"block_sizes": [64]}]  # shape set 0 (64 rows) and 1 (128 rows) differ

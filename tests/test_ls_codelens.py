@@ -163,7 +163,7 @@ async def test_lenses_without_shape_sets_and_for_plain_files(client: LanguageCli
     text = (client.ws / "add.py").read_text().replace("# helion: args", "# args")
     uri = open_doc(client, path, text)
     assert titles(await lenses(client, uri)) == [
-        (text[: text.index("@helion.kernel")].count("\n"), "no shape set: add `# helion: args(...)`")
+        (text[: text.index("@helion.kernel")].count("\n"), "no shape set: add a # helion: args(...) line")
     ]
     plain = client.ws / "plain.py"
     plain.write_text("x = 1\n")

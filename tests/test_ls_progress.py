@@ -3,13 +3,14 @@ clientShowsTuningProgress, as the VS Code client sends): helion/tuningState carr
 show the tuner's live state while it runs, the server makes no $/progress of its own, and the final
 message still comes.
 
-The tuner is paused (SIGSTOP) right after a notification arrives, so the lens request that follows must
+The tuner runs in short slices and is paused (SIGSTOP) between them, so the lens request that follows must
 show exactly the state that notification reported, however fast the tuner would otherwise move on.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import signal
@@ -42,7 +43,7 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
         ws,
         libtpu=False,
         executor="inline",
-        tuneMaxEvals=500,  # inline model evaluations: ~5 s of search; counts are told with each lens refresh
+        tuneMaxEvals=500,  # inline model evaluations: about a second of search; counts are told with each lens refresh
         clientShowsTuningProgress=True,
     )
     yield
@@ -83,6 +84,22 @@ async def paused_lens(client: LanguageClient, uri: str, pid: int) -> tuple[objec
         os.kill(pid, signal.SIGCONT)
 
 
+async def step_until(client: LanguageClient, pid: int, predicate, slice_seconds, limit: float = 90.0) -> None:
+    """Let the tuner run in short slices (`slice_seconds()` long), pausing it after each until what it
+    reported has arrived, until `predicate` holds; the tuner is left paused. (Its whole search takes
+    about a second and counts are told with lens refreshes, so a free-running tuner could finish before
+    any count reached the client.)"""
+    deadline = asyncio.get_running_loop().time() + limit
+    os.kill(pid, signal.SIGSTOP)
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, "the condition did not come about"
+        os.kill(pid, signal.SIGCONT)
+        await asyncio.sleep(slice_seconds())
+        os.kill(pid, signal.SIGSTOP)
+        with contextlib.suppress(TimeoutError):  # a count is told with the next lens refresh
+            await rec(client).wait(predicate, 0.5)
+
+
 async def test_lenses_show_the_live_state_and_the_server_makes_no_progress_of_its_own(client):
     path = client.ws / "attention.py"
     uri = open_doc(client, path)
@@ -106,8 +123,14 @@ async def test_lenses_show_the_live_state_and_the_server_makes_no_progress_of_it
             for p in notes(client, uri)
         )
 
-    await rec(client).wait(searching, 90)
-    note, title = await paused_lens(client, uri, pid)
+    def counting():  # the tuner's imports are done: its first count (maybe 0) has been told
+        return any(attr(p, "title") not in ("Tuning queued…", "Tuning… starting the tuner") for p in notes(client, uri))
+
+    await step_until(client, pid, searching, lambda: 0.05 if counting() else 0.3)
+    try:
+        note, title = notes(client, uri)[-1], await tuner_lens(client, uri)
+    finally:
+        os.kill(pid, signal.SIGCONT)
     assert attr(note, "phase") == "searching" and attr(note, "evaluated") > 0, note
     assert title == f"Tuning… {attr(note, 'evaluated')}/{attr(note, 'total')} (cancel)"
     assert title == f"{attr(note, 'title')} (cancel)"  # the client's notification shows the lens's words

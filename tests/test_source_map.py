@@ -69,16 +69,14 @@ def _check(path, fn, ck) -> None:
 @pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_each_dot_store_and_reduction_maps_to_its_statement(path):
     text = path.read_text()
-    tree = ast.parse(text)
-    fns = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
-    for name, kernel in compiler.load(text, path.name).kernels.items():
+    for kernel in compiler.load(text, path.name).kernels.values():
         if not kernel.shape_sets:
             continue
         try:
             ck = kernel.compile(shape_set=0, chip="v7x")
         except CompileError:
             continue
-        _check(path, fns[name], ck)
+        _check(path, kernel.definition.node, ck)  # an alias kernel's is the function it wraps
         if any(c.inner_loops for c in ck.plan.calls):  # the conformance kernels: one other strategy (time)
             others = ("emit_pipeline", "fori_loop") if path.parent.name != "kernels" or path.parent == MORE_KERNELS \
                 else ("emit_pipeline",)
@@ -87,4 +85,4 @@ def test_each_dot_store_and_reduction_maps_to_its_statement(path):
                     other = kernel.compile(shape_set=0, config={**ck.config, "pallas_loop_type": loop_type})
                 except CompileError:
                     continue
-                _check(path, fns[name], other)
+                _check(path, kernel.definition.node, other)

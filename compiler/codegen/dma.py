@@ -47,6 +47,7 @@ from ..ir import (
     tensor_params,
     viewed,
 )
+from ..masks import PAST_END
 from .work import padded_bytes
 
 SMEM_INDEX_BYTES = 256 * 1024  # an index table read on the scalar core is copied whole into SMEM (1 MiB)
@@ -407,6 +408,12 @@ class ScalarIndex:
             return f"jnp.clip({x}, {lo}, {hi})"
         if k == "broadcast_to":
             return self.render(a[0], self._broadcast(a[0], v, pos), depth + 1)
+        if k == "mask" and a[1] == PAST_END and not p.kwargs["live"] and not any(p.kwargs["lanes"]):
+            for axis, d in p.kwargs["dims"]:  # a scatter's positions at a partial tile's padding: no copy
+                if not isinstance(d, TileDim) or pos[axis][1] is None:
+                    raise NotScalar
+                self._tile(d, pos[axis][1])
+            return self.render(a[0], pos, depth + 1)
         if k == "index":
             return self.render(a[0], _index_positions(p.kwargs["items"], a[0], pos), depth + 1)
         if k == "reshape":

@@ -45,17 +45,17 @@ HELPERS = {
     ),
     "scatter": (
         "def _scatter(block, idx, values, axis, valid=None):\n"
-        '    """block with block[..., idx, ...] = values along `axis`; a position given twice takes the later\n'
-        '    value, as torch does; positions where `valid` is false (a partial tile\'s padding) write nothing."""\n'
+        '    """block with block[..., idx, ...] = values along `axis`. A position given twice is written once: by the\n'
+        "    last of its rows that changes it (torch leaves the order of duplicates undefined; rows that rewrite the\n"
+        "    old value, such as masked-off rows pointing at a valid one, then cannot undo a real write). Positions\n"
+        "    past the end, and where `valid` is false (a partial tile's padding), write nothing.\"\"\"\n"
         "    rows = block.shape[axis]\n"
         "    flat = idx.reshape(-1)\n"
         "    flat = jnp.where(flat < 0, flat + rows, flat)\n"
         "    k = flat.shape[0]\n"
-        "    ok = jnp.ones((k,), jnp.int32) if valid is None else valid.astype(jnp.int32).reshape(k)  # int: no i1 reshapes\n"
-        "    later = jax.lax.broadcasted_iota(jnp.int32, (k, k), 1) > jax.lax.broadcasted_iota(jnp.int32, (k, k), 0)\n"
-        "    overwritten = jnp.any((flat[:, None] == flat[None, :]) & later & (ok.reshape(1, k) != 0), axis=1)\n"
-        "    one_hot = (jax.lax.broadcasted_iota(jnp.int32, (rows, k), 0) == flat[None, :]) & ~overwritten[None, :] \\\n"
-        "        & (ok.reshape(1, k) != 0)\n"
+        "    if valid is not None:  # int: no i1 reshapes\n"
+        "        ok = valid.astype(jnp.int32).reshape(k)\n"
+        "        flat = jnp.where(ok != 0, flat, rows)\n"
         "    table = jnp.moveaxis(block, axis, 0)\n"
         "    rest = table.shape[1:]\n"
         "    vals = jnp.moveaxis(values, tuple(range(axis, axis + idx.ndim)), tuple(range(idx.ndim)))\n"
@@ -64,6 +64,13 @@ HELPERS = {
         "        vals = jnp.where(ok.reshape((k,) + (1,) * len(rest)) != 0, vals, 0)\n"
         "    if len(rest) != 1:\n"
         "        table, vals = table.reshape(rows, -1), vals.reshape(k, -1)\n"
+        "    hits = jax.lax.broadcasted_iota(jnp.int32, (rows, k), 0) == flat[None, :]\n"
+        "    picks = flat[:, None] == jax.lax.broadcasted_iota(jnp.int32, (k, rows), 1)  # not hits.T: no i1 transposes\n"
+        "    old = _one_hot_rows(picks, table)\n"
+        "    changes = jnp.sum((vals != old).astype(jnp.int32), axis=1) > 0  # Mosaic cannot reduce these i1 lanes\n"
+        "    later = jax.lax.broadcasted_iota(jnp.int32, (k, k), 1) > jax.lax.broadcasted_iota(jnp.int32, (k, k), 0)\n"
+        "    overwritten = jnp.any((flat[:, None] == flat[None, :]) & later & changes[None, :], axis=1)\n"
+        "    one_hot = hits & (changes & ~overwritten)[None, :]\n"
         "    written = jnp.any(one_hot, axis=1, keepdims=True)\n"
         "    out = jnp.where(written, _one_hot_rows(one_hot, vals), table).reshape((rows,) + rest)\n"
         "    return jnp.moveaxis(out, 0, axis) if axis else out\n"

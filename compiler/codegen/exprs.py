@@ -17,7 +17,7 @@ INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "mod"
          "xor": "^", "lshift": "<<", "rshift": ">>"}
 UNARY_FN = {
     "exp": "jnp.exp", "exp2": "jnp.exp2", "log": "jnp.log", "log2": "jnp.log2", "log1p": "jnp.log1p",
-    "expm1": "jnp.expm1", "sqrt": "jnp.sqrt", "rsqrt": "jax.lax.rsqrt", "tanh": "jnp.tanh",
+    "sqrt": "jnp.sqrt", "rsqrt": "jax.lax.rsqrt", "tanh": "jnp.tanh",
     "sigmoid": "jax.nn.sigmoid", "abs": "jnp.abs", "sin": "jnp.sin", "cos": "jnp.cos", "floor": "jnp.floor",
     "ceil": "jnp.ceil", "erf": "jax.lax.erf", "logical_not": "jnp.logical_not", "square": "jnp.square",
     "silu": "jax.nn.silu", "sign": "jnp.sign", "isnan": "jnp.isnan", "isinf": "jnp.isinf", "round": "jnp.round",
@@ -31,6 +31,16 @@ REDUCE_FN = {"sum": "jnp.sum", "mean": "jnp.mean", "amax": "jnp.max", "amin": "j
 
 # Helpers the generated module defines when it uses them (softmax is spelled out so it lowers anywhere).
 HELPERS = {
+    "expm1": (
+        "def _expm1(x):\n"
+        '    """exp(x) - 1 without cancellation near 0 (Kahan: (u - 1) * x / log(u)); jnp.expm1 has no TPU\n'
+        '    lowering."""\n'
+        "    u = jnp.exp(x)\n"
+        "    um1 = u - 1.0\n"
+        "    edge = (um1 == 0.0) | jnp.isinf(u) | (um1 == -1.0)\n"
+        "    r = um1 * x / jnp.log(jnp.where(edge, 2.0, u))\n"
+        "    return jnp.where(um1 == 0.0, x, jnp.where(edge, um1, r))\n"
+    ),
     "softmax": (
         "def _softmax(x, axis):\n"
         "    e = jnp.exp(x - jnp.max(x, axis=axis, keepdims=True))\n"
@@ -173,8 +183,12 @@ class ExprWriter:
             return f"jnp.maximum({self.arg(a[0], False)}, 0)", True
         if k == "reciprocal":
             return f"1.0 / {self.arg(a[0])}", False
-        if k == "gelu":
-            return f"jax.nn.gelu({self.arg(a[0], False)}, approximate=False)", True
+        if k == "gelu":  # exact gelu through erf (jax.nn.gelu goes through erfc, which TPUs cannot lower)
+            x = self.arg(a[0])
+            return f"0.5 * {x} * (1.0 + jax.lax.erf({x} * {1 / math.sqrt(2.0)!r}))", False
+        if k == "expm1":  # jnp.expm1 has no TPU lowering
+            self.helpers.add("expm1")
+            return f"_expm1({self.arg(a[0], False)})", True
         if k in UNARY_FN:
             return f"{UNARY_FN[k]}({self.arg(a[0], False)})", True
         if k in BINARY_FN:

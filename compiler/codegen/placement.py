@@ -126,8 +126,9 @@ class Placer:
         return position
 
     def _axes(self, v: object) -> frozenset[int]:
-        loops = ix.deps(v).loops
-        return frozenset(g for (lid, _), g in self.grid_dims.items() if lid in loops)
+        """The launch-grid axes a position reads (per dim of a multi-dim hl.tile, not the whole loop)."""
+        dims = ix.deps(v).dims
+        return frozenset(g for key, g in self.grid_dims.items() if key in dims)
 
     # -- one access ----------------------------------------------------------------------------------------
 
@@ -201,6 +202,11 @@ class Placer:
         g = self.grid_dims.get((td.loop_id, td.axis))
         if g is not None and kind != "tile" and tiled_layout_dim(d, shape):
             # one row of a dim the TPU tiles (last two): keep the whole dim in VMEM, index it in the kernel
+            return DimPlan(size, "0", "0", "sliced")
+        if g is not None and kind == "tile" and len(shape) == 1 and isinstance(n, Load) and \
+                not _block_ok(d, shape, td.block_size, n.tensor.value.dtype.itemsize):
+            # a 1-D block the TPU cannot tile, read (a 4-entry block of 5 offsets: `offsets[tile_b]`): the whole
+            # vector stays in VMEM and the kernel slices its tile's positions from it
             return DimPlan(size, "0", "0", "sliced")
         if g is not None:
             name = self.grid_names[g]

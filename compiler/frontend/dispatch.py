@@ -10,9 +10,12 @@ import torch
 
 from ..diagnostics import Range, UserError
 from ..ir import Op, TileDim, Value
+from . import composites, pairs
 from .jagged import jagged_spec
 from .limits import check_product, check_range, check_round
 from .ops import BINARY_FUNCS, CASTS, REDUCTIONS, UNARY
+from .tunables import FRAGMENTS, make_fragment, tunable_value
+from .upstream_names import NUM_SM_CALLS, UPSTREAM_NAMES, num_sm
 from .values import DEVICE_SENTINEL, BlockSize, Module, NamedConst, Tile, TileId, TileLoopSpec
 
 if TYPE_CHECKING:
@@ -108,6 +111,9 @@ def _shape_tiles(args: list) -> tuple:
     return tuple(a.dim if isinstance(a, Tile) else None for a in args)
 
 
+FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+
+
 class Dispatcher:
     def __init__(self, tracer: Tracer):
         self.t = tracer
@@ -122,7 +128,8 @@ class Dispatcher:
                 return _MATH_CONST[attr]
             if q == "torch" and attr in TORCH_DTYPES:
                 return TORCH_DTYPES[attr]
-            return Module(f"{q}.{attr}")
+            name = f"{q}.{attr}"
+            return UPSTREAM_NAMES[name] if name in UPSTREAM_NAMES else Module(name)
         if isinstance(obj, Value):
             if attr == "shape":
                 return tuple(obj.shape)
@@ -191,6 +198,10 @@ class Dispatcher:
             return self.hl(q.rsplit(".", 1)[1], args, kwargs, rng)
         if q.startswith("builtins."):
             return self.builtin(q[9:], args, kwargs, rng)
+        if q in NUM_SM_CALLS:  # persistent kernels size their worker grid by it
+            return num_sm(self.t.chip)
+        if q.startswith("helion.autotuner.") and q.rsplit(".", 1)[1] in FRAGMENTS:
+            return make_fragment(q.rsplit(".", 1)[1], [unwrap(a) for a in args], kwargs, rng)
         if q.startswith("math."):
             fn = _MATH.get(q[5:])
             if fn is None:
@@ -256,9 +267,23 @@ class Dispatcher:
                 extent = _as_int(args[0], "register_block_size argument", rng)
             else:
                 raise UserError("HPL103", "hl.register_block_size(size) takes one size", rng)
-            return self.t.blocks.allocate(extent, rng)
+            block = self.t.blocks.allocate(extent, rng)
+            # a block past the extent covers it once (its tiles are cut to it): `hl.zeros([t, block])` must agree
+            return BlockSize(min(int(block), extent), block.index) if 0 < extent < block else block
         if name in ("tile", "grid"):
             return self.loop_spec(name, args, kwargs, rng)
+        if name in ("split", "join"):
+            self.t.used_pairs = True
+            if name == "split":
+                return pairs.split(self.ops, args[0] if args else None, rng)
+            return pairs.join(self.ops, *(list(args) + [None, None])[:2], rng)
+        if name == "register_tunable":
+            fragment = kwargs.get("fragment", args[1] if len(args) > 1 else None)
+            return tunable_value(unwrap(args[0]) if args else None, fragment, self.t.tunables, rng)
+        if name == "barrier":  # grid loops run as separate pallas_calls, in program order: nothing to wait for
+            if self.t.in_device:
+                raise UserError("HPL101", "hl.barrier() belongs between grid loops, not inside one", rng)
+            return None
         if name == "jagged_tile":
             return jagged_spec(self.ops, args, kwargs, rng)
         if name in ("zeros", "full"):
@@ -293,6 +318,8 @@ class Dispatcher:
                 raise UserError("HPL103", "hl.dot(a, b, acc=None, out_dtype=None) needs two operands", rng)
             acc = kwargs.get("acc", args[2] if len(args) > 2 else None)
             out_dtype = kwargs.get("out_dtype", args[3] if len(args) > 3 else None)
+            if out_dtype is None and acc is None and all(isinstance(a, Value) and a.dtype in FP8 for a in args[:2]):
+                out_dtype = torch.float32  # Helion: an fp8 dot without acc= gives float32 (fp8 results never)
             return self.ops.dot(args[0], args[1], acc, out_dtype, rng)
         if name == "rand":
             return self.rand(args, kwargs, rng)
@@ -551,12 +578,30 @@ class Dispatcher:
             return len(x.shape)
         if name == "numel":
             return math.prod(x.shape)
-        if name == "stride":
-            raise UserError("HPL101", "strides are not meaningful on TPU; use sizes", rng)
+        if name == "stride":  # the kernel reads its arguments contiguous (runtime.to_jax), so row-major strides
+            strides = tuple(math.prod(x.shape[i + 1:]) for i in range(len(x.shape)))
+            if not args:
+                return strides
+            d = _as_int(args[0], "stride() dim", rng)
+            if not -len(x.shape) <= d < len(x.shape):
+                raise UserError("HPL105", f"dim {d} out of range for a {len(x.shape)}-d tensor", rng)
+            return strides[d]
         if name == "clone" and not self.t.in_device:  # a new tensor with x's contents (contiguous/detach alias x)
             return self.ops.make("clone", (x,), {}, lambda t: t.clone(), rng, space="host")
         if name in ("contiguous", "clone", "detach"):
             return x
+        if name == "is_floating_point":
+            return x.dtype.is_floating_point
+        if name == "is_contiguous":  # the arrays a kernel receives are always contiguous (runtime.to_jax)
+            return True
+        approximate = unwrap(args[0] if args else kwargs.get("approximate", "none")) if name == "gelu" else None
+        if name in composites.UNARY_COMPOSITES or approximate == "tanh":
+            return composites.unary(ops, name, x, list(args), kwargs, rng)
+        if name in composites.BINARY_COMPOSITES:
+            other = args[0] if args else kwargs.get("other")
+            return composites.binary(ops, name, x, other if isinstance(other, Value) else unwrap(other), rng)
+        if name == "gelu" and approximate not in (None, "none"):
+            raise UserError("HPL103", f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}", rng)
         if name in UNARY:
             return ops.unary(name, x, rng)
         if name == "where" and from_function:
@@ -616,6 +661,10 @@ class Dispatcher:
             shape = _shape_arg(args, None, rng)
             if shape.count(-1) > 1:
                 raise UserError("HPL105", "only one -1 is allowed in a shape", rng)
+            halves = pairs.joined_halves(x, shape) if x.space == "device" else None
+            if halves is not None:  # hl.join(a, b).permute(..., -1, -2).reshape([..., d]): the halves side by side
+                self.t.used_pairs = True
+                return ops.cat("cat", halves, -1, rng)
             return ops.reshape(x, shape, rng)
         if name in ("transpose", "swapaxes"):
             if len(args) != 2:
@@ -646,13 +695,15 @@ class Dispatcher:
                 shape = tuple(x.shape[i - (len(shape) - len(x.shape))] if s == -1 else s for i, s in enumerate(shape))
             return ops.broadcast_to(x, shape, rng)
         if name in ("new_empty", "new_zeros", "new_ones", "new_full"):
-            shape = _shape_arg(args[:1], None, rng)
-            dtype = kwargs.get("dtype", x.dtype)
             init = name[4:]
+            # new_full(size, fill); the others take the size as one sequence or as several ints
+            sizes = args[:1] if init == "full" or (args and isinstance(unwrap(args[0]), tuple | list)) else args
+            shape = _shape_arg(sizes, None, rng)
+            dtype = kwargs.get("dtype", x.dtype)
             fill = unwrap(args[1] if len(args) > 1 else kwargs.get("fill_value", 0.0)) if init == "full" else (
                 1.0 if init == "ones" else 0.0)
             if self.t.in_device:
-                return ops.full(shape, fill, dtype, rng, tiles=_shape_tiles(args[:1]))
+                return ops.full(shape, fill, dtype, rng, tiles=_shape_tiles(sizes))
             return self.host_alloc(shape, dtype, init, fill, rng)
         if name == "flatten":
             return ops.reshape(x, (-1,), rng)

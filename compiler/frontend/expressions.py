@@ -17,7 +17,8 @@ from ..ir import Value
 from .dispatch import unwrap
 from .limits import check_binary
 from .ops import BINARY
-from .values import Module, NamedConst, Tile, TileId
+from .upstream_names import UPSTREAM_NAMES
+from .values import Closure, Module, NamedConst, Tile, TileId, lambda_def
 
 BINOPS = {
     ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
@@ -34,7 +35,8 @@ class ExpressionEvaluator:
         if name in self.env:
             return self.env[name]
         if name in self.info.imports:
-            return Module(self.info.imports[name])
+            qualname = self.info.imports[name]
+            return UPSTREAM_NAMES[qualname] if qualname in UPSTREAM_NAMES else Module(qualname)
         if name in self.info.constants:
             value = self.info.constants[name]
             return NamedConst(name, value) if isinstance(value, float) else value
@@ -82,6 +84,8 @@ class ExpressionEvaluator:
             return self.eval(node.body if cond else node.orelse)
         if isinstance(node, ast.JoinedStr):
             return ""
+        if isinstance(node, ast.Lambda):
+            return Closure(lambda_def(node), dict(self.env))
         raise UserError("HPL101", f"`{type(node).__name__}` expressions are not supported in a kernel", rng)
 
     def elements(self, nodes: list[ast.expr]) -> list[Any]:
@@ -110,6 +114,8 @@ class ExpressionEvaluator:
             kwargs[kw.arg] = self.eval(kw.value)
         if isinstance(func, ast.FunctionDef):
             return self.inline(func, args, kwargs, rng)
+        if isinstance(func, Closure):
+            return self.inline(func.fn, args, kwargs, rng, func.env)
         return self.dispatch.call(func, args, kwargs, rng)
 
     def binop(self, op: str, a: Any, b: Any, rng: Range) -> Any:

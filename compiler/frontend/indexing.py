@@ -20,6 +20,7 @@ import torch
 from .. import index_exprs as ix
 from ..diagnostics import Range, UserError
 from ..ir import Load, Op, TileDim, Value
+from .masked_positions import masked_in_range
 from .values import BlockTooLong, NamedConst, Tile, TileId
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ class Indexer:
     def __init__(self, tracer: Tracer):
         self.t = tracer
         self.ops = tracer.ops
+        self.mask: Value | None = None  # the extra_mask of the hl.load being indexed (masked_positions.py)
 
     # -- arithmetic on positions (ints stay Python ints) -------------------------------------------------
 
@@ -157,7 +159,8 @@ class Indexer:
         if isinstance(it, TileId):
             return ("id", it.dim)
         if isinstance(it, slice):
-            return self._slice_item(size, it, rng)
+            moving = self._moving_slice(size, it)
+            return moving if moving is not None else self._slice_item(size, it, rng)
         if _is_int(it):
             c = _const(it)
             if not -size <= c < size:
@@ -178,6 +181,11 @@ class Indexer:
                 return self._tile_item(tensor, dim, tile, rng, for_store)
             run = self.run(it, rng) if len(it.shape) == 1 else None
             if run is not None and run[2] > 0:
+                if self.mask is not None and masked_in_range(it, size, self.mask):
+                    try:
+                        return self._window(size, run, rng)
+                    except UserError:  # runs past the tensor where the mask drops it: read as a gather
+                        return ("gather", it)
                 return self._window(size, run, rng)
             return ("gather", it)
         raise UserError("HPL202", f"unsupported index `{type(it).__name__}`: use tiles, `:`, slices, None, integers "
@@ -191,6 +199,10 @@ class Indexer:
             return ("full",)  # a size-1 dim broadcasts against the tile (e.g. a [1, N] bias)
         if d.dynamic and d.block_size > tensor.shape[dim]:
             raise BlockTooLong((d.loop_id, d.axis), tensor.shape[dim])  # the window is then the whole dim
+        if d.extent > tensor.shape[dim] and self.mask is not None and not d.dynamic:
+            positions = self.ops.arange(d.block_size, torch.int32, ("tile", d), rng)
+            if masked_in_range(positions, tensor.shape[dim], self.mask):  # the mask drops what lies past the end
+                return ("gather", positions)
         if d.extent > tensor.shape[dim]:
             raise UserError("HPL105", f"tile `{d.name}` spans {d.extent} but dim {dim} of this tensor has size "
                                       f"{tensor.shape[dim]}", rng)
@@ -202,6 +214,20 @@ class Indexer:
             if owner is not None and owner.block_index is not None and ht is not None:
                 t.block_dims.setdefault(owner.block_index, []).append((ht, dim))
         return ("tile", d)
+
+    @staticmethod
+    def _moving_slice(size: int, s: slice) -> tuple | None:
+        """`x[..., start:start + n]` with `start` computed on the device and `n` a constant (int4_gemm reads
+        `A[tm, 2 * tk.begin : 2 * tk.begin + 2 * block]`): a window, when the start's bounds keep all n
+        positions inside the dim (else None: torch would shorten the slice, a window would not)."""
+        start, stop = _const(s.start), _const(s.stop)
+        if not isinstance(start, Value) or s.step not in (None, 1):
+            return None
+        base, n = _offset(stop)
+        lo_hi = ix.bounds(start)
+        if base is not start or n <= 0 or lo_hi is None or lo_hi[0] < 0 or lo_hi[1] + n > size:
+            return None
+        return ("window", start, n, 1)
 
     @staticmethod
     def _slice_item(size: int, s: slice, rng: Range) -> tuple:
@@ -270,7 +296,11 @@ class Indexer:
         if not self.t.in_device:
             raise UserError("HPL101", f"hl.{name} is device code: use it inside an hl.tile / hl.grid loop", rng)
         if name == "load":
-            value = self.t.load(args[0], index, rng)
+            self.mask = mask
+            try:
+                value = self.t.load(args[0], index, rng)
+            finally:
+                self.mask = None
             return value if mask is None else self.ops.where(mask, value, 0, rng)
         value = args[2]
         if mask is not None:

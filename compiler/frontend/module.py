@@ -65,13 +65,37 @@ def parse_module(source: str) -> ModuleInfo:
             dec = _kernel_decorator(stmt, info.imports)
             if dec is not None:
                 info.kernels.append(_kernel_def(stmt, dec, lines, assigned))
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+            alias = _kernel_alias(stmt.target.id, stmt.value, info)  # `attention_dynamic: object = ...`
+            if alias is not None:
+                info.kernels.append(_kernel_def(alias, stmt.value, lines, assigned))
         elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            alias = _kernel_alias(stmt.targets[0].id, stmt.value, info)
+            if alias is not None:
+                info.kernels.append(_kernel_def(alias, stmt.value, lines, assigned))
+                continue
             assigned[stmt.targets[0].id] = stmt.value
             try:
                 info.constants[stmt.targets[0].id] = ast.literal_eval(stmt.value)
             except (ValueError, TypeError, SyntaxError, RecursionError):
                 pass
     return info
+
+
+def _kernel_alias(name: str, value: ast.expr, info: ModuleInfo) -> ast.FunctionDef | None:
+    """`name = helion.kernel(other.fn, ...)` (or `helion.kernel(fn, ...)`): another kernel of the same function
+    with its own settings (upstream's attention_dynamic). The function, renamed; None for anything else."""
+    if not (isinstance(value, ast.Call) and value.args and qualified_name(value.func, info.imports) in KERNEL_DECORATORS):
+        return None
+    target = value.args[0]
+    if isinstance(target, ast.Attribute) and target.attr == "fn":
+        target = target.value
+    fn = info.functions.get(target.id) if isinstance(target, ast.Name) else None
+    if fn is None:
+        return None
+    renamed = copy.copy(fn)
+    renamed.name = name
+    return renamed
 
 
 def _collect_imports(stmt: ast.stmt, table: dict[str, str]) -> None:
@@ -103,10 +127,15 @@ def qualified_name(node: ast.expr, imports: dict[str, str]) -> str | None:
     return ".".join(reversed(parts))
 
 
+# `aot_kernel` is `kernel` plus ahead-of-time tuning keys (key=, batched=, collect_fn=): the same kernel here
+KERNEL_DECORATORS = frozenset({"helion.kernel", "helion.runtime.kernel", "helion.aot_kernel",
+                               "helion.experimental.aot_kernel"})
+
+
 def _kernel_decorator(fn: ast.FunctionDef, imports: dict[str, str]) -> ast.expr | None:
     for dec in fn.decorator_list:
         target = dec.func if isinstance(dec, ast.Call) else dec
-        if qualified_name(target, imports) in ("helion.kernel", "helion.runtime.kernel"):
+        if qualified_name(target, imports) in KERNEL_DECORATORS:
             return dec
     return None
 

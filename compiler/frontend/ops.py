@@ -116,12 +116,14 @@ class OpBuilder:
             "logical_or": torch.logical_or, "atan2": torch.atan2, "fmod": torch.fmod,
             "lshift": torch.bitwise_left_shift, "rshift": torch.bitwise_right_shift,
         }[name]
+        _no_fp8_promotion(name, (a, b), rng)
         if name in ("maximum", "minimum", "atan2") and not (isinstance(a, Value) and isinstance(b, Value)):
             # torch.maximum needs two tensors; a scalar operand broadcasts like in jnp
             return self.make(name, (a, b), {}, lambda x, y: fn(*_tensorize(x, y)), rng)
         return self.make(name, (a, b), {}, fn, rng)
 
     def where(self, cond: Any, a: Any, b: Any, rng: Range) -> Value:
+        _no_fp8_promotion("where", (a, b), rng)
         return self.make("where", (cond, a, b), {}, lambda c, x, y: torch.where(*_tensorize3(c, x, y)), rng)
 
     def clamp(self, x: Value, lo: Any, hi: Any, rng: Range) -> Value:
@@ -330,3 +332,16 @@ def _flat(items: Any):
 def _short(exc: Exception) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return text[:300]
+
+
+_FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+
+
+def _no_fp8_promotion(name: str, args: tuple, rng: Range) -> None:
+    """torch refuses to promote an 8-bit float tensor with a tensor of another dtype (on real devices; its meta
+    tensors wrongly allow it), and so does jnp: a diagnostic, not a result of the wrong dtype."""
+    dtypes = {a.dtype for a in args if isinstance(a, Value) and a.shape}
+    if len(dtypes) > 1 and any(d in _FP8 for d in dtypes):
+        names = " and ".join(sorted(str(d).replace("torch.", "") for d in dtypes))
+        raise UserError("HPL105", f"{name}: {names} do not promote (torch refuses 8-bit float promotion); convert "
+                                  "one side with .to(...) first", rng)

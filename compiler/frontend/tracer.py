@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from ..chips import Chip, get_chip
 from ..diagnostics import ArgRankError, Range, UserError
 from ..index_exprs import device_tile_positions
 from ..ir import (
@@ -38,8 +39,9 @@ from .indexing import Indexer
 from .limits import Budget
 from .module import ModuleInfo, assigned_names, target_name
 from .ops import OpBuilder
+from .pairs import drop_unused_views
 from .row_views import use_rows
-from .values import BlockSize, BlockSizeTable, NamedConst, Tile, TileLoopSpec
+from .values import BlockSize, BlockSizeTable, Closure, NamedConst, Tile, TileLoopSpec, lambda_def
 
 MAX_INLINE_DEPTH = 16
 MAX_STATEMENTS = 20000
@@ -54,8 +56,12 @@ class Tracer(ExpressionEvaluator):
     """Walks one kernel function and builds its `KernelIR`."""
 
     def __init__(self, info: ModuleInfo, fn: ast.FunctionDef, args: dict[str, ArgSpec], blocks: BlockSizeTable,
-                 caps: dict[tuple[int, int], int] | None = None):
+                 caps: dict[tuple[int, int], int] | None = None, chip: Chip | None = None,
+                 tunables: dict[str, Any] | None = None):
         self.info = info
+        self.tunables = tunables or {}  # config keys that are the kernel's own (hl.register_tunable)
+        self.used_pairs = False  # hl.split / hl.join seen: their replaced view ops are dropped (pairs.py)
+        self.chip = chip or get_chip("v7x")  # what `helion.runtime.get_num_sm()` reads (upstream_names.num_sm)
         self.fn = fn
         self.blocks = blocks
         self.caps = caps or {}  # (loop id, axis) -> longest block of a device-bounded loop dim (BlockTooLong)
@@ -101,7 +107,10 @@ class Tracer(ExpressionEvaluator):
             rng = Range(Range.of(params[0]).start, Range.of(params[-1]).end) if params else Range.of(self.fn)
             raise UserError("HPL103", f"args for {self.fn.name}({', '.join(names)}): {'; '.join(parts)}", rng)
         for name in names:
-            spec = specs[name] if name in specs else self._literal(defaults[name])
+            spec = specs[name] if name in specs else self._default(defaults[name])
+            if isinstance(spec, Closure):  # a callable default (matmul's epilogue): traced inline, not passed
+                self.env[name] = spec
+                continue
             if isinstance(spec, TensorSpec):
                 value = Value(spec.meta(), "host", hint=name)
                 self.tensors[value.id] = HostTensor(value, name, "arg")
@@ -111,11 +120,15 @@ class Tracer(ExpressionEvaluator):
                 self.env[name] = NamedConst(name, spec, is_arg=True) if isinstance(spec, float) else spec
             self.arg_values[name] = self.env[name]
 
-    def _literal(self, node: ast.expr) -> Any:
+    def _default(self, node: ast.expr) -> Any:
+        """A parameter's default, bound at compile time: a literal, or a lambda (called inline)."""
+        if isinstance(node, ast.Lambda):
+            return Closure(lambda_def(node), {})
         try:
             return ast.literal_eval(node)
-        except ValueError:
-            raise UserError("HPL106", "default values of kernel parameters must be literals", Range.of(node)) from None
+        except (ValueError, TypeError, SyntaxError, RecursionError):
+            raise UserError("HPL106", "default values of kernel parameters must be literals or lambdas",
+                            Range.of(node)) from None
 
     def _emit(self, op: Op) -> None:
         self.region.append(op)
@@ -133,13 +146,15 @@ class Tracer(ExpressionEvaluator):
         except _ReturnSignal as sig:
             ret = sig.value
         self._add_return(ret)
+        if self.used_pairs:
+            drop_unused_views(self.host)
         drop_unused_loads(self.host)
         live = {id(n) for n in walk(self.host)}
         self.loads = [n for n in self.loads if id(n) in live]
         tensors = list(self.tensors.values())
         dims = [self.block_dims.get(i, []) for i in range(len(self.blocks.values))]
         return KernelIR(
-            self.fn.name, [p.arg for p in self.fn.args.args], self.arg_values, self.host, tensors,
+            self.fn.name, list(self.arg_values), self.arg_values, self.host, tensors,
             list(self.blocks.values), dims, self.inner_loops, self.loads, Range.of(self.fn), frozenset(self.observed_blocks),
         )
 
@@ -533,8 +548,10 @@ class Tracer(ExpressionEvaluator):
             _no_64_bit(ht, rng)
         self.region.append(Store(rng, ht, items, value, accumulate, self.predicate))
 
-    def inline(self, fn: ast.FunctionDef, args: list, kwargs: dict, rng: Range) -> Any:
-        """Same-file helper functions are traced inline, like Helion does."""
+    def inline(self, fn: ast.FunctionDef, args: list, kwargs: dict, rng: Range,
+               captured: dict[str, Any] | None = None) -> Any:
+        """Same-file helper functions (and lambdas, with the names they `captured`) are traced inline, like
+        Helion does."""
         if self.depth >= MAX_INLINE_DEPTH:
             raise UserError("HPL101", f"helper `{fn.name}` recurses (or nests deeper than {MAX_INLINE_DEPTH})", rng)
         params = [p.arg for p in fn.args.args]
@@ -552,7 +569,7 @@ class Tracer(ExpressionEvaluator):
                     raise UserError("HPL103", f"`{fn.name}` is missing argument `{p}`", rng)
                 bound[p] = self.eval(defaults[p])
         saved_env, saved_current = self.env, self.current
-        self.env = bound
+        self.env = {**captured, **bound} if captured else bound
         self.depth += 1
         result = None
         try:

@@ -1,9 +1,11 @@
-"""Abstract values the tracer binds to names besides IR `Value`s: tiles, modules, named scalars."""
+"""Abstract values the tracer binds to names besides IR `Value`s: tiles, modules, named scalars, lambdas."""
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ..diagnostics import Range, UserError
 from ..ir import TileDim
@@ -77,6 +79,23 @@ class BlockTooLong(Exception):  # noqa: N818 - a request to trace again, not an 
 
 
 DEVICE_SENTINEL = Module("torch.device")
+
+
+@dataclass(eq=False)
+class Closure:
+    """A lambda (an epilogue passed in, or a kernel parameter's default): calling it traces its body inline
+    with the names it captured where it was written."""
+
+    fn: ast.FunctionDef
+    env: dict[str, Any]
+
+
+def lambda_def(node: ast.Lambda) -> ast.FunctionDef:
+    """`lambda a, b: e` as the helper `def <lambda>(a, b): return e`, so calls inline it like a helper."""
+    ret = ast.copy_location(ast.Return(node.body), node.body)
+    fn = ast.FunctionDef(name="<lambda>", args=node.args, body=[ret], decorator_list=[], returns=None,
+                         type_params=[])
+    return ast.copy_location(fn, node)
 
 
 class BlockSizeTable:

@@ -72,6 +72,8 @@ def _combine(per_dim: list[list[Any]], several: bool) -> Iterator[Any]:
 
 
 def _dot_result_dtype(a: torch.Tensor, b: torch.Tensor) -> torch.dtype:
+    if a.dtype.itemsize == 1 and a.dtype.is_floating_point and b.dtype.itemsize == 1 and b.dtype.is_floating_point:
+        return torch.float32  # fp8 x fp8 gives float32, as in Helion
     promoted = torch.promote_types(a.dtype, b.dtype)
     return promoted if promoted.is_floating_point else torch.int32
 

@@ -176,6 +176,11 @@ def exit_now(status: int) -> None:
     tracker = sys.modules.get("multiprocessing.resource_tracker")
     if tracker is not None:  # the process pool started it: stop and reap it rather than leave it behind
         with contextlib.suppress(Exception):
+            # Children (the gate's reference worker) hold the tracker's pipe open: it would never see the
+            # end of it, and stopping it would wait forever.
+            for child in sys.modules["multiprocessing"].active_children():
+                child.kill()
+                child.join(5)
             tracker._resource_tracker._stop()
     os._exit(status)
 

@@ -96,7 +96,8 @@ class GateCase:
     def of(ck: CompiledKernel, config: Mapping[str, Any] | None = None, prepare_seconds: float = 0.0) -> GateCase:
         k = ck.kernel
         blocks = tuple(ck.config.get("block_sizes", []))
-        return GateCase(ck.source, ck.entry, tuple(k.params), dict(ck.args), ck.chip.name, tuple(ck.mutated),
+        # the generated function's own parameters: defaulted ones included, a lambda default left out
+        return GateCase(ck.source, ck.entry, tuple(ck.call_specs), dict(ck.call_specs), ck.chip.name, tuple(ck.mutated),
                         k.source, k.name, k.path, blocks, dict(config if config is not None else ck.config),
                         prepare_seconds)  # fmt: skip
 

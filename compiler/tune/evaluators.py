@@ -217,9 +217,9 @@ class TpuEvaluator(Evaluator):
 
         _require_tpu(ck.chip)
         fn = load_entry(ck.source, ck.entry, f"<pallas {ck.kernel.name}>")
-        values = make_inputs(ck.args, seed=0)
+        values = make_inputs(ck.call_specs, seed=0)
         arrays, scalars = [], {}
-        for name, value in zip(ck.kernel.params, values, strict=True):
+        for name, value in zip(ck.call_specs, values, strict=True):
             if name in ck.scalar_args():
                 scalars[name] = value
             else:

@@ -194,7 +194,7 @@ def _written(lines: list[str], view: KernelView, unit: Unit) -> dict[str, str]:
 
 def _shapes_title(lines: list[str], view: KernelView, unit: Unit) -> str:
     if not unit.args:
-        return "no shape set: add `# helion: args(...)`"
+        return "no shape set: add a # helion: args(...) line"  # a lens title is plain text
     written = _written(lines, view, unit)
     groups: dict[str, list[str]] = {}
     for name, spec in unit.args.items():

@@ -28,6 +28,8 @@ from ..server import HelionServer
 BAR_CELLS = 24
 CODE_LINES = 30  # per excerpt; the full module is one click away
 SHOW_GENERATED = "helion-ls.showGeneratedCode"
+NO_SHAPES = ("Not compiled yet: no `# helion: args(...)` line above the kernel and no call in this file with "
+             "arguments known without running it. The hint's quick fix writes a shape line.")
 
 WHERE = {  # label in the table -> what it means
     "vmem_block": ("VMEM block", "the BlockSpec pipeline copies one block into VMEM per grid step"),
@@ -151,6 +153,9 @@ def kernel_markdown(ls: HelionServer, loaded: Loaded, view: KernelView) -> str:
     results = {i: ck for i, ck, _ in _units_with_results(ls, view)}
     for unit in view.units:
         parts.append(f"#### {_set_title(view, unit.index)}")
+        if not unit.args:  # nothing wrong with the kernel: it only lacks shapes (the HPL107 hint)
+            parts.append(NO_SHAPES)
+            continue
         ck = results.get(unit.index)
         if ck is None:
             parts.append(_compile_failure(ls, loaded, view, unit.index))

@@ -141,9 +141,13 @@ class _Anything:
 
 
 def _kernel_decorator(*args: Any, **kwargs: Any) -> Any:
+    def mark(fn: Any) -> Any:
+        fn.fn = fn  # `helion.kernel(other.fn, ...)` makes another kernel of the same function
+        return fn
+
     if args and callable(args[0]):
-        return args[0]
-    return lambda fn: fn
+        return mark(args[0])
+    return mark
 
 
 def _stub_module(name: str, **attrs: Any) -> types.ModuleType:

@@ -15,6 +15,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
+import { callsSteps, prepareCalls } from "./calls.mjs";
 import { notebookSteps, prepareNotebook } from "./notebook.mjs";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -113,6 +114,7 @@ mkdirSync(workspace, { recursive: true });
 const exampleCopy = join(workspace, "attention.py");
 copyFileSync(EXAMPLE, exampleCopy);
 prepareNotebook(REPO, workspace);
+prepareCalls(HERE, workspace);
 const exampleLines = readFileSync(exampleCopy, "utf8").split("\n");
 
 writeFileSync(
@@ -663,6 +665,8 @@ async function runSteps(page, url) {
 
   // A Jupyter notebook in the notebook editor (e2e/notebook.mjs); before step 10 stops the server.
   await notebookSteps({ page, url, step, shot, budget, need, log });
+  // A file written as upstream's examples are, its shapes found in its own calls (e2e/calls.mjs).
+  await callsSteps({ page, url, step, shot, budget, need, log, here: HERE });
 
   await step("10-missing-interpreter", ["01-open-example"], async () => {
     // Point helion.interpreter (in the folder's settings) at a program that does not exist: the server
