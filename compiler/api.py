@@ -274,9 +274,8 @@ class Kernel:
             raise CompileError([_internal(self.range, exc)]) from None
 
     def default_config(self, args: Any = None, chip: str | Chip = "v7x") -> Config:
-        specs = self.resolve_args(args)
-        ir, uses, _ = self._trace(specs, Config(), _chip(chip))
-        return self._fill_defaults(Config(), uses, ir)
+        specs = self.with_defaults(self.resolve_args(args))
+        return self._default_blocks(specs, Config(), _chip(chip))[2]
 
     def config_space(self, args: Any = None, chip: str | Chip = "v7x") -> ConfigSpace:
         from .space import build_space
@@ -347,16 +346,34 @@ class Kernel:
                      f"from {exc.how}", rng, related=(Related(exc.range or self.range, f"unpacks {exc.unpacked} dims "
                                                               f"from {exc.how}"),), data={"anchor": "shape_set"})
 
-    def _fill_defaults(self, config: Config, uses: list[BlockUse], ir: KernelIR) -> Config:
+    def _fill_defaults(self, config: Config, uses: list[BlockUse], ir: KernelIR,
+                       caps: Mapping[int, int] | None = None) -> Config:
+        """`config` with the blocks it does not give at their defaults for these uses, each at most its cap."""
         from .space import default_block
 
         values = dict(config)
         given = list(values.get("block_sizes", []))
-        blocks = given[: len(uses)] + [default_block(u) for u in uses[len(given):]]
+        blocks = given[: len(uses)] + [default_block(u, (caps or {}).get(u.index)) for u in uses[len(given):]]
         values["block_sizes"] = blocks
         if ir.inner_loops and "pallas_loop_type" not in values:
             values["pallas_loop_type"] = "unroll"
         return Config(values)
+
+    def _default_blocks(self, specs: dict[str, ArgSpec], config: Config, chip: Chip,
+                        caps: Mapping[int, int] | None = None) -> tuple[KernelIR, list[BlockUse], Config]:
+        """(ir, uses, config) with the blocks `config` does not give at their defaults. A default depends on the
+        trace (a sub-tile's extent is its grid tile's block), and the first trace uses placeholder blocks: the
+        defaults are recomputed on each re-trace until they stop changing (a few rounds at most)."""
+        ir, uses, _ = self._trace(specs, config, chip)
+        filled = self._fill_defaults(config, uses, ir, caps)
+        for _ in range(_DEFAULT_ROUNDS):
+            if list(filled["block_sizes"]) == ir.block_sizes:
+                break
+            ir, uses, _ = self._trace(specs, filled, chip)
+            filled = self._fill_defaults(config, uses, ir, caps)
+        if list(filled["block_sizes"]) != ir.block_sizes:  # no fixed point: the last defaults, traced
+            ir, uses, _ = self._trace(specs, filled, chip)
+        return ir, uses, filled
 
     def _compile(self, args: Any, config: Any, chip: str | Chip, shape_set: int | None, emit: bool = True
                  ) -> CompiledKernel:
@@ -383,10 +400,8 @@ class Kernel:
         index = shape_set if args is None else self._shape_set_of(specs)
         specs = self.with_defaults(specs)
         entry = self.config_range(index) if config is not None and cfg == self.config_for(index) else None
-        ir, uses, _ = self._trace(specs, cfg, chip)
-        cfg = self._fill_defaults(cfg, uses, ir)
-        if list(cfg["block_sizes"]) != ir.block_sizes:
-            ir, uses, _ = self._trace(specs, cfg, chip)
+        given_cfg = cfg
+        ir, uses, cfg = self._default_blocks(specs, cfg, chip)
         if len(cfg["block_sizes"]) > len(uses):
             cfg = cfg.replace(block_sizes=list(cfg["block_sizes"])[: len(uses)])
         diags = check_blocks(uses, list(cfg["block_sizes"]), from_decorator)
@@ -404,18 +419,19 @@ class Kernel:
             if alt_report.verdict != "out_of_vmem":
                 cfg, layouts, report = streamed, alt_layouts, alt_report
         if "block_sizes" not in chosen:
-            ir, cfg, layouts, report = self._shrink_defaults(specs, ir, uses, cfg, layouts, report, chip)
+            ir, cfg, layouts, report = self._shrink_defaults(specs, given_cfg, ir, uses, cfg, layouts, report, chip)
         diags.extend(vmem_diagnostics(layouts, chip, entry))
         mutated = sorted({o.tensor.root.name for lay in layouts for o in lay.operands
                           if o.kind == "inout" and o.tensor.root.origin == "arg"}, key=ir.params.index)
         source, source_map = "", []
+        narrowed = _narrowed(ir)
         try:
             if emit:
-                header = _header(self, specs, cfg, chip, report)
+                header = _header(self, specs, cfg, chip, report, narrowed)
                 source, source_map = emit_module(ir, layouts, dict(cfg), header, self.line_label, mutated)
         except UserError as exc:
             raise CompileError([exc.diagnostic(self.range)]) from None
-        plan = _kernel_plan(ir, layouts, chip)
+        plan = _kernel_plan(ir, layouts, chip, narrowed)
         return CompiledKernel(self, specs, cfg, chip, source, source_map, plan, report, diags, mutated)
 
 
@@ -441,30 +457,36 @@ class Kernel:
     def _shape_set_of(self, specs: dict[str, ArgSpec]) -> int | None:
         return next((i for i, s in enumerate(self.shape_sets) if s == specs), None)
 
-    def _shrink_defaults(self, specs: dict, ir: KernelIR, uses: list[BlockUse], cfg: Config,
+    def _shrink_defaults(self, specs: dict, given: Config, ir: KernelIR, uses: list[BlockUse], cfg: Config,
                          layouts: list[CallLayout], report: VmemReport, chip: Chip) -> tuple:
-        """Default blocks that overflow the default VMEM limit are halved (non-lane dims first) until they fit;
-        the largest ones together, so loops of the same shape (whose temporaries count once) shrink at once."""
-        from .space import candidates
+        """Default blocks that overflow the default VMEM limit are capped one legal size lower (non-lane dims
+        first, lane dims when no other is left) until they fit; the largest ones together, so loops of the same
+        shape (whose temporaries count once) shrink at once. The other defaults follow on each re-trace (a
+        sub-tile's block stays within its grid tile's). `given` is the config without default blocks."""
+        from .space import LANE, candidates, check_blocks
 
-        for _ in range(12):
+        caps: dict[int, int] = {}
+        for _ in range(16):
             if report.verdict == "fits":
                 break
             blocks = list(cfg["block_sizes"])
-            shrinkable = [u for u in uses if (u.role in ("sublane", "leading") or u.rows)
-                          and any(c < blocks[u.index] for c in candidates(u))]
+            smaller_exists = [u for u in uses if any(c < blocks[u.index] for c in candidates(u))]
+            shrinkable = [u for u in smaller_exists if LANE not in u.roles] or smaller_exists
             if not shrinkable:
                 break
             largest = max(blocks[u.index] for u in shrinkable)
+            trial = dict(caps)
             for use in shrinkable:
                 if blocks[use.index] == largest:
-                    blocks[use.index] = max(c for c in candidates(use) if c < blocks[use.index])
-            smaller = cfg.replace(block_sizes=blocks)
-            ir2, _, _ = self._trace(specs, smaller, chip)
+                    trial[use.index] = max(c for c in candidates(use) if c < largest)
+            ir2, uses2, smaller = self._default_blocks(specs, given, chip, trial)
+            if any(d.is_error for d in check_blocks(uses2, list(smaller["block_sizes"]), False)):
+                break
+            smaller = Config({**dict(cfg), "block_sizes": smaller["block_sizes"]})  # keeps a streaming fallback
             layouts2, report2 = self._layouts(ir2, smaller, chip)
             if report2.total_bytes >= report.total_bytes:
                 break
-            ir, cfg, layouts, report = ir2, smaller, layouts2, report2
+            caps, ir, uses, cfg, layouts, report = trial, ir2, uses2, smaller, layouts2, report2
         return ir, cfg, layouts, report
 
     def _layouts(self, ir: KernelIR, cfg: Config, chip: Chip) -> tuple[list[CallLayout], VmemReport]:
@@ -491,6 +513,7 @@ class Kernel:
 
 _TUNED = {"block_sizes", "pallas_loop_type", "pallas_load_buffer_count"}
 _TRACE_CACHE_SIZE = 256
+_DEFAULT_ROUNDS = 4  # re-traces to settle default blocks that depend on others
 
 
 class CompiledKernel:
@@ -532,11 +555,10 @@ class CompiledKernel:
         import jax
         import jax.numpy as jnp
 
-        names = {"float32": jnp.float32}
         out = []
         for spec in self.call_specs.values():
-            if isinstance(spec, TensorSpec):
-                dtype = names.get(str(spec.dtype), None) or jnp.dtype(str(spec.dtype).replace("torch.", ""))
+            if isinstance(spec, TensorSpec):  # int64 arguments are passed as int32 (runtime.to_jax)
+                dtype = jnp.int32 if spec.dtype_name == "int64" else jnp.dtype(spec.dtype_name)
                 out.append(jax.ShapeDtypeStruct(spec.shape, dtype))
         return out
 
@@ -622,7 +644,16 @@ def _check_config_kinds(cfg: Config, rng: Range) -> None:
             raise CompileError([error("HPL109", f"pallas_load_buffer_count {b!r} must be an integer from 1 to 8", rng)])
 
 
-def _kernel_plan(ir: KernelIR, layouts: list[CallLayout], chip: Chip) -> KernelPlan:
+def _narrowed(ir: KernelIR) -> tuple[str, ...]:
+    """The int64 tensor arguments, which the device reads as int32 (compiler/frontend/tracer.py `_no_64_bit`)."""
+    import torch
+
+    from .ir import tensor_params
+
+    return tuple(p for p in tensor_params(ir) if ir.args[p].dtype == torch.int64)
+
+
+def _kernel_plan(ir: KernelIR, layouts: list[CallLayout], chip: Chip, narrowed: tuple[str, ...] = ()) -> KernelPlan:
     from .codegen.placement import describe
     from .ir import Load, Store, walk
 
@@ -654,11 +685,16 @@ def _kernel_plan(ir: KernelIR, layouts: list[CallLayout], chip: Chip) -> KernelP
                 how = copies.describe() if copies is not None else describe(n, lay.modes.get(id(n), ()))
                 accesses.append(AccessInfo(n.range, n.tensor.name, op.ref_name, isinstance(n, Store), how,
                                            lay.plan.name))
-    return KernelPlan(ir.name, chip.name, tuple(lay.plan for lay in layouts), flops, hbm, tuple(loops), tuple(accesses))
+    return KernelPlan(ir.name, chip.name, tuple(lay.plan for lay in layouts), flops, hbm, tuple(loops), tuple(accesses),
+                      narrowed)
 
 
-def _header(kernel: Kernel, specs: dict[str, ArgSpec], cfg: Config, chip: Chip, report: VmemReport) -> str:
+def _header(kernel: Kernel, specs: dict[str, ArgSpec], cfg: Config, chip: Chip, report: VmemReport,
+            narrowed: tuple[str, ...]) -> str:
     where = kernel.line_label(kernel.range.start.line, "<source>")
+    ints = (f"Pass {', '.join(narrowed)} (int64 in the kernel's signature) as int32, after checking every value fits:\n"
+            "TPUs have no 64-bit vector types (helion-ls's own call raises OverflowError when one does not fit).\n"
+            ) if narrowed else ""
     return (
         f'"""Pallas TPU kernel generated by helion-ls from `{kernel.name}` ({where}).\n\n'
         f"Shapes: {format_args(specs)}\n"
@@ -666,7 +702,7 @@ def _header(kernel: Kernel, specs: dict[str, ArgSpec], cfg: Config, chip: Chip, 
         f"VMEM: {fmt_bytes(report.total_bytes)} of {fmt_bytes(report.limit_bytes)} requested "
         f"({report.verdict.replace('_', ' ')})\n\n"
         f"Standalone: needs only jax. Call {kernel.name}(...) with jax arrays; on a machine without a TPU pass\n"
-        f"interpret=pltpu.InterpretParams() inside a TPU abstract mesh.\n"
+        f"interpret=pltpu.InterpretParams() inside a TPU abstract mesh.\n{ints}"
         f'"""'
     )
 

@@ -29,6 +29,10 @@ class Value:
     producer: Node | None = None
     hint: str | None = None  # user variable name, for readable generated code
     id: int = field(default_factory=lambda: next(_ids))
+    wide: bool = False  # torch makes it 64-bit (int64/float64); here it is 32-bit (TPUs have no 64-bit vectors)
+    # "read": integers read from an int64 tensor as int32; "grown": computed from such with `*`, `<<` or a sum,
+    # so torch (64-bit) and the device (32-bit) agree on them only modulo 2**32 (compiler/frontend/ops.py)
+    from_int64: str = ""
 
     @property
     def shape(self) -> tuple[int, ...]:

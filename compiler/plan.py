@@ -206,3 +206,14 @@ class KernelPlan:
     hbm_bytes: float  # compulsory HBM traffic: every input read once, every output written once
     loops: tuple[LoopInfo, ...] = field(default=())
     accesses: tuple[AccessInfo, ...] = field(default=())
+    narrowed: tuple[str, ...] = ()  # int64 tensor arguments read as int32; a call checks their values fit
+
+    def narrowed_note(self) -> str | None:
+        """What the kernel does with its int64 arguments, for the kernel hover."""
+        if not self.narrowed:
+            return None
+        names = ", ".join(f"`{n}`" for n in self.narrowed)
+        return (f"Int64 {names} {'is' if len(self.narrowed) == 1 else 'are'} read as int32 (TPUs have no 64-bit "
+                "vector types); a call checks that every value fits and raises OverflowError if one does not. "
+                "Arithmetic on the values is 32-bit; a product or sum of them is refused where 32 bits would "
+                "differ from 64.")

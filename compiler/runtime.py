@@ -117,13 +117,31 @@ def check_call_args(params: list[str], specs: dict[str, ArgSpec], args: Sequence
             raise ValueError(f"{name}: compiled for the constant {spec!r}, called with {value!r}")
 
 
-def to_jax(t: torch.Tensor) -> Any:
+def to_jax(t: torch.Tensor, name: str = "an argument") -> Any:
+    """A contiguous jax view of `t`. int64 becomes int32 (TPUs have no 64-bit vector types; the kernel reads
+    it as int32), after checking every value fits: jax itself would wrap 2**40 to 0 without a word."""
     import jax
 
     t = t.detach()
     if t.device.type != "cpu":
         t = t.cpu()
+    if t.dtype == torch.int64:
+        t = narrow_int64(t, name)
     return jax.dlpack.from_dlpack(t.contiguous())
+
+
+INT32 = torch.iinfo(torch.int32)
+
+
+def narrow_int64(t: torch.Tensor, name: str) -> torch.Tensor:
+    """`t` as int32, or OverflowError naming the argument and the first value that does not fit."""
+    if t.numel():
+        bad = (t < INT32.min) | (t > INT32.max)
+        if bool(bad.any()):
+            at = tuple(int(i) for i in bad.nonzero()[0])
+            raise OverflowError(f"{name} is int64 and the kernel reads it as int32 (TPUs have no 64-bit vector "
+                                f"types), but its value {int(t[at])} at {list(at)} does not fit in int32")
+    return t.to(torch.int32)
 
 
 def to_torch(a: Any) -> torch.Tensor:
@@ -137,7 +155,7 @@ def run(fn: Callable[..., Any], params: list[str], specs: dict[str, ArgSpec], ch
     from jax.experimental.pallas import tpu as pltpu
 
     check_call_args(params, specs, args)
-    tensors = [to_jax(a) for n, a in zip(params, args, strict=True) if isinstance(specs[n], TensorSpec)]
+    tensors = [to_jax(a, f"`{n}`") for n, a in zip(params, args, strict=True) if isinstance(specs[n], TensorSpec)]
     scalars = {n: a for n, a in zip(params, args, strict=True) if not isinstance(specs[n], TensorSpec)}
     if has_tpu():
         result = fn(*tensors, **scalars)

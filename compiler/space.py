@@ -2,8 +2,8 @@
 
 TPU rules (Mosaic): of a block's last two dims, the last must be a multiple of 128 and the second-minor a
 multiple of 8, unless the block spans the whole dimension; a rank-1 block must span the array, be a multiple
-of 1024, or be a power of two of at least 128 * (4 / itemsize) — except that a block dividing a small 1-D
-tensor reads it through its rows view (frontend/row_views.py). A block size that tiles several tensors must
+of 1024, or be a power of two of at least 128 * (4 / itemsize) of that 1-D array's dtype — except that a block
+dividing a small 1-D tensor reads it through its rows view (frontend/row_views.py). A block size that tiles several tensors must
 satisfy every rule it meets. A block need not divide its loop's extent: the last block is partial and masked
 (compiler/masks.py). Only a sub-tile's block must divide its grid tile's block, which holds the sub-tiles.
 """
@@ -40,6 +40,7 @@ class BlockUse:
     divides: bool = False  # must divide `extent` (a sub-tile inside its grid tile's block)
     rows: bool = False  # a block whose 1-D tensors are small: a short block reads their rows views
     dynamic: bool = False  # tiles a loop whose range is computed on the device (jagged rows)
+    rank1_itemsize: int = 4  # smallest itemsize among the 1-D tensors it tiles (the rank-1 rule is per array)
 
     @property
     def role(self) -> str:
@@ -53,7 +54,7 @@ class BlockUse:
         """Smallest legal block below the full extent."""
         lo = max((_MIN.get(r, 1) for r in self.roles), default=1)
         if RANK1 in self.roles:
-            lo = max(lo, ROWS_MIN if self.rows else 128 * max(1, 4 // self.itemsize))
+            lo = max(lo, ROWS_MIN if self.rows else 128 * max(1, 4 // self.rank1_itemsize))
         return lo
 
 
@@ -68,18 +69,20 @@ def block_uses(ir: KernelIR, ranges: list[Range], extents: list[int]) -> list[Bl
         extent = extents[i]
         if i in device_blocks and dims:  # a device-bounded range fits in the shortest dim it indexes
             extent = min(tensor.value.shape[dim] for tensor, dim in dims)
-        roles, names, itemsize = set(), [], 4
+        roles, names, itemsize, rank1_itemsize = set(), [], 4, 4
         for tensor, dim in dims:
             nd = len(tensor.value.shape)
             roles.add(RANK1 if nd == 1 else LANE if dim == nd - 1 else SUBLANE if dim == nd - 2 else LEADING)
             if tensor.name not in names:
                 names.append(tensor.name)
             itemsize = min(itemsize, tensor.value.dtype.itemsize)
+            if nd == 1:
+                rank1_itemsize = min(rank1_itemsize, tensor.value.dtype.itemsize)
         flat = [t for t, _ in dims if len(t.value.shape) == 1]
         rows = i in row_blocks and bool(flat) and all(
             t.value.shape[0] == extent and fits_as_rows(extent, t.value.dtype.itemsize) for t in flat)
         uses.append(BlockUse(i, extent, frozenset(roles or {LEADING}), tuple(names), i in inner_blocks,
-                             ranges[i], itemsize, i in sub_blocks, rows, i in device_blocks))
+                             ranges[i], itemsize, i in sub_blocks, rows, i in device_blocks, rank1_itemsize))
     return uses
 
 
@@ -97,7 +100,7 @@ def legal(use: BlockUse, value: int) -> bool:
     if RANK1 in use.roles:
         if use.rows and value % ROWS_MIN == 0 and use.extent % value == 0:  # through the rows view (row_views.py)
             return True
-        return rank1_legal(use.extent, value, use.itemsize)
+        return rank1_legal(use.extent, value, use.rank1_itemsize)
     return True
 
 
@@ -113,12 +116,16 @@ def candidates(use: BlockUse) -> list[int]:
     return out
 
 
-def default_block(use: BlockUse) -> int:
+def default_block(use: BlockUse, cap: int | None = None) -> int:
+    """The block a kernel gets when its config does not give one: the largest legal size up to a target for the
+    use's role, and up to `cap` (set when the defaults overflow VMEM) — never below the smallest legal size."""
     target = {RANK1: 1024, LANE: 512, SUBLANE: 256, LEADING: 1}[use.role]
     if not use.tensors or (use.dynamic and use.role == LEADING):
         # rows reached through positions (`t.index` gathers/scatters) or a leading dim walked by a range computed
         # on the device (jagged sequences): one row per step would make a step per row; take rows like a sublane
         target = 128
+    if cap is not None:
+        target = min(target, cap)
     ok = [c for c in candidates(use) if c <= max(target, 1)]
     return ok[-1] if ok else candidates(use)[0]
 

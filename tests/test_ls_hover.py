@@ -178,3 +178,14 @@ async def test_device_bounded_loop_hover_says_bounds_are_computed_on_the_device(
     text = inner.contents.value
     assert "| (on device) | 16 (block_sizes[0]) | (on device) | `fori_loop` |" in text
     assert "bounds computed on the device" in text and "`unroll` was asked for" in text
+
+
+async def test_kernel_hover_says_which_int64_arguments_are_read_as_int32(client: LanguageClient):
+    text = SEGMENT_ROWS.replace("offsets=i32[4]", "offsets=i64[4]")
+    folder = Path(url2pathname(urlparse(client.uri).path)).parent
+    uri = open_doc(client, folder / "segment_rows_int64.py", text)
+    await stage_diagnostics(client, uri, 1, "front")
+    result = await hover(client, "def segment_add", 5, text, uri)
+    assert result is not None
+    assert "Int64 `offsets` is read as int32" in result.contents.value
+    assert "raises OverflowError" in result.contents.value

@@ -82,10 +82,11 @@ class OpBuilder:
             result = typed(meta_fn, [_meta_arg(a) for a in args], {k: _meta_arg(v) for k, v in kwargs.items()})
         except (RuntimeError, TypeError, ValueError, IndexError) as exc:
             raise UserError("HPL105", f"{kind}: {_short(exc)}", rng) from None
+        state = _int64_state(kind, args + tuple(kwargs.values()), kwargs, rng)
         if isinstance(result, tuple | list):
-            outs = tuple(Value(_narrow(r), space, hint=hint) for r in result)
+            outs = tuple(Value(_narrow(r), space, hint=hint, wide=r.dtype in _NARROW, from_int64=state) for r in result)
         elif isinstance(result, torch.Tensor):
-            outs = Value(_narrow(result), space, hint=hint)
+            outs = Value(_narrow(result), space, hint=hint, wide=result.dtype in _NARROW, from_int64=state)
         else:
             raise UserError("HPL105", f"{kind} did not produce a tensor", rng)
         op = Op(rng, kind, tuple(args), dict(kwargs), outs)
@@ -117,6 +118,7 @@ class OpBuilder:
             "lshift": torch.bitwise_left_shift, "rshift": torch.bitwise_right_shift,
         }[name]
         _no_fp8_promotion(name, (a, b), rng)
+        _no_wide_int_constant(name, (a, b), rng)
         if name in ("maximum", "minimum", "atan2") and not (isinstance(a, Value) and isinstance(b, Value)):
             # torch.maximum needs two tensors; a scalar operand broadcasts like in jnp
             return self.make(name, (a, b), {}, lambda x, y: fn(*_tensorize(x, y)), rng)
@@ -268,7 +270,7 @@ class OpBuilder:
              tiles: tuple | None = None, like: Value | None = None) -> Value:
         """A constant block; `tiles` (per dim, a TileDim or None) or `like` say which dims span tiles."""
         meta = torch.empty(shape, dtype=dtype, device="meta")
-        out = Value(_narrow(meta), space)
+        out = Value(_narrow(meta), space, wide=dtype in _NARROW)
         kwargs = {"shape": tuple(shape), "value": value, "dtype": out.dtype}
         if tiles and any(t is not None for t in tiles):
             kwargs["tiles"] = tuple(tiles)
@@ -281,7 +283,7 @@ class OpBuilder:
 
     def arange(self, n: int, dtype: torch.dtype, offset: Any, rng: Range) -> Value:
         meta = torch.empty((n,), dtype=dtype, device="meta")
-        out = Value(_narrow(meta), "device")
+        out = Value(_narrow(meta), "device", wide=dtype in _NARROW)
         op = Op(rng, "iota", (offset,) if offset is not None else (), {"n": n, "dtype": out.dtype}, out)
         out.producer = op
         self.emit(op)
@@ -335,6 +337,58 @@ def _short(exc: Exception) -> str:
 
 
 _FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+
+
+def _no_wide_int_constant(name: str, args: tuple, rng: Range) -> None:
+    """Integers on a TPU are 32-bit (int64 tensors are read as int32): arithmetic with an integer constant
+    beyond int32 needs 64-bit integers, which the device does not have (jnp would fail to lower it)."""
+    if not any(isinstance(a, Value) and not a.dtype.is_floating_point and a.dtype != torch.bool for a in args):
+        return
+    for a in args:
+        c = _scalar_const(a)
+        if isinstance(c, int) and not isinstance(c, bool) and not _INT32_MIN <= c <= _INT32_MAX:
+            raise UserError("HPL108", f"{name} with the integer constant {c} needs 64-bit integers: TPUs have no 64-bit "
+                                      "vector types (integer values on the device are int32)", rng)
+
+
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+
+# on integers read from int64 tensors as int32: ops whose low 32 bits are the same in 64-bit and 32-bit arithmetic
+# (torch's and the device's results agree modulo 2**32), split into those that keep values in reach of int32 ...
+_INT64_KEEPS = frozenset({"add", "sub", "neg", "and", "or", "xor", "reshape", "permute", "transpose", "broadcast_to",
+                          "index", "cat", "stack", "pad", "where", "clone"})
+# ... and those that can carry them past it (what torch then holds in 64 bits, the device wraps)
+_INT64_GROWS = frozenset({"mul", "lshift", "pow", "square", "sum", "cumsum", "prod", "cumprod"})
+
+
+def _int64_state(kind: str, args: tuple, kwargs: dict, rng: Range) -> str:
+    """Whether an op's result holds integers read from an int64 tensor ("read"), or computed from them past what
+    int32 may hold ("grown"). A grown value may only go where 32-bit wrapping matches torch's 64-bit result
+    modulo 2**32 (more of the same ops, indices, a cast or store to int32); anything else (compare, divide,
+    float, max...) would differ from torch once a value passes 2**31, so it is refused."""
+    states = {a.from_int64 for a in _flat(args) if isinstance(a, Value) and a.from_int64}
+    if not states:
+        return ""
+    if kind in _INT64_GROWS:
+        return "grown"
+    if kind in _INT64_KEEPS:
+        return "grown" if "grown" in states else "read"
+    if kind == "to" and kwargs.get("dtype") == torch.int32:
+        return ""
+    if "grown" in states:
+        raise int64_grown_error(f"`{kind}`", rng)
+    return ""
+
+
+def int64_grown_error(what: str, rng: Range) -> UserError:
+    return UserError("HPL108", f"{what} of an integer computed with `*`, `<<` or a sum from int64 values, which the "
+                               "device reads as int32 (TPUs have no 64-bit vector types): torch keeps 64 bits, the "
+                               "device 32, so results differ past 2**31; use it only as an index or cast it to "
+                               "torch.int32 first", rng)
+
+
+def _scalar_const(a: Any) -> Any:
+    return a.value if isinstance(a, NamedConst) else a
 
 
 def _no_fp8_promotion(name: str, args: tuple, rng: Range) -> None:

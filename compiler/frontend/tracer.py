@@ -38,7 +38,7 @@ from .expressions import BINOPS, ExpressionEvaluator
 from .indexing import Indexer
 from .limits import Budget
 from .module import ModuleInfo, assigned_names, target_name
-from .ops import OpBuilder
+from .ops import OpBuilder, int64_grown_error
 from .pairs import drop_unused_views
 from .row_views import use_rows
 from .values import BlockSize, BlockSizeTable, Closure, NamedConst, Tile, TileLoopSpec, lambda_def
@@ -448,14 +448,16 @@ class Tracer(ExpressionEvaluator):
     def load(self, tensor: Value, index: Any, rng: Range, prepared: bool = False) -> Value:
         """`tensor[index]` in device code; `prepared`: index is already a tuple of IR index items."""
         ht = self.host_tensor(tensor, rng)
-        _no_64_bit(ht, rng)
+        _no_64_bit(ht, rng, written=False)
         _positions_fit(ht, rng)
         items = index if prepared else self.indexer.items(tensor, index, rng)
         _no_device_tile_runs(items, rng)
         shape = self.indexer.shape(tuple(tensor.shape), items)
         tensor, items = self._as_rows(tensor, items, rng)
         ht = self.host_tensor(tensor, rng)
-        out = Value(torch.empty(shape, dtype=tensor.dtype, device="meta"), "device")
+        dtype = torch.int32 if tensor.dtype == torch.int64 else tensor.dtype  # read as int32 (see _no_64_bit)
+        out = Value(torch.empty(shape, dtype=dtype, device="meta"), "device",
+                    from_int64="read" if tensor.dtype == torch.int64 else "")
         node = Load(rng, ht, items, out)
         out.producer = node
         self.region.append(node)
@@ -523,7 +525,7 @@ class Tracer(ExpressionEvaluator):
                 raise UserError("HPL101", f"cannot store into `{ht.name}`: only views (.view / .reshape) of a kernel "
                                           "argument or allocation can be written", rng)
             ht.origin, ht.base = "view", root
-        _no_64_bit(ht, rng)
+        _no_64_bit(ht, rng, written=True)
         _positions_fit(ht, rng)
         items = self.indexer.items(base, index, rng, for_store=True)
         _no_device_tile_runs(items, rng)
@@ -538,6 +540,8 @@ class Tracer(ExpressionEvaluator):
             value = self.ops.full(tuple(block), _scalar(value), base.dtype, rng)
         if value.space != "device":
             raise UserError("HPL101", "the stored value must be computed in device code", rng)
+        if value.from_int64 == "grown" and base.dtype != torch.int32:
+            raise int64_grown_error("a store into a " + str(base.dtype).removeprefix("torch.") + " tensor", rng)
         try:
             torch.broadcast_shapes(tuple(value.shape), tuple(block))
         except RuntimeError:
@@ -545,7 +549,7 @@ class Tracer(ExpressionEvaluator):
         if len(value.shape) > len(block) or torch.broadcast_shapes(tuple(value.shape), tuple(block)) != tuple(block):
             raise UserError("HPL105", f"cannot store a value of shape {list(value.shape)} into a block of shape {block}", rng)
         if rows is not base:
-            _no_64_bit(ht, rng)
+            _no_64_bit(ht, rng, written=True)
         self.region.append(Store(rng, ht, items, value, accumulate, self.predicate))
 
     def inline(self, fn: ast.FunctionDef, args: list, kwargs: dict, rng: Range,
@@ -611,11 +615,20 @@ def _positions_fit(ht: HostTensor, rng: Range) -> None:
                                       "rather than a flattened view)", rng)
 
 
-def _no_64_bit(ht: HostTensor, rng: Range) -> None:
-    """TPUs have no 64-bit vector types: a 64-bit argument read or written on the device is refused (as
-    upstream Helion's Pallas backend does) rather than narrowed, which would change its values."""
-    dtype = ht.root.value.dtype
+def _no_64_bit(ht: HostTensor, rng: Range, written: bool) -> None:
+    """TPUs have no 64-bit vector types. An int64 tensor the device only reads (offsets, indices) is read as
+    int32: the call narrows it after checking that every value fits (`runtime.to_jax`), as jax does without
+    x64 but never wrapping. A 64-bit tensor written on the device, and any float64 one, is refused (as
+    upstream Helion's Pallas backend does): narrowing would change what the kernel returns."""
+    value = ht.root.value
+    dtype = value.dtype
+    if value.wide:  # made by the kernel: torch would make it 64-bit, the TPU holds it in 32 bits
+        dtype = torch.int64 if not dtype.is_floating_point else torch.float64
+    if dtype == torch.int64 and not written:
+        return
     if dtype in (torch.int64, torch.float64):
         narrow = "torch.int32" if dtype == torch.int64 else "torch.float32"
-        raise UserError("HPL108", f"`{ht.root.name}` is {str(dtype).removeprefix('torch.')}: TPUs have no 64-bit "
-                                  f"vector types; pass it as {narrow} (e.g. `.to({narrow})` before the call)", rng)
+        what = "written on the device" if written else "read on the device"
+        where = "before the call" if ht.root.origin == "arg" else "where it is made"
+        raise UserError("HPL108", f"`{ht.root.name}` is {str(dtype).removeprefix('torch.')} and {what}: TPUs have no "
+                                  f"64-bit vector types; make it {narrow} ({where})", rng)

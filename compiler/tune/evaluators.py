@@ -223,7 +223,7 @@ class TpuEvaluator(Evaluator):
             if name in ck.scalar_args():
                 scalars[name] = value
             else:
-                arrays.append(jax.device_put(to_jax(value)))
+                arrays.append(jax.device_put(to_jax(value, f"`{name}`")))
         times = time_calls(lambda: jax.block_until_ready(fn(*arrays, **scalars)), self.warmup, self.repeats)
         seconds = statistics.median(times)
         metrics = _figures(seconds, ck, False) | {

@@ -165,6 +165,9 @@ def kernel_markdown(ls: HelionServer, loaded: Loaded, view: KernelView) -> str:
             parts.append(errors)
         origin = "from the decorator" if unit.config is not None else "default"
         parts.append(f"Config ({origin}): `{ck.config!r}`")
+        narrowed = ck.plan.narrowed_note()
+        if narrowed:
+            parts.append(narrowed)
         kernels, calls = _excerpts(ck.source, tuple(c.name for c in ck.plan.calls))
         if kernels:
             parts.append(f"Device kernel:\n```python\n{kernels}\n```")
