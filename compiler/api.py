@@ -562,6 +562,11 @@ class CompiledKernel:
                 out.append(jax.ShapeDtypeStruct(spec.shape, dtype))
         return out
 
+    def compile_args(self) -> list[Any]:
+        """What the generated entry is compiled with: the tensors' ShapeDtypeStructs, then the scalar
+        arguments' values (static)."""
+        return self.arg_structs() + list(self.scalar_args().values())
+
     def check_lowering(self) -> list[Diagnostic]:
         """Mosaic lowering for the chip (always available); diagnostics on the kernel source."""
         from .truth import check_lowering

@@ -60,21 +60,40 @@ ALIASES = {
 #  default scoped VMEM: measured with the libtpu 0.0.42.1 deviceless compile (shared/notes/pallas-tpu-on-cpu.md;
 #    16 MiB v4/v5e/v5p, 32 MiB v6e; v7x measured ~44 MiB, documented 32 MiB — we plan against the documented 32);
 #  max vmem_limit_bytes: v7x accepts at most 65472 KiB (same notes); other chips: their capacity;
-#  topology names/kwargs: jax.experimental.topologies.get_topology_desc names that work with libtpu 0.0.42.1.
+#  topology names/kwargs: jax.experimental.topologies.get_topology_desc names that work with libtpu 0.0.42.1;
+#  clock: the TensorCore clock, one VLIW bundle per cycle (what turns the TPU compiler's simulated cycles and
+#    scheduled bundles into seconds), with its derivation in _CLOCK_SOURCES.
 _EXTRA = {
-    "v4": dict(default_scoped_vmem=16 * MiB, max_vmem_limit=16 * MiB, topology=("v4:2x2x1", {})),
+    "v4": dict(default_scoped_vmem=16 * MiB, max_vmem_limit=16 * MiB, topology=("v4:2x2x1", {}), clock=1.049e9),
     "v5e": dict(
         default_scoped_vmem=16 * MiB,
         max_vmem_limit=128 * MiB,
         topology=("v5e:1x1", {"chips_per_host_bounds": (1, 1, 1)}),
+        clock=1.503e9,
     ),
-    "v5p": dict(default_scoped_vmem=16 * MiB, max_vmem_limit=64 * MiB, topology=("v5p:2x2x1", {})),
+    "v5p": dict(
+        default_scoped_vmem=16 * MiB, max_vmem_limit=64 * MiB, topology=("v5p:2x2x1", {}), clock=1.751e9
+    ),
     "v6e": dict(
         default_scoped_vmem=32 * MiB,
         max_vmem_limit=128 * MiB,
         topology=("v6e:1x1", {"chips_per_host_bounds": (1, 1, 1)}),
+        clock=1.755e9,
     ),
-    "v7x": dict(default_scoped_vmem=32 * MiB, max_vmem_limit=65472 * 1024, topology=("tpu7x:2x2x1", {})),
+    "v7x": dict(
+        default_scoped_vmem=32 * MiB, max_vmem_limit=65472 * 1024, topology=("tpu7x:2x2x1", {}), clock=2.47e9
+    ),
+}
+_MXU_PEAK = "the bf16 peak (jax tpu_info) over 4 MXUs x 128 x 128 x 2 FLOP per cycle (jax tpu_info's MXU count and size)"
+_CLOCK_SOURCES = {
+    "v4": _MXU_PEAK,
+    "v5e": _MXU_PEAK + "; libtpu's simulated cycles of an MXU-bound matmul agree (131 kFLOP per cycle at full issue)",
+    "v5p": _MXU_PEAK,
+    "v6e": "libtpu 0.0.42.1's simulated cycles of an MXU-bound bf16 matmul step ((512, 1024, 1024) blocks: 4.295e9 "
+           "FLOP in 8,622 cycles at 95 % MXU slot use, 524 kFLOP per cycle at full issue) against the bf16 peak",
+    "v7x": "the seed's 8k `unroll` attention (892 TF/s: 9.63 µs per grid step, blocks [2, 512, 2048]) against "
+           "libtpu 0.0.42.1's 23,762 scheduled bundles per step: the lowest clock that issues them that fast (no "
+           "simulator on v7x; the MXU rate is not the bound there, it takes >= 2 cycles per push at this clock)",
 }
 
 
@@ -94,6 +113,7 @@ class Chip:
     num_sublanes: int
     mxu_column_size: int
     num_mxus: int
+    clock_hz: float  # TensorCore clock: one VLIW bundle per cycle (see _CLOCK_SOURCES)
     tensorcores: int  # TensorCores one JAX device (so one kernel launch) spans: 2 on megacore v4/v5p, else 1
     topology_name: str
     topology_kwargs: dict = field(default_factory=dict, hash=False, compare=False)
@@ -143,6 +163,7 @@ def get_chip(name: str) -> Chip:
         num_sublanes=info["num_sublanes"],
         mxu_column_size=info["mxu_column_size"],
         num_mxus=info["num_mxus"],
+        clock_hz=extra["clock"],
         tensorcores=_JAX_CHIPS[key][1],
         topology_name=topo_name,
         topology_kwargs=topo_kwargs,
@@ -155,6 +176,7 @@ def get_chip(name: str) -> Chip:
             "default_scoped_vmem_bytes": "libtpu 0.0.42.1 deviceless compile, shared notes",
             "max_vmem_limit_bytes": "libtpu 0.0.42.1 deviceless compile, shared notes",
             "topology_name": "jax.experimental.topologies names accepted by libtpu 0.0.42.1",
+            "clock_hz": _CLOCK_SOURCES[key],
             "tensorcores": "jax 0.10.2 TensorCores per device (megacore)",
         },
     )

@@ -55,6 +55,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     tune_command.add_arguments(t)
     t.set_defaults(handler=tune_command.run)
+
+    x = sub.add_parser("crosscheck", help="the TPU compiler's own estimate of the model's best configs (from the "
+                                          "tuning store), and whether it agrees with the model")
+    from .tune import crosscheck_command
+
+    crosscheck_command.add_arguments(x)
+    x.set_defaults(handler=crosscheck_command.run)
     return parser
 
 

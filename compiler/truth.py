@@ -62,7 +62,7 @@ def check_lowering(ck: CompiledKernel) -> TruthResult:
     from .runtime import load_entry
 
     fn = load_entry(ck.source, ck.entry, generated_filename(ck))
-    args = list(ck.arg_structs()) + list(ck.scalar_args().values())
+    args = ck.compile_args()
     result = lower_check(fn, args, ck.chip)
     if result.ok:
         return TruthResult(True, [], result, result.seconds)
@@ -106,7 +106,7 @@ def check_tpu_compile(ck: CompiledKernel, compiler: Any = None) -> TruthResult:
         return TruthResult(True, [hint("HPL402", "libtpu is not installed: the real TPU compile was skipped "
                                        "(pip install 'helion-ls[tpu]'); VMEM and lowering checks still ran", call_range)],
                            None)
-    args = list(ck.arg_structs()) + list(ck.scalar_args().values())
+    args = ck.compile_args()
     try:
         run = compiler.compile if compiler is not None else tpu_compile
         result = run(ck.source, ck.entry, args, ck.chip, dump_mosaic=True, filename=generated_filename(ck))

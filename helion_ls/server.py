@@ -17,6 +17,7 @@ from pygls.lsp.server import LanguageServer
 from .analysis import Analyzer
 from .check_client import CheckClient
 from .compile_pool import CompilePool
+from .documents import Loaded
 from .lsp import UTF16
 from .monitor import LoopMonitor
 from .pacing import RefreshPacer
@@ -55,12 +56,11 @@ class HelionServer(LanguageServer):
             self.checks,
             publish=self.publish,
             on_stage=self.stage_done,
-            on_loaded=lambda loaded: self.tuner.check_stale(
-                loaded.uri, {name: view.source_hash for name, view in loaded.kernels.items()}
-            ),
+            on_loaded=self._loaded,
             encoding=self.encoding,
         )
         self.tuner = Tuner(on_change=lambda job: None)  # features.commands connects it to the client
+        self.checker = Tuner(on_change=lambda job: None, limit=1)  # the TPU compiler's checks (compiler_check)
         self.stores: dict[str, StoreView] = {}
         self.watcher: Watcher | None = None
         self.monitor = LoopMonitor()
@@ -71,6 +71,11 @@ class HelionServer(LanguageServer):
         self.startup_problems: list[
             str
         ] = []  # settings problems found in initialize, reported once initialized
+
+    def _loaded(self, loaded: Loaded) -> None:
+        hashes = {name: view.source_hash for name, view in loaded.kernels.items()}
+        for tuner in (self.tuner, self.checker):
+            tuner.check_stale(loaded.uri, hashes)
 
     def encoding(self) -> str:
         try:
@@ -126,6 +131,7 @@ class HelionServer(LanguageServer):
         """Stop everything this server started (tuners, workers, watchers); safe to call twice, never slow."""
         self.pool.shutdown()
         await self.tuner.shutdown()
+        await self.checker.shutdown()
         await self.checks.close()
         if self.watcher is not None:
             self.watcher.stop()
@@ -146,6 +152,7 @@ def create_server(pool: CompilePool | None = None) -> HelionServer:
         code_actions,
         codelens,
         commands,
+        compiler_check,
         configuration,
         diagnostics,
         generated,
@@ -154,6 +161,7 @@ def create_server(pool: CompilePool | None = None) -> HelionServer:
     )
 
     server = HelionServer(pool)
-    for feature in (configuration, diagnostics, notebooks, hover, codelens, commands, generated, code_actions):
+    features = (configuration, diagnostics, notebooks, hover, codelens, commands, compiler_check, generated, code_actions)
+    for feature in features:
         feature.register(server)
     return server

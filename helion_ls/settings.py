@@ -14,7 +14,8 @@ from typing import Any
 
 from compiler.chips import canonical_name
 
-EVALUATORS = ("model", "compile", "tpu")
+EVALUATORS = ("model", "compile", "schedule", "tpu")
+COMPILER_CHECKS = ("auto", "on", "off")
 CLIENT_ONLY = ("interpreter",)  # read by the VS Code client; accepted and ignored here
 # initializationOptions in which a client describes itself (not settings; read once in initialize):
 # clientShowsTuningProgress: true = it shows helion/tuningState itself, so no $/progress per tuning job
@@ -38,6 +39,9 @@ class Settings:
     tune_budget_seconds: float = 60.0
     tune_max_evals: int | None = None
     allow_code_execution: bool | None = None  # None: follow the editor's workspace trust
+    # after a tuning, the TPU compiler's own estimate of the model's best configs (compiler/tune/crosscheck.py):
+    # "auto" where libtpu is installed and simulates the chip (v5e, v5p, v6e), "on" on every chip, "off" never
+    compiler_check: str = "auto"
 
 
 _JSON_NAMES = {
@@ -52,6 +56,7 @@ _JSON_NAMES = {
     "tuneBudgetSeconds": "tune_budget_seconds",
     "tuneMaxEvals": "tune_max_evals",
     "allowCodeExecution": "allow_code_execution",
+    "compilerCheck": "compiler_check",
 }
 
 
@@ -64,6 +69,12 @@ def _chip(value: Any) -> str:
 def _evaluator(value: Any) -> str:
     if value not in EVALUATORS:
         raise ValueError(f"must be one of {', '.join(EVALUATORS)}")
+    return value
+
+
+def _compiler_check(value: Any) -> str:
+    if value not in COMPILER_CHECKS:
+        raise ValueError(f"must be one of {', '.join(COMPILER_CHECKS)}")
     return value
 
 
@@ -129,6 +140,7 @@ _CHECKS = {
     "tune_budget_seconds": _seconds,
     "tune_max_evals": _optional_int(1, 10_000_000),
     "allow_code_execution": lambda value: None if value is None else _bool(value),
+    "compiler_check": _compiler_check,
 }
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler.config import Config
+from compiler.tune.crosscheck import TOP, CompilerCheck, compare, latest_by_config
 from compiler.tune.keys import TrialKey
 from compiler.tune.objective import over_default
 from compiler.tune.store import StoreError, Trial, TuningStore, default_store_path
@@ -27,12 +28,15 @@ log = logging.getLogger(__name__)
 class Summary:
     """What a lens shows for one unit: the best trial and, when known, the current config's trial; when the
     best needs more than the default scoped VMEM, the best trial within it (`within`), which tuning's
-    objective ranks behind it (compiler/tune/objective.py)."""
+    objective ranks behind it (compiler/tune/objective.py); the TPU compiler's check of the model's picks and
+    its estimate of the current config, when the store has them."""
 
     best: Trial
     current: Trial | None
     evaluated: int
     within: Trial | None = None
+    check: CompilerCheck | None = None
+    compiler_current: Trial | None = None
 
 
 class StoreView:
@@ -77,6 +81,11 @@ class StoreView:
                     self._last_error = reason
                 self._drop()
                 return dict.fromkeys(requests)
+
+    def cached(self, request: tuple[TrialKey, Config | None]) -> Summary | None:
+        """The last answer for `request` if there is one, without touching the store (never blocks: for
+        hovers, which answer from what lenses already read)."""
+        return self._answers.get(request)
 
     def new_problem(self) -> str | None:
         """Why the store cannot be read, the first time each reason is seen (for telling the user once)."""
@@ -133,7 +142,13 @@ class StoreView:
             if over_default(best.metrics) and not over_default(trial.metrics):
                 if within is None or trial.seconds < within.seconds:
                     within = trial
-        return Summary(best, match, len(trials), within)
+        compiler = latest_by_config(store.trials(key.with_evaluator("schedule")))
+        check = compare(store.top(key.with_evaluator("model"), TOP), compiler, key.chip) if compiler else None
+        if check is not None and all(c.compiler is None and c.error is None for c in check.checked):
+            check = None  # the compiler estimated other configs (a schedule tuning), none of these picks
+        mine = compiler.get(current) if current is not None else None
+        return Summary(best, match, len(trials), within, check,
+                       mine if mine is not None and mine.verdict == "ok" else None)
 
     def close(self) -> None:
         with self._lock:

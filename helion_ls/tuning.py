@@ -10,6 +10,9 @@ printed; should it linger (Ray, a stuck worker), it is reaped in the background.
 rest wait in FIFO order ("queued"). A job whose kernel source hash changes while it is queued or running
 becomes "stale": its result belongs to code that no longer exists, so it is stopped and never applied.
 Every state change goes to `on_change(job)`; this module knows nothing about LSP.
+
+A job of kind "crosscheck" runs `helion-pallas crosscheck` instead (the TPU compiler's estimate of the model's
+best configs, after a tuning; its result is the comparison's JSON): the same process handling, its own Tuner.
 """
 
 from __future__ import annotations
@@ -55,9 +58,14 @@ class TuneSpec:
     store_path: str | None
     budget_seconds: float | None
     max_evals: int | None
+    kind: str = "tune"  # or "crosscheck"
     shape_key: str = ""  # the shape set's canonical text at queue time: its result belongs to these shapes
 
     def argv(self, path: str) -> list[str]:
+        if self.kind == "crosscheck":
+            argv = [sys.executable, "-m", "compiler.cli", "crosscheck", path, "-k", self.kernel]
+            argv += ["--shape-set", str(self.shape_set), "--chip", self.chip, "--json", "--progress", "jsonl"]
+            return argv + (["--store", self.store_path] if self.store_path else [])
         argv = [sys.executable, "-m", "compiler.cli", "tune", path, "-k", self.kernel]
         argv += ["--shape-set", str(self.shape_set), "--chip", self.chip, "--evaluator", self.evaluator]
         argv += ["--executor", self.executor, "--json", "--progress", "jsonl"]
@@ -72,6 +80,8 @@ class TuneSpec:
     @property
     def deadline(self) -> float:
         """Seconds after which a silent or runaway tuner is considered hung."""
+        if self.kind == "crosscheck":  # a few libtpu simulations, one at a time on the machine
+            return 1800.0
         budget = self.budget_seconds if self.max_evals is None and self.budget_seconds else 600.0
         return 2 * budget + 120.0
 
@@ -278,7 +288,7 @@ class Tuner:
             await asyncio.wait({read, exited}, return_when=asyncio.FIRST_COMPLETED)
             if read.done():
                 result = _json_result(read.result())
-                if job.active and result is not None and result.get("best"):
+                if job.active and _found(result):
                     self._succeed(job, result)
                 printed = time.time()
                 try:
@@ -329,7 +339,7 @@ class Tuner:
 
     def _conclude(self, job: TuneJob, code: int | None, stdout: bytes, tail: list[str]) -> None:
         result = _json_result(stdout)
-        if result is not None and (code == 0 or result.get("best")):  # found, even if it was not stored
+        if result is not None and (code == 0 or _found(result)):  # found, even if it was not stored
             self._succeed(job, result)
             return
         if code is not None and code < 0:
@@ -340,6 +350,11 @@ class Tuner:
             why = f"the tuner exited with code {code}"
         detail = tail[-1] if tail else ""
         self._set(job, "failed", f"{why}{': ' + detail if detail else ''}")
+
+
+def _found(result: dict[str, Any] | None) -> bool:
+    """A tuner's result with a best config, or a crosscheck's comparison."""
+    return result is not None and bool(result.get("best") or result.get("verdict"))
 
 
 def _json_line(text: str) -> dict[str, Any] | None:

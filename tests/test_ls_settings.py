@@ -64,20 +64,22 @@ def test_invalid_values_replaced_and_reported_each():
             "debounceMs": 1.5,
             "tuneBudgetSeconds": -1,
             "tuneMaxEvals": "many",
+            "compilerCheck": "sometimes",
             "colour": "blue",
         }
     )
     assert settings == Settings()
-    assert len(problems) == 9
+    assert len(problems) == 10
     joined = "\n".join(problems)
     for fragment in (
         "helion.chip = 'v99' unknown chip",
-        "helion.evaluator = 'gpu' must be one of model, compile, tpu; using the default 'model'",
+        "helion.evaluator = 'gpu' must be one of model, compile, schedule, tpu; using the default 'model'",
         "helion.executor = 'slurm'",
         "helion.maxConcurrentTunings = 0 must be between 1 and 64; using the default 2",
         "helion.compileOnChange = 'yes' must be true or false",
         "helion.debounceMs = 1.5 must be an integer",
         "helion.tuneBudgetSeconds = -1",
+        "helion.compilerCheck = 'sometimes' must be one of auto, on, off; using the default 'auto'",
         "helion.tuneMaxEvals = 'many'",
         "unknown setting helion.colour ignored",
     ):

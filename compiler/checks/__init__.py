@@ -5,7 +5,10 @@ What lives here:
   lowering.py        `lower_check`: Pallas -> Mosaic lowering for the TPU platform (jaxlib only, in-process),
                      and `mosaic_text`: the readable Mosaic MLIR of each kernel in an export.
   libtpu_compile.py  `tpu_compile`: the real TPU compiler (libtpu, deviceless) in a worker subprocess;
-                     classified errors, VMEM figures and op counts of the final Mosaic pass.
+                     classified errors, VMEM figures and op counts of the final Mosaic pass; with
+                     `TpuCompiler(schedule=...)` also the compiler's own schedule of each kernel.
+  llo_dump.py        parsing of libtpu's LLO dumps: scheduled bundles, loops and trip counts, slot
+                     utilisation, simulated cycles.
   mosaic_dump.py     parsing of libtpu's Mosaic pass dumps (kernel text, op counts).
   mlir_text.py       small text helpers shared by the above (error trimming, MLIR locations).
   _libtpu_worker.py  the worker process body (never imported by the parent).

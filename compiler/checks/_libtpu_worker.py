@@ -7,6 +7,8 @@ prints (libtpu logs, stray prints) goes to stderr, so C-level writes cannot corr
 Request: {"source", "entry", "filename", "args": [{"shape", "dtype"} | {"static": value} | {"value": list}], "chip",
 "dump"} (a static list is a tuple; a "value" is passed as it is, not static).
 Reply: the fields of `TpuCompileResult` as JSON (see `libtpu_compile.TpuCompileResult.from_json`).
+A schedule worker (SCHEDULE_DIR_ENV set) also replies with each kernel's schedule and simulated cycles; its
+address-space limit (MEMORY_LIMIT_ENV) is set before jax is imported.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import importlib.util
 import json
 import os
 import re
+import resource
 import shutil
 import sys
 import tempfile
@@ -23,14 +26,25 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import jax
-from jax.experimental import topologies
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
+if os.environ.get("HELION_LIBTPU_MEMORY_LIMIT"):  # before jax and libtpu map anything
+    _limit = int(os.environ["HELION_LIBTPU_MEMORY_LIMIT"])
+    resource.setrlimit(resource.RLIMIT_AS, (_limit, _limit))
 
-from compiler.checks.libtpu_compile import DUMP_DIR_ENV, classify_compile_error, kernel_vmem
-from compiler.checks.mlir_text import SourceLoc, trim_error
-from compiler.checks.mosaic_dump import failure_location, read_dumps
-from compiler.chips import get_chip
+import jax  # noqa: E402
+from jax.experimental import topologies  # noqa: E402
+from jax.sharding import Mesh, NamedSharding, PartitionSpec  # noqa: E402
+
+from compiler.checks.libtpu_compile import (  # noqa: E402
+    DUMP_DIR_ENV,
+    PROFILE_DIR_ENV,
+    SCHEDULE_DIR_ENV,
+    classify_compile_error,
+    kernel_vmem,
+)
+from compiler.checks.llo_dump import custom_call_names, read_cycles, read_schedules  # noqa: E402
+from compiler.checks.mlir_text import SourceLoc, trim_error  # noqa: E402
+from compiler.checks.mosaic_dump import failure_location, read_dumps  # noqa: E402
+from compiler.chips import get_chip  # noqa: E402
 
 _MOSAIC_OP = re.compile(
     r'The MLIR operation involved:\s*\n\s*(?:%[\w#:]+ = )?"([\w.]+)"\(.*?(?:-> (\S+))?\s*$', re.M
@@ -73,10 +87,15 @@ def _clear(dump_dir: Path) -> None:
             child.unlink(missing_ok=True)
 
 
+def _schedule_dirs() -> list[Path]:
+    return [Path(os.environ[k]) for k in (SCHEDULE_DIR_ENV, PROFILE_DIR_ENV) if os.environ.get(k)]
+
+
 def handle(request: dict, workdir: Path, dump_dir: Path, serial: int) -> dict:
     chip = request["chip"]
     reply: dict[str, Any] = {"ok": False, "chip": chip, "stage": "load", "seconds": 0.0}
-    _clear(dump_dir)
+    for directory in (dump_dir, *_schedule_dirs()):
+        _clear(directory)
     path = workdir / f"generated_{serial}.py"
     start = time.perf_counter()
     try:
@@ -117,8 +136,14 @@ def handle(request: dict, workdir: Path, dump_dir: Path, serial: int) -> dict:
     else:
         reply["seconds"] = time.perf_counter() - start
         reply["ok"] = True
-        reply.update(kernel_vmem(compiled.as_text()))
+        hlo = compiled.as_text()
+        reply.update(kernel_vmem(hlo))
+        reply["custom_calls"] = custom_call_names(hlo)
         kernels = read_dumps(dump_dir, with_text=request["dump"])
+        if os.environ.get(SCHEDULE_DIR_ENV):
+            reply["schedules"] = [k.to_json() for k in read_schedules(Path(os.environ[SCHEDULE_DIR_ENV]))]
+        if os.environ.get(PROFILE_DIR_ENV):
+            reply["cycles"] = read_cycles(Path(os.environ[PROFILE_DIR_ENV]))
     finally:
         path.unlink(missing_ok=True)
     reply["kernels"] = [k.to_json(with_text=request["dump"]) for k in kernels]

@@ -19,6 +19,13 @@ Why a worker subprocess (and why the API takes module source text + entry name, 
   `--xla_mosaic_enable_dump_debug_info=true` (dumps keep source locations, used to place errors).
 A `TpuCompiler` is one worker; compiles on it are serial. `tpu_compile` uses a shared default worker.
 
+The TPU compiler's own schedule (`schedule="bundles"` or `"cycles"`): the worker is started with libtpu's LLO
+dump flags (`--xla_jf_dump_to` with the `final` pass label; for "cycles" also
+`--xla_jf_dump_static_llo_profile_to`, which simulates each kernel and aborts the process on chips without
+the simulator) and reports each kernel's scheduled bundles and simulated cycles (compiler.checks.llo_dump).
+Simulating costs memory in proportion to the bundles executed, so such a worker gets an address-space limit
+(`memory_limit`); a simulation over it ends the worker, not the caller, and is reported as a crash.
+
 Arguments: `jax.ShapeDtypeStruct` for arrays; Python int/float are static (baked in), as in `lower_check`.
 """
 
@@ -46,6 +53,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from .. import lifeline
+from .llo_dump import KernelSchedule
 from .mlir_text import SourceLoc
 from .mosaic_dump import CATEGORIES, KernelDump
 
@@ -60,6 +68,10 @@ CompileKind = Literal[
 Stage = Literal["load", "lowering", "compile", "worker"]
 
 DUMP_DIR_ENV = "HELION_LIBTPU_DUMP_DIR"
+SCHEDULE_DIR_ENV = "HELION_LIBTPU_SCHEDULE_DIR"  # set: the worker reads LLO bundle dumps from here
+PROFILE_DIR_ENV = "HELION_LIBTPU_PROFILE_DIR"  # set: ... and simulated cycles from here
+MEMORY_LIMIT_ENV = "HELION_LIBTPU_MEMORY_LIMIT"  # bytes of address space the worker may use
+ScheduleMode = Literal["bundles", "cycles"]
 _REPO_ROOT = str(Path(__file__).resolve().parents[2])
 
 # First match wins; the matching line is reported verbatim as `key_line`.
@@ -138,6 +150,10 @@ class TpuCompileResult:
     vmem_limit_bytes / vmem_used_bytes: the scoped VMEM limit applied to the kernel and what it uses, from the
                   compiled HLO (max over the module's kernels); None when not compiled.
     kernels:      the Mosaic dump of each kernel (texts empty when compiled with dump_mosaic=False).
+    schedules:    (schedule workers) each kernel's scheduled bundles, loops and slot utilisation, the Mosaic
+                  kernels' and any XLA op's around them (a transpose, a pad in the host code).
+    custom_calls: the Mosaic kernels (`tpu_custom_call` instructions of the compiled HLO), in program order.
+    cycles:       (schedule="cycles") kernel name -> simulated `estimated_cycles` (0: the simulator skipped it).
     seconds:      trace + lower + compile time in the worker; wall_seconds: the caller's round trip
                   (includes starting the worker on a first call).
     """
@@ -159,6 +175,9 @@ class TpuCompileResult:
     vmem_limit_bytes: int | None = None
     vmem_used_bytes: int | None = None
     kernels: tuple[KernelDump, ...] = ()
+    schedules: tuple[KernelSchedule, ...] = ()
+    cycles: dict[str, int] = field(default_factory=dict)
+    custom_calls: tuple[str, ...] = ()
     wall_seconds: float = 0.0
 
     @property
@@ -196,6 +215,9 @@ class TpuCompileResult:
             vmem_limit_bytes=data.get("vmem_limit_bytes"),
             vmem_used_bytes=data.get("vmem_used_bytes"),
             kernels=tuple(KernelDump.from_json(k) for k in data.get("kernels", ())),
+            schedules=tuple(KernelSchedule.from_json(k) for k in data.get("schedules", ())),
+            cycles=dict(data.get("cycles", {})),
+            custom_calls=tuple(data.get("custom_calls", ())),
             wall_seconds=wall_seconds,
         )
 
@@ -219,6 +241,9 @@ class TpuCompileResult:
             "vmem_limit_bytes": self.vmem_limit_bytes,
             "vmem_used_bytes": self.vmem_used_bytes,
             "kernels": [k.to_json(with_text) for k in self.kernels],
+            "schedules": [k.to_json() for k in self.schedules],
+            "cycles": dict(self.cycles),
+            "custom_calls": list(self.custom_calls),
         }
 
 
@@ -301,10 +326,18 @@ def _arg_json(arg: Arg) -> dict:
 
 
 class TpuCompiler:
-    """A libtpu compile worker process (started on first use, restarted after a crash or timeout)."""
+    """A libtpu compile worker process (started on first use, restarted after a crash or timeout).
 
-    def __init__(self, timeout: float = 300.0):
+    schedule: also report the TPU compiler's schedule of each kernel ("bundles"), and its simulated cycles
+    ("cycles": v5e, v5p and v6e only; other chips abort). memory_limit: the worker's address-space limit in
+    bytes (None: unlimited)."""
+
+    def __init__(
+        self, timeout: float = 300.0, schedule: ScheduleMode | None = None, memory_limit: int | None = None
+    ):
         self.timeout = timeout
+        self.schedule = schedule
+        self.memory_limit = memory_limit
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
         self._tmp: Path | None = None
@@ -325,6 +358,18 @@ class TpuCompiler:
         dump_dir.mkdir()
         env = lifeline.child_env()  # dies with this process, even if it is killed
         flags = f"--xla_mosaic_dump_to={dump_dir} --xla_mosaic_enable_dump_debug_info=true"
+        if self.schedule is not None:
+            llo = self._tmp / "llo"
+            llo.mkdir()
+            flags += f" --xla_jf_dump_to={llo} --xla_jf_dump_llo_pass_label_regex=final"
+            env[SCHEDULE_DIR_ENV] = str(llo)
+            if self.schedule == "cycles":
+                profile = self._tmp / "profile"
+                profile.mkdir()
+                flags += f" --xla_jf_dump_static_llo_profile_to={profile}"
+                env[PROFILE_DIR_ENV] = str(profile)
+        if self.memory_limit is not None:
+            env[MEMORY_LIMIT_ENV] = str(int(self.memory_limit))
         env.update(
             JAX_PLATFORMS="cpu",
             TPU_SKIP_MDS_QUERY="1",
@@ -394,6 +439,11 @@ class TpuCompiler:
             )
         else:
             kind, message = "crash", f"the libtpu worker died (exit code {self._proc.returncode})"
+            check = next((ln for ln in log if "Check failed" in ln or "LLO_CHECK" in ln), None)
+            if check is not None:  # libtpu stopped itself: say where
+                message += ": " + check.split("] ", 1)[-1].strip()[:300]
+            elif self.memory_limit is not None:
+                message += f" (its address space is limited to {self.memory_limit / 2**30:.1f} GiB)"
         return TpuCompileResult(
             ok=False,
             seconds=wall,

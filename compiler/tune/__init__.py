@@ -7,20 +7,24 @@ search     search strategies over a discrete config space (exhaustive, pattern s
 
 objective  what tuning ranks by (speed, with a margin against configs over the default scoped VMEM) and
            when a better config is worth applying; the store orders by it too
+crosscheck model vs the TPU compiler's estimate of the model's picks: agree, or disagree on order or size
 
-These five import only the standard library, platformdirs, and lazily ray and `compiler.specs` (torch,
-for shape_key), so store and executor worker processes start fast; they know nothing about kernels
-beyond the space protocol `search` documents.
+These six import only the standard library, platformdirs, `compiler.config`, and lazily ray and
+`compiler.specs` (torch, for shape_key), so store and executor worker processes start fast; they know
+nothing about kernels beyond the space protocol `search` documents.
 
 constants    every constant of the performance model, per chip, with its source
 model        analytic per-grid-step TPU model of a compiled kernel's plan (estimates for a named chip)
-evaluators   model / compile (libtpu) / tpu (wall clock) evaluators, and the functions workers run
+evaluators   model / compile (libtpu) / schedule (the TPU compiler's estimate) / tpu (wall clock) evaluators,
+             and the functions workers run
+schedule     the TPU compiler's own estimate: libtpu's simulated cycles (v5e/v5p/v6e) or bundles issued
 shrink       reduced argument shapes that keep a config's tile structure, for correctness runs
 correctness  the gate: generated code on reduced shapes against the eager reference of the original source
 kernel_space a kernel's config space as a search space: one compile per config, model scores, VMEM pruning
 driver       one tuning run: search (in-process), refine, verify the winner, store every trial
 command      the `helion-pallas tune` command line (add_arguments, run)
+crosscheck_command  the `helion-pallas crosscheck` command line
 
 These import the compiler (`compiler.api` and below); the language server reaches them only through the
-`helion-pallas tune` subprocess.
+`helion-pallas tune` and `crosscheck` subprocesses.
 """

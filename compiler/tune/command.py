@@ -66,7 +66,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=sorted(EVALUATORS),
         default="model",
         help="model: analytic estimate (default); compile: + libtpu compile of the best; "
-        "tpu: + wall-clock on a TPU",
+        "schedule: + the TPU compiler's own estimate of the best (libtpu's simulated cycles on v5e/v5p/v6e, "
+        "bundles issued elsewhere); tpu: + wall-clock on a TPU",
     )
     parser.add_argument(
         "--executor",
@@ -370,8 +371,9 @@ def format_result(r: TuneResult) -> str:
     """The human-readable report of one shape set: header, top configs, pruning, decorator line."""
     p = r.problem
     where = f"shape set {p.shape_set}" if p.shape_set is not None else "--args"
-    kind = "model estimates" if r.evaluator == "model" else f"{r.evaluator} evaluator"
-    label = f"{kind} for {p.chip}" + (" (estimates)" if r.estimate and r.evaluator != "model" else "")
+    kind = {"model": "model estimates", "schedule": "TPU compiler estimates"}.get(r.evaluator, f"{r.evaluator} evaluator")
+    plain = r.evaluator in ("model", "schedule")
+    label = f"{kind} for {p.chip}" + (" (estimates)" if r.estimate and not plain else "")
     lines = [f"{p.kernel} [{where}: {p.shape_key}] on {p.chip} — {label}"]
     lines.append(
         f"  {r.evaluated} configs evaluated, {r.pruned} pruned ({r.strategy} search, "
@@ -414,7 +416,9 @@ def format_result(r: TuneResult) -> str:
         lines.append(f"  {r.decorator}")
     for note in r.notes:
         lines.append(f"  note: {note}")
-    if r.estimate:
+    if r.evaluator == "schedule":
+        lines.append(f"  (figures are TPU compiler estimates for {p.chip} from libtpu's schedule, not measurements)")
+    elif r.estimate:
         lines.append(f"  (figures are model estimates for {p.chip}, not measurements)")
     return "\n".join(lines)
 

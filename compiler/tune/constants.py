@@ -19,6 +19,10 @@ Sources named below:
             every chip from v4 to v7x; int8 half of them on v5e/v5p/v6e, the same number on v7x (no int8
             MXU mode: matches tpu_info's zero int8 rate), and v4 rejects int8 matmuls.
   [pallas]  how Pallas TPU pipelining works (jax 0.10.2 `pallas_call` / `pltpu.emit_pipeline` source).
+  [schedule] libtpu 0.0.42.1's own schedules (compiler/tune/schedule.py): the per-bundle utilisation dumps
+            list the same vector unit on v5e, v5p, v6e and v7x (4 VALU slots and 1 EUP slot per bundle, one
+            bundle per cycle), so vector rates scale with the clock, not the MXU peak; bench/model_vs_schedule.py
+            compares the model with the compiler's simulated cycles on v5e and v6e.
   [assumed] a round engineering figure that no measurement here pins down; stated so it can be replaced.
   [from X]  no measurement on this chip pins it: chip X's value, carried over as stated.
 A JSON written by bench/tpu_measure.py on a real TPU feeds bench/calibrate.py, which refits the fitted
@@ -117,17 +121,17 @@ def _constants(chip: str, calibrated: bool, **figures: tuple[float, str]) -> Mod
     return ModelConstants(chip=chip, calibrated=calibrated, sources=sources, **values)
 
 
-def _carried(base: ModelConstants, chip: str, bf16_flops: float, calibrated: bool = False,
+def _carried(base: ModelConstants, chip: str, calibrated: bool = False,
              **own: tuple[float, str]) -> ModelConstants:
-    """`base`'s constants on another chip: vector rates scaled by the bf16 peak ratio, the rest as they are,
+    """`base`'s constants on another chip: vector rates scaled by the clock ratio, the rest as they are,
     each source saying so; `own` replaces any of them."""
-    scale = bf16_flops / _PEAKS[base.chip]
+    scale = _CLOCKS[chip] / _CLOCKS[base.chip]
     figures: dict[str, tuple[float, str]] = {}
     for name in CONSTANT_NAMES:
         value, source = getattr(base, name), base.sources[name]
         if name in ("vpu_rate", "eup_rate"):
-            figures[name] = (value * scale, f"[from {base.chip}, scaled by the bf16 peak ratio {scale:.3f}: "
-                                            f"assumed] {source}")
+            figures[name] = (value * scale, f"[from {base.chip}, scaled by the clock ratio {scale:.3f}: "
+                                            f"schedule] {source}")
         elif name == "llo_vector_op_seconds":
             figures[name] = (value / scale, f"[from {base.chip}, scaled like vpu_rate] {source}")
         else:
@@ -136,16 +140,27 @@ def _carried(base: ModelConstants, chip: str, bf16_flops: float, calibrated: boo
     return _constants(chip, calibrated, **figures)
 
 
-# bf16 peaks per TensorCore (jax 0.10.2 tpu_info, as compiler.chips reads them): what per-chip rates are
-# scaled by when carried from one chip to another (a test checks they match compiler.chips).
-_PEAKS = {"v4": 137.5e12, "v5e": 197e12, "v5p": 229.5e12, "v6e": 920e12, "v7x": 1155e12}
+# Clocks per TensorCore, as compiler.chips has them (a test checks they match): vector rates carried from one
+# chip to another scale with the clock ([schedule]: the same vector unit on every chip).
+_CLOCKS = {"v4": 1.049e9, "v5e": 1.503e9, "v5p": 1.751e9, "v6e": 1.755e9, "v7x": 2.47e9}
 
 # [seed] fits of v7x's vector rate and loop overlap (bench/seed_table.py --fit); v5e's are derived from them.
-_SEED_VPU_RATE = 9.816e12
-_SEED_OVERLAP_LOOP = 0.6715
-_V5E_SCALE = _PEAKS["v5e"] / _PEAKS["v7x"]
+_SEED_VPU_RATE = 9.824e12
+_SEED_OVERLAP_LOOP = 0.6726
+_V5E_SCALE = _CLOCKS["v5e"] / _CLOCKS["v7x"]
+_BY_CLOCK = (
+    f"[from v7x, scaled by the clock ratio {_V5E_SCALE:.3f}: schedule; it was the bf16 peak ratio 0.171 until "
+    "the TPU compiler's simulated vector-bound kernels on v5e came out ~1.4x faster than the model] [seed] fit"
+)
 
 _LIBTPU_F32 = "[libtpu] an f32 dot issues 2x the MXU pushes of the same bf16 dot on v4, v5e, v5p, v6e and v7x"
+# [schedule] ...but the pushes are not what bounds it: libtpu schedules the same (512, 512, 512)-block dot of
+# tests/kernels/matmul.py with f32 and with bf16 operands in 32,856 and 29,433 bundles per grid step on v5e and
+# 8,512 and 8,467 on v6e, its MXU slots 96-99 % busy in all four (simulated on v5e: 1,433 against 1,418 µs).
+_F32_V5E = (29433 / 32856, "[schedule] f32 and bf16 dots scheduled in 32,856 and 29,433 bundles per step on "
+                           "v5e, MXU slots 99 % busy in both (was 0.5, " + _LIBTPU_F32 + ")")
+_F32_V6E = (1.0, "[schedule] f32 and bf16 dots scheduled in 8,512 and 8,467 bundles per step on v6e, MXU slots "
+                 "96 % busy in both (was 0.5, " + _LIBTPU_F32 + ")")
 
 # TPU v5e, one TensorCore. The per-step, latency, call and MXU constants are fitted to the [guide]'s plain
 # table (6 points); its transposed-RHS and fused-ReLU tables and a second public v5e table are predictions.
@@ -154,24 +169,23 @@ V5E = _constants(
     calibrated=True,
     mxu_efficiency=(1.0, "[guide] fit, at its bound: once the restarts of our nested K pipeline are charged "
                          "(which the guide's flat grid does not pay) no MXU inefficiency is left to fit"),
-    f32_mxu_ratio=(0.5, _LIBTPU_F32),
-    vpu_rate=(_SEED_VPU_RATE * _V5E_SCALE, f"[from v7x, scaled by the bf16 peak ratio {_V5E_SCALE:.3f}: "
-                                           "assumed] [seed] fit"),
+    f32_mxu_ratio=_F32_V5E,
+    vpu_rate=(_SEED_VPU_RATE * _V5E_SCALE, _BY_CLOCK),
     eup_rate=(_SEED_VPU_RATE * _V5E_SCALE / 4, "[assumed] a quarter of vpu_rate (one EUP slot against four "
                                                "VALU slots)"),
     overlap_straight=(1.0, "[pallas] straight-line code is one basic block the LLO scheduler interleaves"),
     overlap_loop=(_SEED_OVERLAP_LOOP, "[from v7x] [seed] fit"),
-    step_overhead=(0.309e-6, "[guide] fit, one value with pipeline_iteration_overhead: the guide's K steps "
+    step_overhead=(0.3164e-6, "[guide] fit, one value with pipeline_iteration_overhead: the guide's K steps "
                              "are grid steps, ours emit_pipeline iterations; [assumed] they cost the same"),
-    pipeline_iteration_overhead=(0.309e-6, "[guide] fit: its 128^3 points at 4096 and 8192, where each K "
+    pipeline_iteration_overhead=(0.3164e-6, "[guide] fit: its 128^3 points at 4096 and 8192, where each K "
                                            "step's ~0.35 µs is all overhead (compute ~40 ns, DMA ~80 ns)"),
     fori_iteration_overhead=(0.05e-6, "[assumed] a scalar loop plus address arithmetic"),
     dma_latency=(0.0, "[guide] fit (to 0): 128^3 steps cost the same whatever their DMA, and a restart of "
                       "the K pipeline no more than its bytes; issue and wait are in step_overhead"),
     dma_efficiency=(1.0, "[assumed] the data-sheet bandwidth: no published memory-bound Pallas run pins it"),
-    call_overhead=(101.8e-6, "[guide] fit: mostly its 1024 points (the guide's timeit includes Python "
+    call_overhead=(102.9e-6, "[guide] fit: mostly its 1024 points (the guide's timeit includes Python "
                              "dispatch; its XLA matmul of 1024^3 takes 119 µs for ~20 µs of work)"),
-    llo_vector_op_seconds=(1.0e-10 / _V5E_SCALE, "[from v7x, scaled like vpu_rate] [seed] fit"),
+    llo_vector_op_seconds=(1.0e-10 / _V5E_SCALE, "[from v7x, scaled like vpu_rate (the clock ratio)] [seed] fit"),
 )
 
 # TPU v7x (TPU7x), one TensorCore: the vector rate and the loop overlap are fitted to the [seed] table; the
@@ -199,9 +213,9 @@ V7X = _constants(
                                     "vpu_rate fit (bench/seed_table.py --fit-llo)"),
 )
 
-V6E = _carried(V7X, "v6e", _PEAKS["v6e"])
-V5P = _carried(V5E, "v5p", _PEAKS["v5p"])
-V4 = _carried(V5E, "v4", _PEAKS["v4"])
+V6E = _carried(V7X, "v6e", f32_mxu_ratio=_F32_V6E)
+V5P = _carried(V5E, "v5p")
+V4 = _carried(V5E, "v4")
 
 CHIP_CONSTANTS = {c.chip: c for c in (V4, V5E, V5P, V6E, V7X)}
 

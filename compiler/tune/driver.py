@@ -8,8 +8,9 @@ Phases:
             (`KernelSpace`). A config that does not compile or does not fit VMEM is pruned, counted by
             reason; one whose blocks are all at least those of a config that does not fit VMEM is pruned
             without compiling (VMEM only grows with block sizes).
-2. refine   (evaluator "compile" or "tpu") the best model candidates go to the slow evaluator, which may
-            reject them (libtpu) or replace the estimate by a measurement (TPU).
+2. refine   (evaluator "compile", "schedule" or "tpu") the best model candidates go to the slow evaluator,
+            which may reject them (libtpu) or replace the estimate by its own (the TPU compiler's) or by a
+            measurement (TPU). A deterministic evaluator's stored result for a config is reused, not redone.
 3. verify   the winner goes through the correctness gate (correctness.py); when it is wrong, the runner-up
             (`gate_attempts` in all).
 Every trial (evaluated, pruned, failed, wrong) is recorded in the results store under its evaluator.
@@ -102,6 +103,8 @@ class Candidate:
             "estimate": m.get("estimate", True),
             "evaluator": self.evaluator,
         }
+        if m.get("label"):  # the schedule evaluator's: "TPU compiler estimate"
+            out["label"] = m["label"]
         if self.correctness is not None:
             out["correctness"] = self.correctness.to_json()
         return out
@@ -402,18 +405,22 @@ def _refine(
     """The slow evaluator on the model's best candidates, best first, until `options.refine` succeed."""
     kept: list[Candidate] = []
     fn = functools.partial(evaluate, problem, options.evaluator)
+    evaluator = get_evaluator(options.evaluator)
+    width = 1 if evaluator.serial else executor.parallelism
+    known = stored_outcomes(store, key) if evaluator.deterministic else {}
     pos = 0
     while len(kept) < options.refine and pos < len(ranked) and pos < 4 * options.refine:
-        batch = ranked[pos : pos + max(1, min(options.refine - len(kept), executor.parallelism))]
+        batch = ranked[pos : pos + max(1, min(options.refine - len(kept), width))]
         pos += len(batch)
-        configs = [c.config for c in batch]
+        configs = [c.config for c in batch if Config(c.config) not in known]
         outcomes = {id(config): outcome for config, outcome in executor.map_unordered(fn, configs)}
         for cand in batch:
-            outcome = outcomes[id(cand.config)]
+            reused = known.get(Config(cand.config))
+            outcome = reused or outcomes[id(cand.config)]
             if isinstance(outcome, BaseException):
                 raise outcome
             seconds, info = outcome
-            if store is not None:
+            if store is not None and reused is None:
                 store.record_trial(
                     key, cand.config, seconds, "ok" if seconds is not None else "failed", info, run_id
                 )
@@ -428,6 +435,20 @@ def _refine(
             else:
                 kept.append(Candidate(cand.config, seconds, info, options.evaluator))
     return sorted(kept, key=lambda c: objective(c.seconds, c.metrics))
+
+
+def stored_outcomes(
+    store: TuningStore | None, key: TrialKey
+) -> dict[Config, tuple[float | None, dict[str, Any]]]:
+    """(seconds, info) of every config the store has a result for under `key` (the latest one each)."""
+    if store is None:
+        return {}
+    out: dict[Config, tuple[float | None, dict[str, Any]]] = {}
+    for t in store.trials(key):
+        if t.verdict in ("ok", "failed"):
+            info = dict(t.metrics) | ({"error": t.metrics.get("error", "unusable")} if t.seconds is None else {})
+            out[Config(t.config)] = (t.seconds, info)
+    return out
 
 
 def decorator_line(kernel: Kernel, config: Mapping[str, Any]) -> str:

@@ -5,10 +5,13 @@
   compile  the real libtpu compile for the chip (compiler.checks.tpu_compile, deviceless, 1-100 s each):
            rejects what the TPU compiler rejects (VMEM, layouts, ...); for kernels whose every inner loop is
            unrolled the estimate is refined from the compiled kernel's vector op counts. Still an estimate.
+  schedule the TPU compiler's own estimate (schedule.py: libtpu's simulated cycles on v5e/v5p/v6e, bundles
+           issued elsewhere; a worker with an address-space limit, one simulation at a time, 5-60 s each).
+           Labelled "TPU compiler estimate"; deterministic, so a stored result is never recomputed.
   tpu      wall-clock on a TPU that jax sees: warm-up, then the median of repeated device-synchronised runs.
            Refuses (EvaluatorUnavailable) where no TPU of the asked chip is visible.
 
-compile and tpu are too slow to drive a search: the driver searches with the model and hands them the
+compile, schedule and tpu are too slow to drive a search: the driver searches with the model and hands them the
 best candidates. compile, tpu and the correctness gate execute in worker processes through an
 executor; the functions they run (`evaluate`, `verify`, `probe_tpu`, `warm_up`) are top-level and take
 picklable arguments (a `Problem`, a `GateCase`), so they cross process (and Ray) boundaries. The gate's
@@ -122,10 +125,14 @@ def _figures(seconds: float, ck: CompiledKernel, estimated: bool) -> dict[str, A
 
 
 class Evaluator:
-    """Base class: `name`, what each evaluation needs (`resources`), whether figures are `estimated`."""
+    """Base class: `name`, what each evaluation needs (`resources`), whether figures are `estimated`, whether
+    the same config always gives the same figure (`deterministic`: a stored result is reused) and whether
+    evaluations must run one at a time (`serial`)."""
 
     name = ""
     estimated = True
+    deterministic = False
+    serial = False
     resources: dict[str, float] = {"CPU": 1.0}
 
     def measure(self, ck: CompiledKernel) -> Measurement:
@@ -162,7 +169,7 @@ class CompileEvaluator(Evaluator):
         from ..checks import LibtpuUnavailable, tpu_compile
 
         try:
-            result = tpu_compile(ck.source, ck.entry, ck.arg_structs(), ck.chip)
+            result = tpu_compile(ck.source, ck.entry, ck.compile_args(), ck.chip)
         except LibtpuUnavailable as exc:
             raise EvaluatorUnavailable(str(exc)) from None
         if not result.ok:
@@ -190,6 +197,31 @@ class CompileEvaluator(Evaluator):
             "op_categories": result.categories,
         }
         return Measurement(est.seconds, metrics)
+
+
+class ScheduleEvaluator(Evaluator):
+    """The TPU compiler's estimate (schedule.py); its figures are the compiler's, never the model's."""
+
+    name = "schedule"
+    deterministic = True
+    serial = True  # each simulation can take GBs: one at a time
+
+    def available(self) -> str | None:
+        from ..checks import libtpu_available
+
+        return None if libtpu_available() else "libtpu is not installed (pip install libtpu==0.0.42.1)"
+
+    def measure(self, ck: CompiledKernel) -> Measurement:
+        from .schedule import ScheduleUnavailable, schedule_estimate
+
+        try:
+            est = schedule_estimate(ck)
+        except ScheduleUnavailable as exc:
+            raise EvaluatorUnavailable(str(exc)) from None
+        metrics = est.to_metrics()
+        if est.seconds is None:
+            return Measurement(None, metrics, est.error or "the TPU compiler gave no estimate")
+        return Measurement(est.seconds, _figures(est.seconds, ck, True) | metrics)
 
 
 def vector_seconds(categories: Mapping[str, int], chip: str) -> float:
@@ -292,6 +324,7 @@ def _require_tpu(chip: Chip) -> None:
 EVALUATORS: dict[str, type[Evaluator]] = {
     "model": ModelEvaluator,
     "compile": CompileEvaluator,
+    "schedule": ScheduleEvaluator,
     "tpu": TpuEvaluator,
 }
 

@@ -167,6 +167,30 @@ def estimate(
     )
 
 
+def copied_bytes(call: CallPlan) -> float:
+    """Bytes the generated code's block copies move in one call (re-fetches included): a count read off the
+    plan, no constant in it (the schedule evaluator floors the TPU compiler's simulated time with it)."""
+    grid = call.grid or (1,)
+    outer = _outer_operands(call)
+    total = 0.0
+    for axis in range(len(grid)):
+        n = math.prod(grid[: axis + 1]) - math.prod(grid[:axis])
+        changed = [op for op in outer if op.grid_axes and max(op.grid_axes) >= axis]
+        total += max(0, n) * sum(_CallModel._copy_bytes(changed))
+    total += sum(_block_bytes(op) for op in outer if op.kind == "input" or op.reads_old)
+    total += sum(_block_bytes(op) for op in outer if op.kind in ("output", "inout"))
+    for lp in call.inner_loops:
+        copied = [op for op in call.operands if op.inner_loop == lp.index
+                  and (op.memory == "dma" or (op.memory == "hbm" and lp.strategy == "emit_pipeline"))]
+        total += math.prod(grid) * lp.trips * sum(_CallModel._copy_bytes(copied))
+    return total
+
+
+def _outer_operands(call: CallPlan) -> list[Operand]:
+    """Operands whose blocks change with the grid steps (rows an inner loop copies by DMA count with that loop)."""
+    return [op for op in call.operands if op.memory != "hbm" and not (op.memory == "dma" and op.inner_loop is not None)]
+
+
 def _block_bytes(op: Operand) -> int:
     """Bytes one copy of the operand's block moves (as laid out: padded to (sublane, 128) tiles)."""
     dims = op.block_dims
@@ -185,7 +209,6 @@ class _StepParts:
     restarts: float = 0.0
     mxu: float = 0.0
     vector: float = 0.0
-    inner_dma_bytes: float = 0.0
 
     @property
     def total(self) -> float:
@@ -205,9 +228,8 @@ class _CallModel:
         step = parts.total + c.step_overhead
 
         # Transitions between consecutive steps, grouped by the outermost grid axis that moves.
-        # operands whose blocks change with the grid steps (rows an inner loop copies by DMA are counted there)
-        outer = [op for op in call.operands if op.memory != "hbm" and not (op.memory == "dma" and op.inner_loop is not None)]
-        exposed = dma_bytes = 0.0
+        outer = _outer_operands(call)
+        exposed = 0.0
         for axis in range(len(grid)):
             n = math.prod(grid[: axis + 1]) - math.prod(grid[:axis])
             if n <= 0:
@@ -215,11 +237,10 @@ class _CallModel:
             changed = [op for op in outer if op.grid_axes and max(op.grid_axes) >= axis]
             double, single = self._copy_bytes(changed)
             exposed += n * (max(0.0, self._dma_seconds(double) - step) + self._dma_seconds(single))
-            dma_bytes += n * (double + single)
 
         prologue_bytes = sum(_block_bytes(op) for op in outer if op.kind == "input" or op.reads_old)
         epilogue_bytes = sum(_block_bytes(op) for op in outer if op.kind in ("output", "inout"))
-        self.dma_bytes = dma_bytes + prologue_bytes + epilogue_bytes + steps * parts.inner_dma_bytes
+        self.dma_bytes = copied_bytes(call)
         self.breakdown = {
             "compute": steps * parts.compute,
             "step_overhead": steps * c.step_overhead,
@@ -306,7 +327,6 @@ class _CallModel:
             return
         double, single = self._copy_bytes(ops)
         parts.inner_exposed += lp.trips * (max(0.0, self._dma_seconds(double) - iteration) + self._dma_seconds(single))
-        parts.inner_dma_bytes += lp.trips * (double + single)
 
     def _pipeline(self, lp: InnerLoop, iteration: float, parts: _StepParts) -> None:
         """A nested emit_pipeline run (one per outer step): cold first fetch, iterations that prefetch the
@@ -321,7 +341,6 @@ class _CallModel:
         parts.inner_overhead += lp.trips * c.pipeline_iteration_overhead
         parts.inner_exposed += (lp.trips - 1) * max(0.0, t_double - busy) + lp.trips * t_single
         parts.restarts += first + last
-        parts.inner_dma_bytes += lp.trips * (double + single)
 
     # -- DMA ----------------------------------------------------------------------------------------------
 

@@ -35,7 +35,7 @@ from ..server import HelionServer
 from ..store import Summary
 from ..trust import WHY_TUNING_RUNS_CODE
 from ..tuning import TuneJob
-from . import apply_plan
+from . import apply_plan, compiler_check
 from .hover import SHOW_GENERATED
 
 log = logging.getLogger(__name__)
@@ -246,8 +246,9 @@ def unit_lenses(
         return lenses
     current, compiled = current_config(ls, view, unit)
     again = refused or f"Tune again. {TUNE_TOOLTIP}"
-    title = best_title(summary, current, compiled, chip) + ("" if stored else " (not stored)")
-    lenses.append(_lens(rng, title, "helion.tune", target, again))
+    note, why = compiler_check.lens_note(ls, uri, view.name, unit.index, summary)
+    title = best_title(summary, current, compiled, chip) + ("" if stored else " (not stored)") + note
+    lenses.append(_lens(rng, title, "helion.tune", target, f"{why} {again}".strip()))
     if current is None or worth_applying(summary, current):
         apply = {**target, "config": summary.best.config}
         lenses.append(_lens(rng, apply_title, "helion.applyConfig", apply))

@@ -31,7 +31,7 @@ from ..edits import EditError, TextEdit, apply_edit, set_config, set_configs
 from ..server import HelionServer
 from ..trust import WHY_TUNING_RUNS_CODE
 from ..tuning import FINAL, TuneJob, TuneSpec
-from . import apply_plan, codelens, diagnostics
+from . import apply_plan, codelens, compiler_check, diagnostics
 
 log = logging.getLogger(__name__)
 
@@ -196,6 +196,7 @@ def connect_tuner(ls: HelionServer) -> None:
         tell(job)
         name = f"{job.spec.kernel} (shape set {job.spec.shape_set})"
         if job.state == "done":
+            compiler_check.after_tuning(ls, job)
             best = job.best or {}
             text = f"Tuned {name} on {job.spec.chip} [{job.spec.evaluator}]"
             if best.get("config") is not None:

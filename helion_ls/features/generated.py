@@ -145,7 +145,8 @@ async def tuning_results(ls: HelionServer, params: Any) -> dict[str, Any]:
             **rates(b.seconds, b.metrics),
             "evaluator": b.evaluator,
         }
-    return {"trials": out, "best": best}
+    check = summary.check if summary is not None else None
+    return {"trials": out, "best": best, "compilerCheck": check.to_json() if check is not None else None}
 
 
 def register(ls: HelionServer) -> None:

@@ -1,7 +1,8 @@
 """Hovers, answered only from cached compile results (never compiling on the event loop).
 
-On the kernel's name or decorator: per shape set, the config in use, the VMEM table with a bar against
-the scoped limit and the capacity, and the generated device kernel and pallas_call site (with a link
+On the kernel's name or decorator: per shape set, the config in use, its estimated time (the model's, and
+the TPU compiler's when the tuning store has it: read from the answers the lenses already fetched, never
+from the store itself), the VMEM table with a bar against the scoped limit and the capacity, and the generated device kernel and pallas_call site (with a link
 that opens the whole module). On a tensor access: its BlockSpec, where it lives and its VMEM bytes. On
 `hl.tile` / `hl.grid`: extents, block sizes, steps and the loop strategy. Each part comes from the
 compiled kernel's plan, so it describes exactly the generated code.
@@ -20,6 +21,8 @@ from lsprotocol import types
 
 from compiler import parse_python
 from compiler.diagnostics import Position, Range
+from compiler.tune.keys import TrialKey
+from compiler.tune.model import estimate
 from compiler.vmem import fmt_bytes as compiler_fmt_bytes
 
 from ..documents import KernelView, Loaded
@@ -145,6 +148,30 @@ def _vmem_table(vmem: Any) -> str:
     return "\n".join(rows)
 
 
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e3:.3f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.1f} µs"
+
+
+def time_line(ls: HelionServer, loaded: Loaded, view: KernelView, index: int, ck: Any) -> str:
+    """The model's estimate of the config in use and, when known, the TPU compiler's, labelled apart."""
+    est = estimate(ck.plan, ck.chip)
+    launch = est.breakdown.get("launch", 0.0)
+    line = (
+        f"Time on {ck.chip.name} (estimates): model **{_us(est.seconds - launch)}** on the device "
+        f"(+ {_us(launch)} per-call dispatch; {est.bound}-bound)"
+    )
+    unit = view.units[index]
+    key = TrialKey(unit.key.source_hash, unit.key.shape_key, unit.key.chip)
+    current = unit.config if unit.config is not None else ck.config
+    summary = ls.store_for(ls.settings.for_uri(loaded.uri)).cached((key, current))
+    trial = summary.compiler_current if summary is not None else None
+    if trial is not None and trial.seconds:
+        how = trial.metrics.get("method", "")
+        how = "libtpu's simulated cycles" if how == "simulated" else "bundles issued: a compute-issue lower bound"
+        line += f" · TPU compiler estimate **{_us(trial.seconds)}** ({how})"
+    return line
+
+
 def kernel_markdown(ls: HelionServer, loaded: Loaded, view: KernelView) -> str:
     """Per shape set: the config, the device kernel's code first (what the hover is for), then VMEM use and
     the pallas_call site, so code shows without scrolling past tables."""
@@ -165,6 +192,7 @@ def kernel_markdown(ls: HelionServer, loaded: Loaded, view: KernelView) -> str:
             parts.append(errors)
         origin = "from the decorator" if unit.config is not None else "default"
         parts.append(f"Config ({origin}): `{ck.config!r}`")
+        parts.append(time_line(ls, loaded, view, unit.index, ck))
         narrowed = ck.plan.narrowed_note()
         if narrowed:
             parts.append(narrowed)

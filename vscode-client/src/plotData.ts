@@ -2,6 +2,8 @@
  * Tuning results (helion/tuningResults) shaped into a plot and rendered as a self-contained HTML page with an
  * inline SVG: estimated time of each config tried, and the best so far, in the order they were tried. Pure; the
  * webview in plot.ts only shows the string. No scripts: tooltips are SVG <title> elements.
+ * The TPU compiler's own estimates (evaluator "schedule") are drawn apart, as diamonds above the config they
+ * estimate, and never enter the best-so-far line; the compiler's check of the model's pick is one line above.
  */
 
 export interface Trial {
@@ -11,12 +13,24 @@ export interface Trial {
   gbps?: number | null;
   verdict?: string | null;
   timestamp?: number | string | null;
+  evaluator?: string | null;
+}
+
+/** The TPU compiler's check of the model's best configs (compiler/tune/crosscheck.py). */
+export interface CompilerCheck {
+  verdict: string;
+  message: string;
+  disagrees: boolean;
 }
 
 export interface TuningResults {
   trials: Trial[];
   best: { config: Record<string, unknown>; seconds?: number | null } | null;
+  compilerCheck?: CompilerCheck | null;
 }
+
+/** The evaluator whose figures are the TPU compiler's, not the model's. */
+export const COMPILER_EVALUATOR = "schedule";
 
 export interface PlotPoint {
   /** 1-based position in the order the configs were tried. */
@@ -32,6 +46,8 @@ export interface PlotData {
   /** The best time after each valid trial: a step function over `index`. */
   bestSoFar: { index: number; seconds: number }[];
   best: PlotPoint | null;
+  /** The TPU compiler's estimates, each at the index of the config it estimates. */
+  compiler: PlotPoint[];
 }
 
 function timeOf(trial: Trial): number {
@@ -55,7 +71,8 @@ export function configLabel(config: Record<string, unknown>): string {
 }
 
 /** Orders trials by timestamp (stable for equal or missing ones) and derives points, rejects and best-so-far. */
-export function shapeTrials(trials: readonly Trial[]): PlotData {
+export function shapeTrials(all: readonly Trial[]): PlotData {
+  const trials = all.filter((t) => t.evaluator !== COMPILER_EVALUATOR);
   const ordered = trials
     .map((trial, position) => ({ trial, position, time: timeOf(trial) }))
     .sort((a, b) => (a.time === b.time ? a.position - b.position : a.time < b.time ? -1 : 1));
@@ -76,7 +93,17 @@ export function shapeTrials(trials: readonly Trial[]): PlotData {
       rejected.push({ index, verdict: trial.verdict ?? "no time", label });
     }
   });
-  return { points, rejected, bestSoFar, best };
+  const where = new Map(points.map((p) => [p.label, p.index]));
+  const compiler: PlotPoint[] = [];
+  for (const trial of all) {
+    const label = configLabel(trial.config ?? {});
+    const index = where.get(label);
+    const seconds = trial.seconds;
+    if (trial.evaluator === COMPILER_EVALUATOR && index !== undefined && typeof seconds === "number" && seconds > 0) {
+      compiler.push({ index, seconds, label });
+    }
+  }
+  return { points, rejected, bestSoFar, best, compiler };
 }
 
 /** Seconds in the unit a kernel author reads at a glance (s, ms, µs, ns), three significant digits. */
@@ -138,7 +165,7 @@ export function renderPlotSvg(data: PlotData, width = 720, height = 360): string
     parts.push(`<text class="tick" x="${x(i)}" y="${plotBottom + 16}" text-anchor="middle">${i}</text>`);
   }
   if (data.points.length > 0) {
-    const values = data.points.map((p) => p.seconds);
+    const values = [...data.points, ...data.compiler].map((p) => p.seconds);
     const y = yScale(Math.min(...values), Math.max(...values), margin.top, plotBottom);
     for (const tick of y.ticks) {
       const py = y.toPixel(tick);
@@ -159,6 +186,13 @@ export function renderPlotSvg(data: PlotData, width = 720, height = 360): string
       parts.push(
         `<circle class="${isBest ? "point best" : "point"}" cx="${x(p.index)}" cy="${y.toPixel(p.seconds)}" r="${isBest ? 5 : 3.5}">` +
           `<title>#${p.index}: ${escapeHtml(formatSeconds(p.seconds))}\n${escapeHtml(p.label)}</title></circle>`,
+      );
+    }
+    for (const c of data.compiler) {
+      const cx = x(c.index);
+      const cy = y.toPixel(c.seconds);
+      parts.push(
+        `<path class="compiler" d="M${cx},${cy - 5} l5,5 l-5,5 l-5,-5 z"><title>#${c.index}: TPU compiler estimate ${escapeHtml(formatSeconds(c.seconds))}\n${escapeHtml(c.label)}</title></path>`,
       );
     }
   }
@@ -182,6 +216,8 @@ body { font-family: var(--vscode-font-family); color: var(--vscode-foreground); 
 .point.best { fill: var(--vscode-charts-green, #89d185); opacity: 1; }
 .best-line { fill: none; stroke: var(--vscode-charts-green, #89d185); stroke-width: 2; }
 .rejected { stroke: var(--vscode-charts-red, #f14c4c); stroke-width: 1.5; }
+.compiler { fill: none; stroke: var(--vscode-charts-orange, #d18616); stroke-width: 1.5; }
+.check.disagrees { color: var(--vscode-charts-orange, #d18616); font-weight: bold; }
 .legend span { margin-right: 16px; }
 .swatch { display: inline-block; width: 10px; height: 10px; border-radius: 5px; margin-right: 4px; }
 table { border-collapse: collapse; margin-top: 12px; font-family: var(--vscode-editor-font-family); font-size: 12px; }
@@ -211,9 +247,16 @@ export function renderPlotHtml(results: TuningResults | null, info: PlotPageInfo
       ? `${data.points.length + data.rejected.length} configs tried, ${data.rejected.length} rejected; best ${formatSeconds(data.best.seconds)} (#${data.best.index}).`
       : `${data.rejected.length} configs tried, none gave a time.`;
     body.push(`<p class="summary">${escapeHtml(summary)}</p>`);
+    const check = results.compilerCheck;
+    if (check) {
+      body.push(`<p class="check ${check.disagrees ? "disagrees" : escapeHtml(check.verdict.replace(" ", "-"))}">${escapeHtml(check.message)}</p>`);
+    }
     body.push(
-      '<p class="legend"><span><i class="swatch" style="background: var(--vscode-charts-blue, #3794ff)"></i>estimated time per config</span>' +
+      '<p class="legend"><span><i class="swatch" style="background: var(--vscode-charts-blue, #3794ff)"></i>estimated time per config (model)</span>' +
         '<span><i class="swatch" style="background: var(--vscode-charts-green, #89d185)"></i>best so far</span>' +
+        (data.compiler.length > 0
+          ? '<span><i class="swatch" style="border: 1.5px solid var(--vscode-charts-orange, #d18616)"></i>TPU compiler estimate</span>'
+          : "") +
         '<span><i class="swatch" style="background: var(--vscode-charts-red, #f14c4c)"></i>rejected</span></p>',
     );
     body.push(renderPlotSvg(data));

@@ -3,12 +3,15 @@
  * VS Code values. Pure: no `vscode` import, so the mapping is unit-tested without an editor.
  */
 
-export type Evaluator = "model" | "compile" | "tpu";
+export type Evaluator = "model" | "compile" | "schedule" | "tpu";
+export type CompilerCheck = "auto" | "on" | "off";
 
 /** Everything in the "helion" section; `interpreter` is read by the client only (it starts the server). */
 export interface HelionSettings {
   chip: string;
   evaluator: Evaluator;
+  /** After tuning, the TPU compiler's estimate of the model's best configs: auto (simulated chips), on, off. */
+  compilerCheck: CompilerCheck;
   executor: string;
   storePath: string | null;
   maxConcurrentTunings: number;
@@ -25,6 +28,7 @@ export interface HelionSettings {
 export const DEFAULT_SETTINGS: Readonly<HelionSettings> = Object.freeze({
   chip: "v7x",
   evaluator: "model",
+  compilerCheck: "auto",
   executor: "local",
   storePath: null,
   maxConcurrentTunings: 2,
@@ -45,7 +49,8 @@ export interface PathContext {
   workspaceFolder?: string;
 }
 
-const EVALUATORS: readonly Evaluator[] = ["model", "compile", "tpu"];
+const EVALUATORS: readonly Evaluator[] = ["model", "compile", "schedule", "tpu"];
+const COMPILER_CHECKS: readonly CompilerCheck[] = ["auto", "on", "off"];
 
 function text(value: unknown): string | null {
   if (typeof value !== "string") return null;
@@ -87,6 +92,9 @@ export function readSettings(raw: Readonly<Record<string, unknown>> | undefined,
   return {
     chip: text(get("chip"))?.toLowerCase() ?? DEFAULT_SETTINGS.chip,
     evaluator: EVALUATORS.includes(evaluator as Evaluator) ? (evaluator as Evaluator) : DEFAULT_SETTINGS.evaluator,
+    compilerCheck: COMPILER_CHECKS.includes(get("compilerCheck") as CompilerCheck)
+      ? (get("compilerCheck") as CompilerCheck)
+      : DEFAULT_SETTINGS.compilerCheck,
     executor: executor !== null && /^(local|ray(:.+)?)$/.test(executor) ? executor : DEFAULT_SETTINGS.executor,
     storePath: path("storePath"),
     maxConcurrentTunings: integer(get("maxConcurrentTunings"), 1) ?? DEFAULT_SETTINGS.maxConcurrentTunings,

@@ -48,7 +48,7 @@ test("missing timestamps keep the server's order, after timed trials", () => {
 });
 
 test("no trials: nothing to plot", () => {
-  assert.deepEqual(shapeTrials([]), { points: [], rejected: [], bestSoFar: [], best: null });
+  assert.deepEqual(shapeTrials([]), { points: [], rejected: [], bestSoFar: [], best: null, compiler: [] });
 });
 
 test("seconds are shown in a readable unit", () => {
@@ -86,4 +86,30 @@ test("the page has no script and a strict content security policy", () => {
   assert.match(html, /best 1 ms \(#1\)/);
   assert.match(renderPlotHtml(null, { kernel: "<k>", shapeSet: 0 }), /No configs tried yet[\s\S]*|&lt;k&gt;/);
   assert.match(renderPlotHtml(null, { kernel: "k", shapeSet: 0, error: "not compiled" }), /not compiled/);
+});
+
+test("the TPU compiler's estimates are drawn apart: at the config they estimate, never in the best so far", () => {
+  const model = (seconds: number, t: number, block: number): Trial => ({ ...trial(seconds, t, block), evaluator: "model" });
+  const compiler = (seconds: number, t: number, block: number): Trial => ({ ...trial(seconds, t, block), evaluator: "schedule" });
+  const data = shapeTrials([model(3e-3, 1, 1), model(2e-3, 2, 2), compiler(1e-3, 3, 1), compiler(4e-3, 4, 2)]);
+  assert.deepEqual(data.points.map((p) => [p.index, p.seconds]), [[1, 3e-3], [2, 2e-3]]);
+  assert.deepEqual(data.bestSoFar.map((b) => b.seconds), [3e-3, 2e-3]);
+  assert.equal(data.best?.index, 2);
+  assert.deepEqual(data.compiler.map((c) => [c.index, c.seconds]), [[1, 1e-3], [2, 4e-3]]);
+  const svg = renderPlotSvg(data);
+  assert.equal((svg.match(/class="compiler"/g) ?? []).length, 2);
+  assert.match(svg, /TPU compiler estimate 1 ms/);
+});
+
+test("the page says when the TPU compiler disagrees with the model's pick", () => {
+  const results = {
+    trials: [{ ...trial(2e-3, 1, 1), evaluator: "model" }, { ...trial(1e-3, 2, 1), evaluator: "schedule" }],
+    best: null,
+    compilerCheck: { verdict: "disagrees", disagrees: true, message: "TPU compiler disagrees: it ranks bs=[256] first" },
+  };
+  const html = renderPlotHtml(results, { kernel: "softmax", shapeSet: 0 });
+  assert.match(html, /<p class="check disagrees">TPU compiler disagrees: it ranks bs=\[256\] first<\/p>/);
+  assert.match(html, /TPU compiler estimate<\/span>/);
+  const agreeing = renderPlotHtml({ ...results, compilerCheck: { verdict: "agrees", disagrees: false, message: "TPU compiler agrees" } }, { kernel: "softmax", shapeSet: 0 });
+  assert.doesNotMatch(agreeing, /class="check disagrees"/);
 });

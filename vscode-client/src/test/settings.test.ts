@@ -12,6 +12,7 @@ test("the keys are the contract's section plus the interpreter", () => {
     "allowCodeExecution",
     "chip",
     "compileOnChange",
+    "compilerCheck",
     "debounceMs",
     "evaluator",
     "executor",
@@ -27,7 +28,8 @@ test("the keys are the contract's section plus the interpreter", () => {
 test("valid values pass through", () => {
   const raw = {
     chip: "v6e",
-    evaluator: "compile",
+    evaluator: "schedule",
+    compilerCheck: "off",
     executor: "ray:10.0.0.1:6379",
     storePath: "/data/store",
     maxConcurrentTunings: 4,
@@ -46,6 +48,7 @@ test("wrong types and unknown choices fall back to defaults", () => {
   const settings = readSettings({
     chip: 7,
     evaluator: "guess",
+    compilerCheck: "sometimes",
     executor: "kubernetes",
     maxConcurrentTunings: "many",
     compileOnChange: "yes",
@@ -56,6 +59,7 @@ test("wrong types and unknown choices fall back to defaults", () => {
   });
   assert.equal(settings.chip, "v7x");
   assert.equal(settings.evaluator, "model");
+  assert.equal(settings.compilerCheck, "auto");
   assert.equal(settings.executor, "local");
   assert.equal(settings.maxConcurrentTunings, 2);
   assert.equal(settings.compileOnChange, false);

@@ -1,0 +1,74 @@
+"""The TPU compiler's second opinion on a tuning: started in the background once the model's answer is shown.
+
+When a tuning job ends with a result and `helion.compilerCheck` allows it ("auto": libtpu is installed and
+simulates the chip, i.e. v5e, v5p, v6e; "on": every chip; "off"), a crosscheck job runs `helion-pallas
+crosscheck` for the same unit on the server's checker (one at a time: a simulation can take GBs). It has the
+TPU compiler estimate the model's best configs and stores those estimates; the Best lens then says whether
+the compiler agrees (compiler/tune/crosscheck.py), the plot marks the compiler's figures apart from the
+model's, and the kernel hover shows the compiler's figure beside the model's. A disagreement is also told
+to the user once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+from lsprotocol import types
+
+from ..server import HelionServer
+from ..settings import Settings
+from ..store import Summary
+from ..tuning import TuneJob
+
+log = logging.getLogger(__name__)
+CHECKING = "checking with the TPU compiler…"
+
+
+def enabled(settings: Settings, chip: str) -> bool:
+    if settings.compiler_check == "off":
+        return False
+    from compiler.checks import libtpu_available
+    from compiler.tune.schedule import SIMULATED_CHIPS
+
+    if not libtpu_available():
+        return False
+    return settings.compiler_check == "on" or chip in SIMULATED_CHIPS
+
+
+def after_tuning(ls: HelionServer, job: TuneJob) -> TuneJob | None:
+    """A tuning job finished with a result: queue the compiler's check of its unit, where enabled."""
+    spec = job.spec
+    if spec.kind != "tune" or not enabled(ls.settings.for_uri(spec.uri), spec.chip):
+        return None
+    return ls.checker.submit(dataclasses.replace(spec, kind="crosscheck"))
+
+
+def lens_note(ls: HelionServer, uri: str, kernel: str, shape_set: int, summary: Summary | None) -> tuple[str, str]:
+    """(suffix of the Best lens title, sentence for its tooltip) about the compiler's check of this unit."""
+    job = ls.checker.jobs.get((uri, kernel, shape_set))
+    if job is not None and job.active:
+        return f" · {CHECKING}", "The TPU compiler is estimating the model's best configs."
+    check = summary.check if summary is not None else None
+    if check is None:
+        return "", ""
+    verdict = check.verdict
+    short = {
+        "agrees": " · TPU compiler agrees",
+        "disagrees": " · ⚠ TPU compiler disagrees",
+        "pending": "",
+        "not comparable": "",
+    }[verdict]
+    return short, check.message() + "."
+
+
+def register(ls: HelionServer) -> None:
+    def changed(job: TuneJob) -> None:
+        ls.lenses.changed()
+        name = f"{job.spec.kernel} (shape set {job.spec.shape_set}) on {job.spec.chip}"
+        if job.state == "done" and (job.result or {}).get("disagrees"):
+            ls.tell_user(f"{name}: {job.result['message']} (estimates: the model's and the TPU compiler's).")
+        elif job.state == "failed":
+            ls.log_to_client(f"TPU compiler check of {name} failed: {job.message}", types.MessageType.Warning)
+
+    ls.checker.on_change = changed
