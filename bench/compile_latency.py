@@ -1,5 +1,7 @@
 """Compile latency: milliseconds for load + IR + code generation per example kernel and config, in a warm
-process (median of 20). Goal: <= 30 ms per kernel and config, >= 5x faster than Helion's Pallas backend.
+process (median of 20), then the same for upstream's TPU production kernels as written in
+tests/kernels/production/ at their production shapes and pinned configs. Goal: <= 30 ms per kernel and config,
+>= 5x faster than Helion's Pallas backend.
 
 When the optional `helion` package is importable (pip install 'helion-ls[bench]'), Helion's own Pallas
 backend bind + code generation time for the same kernel, shapes and loop type is printed beside ours as a
@@ -81,6 +83,10 @@ def main() -> int:
                     theirs = f"error: {type(exc).__name__}"
                 ratio = f"{float(theirs) / ours:.1f}x" if theirs.replace(".", "").isdigit() else "-"
                 rows.append((f"{path.stem}:{name}", (cfg or {}).get("pallas_loop_type", "default"), f"{ours:.1f}", theirs, ratio))
+    for path in sorted((REPO / "tests" / "kernels" / "production").glob("*.py")):
+        for name, k in compiler.load(path).kernels.items():
+            shape_set = len(k.shape_sets) - 1 if path.stem == "cross_entropy" else 0  # the 128k vocabulary
+            rows.append((f"production/{path.stem}", "pinned", f"{measure(path, name, shape_set, None):.1f}", "-", "-"))
     header = ("kernel", "config", "helion-ls ms", "helion ms", "speed-up")
     widths = [max(len(r[i]) for r in rows + [header]) for i in range(5)]
     for r in [header] + rows:

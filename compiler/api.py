@@ -695,8 +695,10 @@ def _kernel_plan(ir: KernelIR, layouts: list[CallLayout], chip: Chip, narrowed: 
         for n in walk(g.body):
             if isinstance(n, Load | Store):
                 op = lay.by_node[id(n)]
-                accesses.append(AccessInfo(n.range, n.tensor.name, op.ref_name, isinstance(n, Store),
-                                           describe(n, lay.modes.get(id(n), ())), lay.plan.name))
+                copies = lay.dma.get(id(n))
+                how = copies.describe() if copies is not None else describe(n, lay.modes.get(id(n), ()))
+                accesses.append(AccessInfo(n.range, n.tensor.name, op.ref_name, isinstance(n, Store), how,
+                                           lay.plan.name))
     return KernelPlan(ir.name, chip.name, tuple(lay.plan for lay in layouts), flops, hbm, tuple(loops), tuple(accesses),
                       narrowed)
 

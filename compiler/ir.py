@@ -144,6 +144,7 @@ class HostTensor:
     init: Literal["empty", "zeros", "ones", "full", "copy"] | None = None  # copy: `x.clone()` of another tensor
     fill: float = 0.0
     base: HostTensor | None = None  # for a stored view (reshape/view of an arg or allocation): that tensor
+    rows: bool = False  # the [n / block, block] view of a 1-D tensor read by launch-grid tiles (frontend/row_views.py)
 
     @property
     def root(self) -> HostTensor:
@@ -165,6 +166,9 @@ class Store(Node):
     value: Value
     accumulate: str | None = None  # "add" for `x[...] += v`
     pred: Value | None = None  # under `if` on device values: a 0-d bool; elsewhere the old values stay
+    # a scatter at a partial tile's positions: (axis of the index tensor, tile) whose padding positions write
+    # nothing (set by compiler/masks.py)
+    padding: tuple[tuple[int, TileDim], ...] = ()
 
 
 @dataclass(eq=False)

@@ -45,7 +45,7 @@ Tags = tuple[frozenset, ...]
 REDUCTIONS = {"sum", "mean", "amax", "amin", "prod", "argmax", "argmin", "logsumexp", "any", "all"}
 _LOW = {"amax", "argmax", "logsumexp"}  # reductions whose identity is the lowest value
 _HIGH = {"amin", "argmin"}
-_PAST_END = 2**31 - 1  # a scatter position no tensor has: the padded rows of a partial tile write nothing
+PAST_END = 2**31 - 1  # a scatter position no tensor has: the padded rows of a partial tile write nothing
 
 
 def insert_masks(ir: KernelIR) -> None:
@@ -442,8 +442,20 @@ class _Rewriter:
     def check_store(self, n: Store) -> list[Node]:
         """A store writes only valid positions: a tile-indexed dim drops its padding itself (Pallas drops the
         padded part of an edge block; device-bounded windows are masked by the store); a scatter whose positions
-        come from the partial tile's own positions gets them masked to a position past the end, which it skips.
-        Anything else would land padding on valid elements: HPL210."""
+        come from the partial tile's own positions gets them masked to a position past the end, which it skips,
+        where the stored value spans that tile too (a jagged tile's lanes included); the other partial tiles its
+        positions follow are named in `n.padding`, whose positions write nothing (one-hot: out of the selection;
+        DMA: no copy). Anything else would land padding on valid elements: HPL210."""
+        skip = []
+        for it in n.index:
+            if it[0] == "gather":
+                for axis, t in enumerate(self.of(it[1])):
+                    if OPAQUE in t:
+                        raise UserError("HPL210", "this scatter's positions hold padding of a partial tile moved by an "
+                                                  "earlier reshape or operation; pick block sizes that divide the loop "
+                                                  "extents", n.range)
+                    skip += [(axis, d) for d in sorted(t, key=_order) if d.partial]
+        n.padding = tuple(dict.fromkeys(skip))
         tags = self.of(n.value)
         if not any(maskable(t) for t in tags):
             return []
@@ -473,11 +485,13 @@ class _Rewriter:
         index = list(n.index)
         for pos, axes in drop.items():
             item = index[pos]
-            m, idx = self.mask(item[1], sorted(set(axes), key=lambda a: (a[0], _order(a[1]))), _PAST_END, n.range)
+            m, idx = self.mask(item[1], sorted(set(axes), key=lambda a: (a[0], _order(a[1]))), PAST_END, n.range)
             self.tags[idx.id] = self.of(item[1])
             masks.append(m)
             index[pos] = (item[0], idx, *item[2:])
         n.index = tuple(index)
+        masked = {a for axes in drop.values() for a in axes}
+        n.padding = tuple(p for p in n.padding if p not in masked)
         return masks
 
     def carry(self, loop: InnerLoop, c: Carried) -> list[Node]:

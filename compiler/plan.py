@@ -13,7 +13,7 @@ from typing import Literal
 
 from .diagnostics import Range
 
-Memory = Literal["vmem_block", "resident", "hbm", "smem"]
+Memory = Literal["vmem_block", "resident", "hbm", "smem", "dma"]
 """Where an operand lives.
 vmem_block: a block of it is DMA'd into VMEM for each outer grid step (top-level BlockSpec pipeline).
 resident:   the block spans the whole extent of an inner loop (unroll / fori_loop strategies); the inner loop
@@ -21,6 +21,10 @@ resident:   the block spans the whole extent of an inner loop (unroll / fori_loo
 hbm:        left in HBM (`memory_space=pl.ANY`); a nested `pltpu.emit_pipeline` streams `block_shape` blocks.
 smem:       a small table read only one element at a time (`biases[g]`): the whole array in SMEM, where
             dynamic scalar reads are cheap and need no vector alignment.
+dma:        left in HBM (`memory_space=pl.ANY`); the kernel copies the rows a gather names into a small VMEM
+            buffer (and a scatter's rows back) with `pltpu.make_async_copy` (codegen/dma.py). Its VMEM is
+            that buffer (a `dma_buffer` scratch); `block_shape` is one execution's rows, `buffer_count` the
+            buffer's slots.
 """
 
 
@@ -64,7 +68,11 @@ class Scratch:
     shape: tuple[int, ...]
     dtype: str
     itemsize: int
-    role: Literal["carried", "counter"]  # counter: an SMEM step count of an emit_pipeline loop (not VMEM)
+    # counter: an SMEM count (an emit_pipeline loop's step, a window store's rows; not VMEM); dma_buffer: [slots,
+    # *copy] rows a gather or window load copies in by DMA; dma_staging: [positions, *row] rows a scatter copies
+    # out; dma_window_out: [slots, *window] rows a window store copies out; dma_sem: the DMA semaphores those
+    # copies signal (not VMEM)
+    role: Literal["carried", "counter", "dma_buffer", "dma_staging", "dma_window_out", "dma_sem"]
     range: Range
 
 

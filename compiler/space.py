@@ -2,7 +2,8 @@
 
 TPU rules (Mosaic): of a block's last two dims, the last must be a multiple of 128 and the second-minor a
 multiple of 8, unless the block spans the whole dimension; a rank-1 block must span the array, be a multiple
-of 1024, or be a power of two of at least 128 * (4 / itemsize) of that 1-D array's dtype. A block size that tiles several tensors must
+of 1024, or be a power of two of at least 128 * (4 / itemsize) of that 1-D array's dtype — except that a block
+dividing a small 1-D tensor reads it through its rows view (frontend/row_views.py). A block size that tiles several tensors must
 satisfy every rule it meets. A block need not divide its loop's extent: the last block is partial and masked
 (compiler/masks.py). Only a sub-tile's block must divide its grid tile's block, which holds the sub-tiles.
 """
@@ -18,7 +19,8 @@ from typing import Any
 from .codegen.plan_builder import multi_dim_tile_loops, pipelinable
 from .config import LOOP_TYPES, Config
 from .diagnostics import CompileError, Diagnostic, Range, error, hint, warning
-from .ir import GridLoop, InnerLoop, KernelIR, Load, Op, Value, tensor_params, viewed, walk
+from .frontend.row_views import ROWS_MIN, fits_as_rows, rank1_legal
+from .ir import GridLoop, InnerLoop, KernelIR, Load, Op, Store, Value, tensor_params, viewed, walk
 
 LANE, SUBLANE, LEADING, RANK1 = "lane", "sublane", "leading", "rank1"
 _MIN = {LANE: 128, SUBLANE: 8, LEADING: 1}
@@ -36,6 +38,7 @@ class BlockUse:
     range: Range
     itemsize: int = 4  # smallest itemsize among the tensors it tiles
     divides: bool = False  # must divide `extent` (a sub-tile inside its grid tile's block)
+    rows: bool = False  # a block whose 1-D tensors are small: a short block reads their rows views
     dynamic: bool = False  # tiles a loop whose range is computed on the device (jagged rows)
     rank1_itemsize: int = 4  # smallest itemsize among the 1-D tensors it tiles (the rank-1 rule is per array)
 
@@ -51,7 +54,7 @@ class BlockUse:
         """Smallest legal block below the full extent."""
         lo = max((_MIN.get(r, 1) for r in self.roles), default=1)
         if RANK1 in self.roles:
-            lo = max(lo, 128 * max(1, 4 // self.rank1_itemsize))
+            lo = max(lo, ROWS_MIN if self.rows else 128 * max(1, 4 // self.rank1_itemsize))
         return lo
 
 
@@ -59,6 +62,8 @@ def block_uses(ir: KernelIR, ranges: list[Range], extents: list[int]) -> list[Bl
     inner_blocks = {d.block_index for lp in ir.inner_loops for d in lp.dims if d.block_index is not None}
     sub_blocks = {d.block_index for lp in ir.inner_loops for d in lp.dims if d.parent is not None}
     device_blocks = {d.block_index for lp in ir.inner_loops for d in lp.dims if d.dynamic}
+    loops = [d for n in ir.host if isinstance(n, GridLoop) for d in n.dims] + [d for lp in ir.inner_loops for d in lp.dims]
+    row_blocks = {d.block_index for d in loops if d.api == "tile" and not d.dynamic and d.parent is None and not d.begin}
     uses = []
     for i, dims in enumerate(ir.block_size_dims):
         extent = extents[i]
@@ -73,8 +78,11 @@ def block_uses(ir: KernelIR, ranges: list[Range], extents: list[int]) -> list[Bl
             itemsize = min(itemsize, tensor.value.dtype.itemsize)
             if nd == 1:
                 rank1_itemsize = min(rank1_itemsize, tensor.value.dtype.itemsize)
+        flat = [t for t, _ in dims if len(t.value.shape) == 1]
+        rows = i in row_blocks and bool(flat) and all(
+            t.value.shape[0] == extent and fits_as_rows(extent, t.value.dtype.itemsize) for t in flat)
         uses.append(BlockUse(i, extent, frozenset(roles or {LEADING}), tuple(names), i in inner_blocks,
-                             ranges[i], itemsize, i in sub_blocks, i in device_blocks, rank1_itemsize))
+                             ranges[i], itemsize, i in sub_blocks, rows, i in device_blocks, rank1_itemsize))
     return uses
 
 
@@ -90,8 +98,9 @@ def legal(use: BlockUse, value: int) -> bool:
     if SUBLANE in use.roles and value % 8:
         return False
     if RANK1 in use.roles:
-        power_of_two = value & (value - 1) == 0
-        return value % 1024 == 0 or (power_of_two and value >= 128 * max(1, 4 // use.rank1_itemsize))
+        if use.rows and value % ROWS_MIN == 0 and use.extent % value == 0:  # through the rows view (row_views.py)
+            return True
+        return rank1_legal(use.extent, value, use.rank1_itemsize)
     return True
 
 
@@ -158,9 +167,12 @@ def check_blocks(uses: list[BlockUse], values: list[int], given: bool) -> list[D
 def raise_to_legal(uses: list[BlockUse], values: list[int], ir: KernelIR) -> dict[int, int]:
     """Illegal block sizes that can be raised to the next legal size without changing what the kernel computes,
     as Helion's Pallas backend does: index -> raised size. A block the kernel observes (tile.block_size, .id,
-    .count), one that must divide a grid tile, and one whose inner loop carries values (its trip count can
-    change the result) keep their error. The caller re-traces to check that no tensor shape moves."""
+    .count), one that must divide a grid tile, one whose inner loop carries values (its trip count can
+    change the result) and one whose loop scatters into a tensor it also reads (a later block reads what an
+    earlier one wrote) keep their error. The caller re-traces to check that no tensor shape moves."""
     carried = {d.block_index for lp in ir.inner_loops if lp.carried and not _folds(lp) for d in lp.dims}
+    loops = [n for n in walk(ir.host) if isinstance(n, GridLoop | InnerLoop)]
+    carried |= {d.block_index for lp in loops if _reads_what_it_scatters(lp.body) for d in lp.dims}
     out = {}
     for use, value in zip(uses, values, strict=False):
         if legal(use, value) or use.divides or use.index in ir.observed_blocks or use.index in carried:
@@ -172,6 +184,13 @@ def raise_to_legal(uses: list[BlockUse], values: list[int], ir: KernelIR) -> dic
 
 
 _FOLDS = {"add", "maximum", "minimum", "mul", "dot"}
+
+
+def _reads_what_it_scatters(body: list) -> bool:
+    nodes = list(walk(body))
+    scattered = {viewed(n.tensor.root.value).id for n in nodes
+                 if isinstance(n, Store) and any(it[0] == "gather" for it in n.index)}
+    return any(isinstance(n, Load) and viewed(n.tensor.root.value).id in scattered for n in nodes)
 
 
 def _folds(loop: InnerLoop) -> bool:
@@ -218,7 +237,7 @@ def raise_blocks(uses: list[BlockUse], values: list[int], ir: KernelIR, given: b
     if raised:
         blocks = [raised.get(i, v) for i, v in enumerate(values)]
         ir2, uses2 = retrace(blocks)
-        if [t.value.shape for t in ir2.tensors] == [t.value.shape for t in ir.tensors]:
+        if [t.value.shape for t in ir2.tensors if not t.rows] == [t.value.shape for t in ir.tensors if not t.rows]:
             rest = check_blocks(uses2, blocks, given)
             if not any(d.is_error for d in rest):
                 return ir2, uses2, blocks, raised_warnings(uses, values, raised, given) + rest

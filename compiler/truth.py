@@ -71,6 +71,8 @@ def check_lowering(ck: CompiledKernel) -> TruthResult:
     loc_rng = source_range_of_line(ck, h.location.line if h.location else None)
     target = rng or loc_rng or ck.plan.calls[0].range
     first = (result.error.splitlines() or ["lowering failed"])[-1][:400]
+    if OVERFLOW in result.error:
+        return TruthResult(False, [_overflow(ck, target, "lowering")], result, result.seconds)
     what = {
         "block_shape": "block shape is not legal on TPU",
         "unimplemented": f"`{h.primitive or 'an operation'}` has no TPU lowering",
@@ -82,6 +84,17 @@ def check_lowering(ck: CompiledKernel) -> TruthResult:
     diag = error(code, f"{what}{subject} ({ck.chip.name}): {first}", target,
                  data={"stage": "lowering", "kind": result.kind})
     return TruthResult(False, [diag], result, result.seconds)
+
+
+OVERFLOW = "An overflow was encountered while parsing an argument"  # jax: a Python int past int32
+
+
+def _overflow(ck: CompiledKernel, target: Any, stage: str) -> Any:
+    """jax refused an integer constant of the generated code that does not fit 32 bits: said as such, on the
+    call (never as a raw lowering failure)."""
+    return error("HPL202", f"a size or position in this kernel does not fit the TPU's 32-bit integers "
+                           f"({ck.chip.name}: positions are int32, at most 2**31 - 1); index large tensors through "
+                           "more dims", target, data={"stage": stage, "kind": "int32_overflow"})
 
 
 def check_tpu_compile(ck: CompiledKernel, compiler: Any = None) -> TruthResult:
@@ -108,6 +121,8 @@ def check_tpu_compile(ck: CompiledKernel, compiler: Any = None) -> TruthResult:
     if result.ok:
         return TruthResult(True, [], result, result.seconds, facts)
     loc_rng = source_range_of_line(ck, result.location.line if result.location else None)
+    if OVERFLOW in (result.error or ""):
+        return TruthResult(False, [_overflow(ck, loc_rng or call_range, "libtpu")], result, result.seconds, facts)
     if result.kind == "vmem_oom":
         n = result.numbers
         detail = ""

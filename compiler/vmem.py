@@ -138,12 +138,21 @@ def operand_row(op: Operand, call: str) -> VmemRow:
 
 
 def call_rows(call: CallPlan) -> list[VmemRow]:
-    rows = [operand_row(op, call.name) for op in call.operands if op.memory != "smem"]
+    # an operand in SMEM or left in HBM for DMA copies takes no VMEM (the copies' buffers are scratch rows)
+    rows = [operand_row(op, call.name) for op in call.operands if op.memory not in ("smem", "dma")]
     for s in call.scratch:
-        if s.role == "counter":  # lives in SMEM
+        if s.role in ("counter", "dma_sem"):  # SMEM / semaphores
+            continue
+        if s.role in ("dma_buffer", "dma_window_out"):
+            # [slots, ...]: the step's rows, and the next (or previous) step's while it runs
+            b = _padded_bytes(s.shape[1:], s.dtype)
+            role = "rows copied in (DMA buffer)" if s.role == "dma_buffer" else "rows copied out (DMA staging)"
+            rows.append(VmemRow(s.name, role, s.shape[1:], s.dtype, b, s.shape[0], b * s.shape[0], call.name, s.name,
+                                s.range))
             continue
         b = _padded_bytes(s.shape, s.dtype)
-        rows.append(VmemRow(s.name, "scratch / carried value", s.shape, s.dtype, b, 1, b, call.name, s.name, s.range))
+        role = "rows copied out (DMA staging)" if s.role == "dma_staging" else "scratch / carried value"
+        rows.append(VmemRow(s.name, role, s.shape, s.dtype, b, 1, b, call.name, s.name, s.range))
     if call.temporaries_bytes:
         rows.append(VmemRow("(temporaries)", "compiler temporaries (estimated)", (), "-", call.temporaries_bytes, 1,
                             call.temporaries_bytes, call.name))

@@ -219,3 +219,32 @@ def test_import_styles_and_aliases():
     m = compiler.load(src)
     assert list(m.kernels) == ["double"]
     assert m.kernels["double"].compile().source
+
+
+FLAT_GATHER = """
+    @helion.kernel()
+    def k(x: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        n, v = x.shape
+        out = torch.empty([n], dtype=x.dtype, device=x.device)
+        flat = x.view(-1)
+        for t in hl.tile(n):
+            out[t] = hl.load(flat, [t.index * v + labels[t]])
+        return out
+"""
+
+
+def test_a_dim_past_2_to_the_31_is_said_on_its_access():
+    """TPU positions are int32: a flattened view of more than 2**31 elements cannot be addressed (jax would fail on
+    the first constant of that size, which used to surface as a raw overflow in the lowering check)."""
+    d = error_of(FLAT_GATHER, args="x=f32[32768, 131072], labels=i32[32768]")
+    assert d.code == "HPL202" and "2147483647" in d.message and "`flat`" in d.message
+    assert d.range.start.line == 11
+
+
+def test_a_dim_of_exactly_2_to_the_31_gathers_and_lowers():
+    """Positions 0 .. 2**31 - 1 fit int32: upstream's cross entropy at its own [16384, 131072] compiles (its flat
+    gather copies 128-lane chunks of the logits rows by DMA) and lowers through Mosaic."""
+    ck = compile_src(FLAT_GATHER, args="x=f32[16384, 131072], labels=i32[16384]", config={"block_sizes": [16]})
+    assert not [d for d in ck.diagnostics if d.is_error]
+    assert any("gathered by DMA" in a.indexing for a in ck.plan.accesses)
+    assert not [d for d in ck.check_lowering() if d.is_error]

@@ -122,6 +122,9 @@ class HostWriter(RegionWriter):
         if lay.scratch_plan:
             self.out.add(2, "scratch_shapes=[")
             for s in lay.scratch_plan:
+                if s.role == "dma_sem":
+                    self.out.add(3, f"pltpu.SemaphoreType.DMA({literal(tuple(s.shape))}),  # {s.name}", s.range)
+                    continue
                 space = "SMEM" if s.role == "counter" else "VMEM"
                 self.out.add(3, f"pltpu.{space}({literal(tuple(s.shape))}, jnp.{s.dtype}),  # {s.name}", s.range)
             self.out.add(2, "],")
@@ -173,6 +176,8 @@ class HostWriter(RegionWriter):
                     "(elements the kernel does not write keep their values)")
         if o.memory == "hbm":
             return "pl.BlockSpec(memory_space=pl.ANY),  # " + f"{o.tensor.name}: stays in HBM, streamed by emit_pipeline"
+        if o.memory == "dma":
+            return "pl.BlockSpec(memory_space=pl.ANY),  # " + f"{o.tensor.name}: stays in HBM, rows copied by DMA"
         if o.memory == "smem":
             return "pl.BlockSpec(memory_space=pltpu.SMEM),  # " + f"{o.tensor.name}: scalar reads, whole table in SMEM"
         block = literal(tuple(o.block_shape))

@@ -21,8 +21,9 @@ from .plan_builder import CallLayout, OperandLayout
 HELPERS = {
     "wrap_index": (
         "def _wrap_index(i, n):\n"
-        '    """A computed position as torch reads it (negative counts from the end), kept inside [0, n)."""\n'
-        "    return jnp.clip(jnp.where(i < 0, i + n, i), 0, n - 1)\n"
+        '    """A computed position as torch reads it (negative counts from the end), kept inside [0, n); `- (-n)`\n'
+        '    keeps every constant inside int32 for a dim of 2**31."""\n'
+        "    return jnp.clip(jnp.where(i < 0, i - (-n), i), 0, n - 1)\n"
     ),
     "gather": (
         "def _gather(block, idx, axis):\n"
@@ -43,23 +44,30 @@ HELPERS = {
         "    return out\n"
     ),
     "scatter": (
-        "def _scatter(block, idx, values, axis):\n"
+        "def _scatter(block, idx, values, axis, valid=None):\n"
         '    """block with block[..., idx, ...] = values along `axis`. A position given twice is written once: by the\n'
         "    last of its rows that changes it (torch leaves the order of duplicates undefined; rows that rewrite the\n"
-        "    old value, such as masked-off rows pointing at a valid one, then cannot undo a real write).\"\"\"\n"
+        "    old value, such as masked-off rows pointing at a valid one, then cannot undo a real write). Positions\n"
+        "    past the end, and where `valid` is false (a partial tile's padding), write nothing.\"\"\"\n"
         "    rows = block.shape[axis]\n"
         "    flat = idx.reshape(-1)\n"
         "    flat = jnp.where(flat < 0, flat + rows, flat)\n"
         "    k = flat.shape[0]\n"
+        "    if valid is not None:  # int: no i1 reshapes\n"
+        "        ok = valid.astype(jnp.int32).reshape(k)\n"
+        "        flat = jnp.where(ok != 0, flat, rows)\n"
         "    table = jnp.moveaxis(block, axis, 0)\n"
         "    rest = table.shape[1:]\n"
         "    vals = jnp.moveaxis(values, tuple(range(axis, axis + idx.ndim)), tuple(range(idx.ndim)))\n"
         "    vals = vals.reshape((k,) + rest)\n"
+        "    if valid is not None:  # padding values (NaN in interpret mode) must not reach the selection matmul\n"
+        "        vals = jnp.where(ok.reshape((k,) + (1,) * len(rest)) != 0, vals, 0)\n"
         "    if len(rest) != 1:\n"
         "        table, vals = table.reshape(rows, -1), vals.reshape(k, -1)\n"
         "    hits = jax.lax.broadcasted_iota(jnp.int32, (rows, k), 0) == flat[None, :]\n"
-        "    old = _one_hot_rows(hits.T, table)\n"
-        "    changes = jnp.any(vals != old, axis=1)\n"
+        "    picks = flat[:, None] == jax.lax.broadcasted_iota(jnp.int32, (k, rows), 1)  # not hits.T: no i1 transposes\n"
+        "    old = _one_hot_rows(picks, table)\n"
+        "    changes = jnp.sum((vals != old).astype(jnp.int32), axis=1) > 0  # Mosaic cannot reduce these i1 lanes\n"
         "    later = jax.lax.broadcasted_iota(jnp.int32, (k, k), 1) > jax.lax.broadcasted_iota(jnp.int32, (k, k), 0)\n"
         "    overwritten = jnp.any((flat[:, None] == flat[None, :]) & later & changes[None, :], axis=1)\n"
         "    one_hot = hits & (changes & ~overwritten)[None, :]\n"
@@ -69,10 +77,22 @@ HELPERS = {
     ),
     "one_hot_rows": (
         "def _one_hot_rows(one_hot, table):\n"
-        '    """one_hot @ table for a 0/1 matrix with at most one 1 per row: the selected rows, bit for bit."""\n'
+        '    """one_hot @ table for a 0/1 matrix with at most one 1 per row: the selected rows, bit for bit (f32 at\n'
+        "    HIGHEST precision; 16-bit floats are exact at the default, the only one the MXU takes for them). In the\n"
+        "    product 0 * inf is NaN, so non-finite entries are selected by a second, exact matmul of their kind.\"\"\"\n"
         "    dot = functools.partial(jnp.dot, precision=jax.lax.Precision.HIGHEST, preferred_element_type=jnp.float32)\n"
         "    if jnp.issubdtype(table.dtype, jnp.floating):\n"
-        "        return dot(one_hot.astype(table.dtype), table).astype(table.dtype)\n"
+        "        wide = table.astype(jnp.float32)  # the TPU classifies f32 values only\n"
+        "        finite = jnp.isfinite(wide)\n"
+        "        pick, values = one_hot.astype(table.dtype), jnp.where(finite, table, 0)\n"
+        "        if table.dtype.itemsize == 2:\n"
+        "            out = jnp.dot(pick, values, preferred_element_type=jnp.float32).astype(table.dtype)\n"
+        "        else:\n"
+        "            out = dot(pick, values).astype(table.dtype)\n"
+        "        code = jnp.where(finite, 0, jnp.where(jnp.isnan(wide), 3, jnp.where(wide > 0, 1, 2)))\n"
+        "        kind = jnp.dot(one_hot.astype(jnp.bfloat16), code.astype(jnp.bfloat16), preferred_element_type=jnp.float32)\n"
+        "        special = jnp.where(kind == 1, jnp.inf, jnp.where(kind == 2, -jnp.inf, jnp.nan)).astype(table.dtype)\n"
+        "        return jnp.where(kind == 0, out, special)\n"
         "    wide = table.astype(jnp.int32)\n"
         "    pick = one_hot.astype(jnp.float32)\n"
         "    high = dot(pick, (wide >> 16).astype(jnp.float32)).astype(jnp.int32)\n"
@@ -80,7 +100,7 @@ HELPERS = {
         "    return ((high << 16) | low).astype(table.dtype)\n"
     ),
 }
-HELPER_DEPS = {"gather": ("one_hot_rows",), "scatter": ("one_hot_rows",)}
+HELPER_DEPS = {"gather": ("one_hot_rows",), "scatter": ("one_hot_rows",), "last_writer": ("one_hot_rows",)}
 
 
 class IndexWriter:

@@ -9,6 +9,7 @@ from ..frontend.values import NamedConst
 from ..ir import InnerLoop, KernelIR, Load, Node, Op, Store, TileDim, walk
 from . import outputs
 from .emit_base import RESERVED, Names, Output, RegionWriter, about, flat
+from .emit_dma import DmaWriter
 from .emit_index import IndexWriter
 from .exprs import dtype_text, literal
 from .plan_builder import (
@@ -22,7 +23,7 @@ from .plan_builder import (
 )
 
 
-class KernelWriter(IndexWriter, RegionWriter):
+class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
     def __init__(self, ir: KernelIR, layout: CallLayout, config: dict, out: Output):
         self.ir = ir
         self.layout = layout
@@ -33,11 +34,15 @@ class KernelWriter(IndexWriter, RegionWriter):
         self.strategy: dict[int, str] = {}
         self.block_refs: dict[tuple[int, str], str] = {}  # (id(operand), "in"/"out") -> ref in a pipeline body
         self.device_positions: dict[tuple[int, int], tuple[str, str]] = {}  # device-bounded tile: (first, window)
+        dma_fns = {f"{d.buffer}_{suffix}" for d in layout.dma.values() for suffix in ("fetch", "wait", "put", "put_wait")}
         names = Names(RESERVED | {o.ref_name for o in layout.operands} | {alias_param(o) for o in layout.operands}
-                      | set(layout.scratch.values())
+                      | set(layout.scratch.values()) | {s.name for s in layout.scratch_plan} | dma_fns
                       | set(self.grid_names.values()) | {layout.name})
         super().__init__(layout.grid.body, names, out)
         self.helpers = self.writer.helpers
+        for d in layout.dma.values():  # a load copied by DMA is statements (wait, then read the buffer)
+            if isinstance(d.node, Load):
+                self.inline.pop(d.node.out.id, None)
 
     # -- refs and indexing -----------------------------------------------------------------------------
 
@@ -50,6 +55,8 @@ class KernelWriter(IndexWriter, RegionWriter):
         return op.ref_name
 
     def out_ref(self, op: OperandLayout) -> str:
+        if op.memory == "dma":
+            return op.ref_name if op.kind == "output" else f"{op.ref_name[:-4]}_out_hbm"
         if op.memory == "hbm":
             return self.block_refs[(id(op), "out")]
         return op.ref_name if op.kind == "output" else f"{op.ref_name.rsplit('_', 1)[0]}_out_ref"
@@ -108,6 +115,7 @@ class KernelWriter(IndexWriter, RegionWriter):
         self.out.add(1, f'"""Device kernel for the `{self.ir.name}` grid loop (one grid step = one block of each tile)."""')
         for axis, d in enumerate(lay.grid_dims):
             self.out.add(1, f"{self.grid_names[(d.loop_id, d.axis)]} = pl.program_id({axis})", grid.header_range)
+        self.dma_prologue(1)
         for o in lay.outputs:
             if o.reads_old and o.memory != "hbm":
                 names = [self.grid_names[(d.loop_id, d.axis)] for d in lay.grid_dims]
@@ -131,7 +139,7 @@ class KernelWriter(IndexWriter, RegionWriter):
         self.out.add(indent + 1, copy, about(o.ranges[0]))
 
     def _sig_out(self, o: OperandLayout) -> str:
-        if o.memory == "hbm":
+        if o.memory in ("hbm", "dma"):
             return o.ref_name if o.kind == "output" else f"{o.ref_name[:-4]}_out_hbm"
         return self.out_ref(o)
 
@@ -148,12 +156,18 @@ class KernelWriter(IndexWriter, RegionWriter):
 
     def region(self, indent: int, nodes: list[Node]) -> None:
         for n in nodes:
-            if isinstance(n, Op | Load):
+            if id(n) in self.layout.dma:
+                if isinstance(n, Load):
+                    self.dma_load(indent, n)
+                else:
+                    self.dma_store(indent, n)
+            elif isinstance(n, Op | Load):
                 self.define(indent, n)
             elif isinstance(n, Store):
                 self.store(indent, n)
             elif isinstance(n, InnerLoop):
                 self.inner_loop(indent, n)
+        self.dma_region_end(indent, nodes)
 
     def store(self, indent: int, n: Store) -> None:
         op = self.layout.by_node[id(n)]
@@ -193,7 +207,9 @@ class KernelWriter(IndexWriter, RegionWriter):
         if gathered is not None:
             self.use_helper("scatter")
             axis, index = gathered
-            value = f"_scatter({current}, {self.ref(index)[0]}, {value}, axis={axis})"
+            valid = " & ".join(f"({self.writer.valid(td, tuple(index.shape), a)})" for a, td in n.padding)
+            valid = f", valid={valid}" if valid else ""
+            value = f"_scatter({current}, {self.ref(index)[0]}, {value}, axis={axis}{valid})"
         if n.pred is not None:  # under `if` on a device value: the old values stay where it is false
             value = f"jnp.where({self.ref(n.pred)[0]}, {value}, {current})"
         parts = self.index_parts(op, n) if op.memory != "smem" else []
@@ -210,7 +226,11 @@ class KernelWriter(IndexWriter, RegionWriter):
     # -- inner loops -----------------------------------------------------------------------------------
 
     def inner_loop(self, indent: int, loop: InnerLoop) -> None:
-        strategy = loop_strategy(self.config.get("pallas_loop_type"), loop)
+        self._inner_loop(indent, loop)
+        self.dma_after_loop(indent, loop)
+
+    def _inner_loop(self, indent: int, loop: InnerLoop) -> None:
+        strategy = loop_strategy(self.layout.loop_type, loop)
         if strategy not in ("unroll", "fori_loop", "emit_pipeline"):
             raise UserError("HPL109", f"unknown pallas_loop_type {strategy!r}", loop.range)
         lid = loop.dims[0].loop_id
@@ -233,6 +253,7 @@ class KernelWriter(IndexWriter, RegionWriter):
         vars_ = [self.names.fresh(d.name) for d in loop.dims]
         for d, var in zip(loop.dims, vars_, strict=True):
             self.loop_vars[(d.loop_id, d.axis)] = var
+        self.dma_before_loop(indent, loop)
         if strategy == "unroll":
             self.out.add(indent, "# unrolled inner loop: static pl.ds slices of VMEM-resident blocks")
             for k, (d, var) in enumerate(zip(loop.dims, vars_, strict=True)):

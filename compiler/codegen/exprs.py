@@ -232,6 +232,8 @@ class ExprWriter:
         if k == "to":
             return f"{self.arg(a[0])}.astype({dtype_text(kw['dtype'])})", True
         if k == "reshape":
+            if out.dtype == torch.bool and tuple(out.shape) != tuple(a[0].shape):  # Mosaic: no i1 shape casts
+                return f"({self.arg(a[0])}.astype(jnp.int32).reshape{literal(tuple(out.shape))} != 0)", True
             return f"{self.arg(a[0])}.reshape{literal(tuple(out.shape))}", True
         if k == "permute":
             dims = kw["dims"]
@@ -242,6 +244,8 @@ class ExprWriter:
         if k == "broadcast_to":
             return f"jnp.broadcast_to({self.arg(a[0], False)}, {literal(tuple(out.shape))})", True
         if k == "index":
+            if out.dtype == torch.bool and len(out.shape) != len(a[0].shape):  # Mosaic: no i1 shape casts
+                return f"({self.arg(a[0])}.astype(jnp.int32)[{_index_text(kw['items'])}] != 0)", True
             return f"{self.arg(a[0])}[{_index_text(kw['items'])}]", True
         if k == "take":
             return f"{self.arg(a[0])}[{self._items(a[1])}]", True

@@ -59,13 +59,13 @@ def resolve(ir: KernelIR, grid: GridLoop, ops: list[OperandLayout], by_node: dic
     _check_conflicts(ops, by_node, grid)
     nodes = [n for n in walk(grid.body) if isinstance(n, Load | Store)]
     for o in ops:
-        if o.kind != "inout":
+        if o.kind != "inout" or o.memory == "dma":  # rows copied by DMA read and write HBM directly
             continue
         mine = [n for n in nodes if by_node.get(id(n)) is o]
         o.reads_old = any(isinstance(n, Load) or n.accumulate for n in mine) or not any(
             isinstance(n, Store) and _covers(n, o, grid.dims[0].loop_id) for n in mine)
     for o in ops:
-        if check_revisits and o.kind != "input" and (o.reads_old or o.memory != "hbm"):
+        if check_revisits and o.kind != "input" and o.memory != "dma" and (o.reads_old or o.memory != "hbm"):
             _check_revisits(o, launch, by_node, nodes)
     return ops
 

@@ -35,6 +35,7 @@ from ..ir import (
 from ..plan import CallPlan, Operand, Scratch
 from ..plan import InnerLoop as PlanInnerLoop
 from . import outputs
+from .dma import DmaAccess, plan_dma
 from .placement import CannotStream, Placer, layout_tiling, py_name
 from .work import padded_bytes, region_work, temporaries_bytes
 
@@ -83,6 +84,8 @@ class CallLayout:
     plan: CallPlan | None = None
     order: tuple[int, ...] = ()  # grid.dims positions in launch-grid order (loop_orders)
     modes: dict[int, tuple[str, ...]] = field(default_factory=dict)  # id(node) -> per-dim placement mode
+    dma: dict[int, DmaAccess] = field(default_factory=dict)  # id(node) -> its row copies (codegen/dma.py)
+    loop_type: object = None  # the config's pallas_loop_type, with loops that copy rows by DMA as fori_loop
 
     @property
     def grid_dims(self) -> list[TileDim]:
@@ -193,7 +196,7 @@ def build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chip
         # move the launch axes some output block does not follow inside the others, so its visits are
         # consecutive; if that cannot satisfy every output the diagnostic stands
         probe = _build_call(ir, grid, call_index, config, chip, order, check_revisits=False)
-        free = {order[a] for o in probe.outputs if o.memory != "smem" and not (o.memory == "hbm" and not o.reads_old)
+        free = {order[a] for o in probe.outputs if o.memory not in ("smem", "dma") and not (o.memory == "hbm" and not o.reads_old)
                 for a in range(len(order)) if a not in o.grid_axes}
         better = [i for i in order if i not in free] + [i for i in order if i in free]
         if better == order:
@@ -218,9 +221,20 @@ def _build_whole(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, ch
             whole = whole | {exc.root}
 
 
+def dma_loop_type(ir: KernelIR, loop_type: object, dma: dict[int, DmaAccess]) -> object:
+    """`loop_type` with the loops that copy rows by DMA run as fori_loop where emit_pipeline was asked (their
+    copies need the loop's position, which a pipeline body does not see)."""
+    loops = {id(d.loop) for d in dma.values() if d.loop is not None}
+    if not any(loop_strategy(loop_type, lp) == "emit_pipeline" for lp in ir.inner_loops if id(lp) in loops):
+        return loop_type
+    return [("fori_loop" if id(lp) in loops and _requested(loop_type, lp) == "emit_pipeline" else
+             _requested(loop_type, lp)) for lp in ir.inner_loops]
+
+
 def _build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chip: Chip,
                 order: list[int], check_revisits: bool = True, whole: frozenset[int] = frozenset()) -> CallLayout:
-    loop_type = config.get("pallas_loop_type")
+    dma = plan_dma(ir, grid, config, chip)
+    loop_type = dma_loop_type(ir, config.get("pallas_loop_type"), dma)
     bufs = config.get("pallas_load_buffer_count")
     dims = [grid.dims[i] for i in order]  # the launch grid in the chosen loop order (first = outermost)
     grid_dims = {(d.loop_id, d.axis): i for i, d in enumerate(dims)}
@@ -250,6 +264,9 @@ def _build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chi
                     streaming = lp
         strategy = loop_strategy(loop_type, streaming) if streaming else None
         memory = "vmem_block" if streaming is None else ("hbm" if strategy == "emit_pipeline" else "resident")
+        if id(n) in dma:
+            dma_access(n, dma[id(n)])
+            return
         if placer.keeps_whole(n):
             memory = "vmem_block"  # one block for the call, shared by every access
         if memory == "hbm" and not _streamable(n, streaming):
@@ -293,9 +310,29 @@ def _build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chi
         by_node[id(n)] = op
         modes[id(n)] = tuple(dp.mode for dp in placement.dims)
 
+    def dma_access(n: Load | Store, d: DmaAccess) -> None:
+        """One operand per tensor copied by DMA: the whole array in HBM, its rows copied where accessed."""
+        key = (d.src.value.id, "dma")
+        op = operands.get(key)
+        is_store = isinstance(n, Store)
+        if op is None:
+            op = OperandLayout(tensor=d.src, items=n.index, loop=d.loop, kind="output" if is_store else "input",
+                               memory="dma", block_shape=tuple(d.src.value.shape), buffer_count=d.slots, ref_name="",
+                               index_map="", grid_axes=(), inner_axes=(), scalar_only=False)
+            operands[key] = op
+        elif (is_store and op.kind == "input") or (not is_store and op.kind == "output"):
+            op.kind = "inout"
+        if not is_store and op.arg_slot is None:
+            op.arg_slot = slots.get(viewed(n.tensor.root.value).id)
+        op.ranges.append(n.range)
+        by_node[id(n)] = op
+        modes[id(n)] = ("dma",) * len(n.tensor.value.shape)
+
     visit(grid.body, [])
     ops = outputs.resolve(ir, grid, list(operands.values()), by_node, dims, check_revisits)
     for o in ops:
+        if o.memory == "dma":
+            continue  # its buffer's slots were chosen with the copies (codegen/dma.py)
         if o.arg_slot is not None and o.kind != "output":
             o.buffer_count = _buffer_count(bufs, o.arg_slot, o.buffer_count)
         if o.memory != "hbm" and all(b is not None and b >= s for b, s in zip(o.block_shape, o.tensor.value.shape, strict=True)):
@@ -303,12 +340,47 @@ def _build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chi
     for o in ops:
         if _scalar_table(o):
             o.memory, o.block_shape, o.buffer_count, o.grid_axes = "smem", tuple(o.tensor.value.shape), 1, ()
+    _index_tables(ops, dma)
     _name_refs(ops)
     scratch_names, scratch_plan = _scratch(grid, loop_type, ops, _positioned_loops(grid, by_node))
+    scratch_plan += _dma_scratch(dma, {s.name for s in scratch_plan} | {o.ref_name for o in ops})
     layout = CallLayout(grid, f"{py_name(ir.name)}_kernel" + (f"_{call_index}" if call_index else ""), ops, by_node,
-                        scratch_names, scratch_plan, order=tuple(order), modes=modes)
+                        scratch_names, scratch_plan, order=tuple(order), modes=modes, dma=dma, loop_type=loop_type)
     layout.plan = _call_plan(layout, loop_type, chip)
     return layout
+
+
+def _index_tables(ops: list[OperandLayout], dma: dict[int, DmaAccess]) -> None:
+    """The int32 tensors DMA indices read, whole in SMEM (one operand each, shared with a scalar table)."""
+    for d in dma.values():
+        for t in d.tables:
+            if any(o.memory == "smem" and o.tensor.value.id == t.value.id for o in ops):
+                continue
+            ops.append(OperandLayout(tensor=t, items=(), loop=None, kind="input", memory="smem",
+                                     block_shape=tuple(t.value.shape), buffer_count=1, ref_name="",
+                                     index_map="", grid_axes=(), inner_axes=(), ranges=[d.node.range]))
+
+
+def _dma_scratch(dma: dict[int, DmaAccess], taken: set[str]) -> list[Scratch]:
+    """A VMEM buffer and its DMA semaphores for each access copied by DMA."""
+    out: list[Scratch] = []
+    for d in dma.values():
+        base = py_name(d.node.tensor.name) + {"gather": "_gathered", "scatter": "_scattered", "window_load": "_window",
+                                              "window_store": "_window_out"}[d.kind]
+        name, i = base, 1
+        while name in taken:
+            name, i = f"{base}_{i}", i + 1
+        taken |= {name, f"{name}_sem"}
+        d.buffer, d.sem = name, f"{name}_sem"
+        dtype = d.src.value.dtype
+        role = {"gather": "dma_buffer", "window_load": "dma_buffer", "scatter": "dma_staging",
+                "window_store": "dma_window_out"}[d.kind]
+        out.append(Scratch(name, d.buffer_shape, JNP_DTYPES[dtype], dtype.itemsize, role, d.node.range))
+        out.append(Scratch(d.sem, (d.slots,), "int32", 4, "dma_sem", d.node.range))
+        if d.kind == "window_store":  # each slot's count of rows copied out, for its wait
+            out.append(Scratch(f"{name}_count", (d.slots,), "int32", 4, "counter", d.node.range))
+            taken.add(f"{name}_count")
+    return out
 
 
 def alias_param(o: OperandLayout) -> str:
@@ -339,7 +411,7 @@ _SCALAR_ITEMS = ("int", "grid", "id", "newaxis", "scalar")
 def _scalar_table(o: OperandLayout) -> bool:
     """An input only ever read one element at a time (every dim indexed by one position)."""
     value = o.tensor.value
-    return (o.kind == "input" and o.memory != "hbm" and bool(value.shape) and o.scalar_only
+    return (o.kind == "input" and o.memory not in ("hbm", "dma") and bool(value.shape) and o.scalar_only
             and value.meta.numel() * value.dtype.itemsize <= SMEM_TABLE_BYTES)
 
 
@@ -375,7 +447,7 @@ def _name_refs(ops: list[OperandLayout]) -> None:
     used: dict[str, int] = {}
     for o in ops:
         base = py_name(o.tensor.name)
-        suffix = {"hbm": "_hbm", "smem": "_smem"}.get(o.memory, "_ref")
+        suffix = {"hbm": "_hbm", "dma": "_hbm", "smem": "_smem"}.get(o.memory, "_ref")
         name = base + suffix
         if name in used:
             used[name] += 1
@@ -467,12 +539,19 @@ def _streamable(n: Load | Store, loop: InnerLoop) -> bool:
 def _call_plan(layout: CallLayout, loop_type: object, chip: Chip) -> CallPlan:
     grid = layout.grid
     operands = []
+    dma_ids = frozenset(layout.dma)
+    dims = layout.grid_dims
     for o in layout.operands:
         dtype = o.tensor.value.dtype
+        block, axes = o.block_shape, o.grid_axes
+        if o.memory == "dma":  # one execution's rows (a new set for each step of the loop around the copies)
+            mine = [d for d in layout.dma.values() if layout.by_node.get(id(d.node)) is o]
+            block = max((d.copy_shape for d in mine), key=math.prod)
+            axes = tuple(range(len(dims))) if any(d.loop is None for d in mine) else ()
         operands.append(Operand(
             name=o.ref_name, tensor=o.tensor.name, kind=o.kind, array_shape=tuple(o.tensor.value.shape),
-            dtype=JNP_DTYPES[dtype], itemsize=dtype.itemsize, memory=o.memory, block_shape=o.block_shape,
-            buffer_count=o.buffer_count, grid_axes=o.grid_axes,
+            dtype=JNP_DTYPES[dtype], itemsize=dtype.itemsize, memory=o.memory, block_shape=block,
+            buffer_count=o.buffer_count, grid_axes=axes,
             inner_loop=o.loop.index if o.loop is not None else None, inner_axes=o.inner_axes,
             index_map=o.inner_index_map if o.memory == "hbm" else o.index_map, ranges=tuple(o.ranges),
             arg_slot=o.arg_slot, reads_old=o.reads_old,
@@ -490,26 +569,37 @@ def _call_plan(layout: CallLayout, loop_type: object, chip: Chip) -> CallPlan:
                 inner.append(PlanInnerLoop(
                     index=n.index, strategy=loop_strategy(loop_type, n), extent=d.extent - d.begin,
                     block_size=d.block_size, trips=trips, range=n.range,
-                    operands=tuple(o.ref_name for o in layout.operands if o.loop is n), work=region_work(n.body),
-                    note=device_loop_note(n, _requested(loop_type, n), grid.body),
+                    operands=tuple(o.ref_name for o in layout.operands if o.loop is n),
+                    work=region_work(n.body, dma_ids), note=_loop_note(n, loop_type, layout, grid.body),
                 ))
                 visit(n.body)
 
     visit(grid.body)
     semantics = []
     outs = [o for o in layout.operands if o.kind in ("output", "inout")]
-    dims = layout.grid_dims
+    # grid-level prefetches and scattered rows need the steps in order (no megacore split)
+    ordered = any(d.kind == "scatter" or (d.prefetch and d.loop is None) for d in layout.dma.values())
     for axis in range(len(dims)):
         # parallel axes must form a prefix of the grid: after the first arbitrary axis, all are arbitrary
-        parallel = all(axis in o.grid_axes for o in outs) and "arbitrary" not in semantics
+        parallel = all(axis in o.grid_axes for o in outs) and "arbitrary" not in semantics and not ordered
         semantics.append("parallel" if parallel else "arbitrary")
     grid_shape = tuple(d.steps for d in dims)
     return CallPlan(
         name=layout.name, range=grid.header_range or grid.range, grid=grid_shape,
         dimension_semantics=tuple(semantics), operands=tuple(operands), scratch=tuple(layout.scratch_plan),
-        inner_loops=tuple(inner), outer_work=region_work(grid.body),
-        temporaries_bytes=temporaries_bytes(grid.body, lambda lp: loop_strategy(loop_type, lp) == "unroll"), vmem_limit_bytes=chip.default_scoped_vmem_bytes,
+        inner_loops=tuple(inner), outer_work=region_work(grid.body, dma_ids),
+        temporaries_bytes=temporaries_bytes(grid.body, lambda lp: loop_strategy(loop_type, lp) == "unroll", dma_ids),
+        vmem_limit_bytes=chip.default_scoped_vmem_bytes,
     )
+
+
+def _loop_note(loop: InnerLoop, loop_type: object, layout: CallLayout, grid_body: list[Node]) -> str:
+    note = device_loop_note(loop, _requested(loop_type, loop), grid_body)
+    if loop_strategy(loop_type, loop) == "fori_loop" and _requested(loop_type, loop) == "emit_pipeline" and not any(
+            d.dynamic for d in loop.dims):
+        note = ("it copies gathered rows by DMA, which needs the loop's position: `emit_pipeline` was asked for "
+                "and it runs as a fori_loop")
+    return note
 
 
 def operand_vmem_bytes(op: Operand) -> int:

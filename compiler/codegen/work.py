@@ -97,17 +97,20 @@ def gather_sizes(n: Load | Store) -> tuple[int, int, int] | None:
     return None
 
 
-def access_work(n: Load | Store) -> Work:
+def access_work(n: Load | Store, dma: frozenset[int] = frozenset()) -> Work:
     """Moving a block between VMEM and registers; a gather / scatter adds its one-hot matmul (f32 at HIGHEST
-    precision is six bf16 passes, integers two f32 matmuls of 16-bit halves)."""
+    precision is six bf16 passes, integers two f32 matmuls of 16-bit halves), unless its rows are copied by
+    DMA (`dma`: those accesses' node ids)."""
     v = n.out if isinstance(n, Load) else n.value
     work = Work(0, 0, _vreg_elems(v) * 0.5, 0)
-    sizes = gather_sizes(n)
+    sizes = gather_sizes(n) if id(n) not in dma else None
     if sizes is None:
         return work
     k, r, rest = sizes
     dtype = n.tensor.value.dtype
-    passes = 1 if dtype in (torch.bfloat16, torch.float16) else 6 if dtype.is_floating_point else 12
+    # f32 at HIGHEST is six bf16 passes, integers two f32 matmuls; floats add one bf16 pass selecting the kind of
+    # their non-finite entries (0 * inf would be NaN in the product)
+    passes = 2 if dtype in (torch.bfloat16, torch.float16) else 7 if dtype.is_floating_point else 12
     rows = sublane_rows(dtype)
     flops = 2.0 * k * r * rest
     padded = 2.0 * (-(-k // rows) * rows) * (-(-r // 128) * 128) * (-(-rest // 128) * 128) * passes
@@ -115,14 +118,14 @@ def access_work(n: Load | Store) -> Work:
     return work + Work(flops, padded, compare, 0)
 
 
-def region_work(nodes: list[Node]) -> Work:
+def region_work(nodes: list[Node], dma: frozenset[int] = frozenset()) -> Work:
     """Work of straight-line code, not descending into inner loops (they are counted per iteration)."""
     total = Work()
     for n in nodes:
         if isinstance(n, Op):
             total = total + op_work(n)
         elif isinstance(n, Load | Store):
-            total = total + access_work(n)
+            total = total + access_work(n, dma)
     return total
 
 
@@ -135,28 +138,29 @@ UNROLLED_FACTOR = 0.94
 UNROLLED_EXPONENT = 0.876
 
 
-def temporaries_bytes(nodes: list[Node], unrolled: Callable[[InnerLoop], bool]) -> int:
+def temporaries_bytes(nodes: list[Node], unrolled: Callable[[InnerLoop], bool],
+                      dma: frozenset[int] = frozenset()) -> int:
     """Estimated VMEM the compiler needs for intermediate values of one grid step (an estimate, labelled so)."""
-    straight = _largest_value(nodes)
+    straight = _largest_value(nodes, dma)
     peak = FUSED_FACTOR * straight
     for n in nodes:
         if isinstance(n, InnerLoop):
-            inner = temporaries_bytes(n.body, unrolled)
+            inner = temporaries_bytes(n.body, unrolled, dma)
             if unrolled(n):
                 trips = math.prod(d.steps for d in n.dims)
-                inner = max(inner, UNROLLED_FACTOR * trips**UNROLLED_EXPONENT * _largest_value(n.body))
+                inner = max(inner, UNROLLED_FACTOR * trips**UNROLLED_EXPONENT * _largest_value(n.body, dma))
             peak = max(peak, inner)
     return int(peak)
 
 
-def _largest_value(nodes: list[Node]) -> int:
+def _largest_value(nodes: list[Node], dma: frozenset[int] = frozenset()) -> int:
     """Padded bytes of the largest value computed in straight-line code (not descending into loops)."""
     biggest = 0
     for n in nodes:
         outs = n.outputs() if isinstance(n, Op) and n.kind not in ("alloc",) else (n.out,) if isinstance(n, Load) else ()
         for v in outs:
             biggest = max(biggest, padded_bytes(tuple(v.shape), v.dtype))
-        sizes = gather_sizes(n) if isinstance(n, Load | Store) else None
+        sizes = gather_sizes(n) if isinstance(n, Load | Store) and id(n) not in dma else None
         if sizes is not None:  # the one-hot selection matrix and the whole gathered block
             k, r, rest = sizes
             dtype = n.tensor.value.dtype

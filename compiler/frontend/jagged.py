@@ -71,6 +71,8 @@ def lane_tiles(v: Value, depth: int = 0) -> Lanes:
 
 
 def _load_lanes(p: Load, depth: int) -> Lanes:
+    if p.tensor.rows:  # row `tile.id` of a 1-D tensor's rows view: the tile's positions (frontend/row_views.py)
+        return (p.index[0][1],)
     out: list[TileDim | None] = []
     for it in p.index:
         kind = it[0]

@@ -58,21 +58,23 @@ def parse_module(source: str) -> ModuleInfo:
     lines = source.splitlines()
     for stmt in tree.body:
         _collect_imports(stmt, info.imports)
+    assigned: dict[str, ast.expr] = {}  # module-level `NAME = ...` so far (a decorator's `config=NAME`)
     for stmt in tree.body:
         if isinstance(stmt, ast.FunctionDef):
             info.functions[stmt.name] = stmt
             dec = _kernel_decorator(stmt, info.imports)
             if dec is not None:
-                info.kernels.append(_kernel_def(stmt, dec, lines))
+                info.kernels.append(_kernel_def(stmt, dec, lines, assigned))
         elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
             alias = _kernel_alias(stmt.target.id, stmt.value, info)  # `attention_dynamic: object = ...`
             if alias is not None:
-                info.kernels.append(_kernel_def(alias, stmt.value, lines))
+                info.kernels.append(_kernel_def(alias, stmt.value, lines, assigned))
         elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             alias = _kernel_alias(stmt.targets[0].id, stmt.value, info)
             if alias is not None:
-                info.kernels.append(_kernel_def(alias, stmt.value, lines))
+                info.kernels.append(_kernel_def(alias, stmt.value, lines, assigned))
                 continue
+            assigned[stmt.targets[0].id] = stmt.value
             try:
                 info.constants[stmt.targets[0].id] = ast.literal_eval(stmt.value)
             except (ValueError, TypeError, SyntaxError, RecursionError):
@@ -138,20 +140,30 @@ def _kernel_decorator(fn: ast.FunctionDef, imports: dict[str, str]) -> ast.expr 
     return None
 
 
-def _kernel_def(fn: ast.FunctionDef, dec: ast.expr, lines: list[str]) -> KernelDef:
+def _kernel_def(fn: ast.FunctionDef, dec: ast.expr, lines: list[str], assigned: dict[str, ast.expr]) -> KernelDef:
     diags: list[Diagnostic] = []
     config = None
     configs: list[Config] = []
     config_range, configs_ranges = None, []
+
+    def named(node: ast.expr) -> ast.expr:
+        """A module-level name given as a config (`config=HSTU_CONFIG`): the expression assigned to it."""
+        for _ in range(8):
+            if not (isinstance(node, ast.Name) and node.id in assigned):
+                break
+            node = assigned[node.id]
+        return node
+
     if isinstance(dec, ast.Call):
         for kw in dec.keywords:
             try:
+                value = named(kw.value)
                 if kw.arg == "config":
-                    config = config_from_call(kw.value)
+                    config = config_from_call(value)
                     config_range = Range.of(kw.value)
-                elif kw.arg == "configs" and isinstance(kw.value, ast.List | ast.Tuple):
-                    configs = [config_from_call(e) for e in kw.value.elts]
-                    configs_ranges = [Range.of(e) for e in kw.value.elts]
+                elif kw.arg == "configs" and isinstance(value, ast.List | ast.Tuple):
+                    configs = [config_from_call(named(e)) for e in value.elts]
+                    configs_ranges = [Range.of(e) for e in value.elts]
             except ConfigError as exc:
                 diags.append(error("HPL109", str(exc), Range.of(kw.value)))
     shape_sets, ranges = [], []

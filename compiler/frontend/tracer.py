@@ -40,6 +40,7 @@ from .limits import Budget
 from .module import ModuleInfo, assigned_names, target_name
 from .ops import OpBuilder, int64_grown_error
 from .pairs import drop_unused_views
+from .row_views import use_rows
 from .values import BlockSize, BlockSizeTable, Closure, NamedConst, Tile, TileLoopSpec, lambda_def
 
 MAX_INLINE_DEPTH = 16
@@ -68,6 +69,7 @@ class Tracer(ExpressionEvaluator):
         self.host: list[Node] = []
         self.region: list[Node] = self.host
         self.loops: list[GridLoop | InnerLoop] = []
+        self.row_views: dict[tuple[int, int], Value] = {}  # (1-D tensor id, block) -> its rows view (row_views.py)
         self.predicate: Value | None = None  # inside `if` on device values: when stores take effect (branches.py)
         self.tensors: dict[int, HostTensor] = {}
         self.arg_values: dict[str, Any] = {}
@@ -447,9 +449,12 @@ class Tracer(ExpressionEvaluator):
         """`tensor[index]` in device code; `prepared`: index is already a tuple of IR index items."""
         ht = self.host_tensor(tensor, rng)
         _no_64_bit(ht, rng, written=False)
+        _positions_fit(ht, rng)
         items = index if prepared else self.indexer.items(tensor, index, rng)
         _no_device_tile_runs(items, rng)
         shape = self.indexer.shape(tuple(tensor.shape), items)
+        tensor, items = self._as_rows(tensor, items, rng)
+        ht = self.host_tensor(tensor, rng)
         dtype = torch.int32 if tensor.dtype == torch.int64 else tensor.dtype  # read as int32 (see _no_64_bit)
         out = Value(torch.empty(shape, dtype=dtype, device="meta"), "device",
                     from_int64="read" if tensor.dtype == torch.int64 else "")
@@ -458,6 +463,32 @@ class Tracer(ExpressionEvaluator):
         self.region.append(node)
         self.loads.append(node)
         return out
+
+    def _as_rows(self, tensor: Value, items: tuple, rng: Range) -> tuple[Value, tuple]:
+        """`x[tile]` of a small 1-D tensor with a block too short for a rank-1 block: row `tile.id` of its
+        [n / block, block] view (compiler/frontend/row_views.py); otherwise the access as it is."""
+        if len(tensor.shape) != 1 or len(items) != 1 or items[0][0] != "tile":
+            return tensor, items
+        d: TileDim = items[0][1]
+        n, b = tensor.shape[0], d.block_size
+        grid = self.loops[0]
+        if d.dynamic or d.parent is not None or d.begin or d.extent != n or not use_rows(n, b, tensor.dtype.itemsize):
+            return tensor, items
+        key = (tensor.id, b)
+        view = self.row_views.get(key)
+        if view is None:
+            before, self.region = self.region, []
+            try:
+                view = self.ops.reshape(tensor, (n // b, b), rng)
+                made = self.region
+            finally:
+                self.region = before
+            at = self.host.index(grid)
+            self.host[at:at] = made
+            view.hint = f"{self.host_tensor(tensor, rng).name}_rows"
+            self.host_tensor(view, rng).rows = True
+            self.row_views[key] = view
+        return view, (("id", d), ("full",))
 
     def store(self, target: ast.Subscript, value: Any, accumulate: str | None, rng: Range) -> None:
         base = self.eval(target.value)
@@ -495,11 +526,16 @@ class Tracer(ExpressionEvaluator):
                                           "argument or allocation can be written", rng)
             ht.origin, ht.base = "view", root
         _no_64_bit(ht, rng, written=True)
+        _positions_fit(ht, rng)
         items = self.indexer.items(base, index, rng, for_store=True)
         _no_device_tile_runs(items, rng)
         if any(it[0] == "newaxis" for it in items):
             raise UserError("HPL202", "`None` is not allowed in a store index", rng)
         block = self.indexer.shape(tuple(base.shape), items)
+        rows, items = self._as_rows(base, items, rng)
+        if rows is not base:
+            ht = self.host_tensor(rows, rng)
+            ht.origin, ht.base = "view", self._view_base(rows, rng)
         if not isinstance(value, Value):
             value = self.ops.full(tuple(block), _scalar(value), base.dtype, rng)
         if value.space != "device":
@@ -512,6 +548,8 @@ class Tracer(ExpressionEvaluator):
             raise UserError("HPL105", f"cannot store a value of shape {list(value.shape)} into a block of shape {block}", rng) from None
         if len(value.shape) > len(block) or torch.broadcast_shapes(tuple(value.shape), tuple(block)) != tuple(block):
             raise UserError("HPL105", f"cannot store a value of shape {list(value.shape)} into a block of shape {block}", rng)
+        if rows is not base:
+            _no_64_bit(ht, rng, written=True)
         self.region.append(Store(rng, ht, items, value, accumulate, self.predicate))
 
     def inline(self, fn: ast.FunctionDef, args: list, kwargs: dict, rng: Range,
@@ -562,6 +600,19 @@ def _no_device_tile_runs(items: tuple, rng: Range) -> None:
                 raise UserError("HPL106", f"positions computed from `{d.name}.index` (a loop whose bounds are computed "
                                           f"on the device) can only index a tensor as the tile itself, "
                                           f"`x[{d.name}, ...]`, not shifted, scaled or through a loaded block", rng)
+
+
+INT32_MAX = 2**31 - 1
+
+
+def _positions_fit(ht: HostTensor, rng: Range) -> None:
+    """Positions are 32-bit integers on the TPU: a tensor dim of more than 2**31 elements cannot be addressed
+    (jax itself would fail on the first constant of that size)."""
+    for d, size in enumerate(ht.value.shape):
+        if size > INT32_MAX + 1:
+            raise UserError("HPL202", f"dim {d} of `{ht.name}` has {size} elements: positions on the TPU are 32-bit "
+                                      f"integers (at most {INT32_MAX}); index it through more dims (`x[row, col]` "
+                                      "rather than a flattened view)", rng)
 
 
 def _no_64_bit(ht: HostTensor, rng: Range, written: bool) -> None:

@@ -171,7 +171,7 @@ def copied_bytes(call: CallPlan) -> float:
     """Bytes the generated code's block copies move in one call (re-fetches included): a count read off the
     plan, no constant in it (the schedule evaluator floors the TPU compiler's simulated time with it)."""
     grid = call.grid or (1,)
-    outer = [op for op in call.operands if op.memory != "hbm"]
+    outer = _outer_operands(call)
     total = 0.0
     for axis in range(len(grid)):
         n = math.prod(grid[: axis + 1]) - math.prod(grid[:axis])
@@ -180,10 +180,15 @@ def copied_bytes(call: CallPlan) -> float:
     total += sum(_block_bytes(op) for op in outer if op.kind == "input" or op.reads_old)
     total += sum(_block_bytes(op) for op in outer if op.kind in ("output", "inout"))
     for lp in call.inner_loops:
-        if lp.strategy == "emit_pipeline":
-            streamed = [op for op in call.operands if op.memory == "hbm" and op.inner_loop == lp.index]
-            total += math.prod(grid) * lp.trips * sum(_CallModel._copy_bytes(streamed))
+        copied = [op for op in call.operands if op.inner_loop == lp.index
+                  and (op.memory == "dma" or (op.memory == "hbm" and lp.strategy == "emit_pipeline"))]
+        total += math.prod(grid) * lp.trips * sum(_CallModel._copy_bytes(copied))
     return total
+
+
+def _outer_operands(call: CallPlan) -> list[Operand]:
+    """Operands whose blocks change with the grid steps (rows an inner loop copies by DMA count with that loop)."""
+    return [op for op in call.operands if op.memory != "hbm" and not (op.memory == "dma" and op.inner_loop is not None)]
 
 
 def _block_bytes(op: Operand) -> int:
@@ -223,7 +228,7 @@ class _CallModel:
         step = parts.total + c.step_overhead
 
         # Transitions between consecutive steps, grouped by the outermost grid axis that moves.
-        outer = [op for op in call.operands if op.memory != "hbm"]
+        outer = _outer_operands(call)
         exposed = 0.0
         for axis in range(len(grid)):
             n = math.prod(grid[: axis + 1]) - math.prod(grid[:axis])
@@ -286,8 +291,10 @@ class _CallModel:
         for lp in self.call.inner_loops:
             if lp.strategy == "unroll":
                 straight = straight + lp.work.scaled(lp.trips)
+                self._copies(lp, 0.0, parts)
                 continue
             t, mxu, vector = self._overlap(lp.work + self._carried_traffic(lp), c.overlap_loop)
+            self._copies(lp, t, parts)
             parts.compute += lp.trips * t
             parts.mxu += lp.trips * mxu
             parts.vector += lp.trips * vector
@@ -311,6 +318,15 @@ class _CallModel:
             if s.role == "carried"
         )
         return Work(0.0, 0.0, 2 * _LOAD_STORE_COST * elems, 0.0)
+
+    def _copies(self, lp: InnerLoop, iteration: float, parts: _StepParts) -> None:
+        """Rows or windows a loop copies by DMA each iteration; double-buffered ones wait only for what the
+        iteration's compute does not hide."""
+        ops = [op for op in self.call.operands if op.memory == "dma" and op.inner_loop == lp.index]
+        if not ops:
+            return
+        double, single = self._copy_bytes(ops)
+        parts.inner_exposed += lp.trips * (max(0.0, self._dma_seconds(double) - iteration) + self._dma_seconds(single))
 
     def _pipeline(self, lp: InnerLoop, iteration: float, parts: _StepParts) -> None:
         """A nested emit_pipeline run (one per outer step): cold first fetch, iterations that prefetch the

@@ -119,9 +119,10 @@ def pick(name: str, choices: Sequence[Any], fast: bool, salt: str = "") -> list[
     return [choices[zlib.crc32((name + salt).encode()) % len(choices)]]
 
 
-def run_case(case: Case, fast: bool = False) -> CaseResult:
-    """Every config x loop strategy (a config that pins `pallas_loop_type` keeps it); `fast`: one pair,
-    except for a case that records a known bug, which always runs in full so that it shows (or not) the bug."""
+def run_case(case: Case, fast: bool = False, every_strategy: bool = False) -> CaseResult:
+    """Every config x loop strategy (a config that pins `pallas_loop_type` keeps it); `fast`: one pair (with
+    `every_strategy`: one config, every strategy), except for a case that records a known bug, which always
+    runs in full so that it shows (or not) the bug."""
     known = (f"known mismatch: {case.known_mismatch}" if case.known_mismatch
              else f"known crash: {case.known_crash}" if case.known_crash else "")
     fast = fast and not known
@@ -150,7 +151,7 @@ def run_case(case: Case, fast: bool = False) -> CaseResult:
                 result.runs.append(_refused(case, config, None, exc, 0.0))
                 continue
         pinned = config.get("pallas_loop_type")
-        strategies = (pinned,) if pinned else pick(case.name, STRATEGIES, fast)
+        strategies = (pinned,) if pinned else pick(case.name, STRATEGIES, fast and not every_strategy)
         for strategy in strategies if loops else (None,):
             result.runs.append(_one_run(case, specs, args, expected, ref_args, config, strategy))
     return result
@@ -209,7 +210,7 @@ def _refused(case: Case, config: dict[str, Any], strategy: str | None, exc: Comp
     return Run(config, strategy, "diagnosed", detail, seconds)
 
 
-def run_path(path: Path, fast: bool = False) -> CaseResult:
+def run_path(path: Path, fast: bool = False, every_strategy: bool = False) -> CaseResult:
     """Load and run one case file; a file that cannot be loaded is a case error, not an exception."""
     # interpret mode logs a full traceback for every failing kernel callback; the table already says it
     logging.getLogger("jax._src.callback").setLevel(logging.CRITICAL)
@@ -217,21 +218,22 @@ def run_path(path: Path, fast: bool = False) -> CaseResult:
         case = load_case(path)
     except Exception as exc:  # noqa: BLE001 - a broken case file is reported, the rest still run
         return CaseResult(path.stem, "", error=f"{type(exc).__name__}: {exc}")
-    return run_case(case, fast)
+    return run_case(case, fast, every_strategy)
 
 
-def run_all(paths: Sequence[Path], fast: bool = False, progress: Any = None, workers: int = 1) -> list[CaseResult]:
+def run_all(paths: Sequence[Path], fast: bool = False, progress: Any = None, workers: int = 1,
+            every_strategy: bool = False) -> list[CaseResult]:
     """Results in the order of `paths`; `workers` > 1 runs cases in that many fresh processes (jax state is
     not fork-safe, so they are spawned)."""
     if workers <= 1:
         results = []
         for path in paths:
-            results.append(run_path(path, fast))
+            results.append(run_path(path, fast, every_strategy))
             if progress:
                 progress(results[-1])
         return results
     with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
-        futures = [pool.submit(run_path, path, fast) for path in paths]
+        futures = [pool.submit(run_path, path, fast, every_strategy) for path in paths]
         results = []
         for future in futures:
             results.append(future.result())
