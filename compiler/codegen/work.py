@@ -10,27 +10,19 @@ import torch
 from ..frontend.ops import TRANSCENDENTAL
 from ..ir import InnerLoop, Load, Node, Op, Store, Value
 from ..plan import Work
+from .padding import padded_count, sublane_rows_of
 
 _NO_VECTOR_WORK = {"reshape", "index", "full", "iota", "tile_begin", "tile_end", "tile_id", "broadcast_to", "alloc"}
 
 
 def sublane_rows(dtype: torch.dtype) -> int:
     """Rows per (sublanes x 128) vector tile: 8 for 32-bit, 16 for 16-bit, 32 for 8-bit."""
-    return 8 * max(1, 4 // max(1, dtype.itemsize))
+    return sublane_rows_of(dtype.itemsize)
 
 
 def padded_elems(shape: tuple[int, ...], dtype: torch.dtype) -> int:
     """Elements of `shape` once laid out in (sublane, 128-lane) tiles, as the TPU stores it."""
-    if not shape:
-        return sublane_rows(dtype) * 128
-    dims = list(shape)
-    dims[-1] = -(-dims[-1] // 128) * 128
-    if len(dims) >= 2:
-        rows = sublane_rows(dtype)
-        dims[-2] = -(-dims[-2] // rows) * rows
-    else:
-        dims = [sublane_rows(dtype)] + dims
-    return math.prod(dims)
+    return padded_count(shape, dtype.itemsize)
 
 
 def padded_bytes(shape: tuple[int | None, ...], dtype: torch.dtype) -> int:

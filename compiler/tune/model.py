@@ -33,24 +33,23 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-import torch
-
 from ..chips import Chip
-from ..codegen.work import padded_elems
+from ..codegen.padding import padded_count
 from ..plan import CallPlan, InnerLoop, KernelPlan, Operand, Work
 from .constants import ModelConstants, constants_for
 
-_TORCH_DTYPES = {
-    "float32": torch.float32,
-    "bfloat16": torch.bfloat16,
-    "float16": torch.float16,
-    "int32": torch.int32,
-    "int16": torch.int16,
-    "int8": torch.int8,
-    "uint8": torch.uint8,
-    "bool": torch.bool,
-    "float8_e4m3fn": torch.float8_e4m3fn,
-    "float8_e5m2": torch.float8_e5m2,
+# Element sizes that decide the sublane tiling of a named dtype (an unknown name is laid out as 32-bit).
+_TILING_ITEMSIZE = {
+    "float32": 4,
+    "bfloat16": 2,
+    "float16": 2,
+    "int32": 4,
+    "int16": 2,
+    "int8": 1,
+    "uint8": 1,
+    "bool": 1,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
 }
 # vector work per 32-bit-lane element of a VMEM load or store, as codegen/work.py counts it
 _LOAD_STORE_COST = 0.5
@@ -195,7 +194,7 @@ def _block_bytes(op: Operand) -> int:
     """Bytes one copy of the operand's block moves (as laid out: padded to (sublane, 128) tiles)."""
     dims = op.block_dims
     return (
-        padded_elems(dims, _TORCH_DTYPES.get(op.dtype, torch.float32)) * op.itemsize if dims else op.itemsize
+        padded_count(dims, _TILING_ITEMSIZE.get(op.dtype, 4)) * op.itemsize if dims else op.itemsize
     )
 
 
@@ -313,7 +312,7 @@ class _CallModel:
         if lp.strategy != "emit_pipeline":
             return Work()
         elems = sum(
-            padded_elems(s.shape, _TORCH_DTYPES.get(s.dtype, torch.float32)) * min(1.0, s.itemsize / 4)
+            padded_count(s.shape, _TILING_ITEMSIZE.get(s.dtype, 4)) * min(1.0, s.itemsize / 4)
             for s in self.call.scratch
             if s.role == "carried"
         )

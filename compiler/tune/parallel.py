@@ -16,6 +16,7 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import pickle
+import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -73,6 +74,8 @@ def search_elsewhere(problems: list[Problem], options: TuneOptions, store: Tunin
 
         def child(indices: list[int] = indices, theirs: Any = theirs) -> None:
             lifeline.die_with_parent(parent)
+            os.dup2(2, 1)  # stdout is the parent's JSON result: whatever a child prints goes to stderr
+            sys.stdout = sys.stderr
             own_store = TuningStore(path) if path is not None else None
             for i in indices:
                 try:
@@ -87,6 +90,8 @@ def search_elsewhere(problems: list[Problem], options: TuneOptions, store: Tunin
                 theirs.send((i, outcome))
 
         process = ctx.Process(target=child, name=f"helion-search-{w}", daemon=True)
+        for stream in (sys.stdout, sys.stderr):  # else a child flushes a copy of what is buffered when it ends
+            stream.flush()
         process.start()
         theirs.close()
         elsewhere = Elsewhere(process, mine, indices, {})

@@ -1,0 +1,26 @@
+"""How the TPU lays out an array in (sublane, 128-lane) tiles, from its element size alone.
+
+Torch-free, so the performance model (which the language server's kernel hover runs) imports no torch."""
+
+from __future__ import annotations
+
+import math
+
+
+def sublane_rows_of(itemsize: int) -> int:
+    """Rows per (sublanes x 128) vector tile: 8 for 32-bit, 16 for 16-bit, 32 for 8-bit elements."""
+    return 8 * max(1, 4 // max(1, itemsize))
+
+
+def padded_count(shape: tuple[int, ...], itemsize: int) -> int:
+    """Elements of `shape` once laid out in (sublane, 128-lane) tiles, as the TPU stores it."""
+    rows = sublane_rows_of(itemsize)
+    if not shape:
+        return rows * 128
+    dims = list(shape)
+    dims[-1] = -(-dims[-1] // 128) * 128
+    if len(dims) >= 2:
+        dims[-2] = -(-dims[-2] // rows) * rows
+    else:
+        dims = [rows] + dims
+    return math.prod(dims)
