@@ -251,8 +251,8 @@ def drop_unused_loads(host: list[Node]) -> None:
         regions.append(nodes)
         for n in nodes:
             if isinstance(n, Op):
-                used.update(a.id for a in _flat(n.args) if isinstance(a, Value))
-                used.update(a.id for a in _flat(n.kwargs.values()) if isinstance(a, Value))
+                used.update(a.id for a in flat(n.args) if isinstance(a, Value))
+                used.update(a.id for a in flat(n.kwargs.values()) if isinstance(a, Value))
             elif isinstance(n, Load | Store):
                 used.update(it[1].id for it in n.index if it[0] in ("scalar", "window", "gather")
                             and isinstance(it[1], Value))
@@ -282,9 +282,10 @@ def bound_values(loop: InnerLoop) -> list[Value]:
     return [b for d in loop.dims for b in (d.lo, d.hi, d.lanes) if isinstance(b, Value)]
 
 
-def _flat(items: Any):
+def flat(items: Any):
+    """The leaves of nested tuples and lists (an op's arguments, an index item), in order."""
     for a in items:
         if isinstance(a, tuple | list):
-            yield from _flat(a)
+            yield from flat(a)
         else:
             yield a

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..diagnostics import Range
-from ..ir import InnerLoop, Load, Node, Op, Return, Store, TileDim, Value, bound_values
+from ..ir import InnerLoop, Load, Node, Op, Return, Store, TileDim, Value, bound_values, flat
 from .exprs import ExprWriter
 from .plan_builder import py_name
 
@@ -102,14 +102,6 @@ def value_uses(nodes: list[Node]) -> dict[int, list[tuple[list[Node], int]]]:
 def index_values(items: tuple) -> list[Value]:
     """Device values an access's index items read (computed positions, window starts, index tensors)."""
     return [it[1] for it in items if it[0] in ("scalar", "window", "gather") and isinstance(it[1], Value)]
-
-
-def flat(items):
-    for a in items:
-        if isinstance(a, tuple | list):
-            yield from flat(a)
-        else:
-            yield a
 
 
 class RegionWriter:

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from ..diagnostics import Range, UserError
-from ..ir import Op, Value
+from ..ir import Op, Value, flat
 from .meta_cache import typed
 from .values import NamedConst
 
@@ -68,7 +68,7 @@ class OpBuilder:
         self.emit = emit
 
     def space_of(self, args: tuple, rng: Range) -> str:
-        spaces = {a.space for a in _flat(args) if isinstance(a, Value)}
+        spaces = {a.space for a in flat(args) if isinstance(a, Value)}
         if len(spaces) > 1:
             raise UserError("HPL101", "cannot mix host tensors and device values in one operation", rng)
         return spaces.pop() if spaces else "device"
@@ -323,13 +323,6 @@ def _tensorize3(c: Any, x: Any, y: Any) -> tuple:
     return c, x, y
 
 
-def _flat(items: Any):
-    for a in items:
-        if isinstance(a, tuple | list):
-            yield from _flat(a)
-        else:
-            yield a
-
 
 def _short(exc: Exception) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -366,7 +359,7 @@ def _int64_state(kind: str, args: tuple, kwargs: dict, rng: Range) -> str:
     int32 may hold ("grown"). A grown value may only go where 32-bit wrapping matches torch's 64-bit result
     modulo 2**32 (more of the same ops, indices, a cast or store to int32); anything else (compare, divide,
     float, max...) would differ from torch once a value passes 2**31, so it is refused."""
-    states = {a.from_int64 for a in _flat(args) if isinstance(a, Value) and a.from_int64}
+    states = {a.from_int64 for a in flat(args) if isinstance(a, Value) and a.from_int64}
     if not states:
         return ""
     if kind in _INT64_GROWS:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..diagnostics import Range, UserError
-from ..ir import GridLoop, InnerLoop, Load, Node, Op, Return, Store, Value, bound_values
+from ..ir import GridLoop, InnerLoop, Load, Node, Op, Return, Store, Value, bound_values, flat
 
 if TYPE_CHECKING:
     from .ops import OpBuilder
@@ -98,9 +98,9 @@ def _uses(nodes: list[Node], used: set[int], regions: list[list[Node]]) -> None:
     regions.append(nodes)
     for n in nodes:
         if isinstance(n, Op):
-            used.update(a.id for a in _flat((n.args, tuple(n.kwargs.values()))) if isinstance(a, Value))
+            used.update(a.id for a in flat((n.args, tuple(n.kwargs.values()))) if isinstance(a, Value))
         elif isinstance(n, Load | Store):
-            used.update(a.id for it in n.index for a in _flat(it) if isinstance(a, Value))
+            used.update(a.id for it in n.index for a in flat(it) if isinstance(a, Value))
             if isinstance(n, Store):
                 used.update(v.id for v in (n.value, n.pred) if v is not None)
         elif isinstance(n, Return):
@@ -112,10 +112,3 @@ def _uses(nodes: list[Node], used: set[int], regions: list[list[Node]]) -> None:
         if isinstance(n, GridLoop | InnerLoop):
             _uses(n.body, used, regions)
 
-
-def _flat(items):
-    for a in items:
-        if isinstance(a, tuple | list):
-            yield from _flat(a)
-        else:
-            yield a
