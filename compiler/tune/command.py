@@ -311,10 +311,17 @@ def _progress_sink(ns: argparse.Namespace, bar: _ProgressBar | None) -> Callable
     if ns.progress == "jsonl":
 
         def emit(event: TuneProgress) -> None:
-            print(json.dumps(event.to_json()), file=sys.stderr, flush=True)
+            write_json_line(event.to_json())
 
         return emit
     return bar.update if bar is not None else None
+
+
+def write_json_line(event: dict[str, Any]) -> None:
+    """One progress event on stderr in a single write: forked search processes share that stream, and a line
+    written as text and newline separately can be split by another process's line."""
+    sys.stderr.write(json.dumps(event) + "\n")
+    sys.stderr.flush()
 
 
 class _ProgressBar:

@@ -21,7 +21,7 @@ from .. import skip_dynamo_import
 from ..chips import canonical_name
 from ..config import Config
 from ..diagnostics import CompileError
-from .command import USAGE, UsageError, _problems, exit_now
+from .command import USAGE, UsageError, _problems, exit_now, write_json_line
 from .crosscheck import CompilerCheck, compare, latest_by_config
 from .evaluators import Problem, ScheduleEvaluator
 from .keys import TrialKey
@@ -116,7 +116,7 @@ def _progress(ns: argparse.Namespace, problem: Problem) -> Any:
     def emit(done: int, total: int) -> None:
         event = {"event": "progress", "phase": "crosscheck", "kernel": problem.kernel,
                  "shape_set_index": problem.shape_set, "evaluated": done, "total": total}
-        print(json.dumps(event), file=sys.stderr, flush=True)
+        write_json_line(event)
 
     return emit
 
