@@ -33,11 +33,12 @@ from ..ir import (
 )
 from ..specs import ArgSpec, TensorSpec, runtime_value
 from .branches import trace_device_if
-from .dispatch import Dispatcher
+from .dispatch import TORCH_DTYPES, Dispatcher
 from .expressions import BINOPS, ExpressionEvaluator
 from .indexing import Indexer
 from .limits import Budget
 from .module import ModuleInfo, assigned_names, target_name
+from .module_constants import dtypes_in, evaluated_constants
 from .ops import OpBuilder, int64_grown_error
 from .pairs import drop_unused_views
 from .row_views import use_rows
@@ -86,6 +87,22 @@ class Tracer(ExpressionEvaluator):
         self.dispatch = Dispatcher(self)
         self.indexer = Indexer(self)
         self._bind_args(args)
+
+    def lookup(self, name: str, rng: Range) -> Any:
+        """A name of the kernel, its file or Python's; else a module constant only an evaluation can read
+        (`_FP8_MAX = float(torch.finfo(_FP8_DTYPE).max)`, module_constants.py)."""
+        try:
+            return super().lookup(name, rng)
+        except UserError:
+            evaluated = evaluated_constants(self.info)
+            if name not in evaluated:
+                raise
+        value = evaluated[name]
+        odd = next((d for d in dtypes_in(value) if d not in TORCH_DTYPES.values()), None)
+        if odd is not None:
+            raise UserError("HPL108", f"`{name}` is {str(odd).removeprefix('torch.')}, a dtype TPU kernels here do not "
+                                      "support (8-bit floats: float8_e4m3fn, float8_e5m2)", rng)
+        return NamedConst(name, value) if isinstance(value, float) else value
 
     # -- set-up ----------------------------------------------------------------------------------------
 
