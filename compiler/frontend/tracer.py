@@ -42,6 +42,7 @@ from .module_constants import dtypes_in, evaluated_constants
 from .ops import OpBuilder, int64_grown_error
 from .pairs import drop_unused_views
 from .row_views import use_rows
+from .split_index import split_view
 from .values import BlockSize, BlockSizeTable, Closure, NamedConst, Tile, TileLoopSpec, lambda_def
 
 MAX_INLINE_DEPTH = 16
@@ -70,7 +71,7 @@ class Tracer(ExpressionEvaluator):
         self.host: list[Node] = []
         self.region: list[Node] = self.host
         self.loops: list[GridLoop | InnerLoop] = []
-        self.row_views: dict[tuple[int, int], Value] = {}  # (1-D tensor id, block) -> its rows view (row_views.py)
+        self.host_views: dict[tuple, Value] = {}  # (tensor id, shape, purpose) -> its reshape (host_view)
         self.predicate: Value | None = None  # inside `if` on device values: when stores take effect (branches.py)
         self.tensors: dict[int, HostTensor] = {}
         self.arg_values: dict[str, Any] = {}
@@ -464,6 +465,9 @@ class Tracer(ExpressionEvaluator):
 
     def load(self, tensor: Value, index: Any, rng: Range, prepared: bool = False) -> Value:
         """`tensor[index]` in device code; `prepared`: index is already a tuple of IR index items."""
+        split = None if prepared else split_view(self, tensor, index, rng, for_store=False)
+        if split is not None:
+            tensor, index, prepared = *split, True
         ht = self.host_tensor(tensor, rng)
         _no_64_bit(ht, rng, written=False)
         _positions_fit(ht, rng)
@@ -488,24 +492,30 @@ class Tracer(ExpressionEvaluator):
             return tensor, items
         d: TileDim = items[0][1]
         n, b = tensor.shape[0], d.block_size
-        grid = self.loops[0]
         if d.dynamic or d.parent is not None or d.begin or d.extent != n or not use_rows(n, b, tensor.dtype.itemsize):
             return tensor, items
-        key = (tensor.id, b)
-        view = self.row_views.get(key)
+        known = (tensor.id, (n // b, b), "rows") in self.host_views
+        view = self.host_view(tensor, (n // b, b), "rows", rng)
+        if not known:
+            self.host_tensor(view, rng).rows = True
+        return view, (("id", d), ("full",))
+
+    def host_view(self, tensor: Value, shape: tuple[int, ...], suffix: str, rng: Range) -> Value:
+        """`tensor.reshape(shape)`, made once in host code before the current grid loop (`x_rows`, `x_split`)."""
+        key = (tensor.id, tuple(shape), suffix)
+        view = self.host_views.get(key)
         if view is None:
             before, self.region = self.region, []
             try:
-                view = self.ops.reshape(tensor, (n // b, b), rng)
+                view = self.ops.reshape(tensor, tuple(shape), rng)
                 made = self.region
             finally:
                 self.region = before
-            at = self.host.index(grid)
+            at = self.host.index(self.loops[0])
             self.host[at:at] = made
-            view.hint = f"{self.host_tensor(tensor, rng).name}_rows"
-            self.host_tensor(view, rng).rows = True
-            self.row_views[key] = view
-        return view, (("id", d), ("full",))
+            view.hint = f"{self.host_tensor(tensor, rng).name}_{suffix}"
+            self.host_views[key] = view
+        return view
 
     def store(self, target: ast.Subscript, value: Any, accumulate: str | None, rng: Range) -> None:
         base = self.eval(target.value)
@@ -535,6 +545,9 @@ class Tracer(ExpressionEvaluator):
             raise UserError("HPL101", "stores must write into a host tensor (a kernel argument or allocation)", rng)
         if not self.in_device:
             raise UserError("HPL101", "host code cannot write into tensors; do it inside an hl.tile loop", rng)
+        split = split_view(self, base, index, rng, for_store=True)
+        if split is not None:
+            base, index = split
         ht = self.host_tensor(base, rng)
         if ht.origin == "derived":
             root = self._view_base(base, rng)
@@ -544,7 +557,7 @@ class Tracer(ExpressionEvaluator):
             ht.origin, ht.base = "view", root
         _no_64_bit(ht, rng, written=True)
         _positions_fit(ht, rng)
-        items = self.indexer.items(base, index, rng, for_store=True)
+        items = index if split is not None else self.indexer.items(base, index, rng, for_store=True)
         _no_device_tile_runs(items, rng)
         if any(it[0] == "newaxis" for it in items):
             raise UserError("HPL202", "`None` is not allowed in a store index", rng)
