@@ -42,6 +42,16 @@ def _int_value(v: Any) -> bool:
     return isinstance(v, Value) and v.space == "device" and not v.dtype.is_floating_point and v.dtype != torch.bool
 
 
+def _start_fits(run: Run, size: int) -> bool:
+    """Does a run of positions with a start computed on the device provably stay inside a dim of `size`? (A
+    window is read at its start clamped into the dim, which only leaves its positions in place if so.)"""
+    start, n, step = run
+    if _is_int(start):
+        return True  # checked exactly by `window`
+    b = ix.bounds(start)
+    return b is not None and b[0] >= 0 and b[1] + (n - 1) * step < size
+
+
 class Indexer:
     """Builds index items; owned by the tracer (it emits the ops a computed position needs)."""
 
@@ -180,6 +190,9 @@ class Indexer:
             if tile is not None:
                 return self.tile_item(tensor, dim, tile, rng, for_store)
             run = self.run(it, rng) if len(it.shape) == 1 else None
+            if run is not None and run[2] > 0 and not _start_fits(run, size):
+                # a window read at a clamped start would shift the positions against the kernel's own masks
+                return ("gather", it)
             if run is not None and run[2] > 0:
                 if self.mask is not None and masked_in_range(it, size, self.mask):
                     try:
