@@ -44,6 +44,17 @@ def transposed_positions(x: torch.Tensor) -> torch.Tensor:
 
 
 @helion.kernel(static_shapes=True)
+def rows_from_offsets(x: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+    out = torch.zeros_like(x)
+    for g in hl.grid(offsets.size(0) - 1):
+        m_blk = (offsets[g] + hl.arange(8))[:, None, None]
+        for tile_g, tile_n in hl.tile([4, 128], block_size=[4, 128]):
+            n_blk = (tile_g.index[:, None] * 128 + tile_n.index[None, :])[None, :, :]
+            out[m_blk, n_blk] = x[m_blk, n_blk] * 2.0
+    return out
+
+
+@helion.kernel(static_shapes=True)
 def read_after_write(x: torch.Tensor, group: int) -> torch.Tensor:
     m, h = x.shape
     out = torch.empty([m], dtype=x.dtype, device=x.device)
@@ -89,6 +100,14 @@ def test_positions_that_need_a_transpose_are_refused_on_the_subscript(module):
     d = info.value.diagnostics[0]
     assert d.code == "HPL202" and "one tensor-valued index" in d.message
     assert "x[tb.index[None, :], ta.index[:, None]]" in SRC.splitlines()[d.range.start.line]
+
+
+def test_rows_that_may_run_past_the_end_are_not_a_view_window(module):
+    """Rows from a loaded offset may run past the tensor's end: a window read at a start clamped into the dim
+    would shift them, so this is not read as a view block (two gathers: refused, never a wrong answer)."""
+    with pytest.raises(compiler.CompileError) as info:
+        module.kernels["rows_from_offsets"].compile(args="x=f32[20, 512], offsets=i32[3]")
+    assert info.value.diagnostics[0].code == "HPL202"
 
 
 def test_a_read_through_another_view_after_the_write_is_refused(module):

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from .. import index_exprs as ix
 from ..diagnostics import Range
 from ..ir import Op, TileDim, Value
 from .values import NamedConst
@@ -250,12 +251,25 @@ def split_access(tensor_shape: tuple[int, ...], entries: list[Any]) -> SplitAcce
     return SplitAccess(tuple(shape) + rest, tuple(factors) + (None,) * len(rest), newaxes)
 
 
+def _fits(f: Factor) -> bool:
+    """Is a factor a tile, or a run whose positions provably stay inside the view dim? (A window is read at its
+    start clamped into the dim, which would shift positions that run past it; those stay gathers.)"""
+    t = f.term
+    if t.tile is not None and _int(f.offset) == 0:
+        return True
+    start = ix.bounds_of_begin(t.tile) if t.start is None else (t.start, t.start)
+    offset = ix.bounds(f.offset)
+    if t.tile is not None and t.tile.dynamic or offset is None:
+        return False
+    return start[0] + offset[0] >= 0 and start[1] + offset[1] + t.step * (t.size - 1) < f.size
+
+
 def split_view(t: Tracer, tensor: Value, index: Any, rng: Range, for_store: bool) -> tuple[Value, tuple] | None:
     """`tensor[index]` in device code as (view, index items) when it is a block of a reshaped view (see the
     module docstring); None to index `tensor` itself."""
     entries = list(index) if isinstance(index, tuple | list) else [index]
     split = split_access(tuple(tensor.shape), entries)
-    if split is None or (for_store and split.newaxes):
+    if split is None or (for_store and split.newaxes) or not all(_fits(f) for f in split.factors if f is not None):
         return None
     view = tensor if split.shape == tuple(tensor.shape) else t.host_view(tensor, split.shape, "split", rng)
     ix = t.indexer
