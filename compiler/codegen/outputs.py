@@ -203,8 +203,8 @@ def _tile_dim(items: tuple[tuple, ...], d: TileDim) -> int | None:
     for it in items:
         if it[0] == "newaxis":
             continue
-        if it[0] == "tile" and it[1] == d:
-            return dim
+        if (it[0] == "tile" or (it[0] == "id" and d.block_size == 1 and not d.begin)) and it[1] == d:
+            return dim  # a one-row tile's block number is its row
         dim += 1
     return None
 
