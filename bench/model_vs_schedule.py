@@ -20,6 +20,7 @@ helion-ls/schedule-bench.sqlite, --store), keyed like any tuning result, so a se
 All figures are ESTIMATES for the named chip: the model's and the TPU compiler's.
 
     python bench/model_vs_schedule.py [--chips v5e v6e] [-k NAME ...] [--configs 3] [--no-conformance]
+        [--cached | --skip-dispatch] [--all] [--json PATH]
 """
 
 from __future__ import annotations
@@ -233,7 +234,9 @@ def kernel_points(args: argparse.Namespace, store: TuningStore | None, text: str
         point.tag = tag
         if not args.model_only:
             start = time.monotonic()
-            compiler_figure(point, problem, store, key, args.cached)
+            # dispatch-dominated points are left out of the goals: with --skip-dispatch only stored figures
+            cached = args.cached or (args.skip_dispatch and point.kind == "dispatch")
+            compiler_figure(point, problem, store, key, cached)
             if args.verbose:
                 print(f"  {point.name} {chip} {problem.shape_key[:40]} {_short(point.config)}: {_us(point.compiler)} "
                       f"µs ({time.monotonic() - start:.0f} s)", file=sys.stderr, flush=True)
@@ -342,6 +345,8 @@ def main() -> int:
                         help="tuning store for the compiler's results ('none': keep nothing)")
     parser.add_argument("--model-only", action="store_true", help="only the model (no libtpu)")
     parser.add_argument("--cached", action="store_true", help="compiler figures from the store only (no libtpu)")
+    parser.add_argument("--skip-dispatch", action="store_true",
+                        help="no libtpu for points the model finds dispatch-dominated (stored figures still used)")
     parser.add_argument("--json", metavar="PATH", help="also write the points as JSON")
     parser.add_argument("--all", action="store_true", help="also list the dispatch-dominated points")
     parser.add_argument("-v", "--verbose", action="store_true")
