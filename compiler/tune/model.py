@@ -15,7 +15,8 @@ steps), then per `pallas_call` (calls run one after another):
   single-buffered operands, which cannot overlap the compute that still reads the old block. The copies
   of a step's nested pipelines use the same HBM: the outer copies hide only behind what of the step those
   leave (a step moving both cannot beat their bytes at the HBM bandwidth).
-- Compute: MXU time (padded FLOPs / (η · the rate of the operands' dtype)) and VPU+EUP time overlap:
+- Compute: MXU time (padded FLOPs / (η · the rate of the operands' dtype); a dot whose LHS block has fewer
+  rows than the chip's MXU needs per weight load costs that many rows) and VPU+EUP time overlap:
   max + (1−ω)·min, with ω for straight-line code (outer step body, unrolled inner loops) or for one
   iteration of a looped inner loop.
 - emit_pipeline inner loops stream their HBM operands through a nested pipeline, which jax starts cold on
@@ -279,7 +280,9 @@ class _CallModel:
         for kind, flops in (("f32", w.mxu_f32), ("int8", w.mxu_int8), ("fp8", w.mxu_fp8)):
             if flops:
                 seconds += flops / c.mxu_rate(kind, chip)
-        return seconds
+        # a dot with fewer LHS rows than the MXU needs per weight load costs those rows (at the bf16 rate)
+        short = max(0.0, c.mxu_min_rows * w.mxu_short_weights - w.mxu_short)
+        return seconds + short / c.mxu_rate("bf16", chip)
 
     def _overlap(self, w: Work, omega: float, vector: float | None = None) -> tuple[float, float, float]:
         """(time, mxu seconds, vector seconds) of straight-line work with overlap ω."""
