@@ -33,9 +33,59 @@ class CallableError(SpecError):
     """A function argument that cannot be compiled in (no source, or it reads something unknown)."""
 
 
+class SpecFunction:
+    """The Python function a `CallableSpec` says, for running a kernel from its shape sets (the check and the
+    tuner's correctness gate give it to the compiled kernel and to the eager reference, in another process:
+    it pickles as its spec). Built on first call from the source and the resolved names."""
+
+    def __init__(self, spec: CallableSpec):
+        self.spec = spec
+        self._fn: Any = None
+
+    def __reduce__(self) -> tuple:
+        return SpecFunction, (self.spec,)
+
+    def __repr__(self) -> str:
+        return f"<function {self.spec}>"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._fn is None:
+            namespace = {name: _value(kind, value) for name, kind, value in self.spec.names}
+            source = self.spec.source.strip()
+            if source.startswith("lambda"):
+                self._fn = eval(compile(f"({source})", f"<{self.spec.name}>", "eval"), namespace)  # noqa: S307
+            else:
+                exec(compile(source, f"<{self.spec.name}>", "exec"), namespace)  # noqa: S102
+                self._fn = namespace[self.spec.name]
+        return self._fn(*args, **kwargs)
+
+
+def _value(kind: str, value: Any) -> Any:
+    import importlib
+
+    if kind == "dtype":
+        return getattr(importlib.import_module("torch"), value)
+    if kind != "module":
+        return value
+    try:
+        return importlib.import_module(value)
+    except ImportError:
+        parent, _, attr = value.rpartition(".")
+        return getattr(importlib.import_module(parent), attr)
+
+
 def callable_spec(fn: Any, param: str = "") -> CallableSpec:
-    """`fn` as a spec; `param` names the kernel parameter in messages."""
-    what = f"`{param}`" if param else "a function argument"
+    """`fn` as a spec; `param` names the kernel parameter in messages (and in the error, for its range)."""
+    try:
+        return _spec(fn, f"`{param}`" if param else "a function argument")
+    except CallableError as exc:
+        exc.param = param or None
+        raise
+
+
+def _spec(fn: Any, what: str) -> CallableSpec:
+    if isinstance(fn, SpecFunction):
+        return fn.spec
     if isinstance(fn, types.MethodType | type) or not isinstance(fn, types.FunctionType):
         raise CallableError(f"{what} is {_kind(fn)}: a kernel takes a plain function or lambda here")
     node, text = _node_and_text(fn, what)

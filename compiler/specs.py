@@ -68,10 +68,11 @@ MAX_ELEMENTS = 2**40  # beyond this a shape is a typo, not a kernel input
 class SpecError(ValueError):
     """A malformed spec; `col` is the character offset inside the parsed text when known."""
 
-    def __init__(self, message: str, col: int | None = None, end_col: int | None = None):
+    def __init__(self, message: str, col: int | None = None, end_col: int | None = None, param: str | None = None):
         super().__init__(message)
         self.col = col
         self.end_col = end_col
+        self.param = param  # the kernel parameter whose argument is bad, when known
 
 
 @dataclass(frozen=True, init=False)
@@ -167,7 +168,12 @@ def is_spec(value: object) -> bool:
 
 
 def runtime_value(spec: ArgSpec) -> Any:
-    """What a kernel is called with for a non-tensor spec (a dtype spec is the torch dtype)."""
+    """What a kernel is called with for a non-tensor spec (a dtype spec is the torch dtype, a function's the
+    function)."""
+    if isinstance(spec, CallableSpec):
+        from .callables import SpecFunction
+
+        return SpecFunction(spec)
     return spec.dtype if isinstance(spec, DtypeSpec) else spec
 
 
