@@ -152,3 +152,17 @@ def test_a_function_with_no_source_is_said_plainly():
     with pytest.raises(CallableError, match="cannot read the source of a lambda"):
         callable_spec(ns["f"], "score_mod")
     assert isinstance(callable_spec(_identity), CallableSpec)
+
+
+def test_a_function_the_tool_cannot_see_is_named_on_its_parameter():
+    text = FLEX.replace("score_mod = _identity", "score_mod = load_score_mod()") \
+        .replace("    test(2, 256, lambda score, *_: torch.tanh(score))\n", "")
+    kernel = compiler.load(text, "flex.py").kernels["flex_kernel"]
+    assert not kernel.shape_sets
+    hint = kernel.shape_hint
+    assert hint.code == "HPL107" and hint.fix is None  # a shape line cannot say a function: no placeholder fix
+    assert hint.range.start.line == line_of(text, "score_mod: Callable")
+    assert hint.range.start.character == text.splitlines()[hint.range.start.line].index("score_mod")
+    assert "parameter `score_mod` takes a function" in hint.message
+    assert f"the call at line {line_of(text, 'return flex_kernel(') + 1}: argument `score_mod` is not known" \
+        in hint.message
