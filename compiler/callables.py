@@ -107,6 +107,20 @@ def library_callable(qualname: str) -> CallableSpec | None:
         return None
 
 
+def with_file_names(spec: CallableSpec, imports: dict[str, str], constants: dict[str, Any]) -> CallableSpec:
+    """A lambda written in the kernel's file (a shape line's `score_mod=lambda ...`) with the file's imports and
+    number constants it reads resolved, so that it also runs on its own (SpecFunction)."""
+    try:
+        node = ast.parse(spec.source.strip(), mode="eval").body
+    except SyntaxError:
+        return spec
+    local = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)} if isinstance(node, ast.Lambda) else set()
+    read = sorted({n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - local)
+    names = [(n, "module", imports[n]) for n in read if n in imports]
+    names += [(n, "value", constants[n]) for n in read if n not in imports and isinstance(constants.get(n), bool | int | float)]
+    return CallableSpec(spec.source, spec.name, tuple(sorted(names)), spec.origin)
+
+
 def _kind(fn: Any) -> str:
     if isinstance(fn, types.MethodType):
         return "a bound method"

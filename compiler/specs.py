@@ -215,6 +215,8 @@ def parse_spec(node: ast.expr | str) -> ArgSpec:
         if numel > MAX_ELEMENTS:
             raise SpecError(f"shape {dims} has {numel:.3g} elements; the limit is 2**40", node.col_offset, node.end_col_offset)
         return TensorSpec(dtype, tuple(dims))
+    if isinstance(node, ast.Lambda):  # a function argument (score_mod=lambda score, *_: score)
+        return CallableSpec(ast.unparse(node))
     dtype = _dtype_of(node)
     if dtype is not None:
         return dtype
@@ -231,7 +233,7 @@ def parse_spec(node: ast.expr | str) -> ArgSpec:
     if value is None or isinstance(value, bool | int | float):
         return value
     raise SpecError(f"unsupported argument value {value!r}: use a tensor (bf16[8, 128]), a number, True/False, "
-                    "None, a list of ints or a dtype", node.col_offset, node.end_col_offset)
+                    "None, a list of ints, a dtype or a lambda", node.col_offset, node.end_col_offset)
 
 
 def _literal(node: ast.expr) -> object:

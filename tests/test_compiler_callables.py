@@ -160,9 +160,26 @@ def test_a_function_the_tool_cannot_see_is_named_on_its_parameter():
     kernel = compiler.load(text, "flex.py").kernels["flex_kernel"]
     assert not kernel.shape_sets
     hint = kernel.shape_hint
-    assert hint.code == "HPL107" and hint.fix is None  # a shape line cannot say a function: no placeholder fix
+    assert hint.code == "HPL107" and hint.fix is None  # no placeholder lambda fits every function parameter
     assert hint.range.start.line == line_of(text, "score_mod: Callable")
     assert hint.range.start.character == text.splitlines()[hint.range.start.line].index("score_mod")
-    assert "parameter `score_mod` takes a function" in hint.message
+    assert "parameter `score_mod` takes a function this tool could not see" in hint.message
     assert f"the call at line {line_of(text, 'return flex_kernel(') + 1}: argument `score_mod` is not known" \
         in hint.message
+
+
+def test_a_shape_line_gives_functions_as_lambdas():
+    line = ("# helion: args(q=f32[1, 2, 128, 64], k=f32[1, 2, 128, 64], v=f32[1, 2, 128, 64], "
+            "score_mod=lambda s, *_: s * HALF, num_blocks=i32[1, 1, 1], indices=i32[1, 1, 1, 1], "
+            "mask_mod=lambda b, h, m, n: m >= n, sparse_m=1073741824, sparse_n=1073741824, scale=0.125)\n")
+    text = FLEX.replace("@helion.kernel(static_shapes=True)", line + "@helion.kernel(static_shapes=True)") \
+        .replace("def flex(", "HALF = 0.5\n\n\ndef flex(")
+    kernel = compiler.load(text, "flex.py").kernels["flex_kernel"]
+    (specs,) = kernel.shape_sets
+    assert specs["score_mod"] == CallableSpec("lambda s, *_: s * HALF", names=(("HALF", "value", 0.5),))
+    args = flex_args(None)
+    args[3], args[6] = SpecFunction(specs["score_mod"]), SpecFunction(specs["mask_mod"])  # as the check runs it
+    q, k, v = args[:3]
+    pos = torch.arange(128)
+    s = (q @ k.transpose(-1, -2) / 16).masked_fill(pos[:, None] < pos[None, :], float("-inf"))
+    torch.testing.assert_close(kernel.compile()(*args), torch.softmax(s, -1) @ v, atol=2e-3, rtol=2e-3)

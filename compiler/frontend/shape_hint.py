@@ -16,15 +16,16 @@ PLACEHOLDER_DTYPE = "f32"
 def no_shapes_hint(fn: ast.FunctionDef, decorator: ast.expr, lines: list[str],
                    misses: list[tuple[Range, str]]) -> Diagnostic:
     """Information on the decorator, with a fix inserting `# helion: args(...)` above it; for a kernel that
-    takes a function (flex attention's `score_mod`), which a shape line cannot say, information on that
-    parameter instead, naming it and the call whose function could not be seen."""
+    takes a function (flex attention's `score_mod`) no call shows, information on that parameter instead,
+    naming it and the call whose function could not be seen (no placeholder fix: no lambda fits every one)."""
     wanted = _function_param(fn, misses)
     if wanted is not None:
         param, call = wanted
         where = f"the call at line {call[0].start.line + 1}: {call[1]}" if call else "no call in this file passes one"
-        return hint("HPL107", f"`{fn.name}` has no shape set: its parameter `{param.arg}` takes a function, which "
-                    f"a shape line cannot say ({where}); call the kernel in this file with a lambda or a "
-                    "function defined here (torch's flex-attention `_identity` and `noop_mask` are known too)",
+        return hint("HPL107", f"`{fn.name}` has no shape set: its parameter `{param.arg}` takes a function this "
+                    f"tool could not see ({where}); call the kernel in this file with a lambda or a function "
+                    "defined here (torch's flex-attention `_identity` and `noop_mask` are known too), or give "
+                    f"one in a shape line (`# helion: args(..., {param.arg}=lambda score, *_: score)`)",
                     Range.of(param))
     first = min([fn.lineno] + [d.lineno for d in fn.decorator_list]) - 1
     indent = lines[first][: len(lines[first]) - len(lines[first].lstrip())] if first < len(lines) else ""
