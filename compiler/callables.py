@@ -9,9 +9,11 @@ or a module; anything else is a `CallableError` naming it. Imports no torch.
 """
 
 from __future__ import annotations
+import __future__
 
 import ast
 import builtins
+import functools
 import inspect
 import linecache
 import sys
@@ -55,7 +57,8 @@ class SpecFunction:
             if source.startswith("lambda"):
                 self._fn = eval(compile(f"({source})", f"<{self.spec.name}>", "eval"), namespace)  # noqa: S307
             else:
-                exec(compile(source, f"<{self.spec.name}>", "exec"), namespace)  # noqa: S102
+                flags = __future__.annotations.compiler_flag  # annotations name types it need not resolve
+                exec(compile(source, f"<{self.spec.name}>", "exec", flags=flags), namespace)  # noqa: S102
                 self._fn = namespace[self.spec.name]
         return self._fn(*args, **kwargs)
 
@@ -130,31 +133,43 @@ def _kind(fn: Any) -> str:
 
 
 def _node_and_text(fn: types.FunctionType, what: str) -> tuple[ast.FunctionDef | ast.Lambda, str]:
-    code = fn.__code__
-    if fn.__name__ != "<lambda>":
+    try:
+        return _located(fn.__code__)
+    except _NoSource as exc:
+        raise CallableError(f"{what}: {exc}") from None
+
+
+class _NoSource(Exception):  # noqa: N818 - a reason, worded for the message
+    pass
+
+
+@functools.lru_cache(maxsize=256)
+def _located(code: types.CodeType) -> tuple[ast.FunctionDef | ast.Lambda, str]:
+    """The function's node and source text (kept per code object: a kernel checks it on every call)."""
+    if code.co_name != "<lambda>":
         try:
-            text = textwrap.dedent(inspect.getsource(fn))
+            text = textwrap.dedent(inspect.getsource(code))
             tree = ast.parse(text)
         except (OSError, TypeError, SyntaxError) as exc:
-            raise CallableError(f"{what}: cannot read the source of `{fn.__name__}` ({exc})") from None
+            raise _NoSource(f"cannot read the source of `{code.co_name}` ({exc})") from None
         node = tree.body[0] if tree.body else None
         if not isinstance(node, ast.FunctionDef):
-            raise CallableError(f"{what}: the source of `{fn.__name__}` is not a plain `def`")
+            raise _NoSource(f"the source of `{code.co_name}` is not a plain `def`")
         node.decorator_list = []
         return node, ast.unparse(node) if _has_decorators(text) else text.strip()
     lines = linecache.getlines(code.co_filename)
     if not lines:
-        raise CallableError(f"{what}: cannot read the source of a lambda defined in {code.co_filename}")
+        raise _NoSource(f"cannot read the source of a lambda defined in {code.co_filename}")
     try:
         tree = ast.parse("".join(lines))
     except SyntaxError:
-        raise CallableError(f"{what}: the file of the lambda ({code.co_filename}) does not parse") from None
+        raise _NoSource(f"the file of the lambda ({code.co_filename}) does not parse") from None
     cols = {p[2] for p in code.co_positions() if p[0] is not None and p[2] is not None and (p[3] or 0) > p[2]}
     found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and n.lineno == code.co_firstlineno
              and _same_signature(n, code) and _body_holds(n, code, cols)]
     if len(found) != 1:
-        raise CallableError(f"{what}: cannot tell which lambda on line {code.co_firstlineno} of "
-                            f"{code.co_filename} it is; pass a `def` function")
+        raise _NoSource(f"cannot tell which lambda on line {code.co_firstlineno} of {code.co_filename} it is; "
+                        "pass a `def` function")
     node = found[0]
     return node, ast.get_source_segment("".join(lines), node) or ast.unparse(node)
 

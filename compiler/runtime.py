@@ -67,6 +67,8 @@ def bind_call(fn: ast.FunctionDef, specs: dict[str, ArgSpec], args: Sequence[Any
         if isinstance(specs.get(name), CallableSpec):  # compiled in: the call must pass that very function
             if given and not compiled_only:
                 _same_function(name, specs[name], value)
+            elif not compiled_only and name not in defaults:
+                raise TypeError(f"{fn.name}() missing argument {name!r}")
             continue
         if name in specs:
             if not given and not compiled_only:

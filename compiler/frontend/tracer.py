@@ -110,7 +110,7 @@ class Tracer(ExpressionEvaluator):
         for name in names:
             spec = specs[name] if name in specs else self._default(defaults[name])
             if isinstance(spec, CallableSpec):  # a function argument (score_mod): compiled in, not passed
-                spec = closure_of(spec)
+                spec = closure_of(spec, Range.of(a.args[names.index(name)]))
             if isinstance(spec, Closure):  # a callable default (matmul's epilogue): traced inline, not passed
                 self.env[name] = spec
                 continue
