@@ -134,6 +134,7 @@ class Models(TorchModels):
             "torch.device": lambda a, k, r: FakeDevice(str(a[0]).split(":")[0]) if a else FakeDevice(),
             "torch.Size": lambda a, k, r: torch.Size(a[0]) if a and isinstance(a[0], tuple | list) else UNKNOWN,
             "torch.nn.Linear": self.linear,
+            "torch.nn.attention.flex_attention._create_empty_block_mask": self.empty_block_mask,
             "itertools.product": self.product,
             "torch.finfo": lambda a, k, r: _type_info(torch.finfo, a, k),
             "torch.iinfo": lambda a, k, r: _type_info(torch.iinfo, a, k),

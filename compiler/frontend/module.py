@@ -10,9 +10,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..callables import with_file_names
 from ..config import Config, ConfigError, config_from_call
 from ..diagnostics import Diagnostic, Position, Range, error
-from ..specs import ArgSpec, SpecError, parse_args_text
+from ..specs import ArgSpec, CallableSpec, SpecError, parse_args_text
 from ..syntax import error_range, parse
 
 ARGS_LINE = re.compile(r"^(\s*)#\s*helion:\s*args\((.*)\)\s*$")
@@ -82,7 +83,17 @@ def parse_module(source: str) -> ModuleInfo:
                 info.constants[stmt.targets[0].id] = ast.literal_eval(stmt.value)
             except (ValueError, TypeError, SyntaxError, RecursionError):
                 pass
+    for kernel in info.kernels:
+        _with_file_names(kernel, info)
     return info
+
+
+def _with_file_names(kernel: KernelDef, info: ModuleInfo) -> None:
+    """A shape line's lambdas read the file's imports and module-level number constants."""
+    for specs in kernel.shape_sets:
+        for name, spec in specs.items():
+            if isinstance(spec, CallableSpec):
+                specs[name] = with_file_names(spec, info.imports, info.constants)
 
 
 def _kernel_alias(name: str, value: ast.expr, info: ModuleInfo) -> ast.FunctionDef | None:

@@ -31,8 +31,9 @@ from ..ir import (
     drop_unused_loads,
     walk,
 )
-from ..specs import ArgSpec, TensorSpec, runtime_value
+from ..specs import ArgSpec, CallableSpec, TensorSpec, runtime_value
 from .branches import trace_device_if
+from .callable_args import closure_of
 from .dispatch import TORCH_DTYPES, Dispatcher
 from .expressions import BINOPS, ExpressionEvaluator
 from .indexing import Indexer
@@ -126,6 +127,8 @@ class Tracer(ExpressionEvaluator):
             raise UserError("HPL103", f"args for {self.fn.name}({', '.join(names)}): {'; '.join(parts)}", rng)
         for name in names:
             spec = specs[name] if name in specs else self._default(defaults[name])
+            if isinstance(spec, CallableSpec):  # a function argument (score_mod): compiled in, not passed
+                spec = closure_of(spec, Range.of(a.args[names.index(name)]))
             if isinstance(spec, Closure):  # a callable default (matmul's epilogue): traced inline, not passed
                 self.env[name] = spec
                 continue
@@ -610,9 +613,12 @@ class Tracer(ExpressionEvaluator):
         if self.depth >= MAX_INLINE_DEPTH:
             raise UserError("HPL101", f"helper `{fn.name}` recurses (or nests deeper than {MAX_INLINE_DEPTH})", rng)
         params = [p.arg for p in fn.args.args]
-        if fn.args.vararg or fn.args.kwarg or len(args) > len(params):
+        vararg = fn.args.vararg
+        if fn.args.kwarg or (len(args) > len(params) and vararg is None):
             raise UserError("HPL103", f"`{fn.name}` takes {len(params)} positional arguments", rng)
         bound = dict(zip(params, args, strict=False))
+        if vararg is not None:  # `lambda score, *_: ...`
+            bound[vararg.arg] = tuple(args[len(params):])
         for k, v in kwargs.items():
             if k not in params:
                 raise UserError("HPL103", f"`{fn.name}` has no parameter `{k}`", rng)
