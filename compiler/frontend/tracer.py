@@ -42,7 +42,7 @@ from .module import ModuleInfo, assigned_names, target_name
 from .module_constants import dtypes_in, evaluated_constants
 from .ops import OpBuilder, int64_grown_error
 from .pairs import drop_unused_views
-from .row_views import use_rows
+from .row_views import single_row_view, use_rows
 from .split_index import split_view
 from .values import BlockSize, BlockSizeTable, Closure, NamedConst, Tile, TileLoopSpec, lambda_def
 
@@ -494,7 +494,7 @@ class Tracer(ExpressionEvaluator):
         second-to-last dim (`hl.tile(tokens, block_size=1)`): row `tile.id` of the [..., n, 1, m] view, a block
         Mosaic accepts ((1, m) of [n, m] is not); otherwise the access as it is."""
         if len(tensor.shape) >= 2:
-            return self._single_rows(tensor, items, rng)
+            return single_row_view(self, tensor, items, rng)
         if len(tensor.shape) != 1 or len(items) != 1 or items[0][0] != "tile":
             return tensor, items
         d: TileDim = items[0][1]
@@ -506,23 +506,6 @@ class Tracer(ExpressionEvaluator):
         if not known:
             self.host_tensor(view, rng).rows = True
         return view, (("id", d), ("full",))
-
-    def _single_rows(self, tensor: Value, items: tuple, rng: Range) -> tuple[Value, tuple]:
-        dims = [i for i, it in enumerate(items) if it[0] != "newaxis"]
-        if len(dims) != len(tensor.shape):
-            return tensor, items
-        at = dims[-2]
-        it = items[at]
-        if it[0] != "tile" or tensor.shape[-2] == 1:
-            return tensor, items
-        d: TileDim = it[1]
-        launch = self.loops[0].dims[0].loop_id if self.loops else None
-        if d.block_size != 1 or d.block_index is not None or d.loop_id != launch or d.dynamic or d.begin \
-                or d.parent is not None:
-            return tensor, items
-        shape = tuple(tensor.shape)
-        view = self.host_view(tensor, shape[:-1] + (1,) + shape[-1:], "rows1", rng)
-        return view, items[:at] + (("id", d), ("full",)) + items[at + 1:]
 
     def host_view(self, tensor: Value, shape: tuple[int, ...], suffix: str, rng: Range) -> Value:
         """`tensor.reshape(shape)`, made once in host code before the current grid loop (`x_rows`, `x_split`)."""
