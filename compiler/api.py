@@ -664,7 +664,8 @@ def _check_config_kinds(cfg: Config, rng: Range) -> None:
 
 
 def _narrowed(ir: KernelIR) -> tuple[str, ...]:
-    """The int64 tensor arguments, which the device reads as int32 (compiler/frontend/tracer.py `_no_64_bit`)."""
+    """The int64 tensor arguments, which the device reads as int32 (compiler/frontend/tensor_access.py
+    `_no_64_bit`)."""
     import torch
 
     from .ir import tensor_params

@@ -1,7 +1,8 @@
 """Evaluating expressions of a kernel abstractly: names, attributes, calls, operators, subscripts.
 
-`ExpressionEvaluator` is the half of the tracer that computes values; `tracer.Tracer` adds statements,
-loops and loads/stores (a subscript of a host tensor inside a device loop becomes `self.load`).
+`ExpressionEvaluator` is the part of the tracer that computes values; `tracer.Tracer` adds statements
+(kernel_statements.py), loops (device_loops.py) and loads/stores (tensor_access.py: a subscript of a host
+tensor inside a device loop becomes `self.load`).
 """
 
 from __future__ import annotations
