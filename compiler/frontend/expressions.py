@@ -16,9 +16,9 @@ import torch
 from ..diagnostics import Range, UserError
 from ..ir import Value
 from .callable_args import at_call
-from .dispatch import unwrap
 from .limits import check_binary
 from .ops import BINARY
+from .static_args import unwrap
 from .upstream_names import UPSTREAM_NAMES
 from .values import Closure, Module, NamedConst, Tile, TileId, lambda_def
 
