@@ -3,7 +3,8 @@
 module.py finds kernels, imports and `# helion: args(...)` lines; tracer.py traces a kernel body on top of
 expressions.py, which evaluates expressions: kernel_statements.py runs its statements and inlines helpers,
 device_loops.py turns device loops into IR, tensor_access.py turns subscripts of host tensors into
-loads/stores; dispatch.py resolves calls and attributes (tiles, modules, math, builtins) and hands
+loads/stores, whose index items indexing.py builds on the position arithmetic of positions.py
+(value_indexing.py and composed_reads.py index computed values); dispatch.py resolves calls and attributes (tiles, modules, math, builtins) and hands
 hl.* to hl_calls.py (loops: loop_specs.py) and torch.* and tensor methods to torch_calls.py, which read
 compile-time arguments through static_args.py;
 ops.py types torch operations on meta tensors, memoised by input types in meta_cache.py (the tuner
