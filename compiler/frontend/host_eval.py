@@ -24,7 +24,8 @@ import torch
 
 from ..diagnostics import Range
 from .expressions import ExpressionEvaluator
-from .host_models import BUILTINS, Models, resolve
+from .host_builtins import BUILTINS
+from .host_models import Models, resolve
 from .host_statements import (
     BreakSignal,
     ContinueSignal,

@@ -1,8 +1,9 @@
-"""What library calls and Python's objects mean to the module-level evaluation (host_eval.py): builtins,
-`math`, `functools.partial`, helion's own test helpers (`run_example`, `DEVICE`, `HALF_DTYPE`), attributes,
-operators, subscripts and iteration; torch lives in host_torch.py.
+"""What library calls and Python's objects mean to the module-level evaluation (host_eval.py): attributes,
+calls, `math`, `functools.partial`, helion's own test helpers (`run_example`, `DEVICE`, `HALF_DTYPE`);
+`Models` mixes in Python's builtins (host_builtins.py), operators, subscripts and iteration
+(host_operators.py) and torch (host_torch.py).
 
-Only an allowlist ever runs: pure builtins and `math` here, torch on meta tensors there. Anything else — a
+Only an allowlist ever runs: pure builtins and `math`, torch on meta tensors. Anything else — a
 file, the network, `torch.compile`, a library the file imports — is UNKNOWN. Sizes and sequences are
 checked against limits.py before they are built.
 
@@ -16,14 +17,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from ..diagnostics import Range
 from .dispatch import _MATH, _MATH_CONST
-from .expressions import _PYBINOPS
+from .host_builtins import BoundBuiltin, Builtin, BuiltinModels, pure
+from .host_operators import OperatorModels
 from .host_torch import (
     NN_FUNCTIONAL,
     TORCH_FUNCTIONS,
@@ -32,12 +33,7 @@ from .host_torch import (
     Ctx,
     LinearModel,
     TorchModels,
-    bounds_of,
     has_unknown,
-    inherit,
-    opaque,
-    set_bounds,
-    tensors_in,
 )
 from .host_values import (
     UNKNOWN,
@@ -46,14 +42,13 @@ from .host_values import (
     Closure,
     DeviceLoop,
     FakeDevice,
-    Frame,
     Instance,
     KernelMethod,
     KernelRef,
     Partial,
     Super,
 )
-from .limits import MAX_SEQUENCE, check_binary, check_count, check_product, check_range, check_round
+from .limits import check_count, check_product
 from .values import Module
 
 if TYPE_CHECKING:
@@ -82,22 +77,6 @@ def resolve(qualname: str) -> Any:
     return Module(qualname)
 
 
-@dataclass(frozen=True)
-class Builtin:
-    name: str
-
-
-BUILTINS: dict[str, Any] = {n: Builtin(n) for n in (
-    "len", "range", "min", "max", "sum", "abs", "round", "divmod", "int", "float", "bool", "str", "tuple", "list",
-    "dict", "set", "sorted", "reversed", "enumerate", "zip", "any", "all", "isinstance", "print", "getattr",
-    "hasattr", "map", "filter", "super", "repr", "iter", "next", "object", "type", "id", "frozenset",
-)}
-
-
-_TYPES = {"int": int, "float": float, "bool": bool, "str": str, "tuple": tuple, "list": list, "dict": dict,
-          "set": set, "frozenset": frozenset, "object": object}
-
-
 _TYPE_INFO_ATTRS = frozenset({"min", "max", "eps", "tiny", "smallest_normal", "resolution", "bits"})
 
 
@@ -112,13 +91,7 @@ def _type_info(kind: type, args: list, kwargs: dict) -> Any:
         return UNKNOWN
 
 
-@dataclass(eq=False)
-class BoundBuiltin:
-    obj: Any
-    name: str
-
-
-class Models(TorchModels):
+class Models(TorchModels, BuiltinModels, OperatorModels):
     """Attribute reads, calls, subscripts and operators on values host_eval.py does not define itself."""
 
     def __init__(self, ev: HostEvaluator):
@@ -239,7 +212,7 @@ class Models(TorchModels):
                 return UNKNOWN
             if q == "math.prod":
                 check_product(args[0], rng)
-            return _pure(fn, args)
+            return pure(fn, args)
         name = q.rsplit(".", 1)[1]
         if q == f"torch.{name}" and name in TORCH_FUNCTIONS:
             return self.torch_call(getattr(torch, name), args, kwargs, rng, name)
@@ -260,29 +233,6 @@ class Models(TorchModels):
             if name == "next_power_of_2" and len(args) == 1:
                 return 1 if args[0] <= 1 else 1 << (args[0] - 1).bit_length()
         return UNKNOWN  # block sizes and device values depend on the config
-
-    def builtin_method(self, obj: Any, name: str, args: list, kwargs: dict, rng: Range) -> Any:
-        if name == "noop":
-            return None
-        if isinstance(obj, Ctx):
-            if name == "save_for_backward":
-                obj.saved = tuple(args)
-            return None
-        if isinstance(obj, Instance | LinearModel):
-            return self.module_method(obj, name, args)
-        if isinstance(obj, dict | list | set) and name in ("append", "extend", "insert", "update", "add"):
-            more = len(self.items_of(args[-1]) or ()) if name in ("extend", "update") and args else 1
-            check_count(len(obj) + more, rng)
-        if has_unknown(args) and name not in ("append", "get", "setdefault", "pop", "insert"):
-            return UNKNOWN
-        try:
-            result = getattr(obj, name)(*args, **kwargs)
-        except Exception:  # noqa: BLE001 - the method does not apply to these values
-            return UNKNOWN
-        if isinstance(result, type({}.items()) | type({}.keys()) | type({}.values())):
-            result = list(result)
-            check_count(len(result), rng)
-        return result
 
     def product(self, args: list, kwargs: dict, rng: Range) -> Any:
         pools = [self.items_of(a) for a in args]
@@ -320,221 +270,3 @@ class Models(TorchModels):
         if call_args is None:
             return UNKNOWN
         return (UNKNOWN, self.ev.call_value(args[0], list(call_args), {}, rng, None))
-
-    # -- builtins ------------------------------------------------------------------------------------
-    def builtin(self, name: str, args: list, kwargs: dict, rng: Range) -> Any:
-        if name == "print":
-            return None
-        if name == "super":
-            return self._super()
-        if name == "isinstance":
-            return self._isinstance(*args[:2]) if len(args) == 2 else UNKNOWN
-        if name in ("int", "float") and args and isinstance(args[0], torch.Tensor):
-            value = self.to_int(args[0], rng)
-            return value if name == "int" or value is UNKNOWN else float(value)
-        if name in ("getattr", "hasattr") and len(args) >= 2 and isinstance(args[1], str):
-            found = self.attribute(args[0], args[1], rng)
-            if name == "hasattr":
-                return UNKNOWN if found is UNKNOWN else True
-            return args[2] if found is UNKNOWN and len(args) > 2 else found
-        if name in ("map", "filter") and len(args) >= 2:
-            return self._map(name, args, rng)
-        if name == "sum" and args:
-            items = self.items_of(args[0])
-            if items is None:
-                return UNKNOWN
-            total = args[1] if len(args) > 1 else 0
-            for item in items:
-                total = self.binop("add", total, item, rng, None)
-            return total
-        if name == "range":
-            if has_unknown(args) or not all(isinstance(a, int) and not isinstance(a, bool) for a in args):
-                return UNKNOWN
-            r = range(*args)
-            check_range(r, rng)
-            return r
-        if name == "round":
-            check_round(args, rng)
-        if name in ("len", "sorted", "reversed", "enumerate", "zip", "list", "tuple", "set", "frozenset", "dict",
-                    "min", "max", "any", "all"):
-            return self._sequence_builtin(name, args, kwargs, rng)
-        if name in ("id", "iter", "next", "type", "object"):
-            return UNKNOWN
-        if has_unknown(args) or any(opaque(a) or isinstance(a, torch.Tensor) for a in args):
-            return UNKNOWN
-        fn = {"abs": abs, "round": round, "divmod": divmod, "int": int, "float": float, "bool": bool, "str": str,
-              "repr": repr}.get(name)
-        return UNKNOWN if fn is None else _pure(fn, args, kwargs)
-
-    def _sequence_builtin(self, name: str, args: list, kwargs: dict, rng: Range) -> Any:
-        if name == "dict" and not args:
-            return dict(kwargs)
-        if name in ("list", "tuple", "set", "frozenset") and not args:
-            return _TYPES[name]()
-        if name in ("min", "max") and len(args) > 1:
-            pool: list | None = list(args)
-        else:
-            pool = [self.items_of(a) for a in args] if name == "zip" else self.items_of(args[0]) if args else None
-        if pool is None or (name == "zip" and any(p is None for p in pool)):
-            return UNKNOWN
-        if name == "len":
-            return len(pool)
-        if name == "zip":
-            return list(zip(*pool, strict=False))
-        if name == "enumerate":
-            return list(enumerate(pool, args[1] if len(args) > 1 and isinstance(args[1], int) else 0))
-        if name == "reversed":
-            return list(reversed(pool))
-        if has_unknown(pool) or any(opaque(v) or isinstance(v, torch.Tensor) for v in pool):
-            return UNKNOWN if name in ("sorted", "set", "frozenset", "min", "max", "any", "all") else \
-                _TYPES.get(name, list)(pool)
-        if name == "dict":
-            return _pure(dict, [pool])
-        fn = {"sorted": sorted, "min": min, "max": max, "any": any, "all": all}.get(name) or _TYPES[name]
-        return _pure(fn, [pool], {k: v for k, v in kwargs.items() if k == "reverse"})
-
-    def _map(self, name: str, args: list, rng: Range) -> Any:
-        items = self.items_of(args[1])
-        if items is None:
-            return UNKNOWN
-        out = []
-        for item in items:
-            value = self.ev.call_value(args[0], [item], {}, rng, None) if args[0] is not None else item
-            if name == "map":
-                out.append(value)
-            elif value is UNKNOWN:
-                return UNKNOWN
-            elif value:
-                out.append(item)
-        return out
-
-    def _isinstance(self, obj: Any, cls: Any) -> Any:
-        if obj is UNKNOWN or cls is UNKNOWN:
-            return UNKNOWN
-        if isinstance(cls, tuple):
-            results = [self._isinstance(obj, c) for c in cls]
-            return True if True in results else UNKNOWN if UNKNOWN in results else False
-        if isinstance(cls, Builtin) and cls.name in _TYPES:
-            return isinstance(obj, _TYPES[cls.name])
-        if cls is torch.Tensor:
-            return isinstance(obj, torch.Tensor)
-        if isinstance(cls, ClassValue):
-            return isinstance(obj, Instance) and (obj.cls is cls or _subclass(obj.cls, cls))
-        return UNKNOWN
-
-    def _super(self) -> Any:
-        frame: Frame | None = self.ev.frame
-        obj = next(iter(frame.vars.values()), None) if frame is not None else None
-        return Super(obj.cls, obj) if isinstance(obj, Instance) else BoundBuiltin(None, "noop")
-
-    # -- operators, subscripts, iteration ------------------------------------------------------------
-    def binop(self, op: str, a: Any, b: Any, rng: Range, fallback: Any) -> Any:
-        if has_unknown(a) or has_unknown(b) or opaque(a) or opaque(b):
-            return UNKNOWN
-        fn = _PYBINOPS.get(op)
-        if fn is None:
-            return UNKNOWN
-        if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-            try:
-                result = fn(a, b) if op != "matmul" else a @ b
-            except Exception:  # noqa: BLE001 - shapes or dtypes that do not combine
-                return UNKNOWN
-            t = a if isinstance(a, torch.Tensor) else b
-            other = b if t is a else a
-            if bounds_of(t) is not None and isinstance(other, int) and op in ("add", "sub") and t is a:
-                lo, hi = bounds_of(t)
-                set_bounds(result, lo + other if op == "add" else lo - other, hi + other if op == "add" else hi - other)
-            return inherit(result, tensors_in([a, b]))
-        check_binary(op, a, b, rng)
-        try:
-            return self.charge(fn(a, b))
-        except Exception:  # noqa: BLE001 - the code would raise here (division by zero, bad types)
-            return UNKNOWN
-
-    def charge(self, value: Any) -> Any:
-        """Building a sequence costs evaluation steps by its length (one per 16 items), so that no loop
-        can fill memory with large lists before the step budget ends it."""
-        if isinstance(value, list | tuple | str | dict | set | frozenset):
-            self.ev.budget.steps += len(value) // 16
-        return value
-
-    def getitem(self, base: Any, index: Any, rng: Range) -> Any:
-        if has_unknown(base) or has_unknown(index) or isinstance(base, Module | ClassValue | Builtin):
-            return UNKNOWN
-        if isinstance(base, dict):
-            try:
-                return base.get(index, UNKNOWN)
-            except TypeError:
-                return UNKNOWN
-        if isinstance(base, Instance):
-            method = base.cls.find("__getitem__")
-            return self.ev.call_value(method, [base, index], {}, rng, None) if isinstance(method, Closure) else UNKNOWN
-        if isinstance(base, torch.Tensor | tuple | list | str | torch.Size | range):
-            if opaque(index) or (isinstance(index, tuple) and any(opaque(i) for i in index)):
-                return UNKNOWN
-            try:
-                result = base[index]
-            except Exception:  # noqa: BLE001 - out of range, or an index torch does not take on meta
-                return UNKNOWN
-            if isinstance(base, torch.Tensor):
-                if bounds_of(base) is not None:
-                    set_bounds(result, *bounds_of(base))
-                return inherit(result, [base])
-            return result
-        return UNKNOWN
-
-    def setitem(self, base: Any, index: Any, value: Any) -> None:
-        if isinstance(base, dict) and index is not UNKNOWN:
-            check_count(len(base) + 1, Range.lines(0))
-            try:
-                base[index] = value
-            except TypeError:
-                pass
-        elif isinstance(base, list) and isinstance(index, int):
-            try:
-                base[index] = value
-            except IndexError:
-                pass
-
-    def delitem(self, base: Any, index: Any) -> None:
-        if isinstance(base, dict):
-            try:
-                base.pop(index, None)
-            except TypeError:
-                pass
-        elif isinstance(base, list) and isinstance(index, int) and -len(base) <= index < len(base):
-            del base[index]
-
-    def contains(self, container: Any, item: Any, rng: Range) -> Any:
-        if has_unknown(item) or not isinstance(container, dict | list | tuple | set | str | range | frozenset):
-            return UNKNOWN
-        if isinstance(container, list | tuple) and has_unknown(container):
-            return UNKNOWN
-        try:
-            return item in container
-        except Exception:  # noqa: BLE001 - unhashable, or a tensor compared elementwise
-            return UNKNOWN
-
-    def items_of(self, value: Any) -> list | None:
-        """The items of an iterable the evaluation knows (in a deterministic order), else None."""
-        if isinstance(value, tuple | list | range | torch.Size | str):
-            check_count(len(value), Range.lines(0), "this sequence")
-            return self.charge(list(value))
-        if isinstance(value, dict):
-            return list(value)
-        if isinstance(value, set | frozenset):
-            return sorted(value, key=repr)
-        if isinstance(value, torch.Tensor) and value.dim() > 0 and value.shape[0] <= MAX_SEQUENCE:
-            return [inherit(value[i], [value]) for i in range(value.shape[0])]
-        return None
-
-
-def _subclass(cls: ClassValue, base: ClassValue) -> bool:
-    return any(b is base or (isinstance(b, ClassValue) and _subclass(b, base)) for b in cls.bases)
-
-
-def _pure(fn: Callable, args: list, kwargs: dict | None = None) -> Any:
-    try:
-        return fn(*args, **(kwargs or {}))
-    except Exception:  # noqa: BLE001 - the code would raise here
-        return UNKNOWN
