@@ -493,6 +493,8 @@ class Tracer(ExpressionEvaluator):
         [n / block, block] view (compiler/frontend/row_views.py); a launch-grid tile of one row on the
         second-to-last dim (`hl.tile(tokens, block_size=1)`): row `tile.id` of the [..., n, 1, m] view, a block
         Mosaic accepts ((1, m) of [n, m] is not); otherwise the access as it is."""
+        if not tensor.shape:  # a 0-d tensor (a scale): element 0 of its [1] view (Mosaic has no rank-0 blocks)
+            return self.host_view(tensor, (1,), "1d", rng), (("int", 0),)
         if len(tensor.shape) >= 2:
             return single_row_view(self, tensor, items, rng)
         if len(tensor.shape) != 1 or len(items) != 1 or items[0][0] != "tile":
