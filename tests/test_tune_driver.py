@@ -86,6 +86,20 @@ def test_gate_detects_a_corrupted_generated_module() -> None:
     assert result.verdict == "wrong" and "exceeds" in result.message
 
 
+def test_a_failing_generated_module_leaves_the_next_check_its_own_reference_result() -> None:
+    """The reference runs while the generated code does; when the generated code raises, its reply is still
+    collected, so the next check (another kernel, other shapes) compares with its own reference."""
+    softmax = compiler.load(EXAMPLES / "softmax.py").kernels["softmax"]
+    small = reduced_args(softmax, softmax.shape_sets[1], {"block_sizes": [256]}, get_chip("v7x"))
+    bad = softmax.compile(args=small, config={"block_sizes": [256]})
+    bad.source = bad.source.replace("axis=1)", "axis=no_such_name)")
+    failed = check_compiled(bad)
+    assert failed.verdict == "failed" and "NameError" in failed.message
+    attention = compiler.load(EXAMPLES / "attention.py").kernels["attention"]
+    small = {"q": "bf16[1, 1, 256, 128]", "k": "bf16[1, 1, 256, 128]", "v": "bf16[1, 1, 256, 128]"}
+    assert check_compiled(attention.compile(args=small, config={"block_sizes": [1, 128, 128]})).verdict == "ok"
+
+
 def test_a_wrong_best_candidate_is_disqualified_and_the_next_one_checked(tmp_path, monkeypatch) -> None:
     problem = _problem("softmax", 1)
     ranking = tune(problem, TuneOptions(verify=False)).top
@@ -215,6 +229,33 @@ def test_the_warm_up_starts_the_reference_process() -> None:
     reference_process().close()
     warm_up()
     assert reference_process()._proc is not None and reference_process()._proc.is_alive()
+
+
+def test_a_fresh_gate_worker_forks_its_reference_process_and_a_busy_one_spawns_it(tmp_path) -> None:
+    """The warm-up forks the reference worker from the fresh gate worker (torch imported, nothing run, no jax):
+    it has torch without importing it; a process with jax spawns one. Either way the gate's verdicts hold."""
+    import pickle
+    import subprocess
+    import sys
+
+    from compiler.tune.evaluators import gate_case
+
+    case = gate_case(_problem("softmax", 1), {"block_sizes": [256]})
+    (tmp_path / "case.pkl").write_bytes(pickle.dumps(case))
+    code = (
+        "import pickle\n"
+        "from compiler.tune.correctness import reference_process\n"
+        "from compiler.tune.evaluators import verify, warm_up\n"
+        f"case = pickle.loads(open({str(tmp_path / 'case.pkl')!r}, 'rb').read())\n"
+        "warm_up()\n"
+        "print(type(reference_process()._proc._popen).__module__, verify(case).verdict)\n"
+        "reference_process().close()\n"
+        "reference_process().start(fork=True)\n"  # jax is imported now
+        "print(type(reference_process()._proc._popen).__module__, verify(case).verdict)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert out.stdout.split() == ["multiprocessing.popen_fork", "ok", "multiprocessing.popen_spawn_posix", "ok"], (
+        out.stderr[-2000:])
 
 
 def test_the_gate_worker_runs_a_prepared_case_without_tracing(tmp_path) -> None:

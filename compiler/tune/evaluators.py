@@ -363,14 +363,14 @@ def verify(case: GateCase, seed: int = 0) -> CorrectnessResult:
 
 
 def warm_up() -> None:
-    """Run first in a fresh gate worker while the driver searches: start the eager-reference process (its
-    torch import overlaps this one's jax import), import jax and Pallas' TPU interpret mode, so the first
-    check pays only its own work."""
+    """Run first in a fresh gate worker while the driver searches: start the eager-reference process — a
+    fork of this one, which has torch and has run nothing yet, so it imports nothing — then import jax and
+    Pallas' TPU interpret mode, so the first check pays only its own work."""
     import gc
 
     from .correctness import reference_process
 
-    reference_process().start()
+    reference_process().start(fork=True)
     gc.disable()  # jax's imports: collections scanning torch's and its objects would only slow them down
     import jax  # noqa: F401
     from jax.experimental.pallas import tpu  # noqa: F401
