@@ -191,6 +191,7 @@ class Searched:
     run_id: str | None
     work_seconds: float
     rejected: list[dict[str, Any]]
+    gate: Any = None  # the winner's gate case (GateCase or the verdict of one that does not compile), if prepared
 
 
 class TuneRun:
@@ -221,11 +222,13 @@ class TuneRun:
         self.key = TrialKey(kernel.source_hash, problem.shape_key, problem.chip)
         self.notes: list[str] = []
         self._pending: Future[CorrectnessResult] | None = None
+        self._gate_case: Any = None  # the winner's, when prepare_gate() made it
         self._done = False
         if searched is not None:
             self.result, self.candidates, self.run_id = searched.result, searched.candidates, searched.run_id
             self.work_seconds, self.rejected = searched.work_seconds, searched.rejected
             self.evaluated, self.pruned = len(self.result.evaluated), self.result.pruned
+            self._gate_case = searched.gate
             return
         self.space = space = KernelSpace(problem, kernel, kernel.config_space(problem.args, problem.chip))
         model_key = self.key.with_evaluator("model")
@@ -292,7 +295,13 @@ class TuneRun:
         self.work_seconds = time.monotonic() - self.start  # the gate's checks are added as they arrive
 
     def searched(self) -> Searched:
-        return Searched(self.result, self.candidates, self.run_id, self.work_seconds, self.rejected)
+        return Searched(self.result, self.candidates, self.run_id, self.work_seconds, self.rejected, self._gate_case)
+
+    def prepare_gate(self) -> None:
+        """Compile the winner for the gate's reduced shapes now (the first half of its check: static work), so
+        that a process that searched elsewhere hands it over ready and the gate starts at once."""
+        if self.options.verify and self.candidates and self._gate_case is None:
+            self._gate_case = gate_case(self.problem, self.candidates[0].config)
 
     def _emit(
         self,
@@ -331,7 +340,8 @@ class TuneRun:
     def _submit_check(self, config: Mapping[str, Any]) -> Future[CorrectnessResult]:
         """Compile `config` for the gate's reduced shapes here, run the check on the executor (unless its
         verdict is remembered)."""
-        case = gate_case(self.problem, config)
+        prepared = self._gate_case is not None and self.candidates and config == self.candidates[0].config
+        case = self._gate_case if prepared else gate_case(self.problem, config)
         known = case if isinstance(case, CorrectnessResult) else (  # not compiling for the reduced shapes fails
             self.verdicts.recall(case, self.options.seed) if self.verdicts is not None else None)
         if known is not None:

@@ -2,11 +2,12 @@
 
 The search is static analysis in the tuning process; two shape sets are two independent searches. So the
 tuning process, once torch and the compiler are imported and warm, forks: each child searches every
-CPU-th problem (in order) and sends back what it found (`driver.Searched`), its trials already in the
-results store through its own connection; the parent searches the others and keeps the gate and the
-results. A child ends with the parent (compiler.lifeline), never uses the parent's executor or
-connections, and leaves with `os._exit`. Each search is the same deterministic search wherever it runs,
-so the answers are the same as one after another.
+CPU-th problem (in order) and sends back what it found (`driver.Searched`, with its winner already compiled
+for the correctness gate's reduced shapes), its trials already in the results store through its own
+connection; the parent searches the others and keeps the gate and the results. A child ends with the
+parent (compiler.lifeline), never uses the parent's executor or connections, and leaves with `os._exit`.
+Each search is the same deterministic search wherever it runs, so the answers are the same as one after
+another.
 """
 
 from __future__ import annotations
@@ -81,6 +82,10 @@ def search_elsewhere(problems: list[Problem], options: TuneOptions, store: Tunin
                 try:
                     run = TuneRun(problems[i], options, executor=InlineExecutor(), store=own_store, progress=progress,
                                   should_stop=should_stop)
+                    try:
+                        run.prepare_gate()  # here rather than in the parent, which has searches of its own
+                    except Exception:  # noqa: BLE001 - the parent prepares it again and reports what it raises
+                        log.debug("gate case of %s not prepared:\n%s", problems[i].kernel, traceback.format_exc())
                     outcome: Searched | BaseException | tuple = run.searched()
                 except CompileError as exc:
                     outcome = ("CompileError", exc.diagnostics)
