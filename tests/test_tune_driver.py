@@ -224,7 +224,7 @@ def test_gate_gives_up_after_the_winner_and_the_runner_up(monkeypatch) -> None:
 
 def test_the_warm_up_starts_the_reference_process() -> None:
     from compiler.tune.correctness import reference_process
-    from compiler.tune.evaluators import warm_up
+    from compiler.tune.warm_gate import warm_up
 
     reference_process().close()
     warm_up()
@@ -245,7 +245,8 @@ def test_a_fresh_gate_worker_forks_its_reference_process_and_a_busy_one_spawns_i
     code = (
         "import pickle\n"
         "from compiler.tune.correctness import reference_process\n"
-        "from compiler.tune.evaluators import verify, warm_up\n"
+        "from compiler.tune.evaluators import verify\n"
+        "from compiler.tune.warm_gate import warm_up\n"
         f"case = pickle.loads(open({str(tmp_path / 'case.pkl')!r}, 'rb').read())\n"
         "warm_up()\n"
         "print(type(reference_process()._proc._popen).__module__, verify(case).verdict)\n"
