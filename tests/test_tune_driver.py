@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 from conftest import EXAMPLES
 
@@ -11,7 +13,7 @@ from compiler.tune.constants import SEED_UNROLL
 from compiler.tune.correctness import check_compiled
 from compiler.tune.driver import TuneOptions, tune
 from compiler.tune.evaluators import Problem, probe_tpu
-from compiler.tune.executors import InlineExecutor
+from compiler.tune.executors import Executor, InlineExecutor
 from compiler.tune.keys import TrialKey
 from compiler.tune.model import estimate
 from compiler.tune.shrink import reduced_args
@@ -295,3 +297,37 @@ def test_a_time_budget_is_a_cap_not_a_target() -> None:
     # the editor passes a budget (tuneBudgetSeconds): the search still ends when it has converged
     result = tune(_problem("bmm", 0), TuneOptions(budget=3600, verify=False))
     assert result.strategy == "pattern" and result.stop_reason == "converged"
+
+
+class _ThreadExecutor(Executor):
+    """A real executor on one thread that notes what it is given and when (the search's last progress phase)."""
+
+    parallelism = 1
+
+    def __init__(self, phases: list[str]):
+        self._pool = ThreadPoolExecutor(1)
+        self.phases = phases
+        self.submitted: list[tuple[dict, str]] = []
+
+    def submit(self, fn, *args):
+        self.submitted.append((dict(args[0].config), self.phases[-1] if self.phases else ""))
+        return self._pool.submit(fn, *args)
+
+    def shutdown(self, cancel: bool = True) -> None:
+        self._pool.shutdown(wait=not cancel, cancel_futures=cancel)
+
+
+def test_a_best_config_that_stands_is_checked_during_the_search_and_only_once() -> None:
+    """attention 8k finds its winner about halfway through the search: its check starts while the search goes
+    on (a progress phase of "search" when it is submitted), the gate then waits for that check rather than
+    starting another, and the winner is reported with its verdict."""
+    phases: list[str] = []
+    executor = _ThreadExecutor(phases)
+    try:
+        result = tune(_problem("attention", 0), TuneOptions(), executor=executor,
+                      progress=lambda p: phases.append(p.phase))
+    finally:
+        executor.shutdown()
+    assert result.best.config == {"block_sizes": [1, 1024, 8192], "pallas_loop_type": "unroll"}
+    assert result.best.correctness.verdict == "ok"
+    assert executor.submitted == [(result.best.config, "search")]

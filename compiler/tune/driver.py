@@ -12,8 +12,15 @@ Phases:
             which may reject them (libtpu) or replace the estimate by its own (the TPU compiler's) or by a
             measurement (TPU). A deterministic evaluator's stored result for a config is reused, not redone.
 3. verify   the winner goes through the correctness gate (correctness.py); when it is wrong, the runner-up
-            (`gate_attempts` in all). A verdict already known (verdicts.py) is not checked again.
+            (`gate_attempts` in all). A verdict already known (verdicts.py) is not checked again. With the
+            model evaluator and a gate worker, a best config that has stood for `EARLY_AFTER` evaluations is
+            sent to the gate while the search goes on (a search usually finds its winner halfway and spends
+            the rest confirming it): when it is the winner, its check has run meanwhile; when it is not, the
+            winner is checked as usual. Either way the winner is reported only with its own verdict.
 Every trial (evaluated, pruned, failed, wrong) is recorded in the results store under its evaluator.
+
+(Past 500 lines on purpose: a run's phases share its state — candidates, the store's run, the gate's pending
+checks — and read best together.)
 
 No user code runs in the driver process: the search only compiles and models, and the gate's compile for
 reduced shapes happens here too. Running the gate's check, and the compile and tpu evaluators, happens on
@@ -43,6 +50,8 @@ from .objective import objective
 from .search import Evaluated, SearchProgress, search
 from .store import TuningStore
 from .verdicts import Verdicts
+
+EARLY_AFTER = 100  # evaluations a best config must stand before its check starts during the search
 
 
 @dataclass(frozen=True)
@@ -223,6 +232,7 @@ class TuneRun:
         self.notes: list[str] = []
         self._pending: Future[CorrectnessResult] | None = None
         self._gate_case: Any = None  # the winner's, when prepare_gate() made it
+        self._early: tuple[dict[str, Any], Future[CorrectnessResult]] | None = None  # a check started mid-search
         self._done = False
         if searched is not None:
             self.result, self.candidates, self.run_id = searched.result, searched.candidates, searched.run_id
@@ -236,10 +246,17 @@ class TuneRun:
         self.rejected: list[dict[str, Any]] = []
         trials: list[tuple[dict[str, Any], float | None, str, dict[str, Any]]] = []
 
+        early = options.verify and options.evaluator == "model" and not isinstance(self.executor, InlineExecutor)
+        standing: list[Any] = [None, 0]  # the best config so far, and the evaluation count it became best at
+
         def on_progress(p: SearchProgress) -> None:
             best = None if p.best_config is None else dict(p.best_config)
             seconds = (p.best_info or {}).get("seconds", p.best_score)  # the estimate, not the objective
             self._emit("search", p.evaluated, p.pruned, p.total_estimate, seconds, best)
+            if best != standing[0]:
+                standing[:] = [best, p.evaluated]
+            elif early and best is not None and p.evaluated - standing[1] >= EARLY_AFTER:
+                self._check_early(best)
 
         def on_result(r: Evaluated) -> None:  # the score is the objective; the trial keeps the seconds
             seconds = r.info.get("seconds", r.score) if r.score is not None else None
@@ -331,11 +348,22 @@ class TuneRun:
         seconds, config = (None, None) if best is None else (best.seconds, best.config)
         self._emit(phase, None, None, total, seconds, config)
 
+    def _check_early(self, config: dict[str, Any]) -> None:
+        """Start the gate's check of the search's standing best (once per run) while the search goes on."""
+        if self._early is None:
+            self._early = (config, self._submit_check(config))
+
     def start_gate(self) -> None:
-        """Send the winner to the correctness gate (on the executor) and return at once."""
+        """Send the winner to the correctness gate (on the executor) and return at once; a check of it that
+        started during the search is the one waited for."""
         if self.options.verify and self.candidates and self._pending is None:
             self._emit_best("verify", self.candidates[0])
-            self._pending = self._submit_check(self.candidates[0].config)
+            if self._early is not None and self._early[0] == self.candidates[0].config:
+                self._pending = self._early[1]
+            else:
+                if self._early is not None:
+                    self._early[1].cancel()  # not the winner: dropped unless the worker has started it
+                self._pending = self._submit_check(self.candidates[0].config)
 
     def _submit_check(self, config: Mapping[str, Any]) -> Future[CorrectnessResult]:
         """Compile `config` for the gate's reduced shapes here, run the check on the executor (unless its
