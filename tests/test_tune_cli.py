@@ -204,3 +204,31 @@ def test_a_wrong_winner_is_caught_when_tuning_cold_with_shape_sets_searched_at_o
         assert [x["verdict"] for x in r["rejected"]] == ["wrong"], r["rejected"]
         assert r["best"]["config"] != r["rejected"][0]["config"]
         assert r["best"]["correctness"]["verdict"] == "ok"
+
+
+EARLY_ELSEWHERE = '''
+import compiler
+from compiler.tune.driver import TuneOptions
+from compiler.tune.evaluators import Problem
+from compiler.tune.parallel import search_elsewhere
+
+path = {path!r}
+source = open(path).read()
+kernel = compiler.load(source).kernels["attention"]
+problems = [Problem(source, "attention", s, "v7x", path, i) for i, s in enumerate(kernel.shape_sets)]
+problems[0].load_kernel().config_space(problems[0].args, "v7x")
+offered = []
+elsewhere = search_elsewhere(problems, TuneOptions(), None, None, None, 2,
+                             lambda i, config, case: offered.append((i, config, type(case).__name__)))
+searched = elsewhere[1].take(1)
+print(offered == [(1, searched.candidates[0].config, "GateCase")], searched.gate.config == offered[0][1])
+'''
+
+
+def test_a_forked_search_sends_its_standing_best_for_the_gate_before_it_ends(tmp_path) -> None:
+    """attention 32k, searched in a forked process, finds its winner halfway: the winner, compiled for the
+    gate's reduced shapes, reaches the parent's `on_early` before the search's outcome (the parent then
+    starts its check while the searches go on)."""
+    code = EARLY_ELSEWHERE.format(path=str(EXAMPLES / "attention.py"))
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.stdout.split() == ["True", "True"], proc.stderr[-3000:]

@@ -191,7 +191,7 @@ def _tune_all(
     """Search each problem in turn — with a model evaluator and several CPUs, several at once in forked
     copies of this process (parallel.py) — sending each winner to the gate as soon as it is known; then
     collect the verdicts and print the results in order."""
-    from .driver import TuneRun
+    from .driver import TuneRun, submit_check
     from .evaluators import EvaluatorUnavailable
     from .parallel import search_elsewhere
 
@@ -201,10 +201,17 @@ def _tune_all(
     if "jax" in sys.modules:  # jax's threads do not survive a fork (tuning called in a process that ran code)
         workers = 1
     elsewhere = {}
+    early: dict[int, tuple] = {}  # problem -> (config, its check), started during a forked search
+
+    def on_early(index: int, config: dict[str, Any], case: Any) -> None:
+        early[index] = (config, submit_check(executor, case, options.seed, verdicts))
+
     if workers > 1:
         with contextlib.suppress(CompileError):  # imports (torch, the tracer) before forking, not in each child
             problems[0].load_kernel().config_space(problems[0].args, problems[0].chip)
-        elsewhere = search_elsewhere(problems, options, store, _progress_sink(ns, None), stop, workers)
+        checks_early = options.verify and isinstance(executor, LocalExecutor)
+        elsewhere = search_elsewhere(problems, options, store, _progress_sink(ns, None), stop, workers,
+                                     on_early if checks_early else None)
     for i, problem in enumerate(problems):
         if stop.is_set():
             break
@@ -219,6 +226,7 @@ def _tune_all(
                 should_stop=stop,
                 verdicts=verdicts,
                 searched=elsewhere[i].take(i) if i in elsewhere else None,
+                early=early.pop(i, None),  # after take(i): the child sends a problem's early case before it
             )
             run.start_gate()
         except CompileError as exc:

@@ -222,6 +222,8 @@ class TuneRun:
         should_stop: Callable[[], bool] | threading.Event | None = None,
         verdicts: Verdicts | None = None,
         searched: Searched | None = None,
+        early_sink: Callable[[dict[str, Any], Any], None] | None = None,
+        early: tuple[dict[str, Any], Future[CorrectnessResult]] | None = None,
     ):
         self.start = time.monotonic()
         self.problem, self.options, self.store, self.progress = problem, options, store, progress
@@ -232,7 +234,9 @@ class TuneRun:
         self.notes: list[str] = []
         self._pending: Future[CorrectnessResult] | None = None
         self._gate_case: Any = None  # the winner's, when prepare_gate() made it
-        self._early: tuple[dict[str, Any], Future[CorrectnessResult]] | None = None  # a check started mid-search
+        # a check started mid-search (here, or by the caller from what `early_sink` was given elsewhere)
+        self._early: tuple[dict[str, Any], Future[CorrectnessResult]] | None = early
+        self._early_sink, self._early_sent = early_sink, False
         self._done = False
         if searched is not None:
             self.result, self.candidates, self.run_id = searched.result, searched.candidates, searched.run_id
@@ -246,7 +250,8 @@ class TuneRun:
         self.rejected: list[dict[str, Any]] = []
         trials: list[tuple[dict[str, Any], float | None, str, dict[str, Any]]] = []
 
-        early = options.verify and options.evaluator == "model" and not isinstance(self.executor, InlineExecutor)
+        early = options.verify and options.evaluator == "model" and (
+            early_sink is not None or not isinstance(self.executor, InlineExecutor))
         standing: list[Any] = [None, 0]  # the best config so far, and the evaluation count it became best at
 
         def on_progress(p: SearchProgress) -> None:
@@ -349,8 +354,14 @@ class TuneRun:
         self._emit(phase, None, None, total, seconds, config)
 
     def _check_early(self, config: dict[str, Any]) -> None:
-        """Start the gate's check of the search's standing best (once per run) while the search goes on."""
-        if self._early is None:
+        """Start the gate's check of the search's standing best (once per run) while the search goes on; a
+        search without the gate's executor (forked, parallel.py) hands the compiled case to `early_sink`."""
+        if self._early is not None or self._early_sent:
+            return
+        if self._early_sink is not None:
+            self._early_sink(config, gate_case(self.problem, config))
+            self._early_sent = True
+        else:
             self._early = (config, self._submit_check(config))
 
     def start_gate(self) -> None:
@@ -370,17 +381,7 @@ class TuneRun:
         verdict is remembered)."""
         prepared = self._gate_case is not None and self.candidates and config == self.candidates[0].config
         case = self._gate_case if prepared else gate_case(self.problem, config)
-        known = case if isinstance(case, CorrectnessResult) else (  # not compiling for the reduced shapes fails
-            self.verdicts.recall(case, self.options.seed) if self.verdicts is not None else None)
-        if known is not None:
-            done: Future[CorrectnessResult] = Future()
-            done.set_result(known)
-            return done
-        future = self.executor.submit(verify, case, self.options.seed)
-        if self.verdicts is not None:
-            verdicts, seed = self.verdicts, self.options.seed
-            future.add_done_callback(lambda f: f.exception() is None and verdicts.keep(case, seed, f.result()))
-        return future
+        return submit_check(self.executor, case, self.options.seed, self.verdicts)
 
     def finish(self) -> TuneResult:
         """Wait for the gate's verdicts and return the result (once)."""
@@ -463,6 +464,21 @@ class TuneRun:
                     self.run_id,
                 )
         return None, remaining
+
+
+def submit_check(executor: Executor, case: Any, seed: int, verdicts: Verdicts | None) -> Future[CorrectnessResult]:
+    """The gate's check of a compiled case (a GateCase, or the verdict of a config that does not compile for
+    the reduced shapes) on the executor, unless its verdict is remembered; a new verdict is remembered."""
+    known = case if isinstance(case, CorrectnessResult) else (
+        verdicts.recall(case, seed) if verdicts is not None else None)
+    if known is not None:
+        done: Future[CorrectnessResult] = Future()
+        done.set_result(known)
+        return done
+    future = executor.submit(verify, case, seed)
+    if verdicts is not None:
+        future.add_done_callback(lambda f: f.exception() is None and verdicts.keep(case, seed, f.result()))
+    return future
 
 
 def _refine(
