@@ -20,6 +20,7 @@ helion-ls/schedule-bench.sqlite, --store), keyed like any tuning result, so a se
 All figures are ESTIMATES for the named chip: the model's and the TPU compiler's.
 
     python bench/model_vs_schedule.py [--chips v5e v6e] [-k NAME ...] [--configs 3] [--no-conformance]
+        [--cached | --skip-dispatch] [--nested] [--all] [--json PATH]
 """
 
 from __future__ import annotations
@@ -134,8 +135,9 @@ def scaled(kernel: Kernel, args: dict[str, ArgSpec], chip: str, factor: int) -> 
     return None
 
 
-def configs_for(kernel: Kernel, problem: Problem, n: int) -> list[Config]:
-    """The model's best n-1 configs after a short search, and the kernel's default config."""
+def configs_for(kernel: Kernel, problem: Problem, n: int, nested: bool = False) -> list[Config]:
+    """The model's best n-1 configs after a short search, and the kernel's default config; nested: and the
+    model's best config with a nested emit_pipeline, when the search met one and it is not among them."""
     space = KernelSpace(problem, kernel, kernel.config_space(problem.args, problem.chip))
     default = kernel.default_config(problem.args, problem.chip)
     seeds = [default] + ([kernel.decorator_config] if kernel.decorator_config is not None else [])
@@ -150,7 +152,12 @@ def configs_for(kernel: Kernel, problem: Problem, n: int) -> list[Config]:
             out.append(Config(dict(r.config)))
     if Config(dict(default)) not in out:
         out.append(Config(dict(default)))
-    return out[:n]
+    out = out[:n]
+    if nested:
+        piped = [Config(dict(r.config)) for r in ranked if "emit_pipeline" in str(r.config.get("pallas_loop_type"))]
+        if piped and piped[0] not in out:
+            out.append(piped[0])
+    return out
 
 
 def model_point(problem: Problem, config: Config, source: str) -> Point | None:
@@ -221,7 +228,7 @@ def kernel_points(args: argparse.Namespace, store: TuningStore | None, text: str
                   chip: str, shape: dict[str, ArgSpec], tag: str = "") -> list[Point]:
     problem = Problem(text, kernel.name, shape, chip, rel, 0)
     try:
-        configs = configs_for(kernel, problem, args.configs)
+        configs = configs_for(kernel, problem, args.configs, args.nested)
     except CompileError:
         return []
     key = TrialKey(kernel.source_hash, problem.shape_key, chip, "schedule")
@@ -233,7 +240,9 @@ def kernel_points(args: argparse.Namespace, store: TuningStore | None, text: str
         point.tag = tag
         if not args.model_only:
             start = time.monotonic()
-            compiler_figure(point, problem, store, key, args.cached)
+            # dispatch-dominated points are left out of the goals: with --skip-dispatch only stored figures
+            cached = args.cached or (args.skip_dispatch and point.kind == "dispatch")
+            compiler_figure(point, problem, store, key, cached)
             if args.verbose:
                 print(f"  {point.name} {chip} {problem.shape_key[:40]} {_short(point.config)}: {_us(point.compiler)} "
                       f"µs ({time.monotonic() - start:.0f} s)", file=sys.stderr, flush=True)
@@ -342,6 +351,10 @@ def main() -> int:
                         help="tuning store for the compiler's results ('none': keep nothing)")
     parser.add_argument("--model-only", action="store_true", help="only the model (no libtpu)")
     parser.add_argument("--cached", action="store_true", help="compiler figures from the store only (no libtpu)")
+    parser.add_argument("--nested", action="store_true",
+                        help="also each kernel's best config with a nested emit_pipeline, as the model ranks them")
+    parser.add_argument("--skip-dispatch", action="store_true",
+                        help="no libtpu for points the model finds dispatch-dominated (stored figures still used)")
     parser.add_argument("--json", metavar="PATH", help="also write the points as JSON")
     parser.add_argument("--all", action="store_true", help="also list the dispatch-dominated points")
     parser.add_argument("-v", "--verbose", action="store_true")

@@ -76,6 +76,11 @@ class Scratch:
     range: Range
 
 
+# LHS blocks shorter than this many (padded) rows are recorded apart in Work: at or above it every chip's MXU
+# streams enough rows per weight load to stay busy (ModelConstants.mxu_min_rows is at most this).
+SHORT_LHS_ROWS = 128
+
+
 @dataclass(frozen=True)
 class Work:
     """Work of one straight-line region (one outer grid step, or one inner iteration).
@@ -86,6 +91,9 @@ class Work:
     eup_elems:  transcendental elements (exp, exp2, log, rsqrt, tanh, sigmoid, reciprocal), padded.
     mxu_f32, mxu_int8, mxu_fp8: the parts of mxu_padded whose operands are f32 / 8-bit integers / 8-bit
                 floats (the MXU runs them at other rates than bf16); the rest of mxu_padded is bf16-class.
+    mxu_short:  the part of mxu_padded from dots whose padded LHS block has fewer than SHORT_LHS_ROWS rows,
+    mxu_short_weights: and what one LHS row of those dots costs (2*n*k, padded): the MXU loads each weight
+                tile however few rows pass through it, so short dots cost at least a chip's minimum rows.
     """
 
     mxu_flops: float = 0.0
@@ -95,6 +103,8 @@ class Work:
     mxu_f32: float = 0.0
     mxu_int8: float = 0.0
     mxu_fp8: float = 0.0
+    mxu_short: float = 0.0
+    mxu_short_weights: float = 0.0
 
     def __add__(self, other: Work) -> Work:
         return Work(
@@ -105,6 +115,8 @@ class Work:
             self.mxu_f32 + other.mxu_f32,
             self.mxu_int8 + other.mxu_int8,
             self.mxu_fp8 + other.mxu_fp8,
+            self.mxu_short + other.mxu_short,
+            self.mxu_short_weights + other.mxu_short_weights,
         )
 
     def scaled(self, k: float) -> Work:
@@ -116,6 +128,8 @@ class Work:
             self.mxu_f32 * k,
             self.mxu_int8 * k,
             self.mxu_fp8 * k,
+            self.mxu_short * k,
+            self.mxu_short_weights * k,
         )
 
 

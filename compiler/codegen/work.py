@@ -9,7 +9,7 @@ import torch
 
 from ..frontend.ops import TRANSCENDENTAL
 from ..ir import InnerLoop, Load, Node, Op, Store, Value
-from ..plan import Work
+from ..plan import SHORT_LHS_ROWS, Work
 from .padding import padded_count, sublane_rows_of
 
 _NO_VECTOR_WORK = {"reshape", "index", "full", "iota", "tile_begin", "tile_end", "tile_id", "broadcast_to", "alloc"}
@@ -67,7 +67,8 @@ def op_work(op: Op) -> Work:
         acc_work = _vreg_elems(outs[0]) if len(op.args) > 2 else 0.0
         padded = 2.0 * bsz * pm * pn * pk
         kind = mxu_operand_class(a.dtype, b.dtype)
-        return Work(flops, padded, acc_work, 0.0, **({f"mxu_{kind}": padded} if kind != "bf16" else {}))
+        short = {"mxu_short": padded, "mxu_short_weights": 2.0 * bsz * pn * pk} if pm < SHORT_LHS_ROWS else {}
+        return Work(flops, padded, acc_work, 0.0, **({f"mxu_{kind}": padded} if kind != "bf16" else {}), **short)
     ins = [a for a in op.args if isinstance(a, Value)]
     size = max([_vreg_elems(v) for v in ins + list(outs)] or [0.0])
     if op.kind in ("softmax", "log_softmax"):

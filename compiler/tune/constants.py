@@ -48,6 +48,8 @@ class ModelConstants:
 
     mxu_efficiency:  η_mxu, the fraction of a dtype's MXU peak a large padded matmul sustains.
     f32_mxu_ratio:   MXU rate with f32 operands relative to bf16 (Mosaic's default f32 contraction).
+    mxu_min_rows:    LHS rows a dot costs at least per weight tile: the MXU loads each tile of the RHS however
+                     few rows pass through it (at most compiler.plan.SHORT_LHS_ROWS).
     vpu_rate:        elementwise vector work per second, in 32-bit-lane elements (Work.vpu_elems units).
     eup_rate:        transcendental elements per second (Work.eup_elems units).
     overlap_straight: ω for straight-line code (one grid step, an unrolled inner loop): the share of the
@@ -71,6 +73,7 @@ class ModelConstants:
     chip: str
     mxu_efficiency: float
     f32_mxu_ratio: float
+    mxu_min_rows: float
     vpu_rate: float
     eup_rate: float
     overlap_straight: float
@@ -162,6 +165,14 @@ _F32_V5E = (29433 / 32856, "[schedule] f32 and bf16 dots scheduled in 32,856 and
 _F32_V6E = (1.0, "[schedule] f32 and bf16 dots scheduled in 8,512 and 8,467 bundles per step on v6e, MXU slots "
                  "96 % busy in both (was 0.5, " + _LIBTPU_F32 + ")")
 
+# [schedule] libtpu schedules one step of examples/bmm.py (bf16, blocks [4, m, 2048, 1024], unroll) in about the
+# same bundles whatever the LHS rows m below a chip's threshold: the MXU loads each weight tile however few rows
+# pass through it.
+_MIN_ROWS_V6E = ("[schedule] v6e: 8,369 / 8,439 / 9,228 bundles per step for m = 32 / 64 / 128 (the MXU peak "
+                 "needs 2,048 / 4,097 / 8,193): 32- and 64-row blocks cost what 128 rows do")
+_MIN_ROWS_V5E = ("[schedule] v5e: 13,710 / 13,928 / 16,506 bundles per step for m = 16 / 32 / 64 (the MXU peak "
+                 "needs 4,096 / 8,192 / 16,384): 16- and 32-row blocks cost what 54 rows do")
+
 # TPU v5e, one TensorCore. The per-step, latency, call and MXU constants are fitted to the [guide]'s plain
 # table (6 points); its transposed-RHS and fused-ReLU tables and a second public v5e table are predictions.
 V5E = _constants(
@@ -170,6 +181,7 @@ V5E = _constants(
     mxu_efficiency=(1.0, "[guide] fit, at its bound: once the restarts of our nested K pipeline are charged "
                          "(which the guide's flat grid does not pay) no MXU inefficiency is left to fit"),
     f32_mxu_ratio=_F32_V5E,
+    mxu_min_rows=(54.0, _MIN_ROWS_V5E),
     vpu_rate=(_SEED_VPU_RATE * _V5E_SCALE, _BY_CLOCK),
     eup_rate=(_SEED_VPU_RATE * _V5E_SCALE / 4, "[assumed] a quarter of vpu_rate (one EUP slot against four "
                                                "VALU slots)"),
@@ -195,6 +207,8 @@ V7X = _constants(
     calibrated=True,
     mxu_efficiency=(V5E.mxu_efficiency, "[from v5e] " + V5E.sources["mxu_efficiency"]),
     f32_mxu_ratio=(0.5, _LIBTPU_F32),
+    mxu_min_rows=(128.0, "[from v6e, assumed: the same 256-wide MXU; libtpu's v7x compile of these blocks ran out "
+                         "of VMEM] " + _MIN_ROWS_V6E),
     # [seed] fit from `unroll` 892 TF/s at 8k ([2, 512, 2048]): ~1.1 ps of vector work per attention score
     vpu_rate=(_SEED_VPU_RATE, "[seed] fit: `unroll` at 8k, blocks [2, 512, 2048] (892 TF/s)"),
     eup_rate=(_SEED_VPU_RATE / 4, "[assumed] a quarter of vpu_rate (one EUP slot against four VALU slots)"),
@@ -213,7 +227,7 @@ V7X = _constants(
                                     "vpu_rate fit (bench/seed_table.py --fit-llo)"),
 )
 
-V6E = _carried(V7X, "v6e", f32_mxu_ratio=_F32_V6E)
+V6E = _carried(V7X, "v6e", f32_mxu_ratio=_F32_V6E, mxu_min_rows=(128.0, _MIN_ROWS_V6E))
 V5P = _carried(V5E, "v5p")
 V4 = _carried(V5E, "v4")
 

@@ -12,8 +12,11 @@ steps), then per `pallas_call` (calls run one after another):
   copied (inputs fetched for the next step, outputs written back), the others are not. Steps are grouped
   by that axis, so the cost is a sum over grid axes, not over steps.
 - A step costs max(compute + τ_step, DMA of the double-buffered copies it hides) plus the copies of
-  single-buffered operands, which cannot overlap the compute that still reads the old block.
-- Compute: MXU time (padded FLOPs / (η · the rate of the operands' dtype)) and VPU+EUP time overlap:
+  single-buffered operands, which cannot overlap the compute that still reads the old block. The copies
+  of a step's nested pipelines use the same HBM: the outer copies hide only behind what of the step those
+  leave (a step moving both cannot beat their bytes at the HBM bandwidth).
+- Compute: MXU time (padded FLOPs / (η · the rate of the operands' dtype); a dot whose LHS block has fewer
+  rows than the chip's MXU needs per weight load costs that many rows) and VPU+EUP time overlap:
   max + (1−ω)·min, with ω for straight-line code (outer step body, unrolled inner loops) or for one
   iteration of a looped inner loop.
 - emit_pipeline inner loops stream their HBM operands through a nested pipeline, which jax starts cold on
@@ -208,6 +211,7 @@ class _StepParts:
     restarts: float = 0.0
     mxu: float = 0.0
     vector: float = 0.0
+    inner_hbm: float = 0.0  # HBM time of every copy the step's inner loops make (hidden or not)
 
     @property
     def total(self) -> float:
@@ -235,7 +239,10 @@ class _CallModel:
                 continue
             changed = [op for op in outer if op.grid_axes and max(op.grid_axes) >= axis]
             double, single = self._copy_bytes(changed)
-            exposed += n * (max(0.0, self._dma_seconds(double) - step) + self._dma_seconds(single))
+            # The next step's blocks stream while this step runs, but on the same HBM as the step's own inner
+            # copies: they hide behind the step only for what the inner copies leave of it.
+            hidden = max(0.0, step - parts.inner_hbm)
+            exposed += n * (max(0.0, self._dma_seconds(double) - hidden) + self._dma_seconds(single))
 
         prologue_bytes = sum(_block_bytes(op) for op in outer if op.kind == "input" or op.reads_old)
         epilogue_bytes = sum(_block_bytes(op) for op in outer if op.kind in ("output", "inout"))
@@ -273,7 +280,9 @@ class _CallModel:
         for kind, flops in (("f32", w.mxu_f32), ("int8", w.mxu_int8), ("fp8", w.mxu_fp8)):
             if flops:
                 seconds += flops / c.mxu_rate(kind, chip)
-        return seconds
+        # a dot with fewer LHS rows than the MXU needs per weight load costs those rows (at the bf16 rate)
+        short = max(0.0, c.mxu_min_rows * w.mxu_short_weights - w.mxu_short)
+        return seconds + short / c.mxu_rate("bf16", chip)
 
     def _overlap(self, w: Work, omega: float, vector: float | None = None) -> tuple[float, float, float]:
         """(time, mxu seconds, vector seconds) of straight-line work with overlap ω."""
@@ -326,6 +335,7 @@ class _CallModel:
             return
         double, single = self._copy_bytes(ops)
         parts.inner_exposed += lp.trips * (max(0.0, self._dma_seconds(double) - iteration) + self._dma_seconds(single))
+        parts.inner_hbm += self._dma_seconds(lp.trips * (double + single))
 
     def _pipeline(self, lp: InnerLoop, iteration: float, parts: _StepParts) -> None:
         """A nested emit_pipeline run (one per outer step): cold first fetch, iterations that prefetch the
@@ -340,6 +350,7 @@ class _CallModel:
         parts.inner_overhead += lp.trips * c.pipeline_iteration_overhead
         parts.inner_exposed += (lp.trips - 1) * max(0.0, t_double - busy) + lp.trips * t_single
         parts.restarts += first + last
+        parts.inner_hbm += self._dma_seconds(lp.trips * (double + single))
 
     # -- DMA ----------------------------------------------------------------------------------------------
 
