@@ -173,7 +173,7 @@ class Kernel:
     def source_hash(self) -> str:
         info = self.info
         try:
-            return source_hash(self.definition.node, self._helpers, info.constants)
+            return source_hash(self.definition.node, self._helpers, info.constants, info.definitions)
         except RecursionError:  # too deep to hash its structure (it gets a diagnostic): hash its text instead
             node = self.definition.node
             text = "".join(self.source.splitlines(keepends=True)[node.lineno - 1 : node.end_lineno])
@@ -235,7 +235,12 @@ class Kernel:
         try:
             return coerce_args(args)
         except SpecError as exc:
-            raise CompileError([error("HPL104", f"bad args: {exc}", self.decorator_range)]) from None
+            raise CompileError([error("HPL104", f"bad args: {exc}", self._param_range(exc.param))]) from None
+
+    def _param_range(self, name: str | None) -> Range:
+        """Where the kernel declares parameter `name` (a bad argument for it is shown there), else the decorator."""
+        param = next((a for a in self.definition.node.args.args if a.arg == name), None)
+        return Range.of(param) if param is not None else self.decorator_range
 
     def config_for(self, shape_set: int | None) -> Config | None:
         """The config the decorator gives a shape set: `configs=[...]` with one entry per shape set (what

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from .chips import Chip
-from .specs import ArgSpec, TensorSpec, format_spec, runtime_value
+from .specs import ArgSpec, CallableSpec, TensorSpec, format_spec, runtime_value
 
 
 @functools.cache
@@ -64,6 +64,12 @@ def bind_call(fn: ast.FunctionDef, specs: dict[str, ArgSpec], args: Sequence[Any
         if i < len(args) and name in kwargs:
             raise TypeError(f"{fn.name}() got multiple values for argument {name!r}")
         value = args[i] if i < len(args) else kwargs.get(name)
+        if isinstance(specs.get(name), CallableSpec):  # compiled in: the call must pass that very function
+            if given and not compiled_only:
+                _same_function(name, specs[name], value)
+            elif not compiled_only and name not in defaults:
+                raise TypeError(f"{fn.name}() missing argument {name!r}")
+            continue
         if name in specs:
             if not given and not compiled_only:
                 if name not in defaults:
@@ -90,6 +96,15 @@ def bind_call(fn: ast.FunctionDef, specs: dict[str, ArgSpec], args: Sequence[Any
 
 
 _NOT_LITERAL = object()
+
+
+def _same_function(name: str, spec: CallableSpec, value: Any) -> None:
+    from .callables import callable_spec
+
+    got = callable_spec(value, name) if callable(value) else None
+    if got is None or not got.same_code(spec):
+        raise ValueError(f"{name}: compiled for the function {spec}, called with {got or repr(value)}; compile for "
+                         "this one")
 
 
 def _literal(node: ast.expr) -> Any:

@@ -68,10 +68,11 @@ MAX_ELEMENTS = 2**40  # beyond this a shape is a typo, not a kernel input
 class SpecError(ValueError):
     """A malformed spec; `col` is the character offset inside the parsed text when known."""
 
-    def __init__(self, message: str, col: int | None = None, end_col: int | None = None):
+    def __init__(self, message: str, col: int | None = None, end_col: int | None = None, param: str | None = None):
         super().__init__(message)
         self.col = col
         self.end_col = end_col
+        self.param = param  # the kernel parameter whose argument is bad, when known
 
 
 @dataclass(frozen=True, init=False)
@@ -119,24 +120,60 @@ class DtypeSpec:
         return f"torch.{self.name}"
 
 
+@dataclass(frozen=True)
+class CallableSpec:
+    """A Python function passed to a kernel (flex attention's `score_mod`): a compile-time specialization, like
+    a constant. `source` is one `def` or `lambda` (its text, as written); `names` the free names its body reads,
+    each resolved to ("value", number or bool), ("dtype", torch name) or ("module", qualified name); `origin`
+    the (line, column) of `source` in the kernel's own file (0-based), None for a function from elsewhere,
+    which is traced at its call site. Two specs are the same kernel only when all three agree."""
+
+    source: str
+    name: str = "<lambda>"
+    names: tuple[tuple[str, str, Any], ...] = ()
+    origin: tuple[int, int] | None = None
+
+    def same_code(self, other: CallableSpec) -> bool:
+        """The same function: source and the constants it reads (modules are named the same everywhere)."""
+        consts = lambda spec: {(n, k, v) for n, k, v in spec.names if k != "module"}  # noqa: E731
+        return self.source.strip() == other.source.strip() and consts(self) == consts(other)
+
+    def __str__(self) -> str:
+        if self.name == "<lambda>":
+            text = " ".join(self.source.split())
+        else:
+            import hashlib
+
+            digest = hashlib.sha256(repr((self.source, self.names)).encode()).hexdigest()[:8]
+            text = f"{self.name}<{digest}>"
+        bound = ", ".join(f"{n}={v}" for n, _, v in self.names if _ != "module")
+        where = f"@{self.origin[0] + 1}:{self.origin[1]}" if self.origin else ""
+        return f"{text}{where}" + (f" [{bound}]" if bound else "")
+
+
 # str: a constant the kernel branches on (reduction="sum"), given to compile(args={...}); shape lines take none
-ArgSpec = TensorSpec | int | float | bool | None | tuple[int, ...] | list[int] | DtypeSpec | str
+ArgSpec = TensorSpec | int | float | bool | None | tuple[int, ...] | list[int] | DtypeSpec | str | CallableSpec
 SCALAR_KINDS = (bool, int, float, type(None), DtypeSpec)  # arguments that are not tensors or sequences
 
 
 def format_spec(spec: ArgSpec) -> str:
-    return str(spec) if isinstance(spec, TensorSpec | DtypeSpec) else repr(spec)
+    return str(spec) if isinstance(spec, TensorSpec | DtypeSpec | CallableSpec) else repr(spec)
 
 
 def is_spec(value: object) -> bool:
     """`value` is an argument spec this module can write and read back."""
-    if isinstance(value, (TensorSpec, *SCALAR_KINDS)):
+    if isinstance(value, (TensorSpec, CallableSpec, *SCALAR_KINDS)):
         return True
     return isinstance(value, tuple | list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
 
 
 def runtime_value(spec: ArgSpec) -> Any:
-    """What a kernel is called with for a non-tensor spec (a dtype spec is the torch dtype)."""
+    """What a kernel is called with for a non-tensor spec (a dtype spec is the torch dtype, a function's the
+    function)."""
+    if isinstance(spec, CallableSpec):
+        from .callables import SpecFunction
+
+        return SpecFunction(spec)
     return spec.dtype if isinstance(spec, DtypeSpec) else spec
 
 
@@ -178,6 +215,8 @@ def parse_spec(node: ast.expr | str) -> ArgSpec:
         if numel > MAX_ELEMENTS:
             raise SpecError(f"shape {dims} has {numel:.3g} elements; the limit is 2**40", node.col_offset, node.end_col_offset)
         return TensorSpec(dtype, tuple(dims))
+    if isinstance(node, ast.Lambda):  # a function argument (score_mod=lambda score, *_: score)
+        return CallableSpec(ast.unparse(node))
     dtype = _dtype_of(node)
     if dtype is not None:
         return dtype
@@ -194,7 +233,7 @@ def parse_spec(node: ast.expr | str) -> ArgSpec:
     if value is None or isinstance(value, bool | int | float):
         return value
     raise SpecError(f"unsupported argument value {value!r}: use a tensor (bf16[8, 128]), a number, True/False, "
-                    "None, a list of ints or a dtype", node.col_offset, node.end_col_offset)
+                    "None, a list of ints, a dtype or a lambda", node.col_offset, node.end_col_offset)
 
 
 def _literal(node: ast.expr) -> object:
@@ -268,6 +307,10 @@ def coerce_args(args: object) -> dict[str, ArgSpec]:
                 out[k] = TensorSpec(v.dtype, tuple(v.shape))
             elif _is_dtype(v):
                 out[k] = DtypeSpec(str(v).removeprefix("torch."))
+            elif callable(v):
+                from .callables import callable_spec
+
+                out[k] = callable_spec(v, k)  # SpecError (a CallableError) when it reads what cannot be known
             else:
                 raise SpecError(f"{k}: unsupported argument spec {v!r}")
         return out

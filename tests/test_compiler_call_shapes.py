@@ -224,15 +224,16 @@ def test_infinite_recursion_is_cut_without_a_crash():
 
 
 def test_a_call_a_shape_line_cannot_say_is_left_out_and_named_in_the_hint():
+    # a function argument is compiled in, but not one that reads a tensor of the function around it
     text = HEADER.replace("def scale(x: torch.Tensor)", "def scale(x: torch.Tensor, fn=None)") + \
-        "scale(torch.randn(8, 128), lambda v: v)\n"
+        "def main():\n    t = torch.ones(3)\n    scale(torch.randn(8, 128), lambda v: v + t)\n\n\nmain()\n"
     m = compiler.load(text)
     with pytest.raises(compiler.CompileError) as info:
         m.kernels["scale"].compile()
     (hint,) = info.value.diagnostics
     assert hint.severity == Severity.INFORMATION
-    assert f"the call at line {line_of(text, 'scale(torch.randn(8, 128), lambda') + 1}: argument `fn` is a function" \
-        in hint.message
+    assert f"the call at line {line_of(text, 'scale(torch.randn(8, 128), lambda') + 1}: argument `fn` is a function " \
+        "reading `t` of the function around it, which is not a number or dtype" in hint.message
 
 
 def test_int64_and_dtype_arguments_round_trip_through_shape_keys():

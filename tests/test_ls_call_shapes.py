@@ -150,3 +150,26 @@ async def test_the_server_side_load_takes_shapes_found_elsewhere_and_imports_no_
     assert (needs, kernels_before, torch_imported) == (True, 0, False)
     assert units["row_softmax"] == ["x=bf16[64, 256]", "x=bf16[128, 512]"]
     assert units["never_called"] == [""]  # no shape set: the compile says why (the HPL107 hint)
+
+
+FLEX = (Path(__file__).parent / "upstream_style" / "flex.py").read_text()
+
+
+async def test_a_kernel_taking_functions_gets_them_from_the_files_calls(client: LanguageClient):
+    """Upstream's flex-attention style: the score function is an argument, torch's default chosen in a wrapper,
+    a lambda passed in main(); no shape line. Both calls become shape sets that compile, and the hover says
+    which function each was compiled with."""
+    path = Path(client.uri.removeprefix("file://")).parent / "flex.py"
+    path.write_text(FLEX)
+    uri = open_doc(client, path, FLEX)
+    diags = await final_diagnostics(client, uri, 1)
+    assert not [d for d in diags if d.severity == types.DiagnosticSeverity.Error], diags
+    assert not [d for d in diags if d.code == "HPL107"], diags
+    position = types.Position(line=line_of(FLEX, "def flex_kernel"), character=5)
+    result = await client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=position))
+    text = result.contents.value
+    call = line_of(FLEX, "    test(2, 256, lambda") + 1
+    assert "#### Shape set 0: `q=f32[1, 2, 128, 64]" in text and "score_mod=_identity<" in text
+    assert f"score_mod=lambda score, *_: torch.tanh(score)@{call}:" in text
+    assert "Does not compile" not in text

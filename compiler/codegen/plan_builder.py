@@ -281,12 +281,16 @@ def _build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chi
             memory = "resident"
             placement = placer.place(n, streaming, memory)
         params = ", ".join(grid_names) or "_"
-        outer = [dp.outer for dp in placement.dims]
+        shape = tuple(n.tensor.value.shape)
+        one = [isinstance(n, Load) and len(shape) == len(placement.dims) and shape[d] == 1
+               for d in range(len(placement.dims))]
+        # a dim of size 1 read has one block, whatever the position (Helion drops a size-1 dim's offset)
+        outer = ["0" if one[d] else dp.outer for d, dp in enumerate(placement.dims)]
         index_map = f"lambda {params}: ({', '.join(outer)}{',' if len(outer) == 1 else ''})"
         inner_map = None
         if memory == "hbm":
             inner_params = ", ".join(py_name(td.name) for td in streaming.dims)
-            inner = [dp.inner for dp in placement.dims]
+            inner = ["0" if one[d] else dp.inner for d, dp in enumerate(placement.dims)]
             inner_map = f"lambda {inner_params}: ({', '.join(inner)}{',' if len(inner) == 1 else ''})"
         key = (n.tensor.value.id, memory, id(streaming) if memory != "vmem_block" else None, placement.block_shape,
                index_map, inner_map)

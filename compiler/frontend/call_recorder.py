@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from ..callables import LIBRARY_CALLABLES
 from ..diagnostics import Range, warning
 from ..specs import (
     MAX_ELEMENTS,
@@ -23,11 +24,13 @@ from ..specs import (
     parse_spec,
 )
 from .call_shapes import InferredShapes, ShapeOrigin
+from .callable_specs import callable_spec
 from .host_eval import HostEvaluator
 from .host_statements import Exhausted, StepBudget
 from .host_torch import approx_notes, has_unknown, tensors_in
 from .host_values import UNKNOWN, Closure, KernelRef, Site
 from .module import ModuleInfo
+from .values import Module
 
 MAX_SETS = 8  # shape sets per kernel (each is compiled, hovered and tuned on its own)
 MAX_NOTES = 5  # diagnostics about limits hit while following the calls
@@ -81,7 +84,7 @@ class _Recorder:
         """Records a call of kernel `ref` and returns what the kernel returns (from its host code)."""
         if self.in_kernel:
             return UNKNOWN
-        specs, why = _specs(ref.closure, args, kwargs)
+        specs, why = _specs(ref.closure, args, kwargs, self.info)
         rng = Range.of(site.node) if site.node is not None else Range.lines(0)
         huge = next((t for t in tensors_in([*args, *kwargs.values()]) if t.numel() > MAX_ELEMENTS), None)
         if huge is not None and ref.name in self.wanted:
@@ -129,7 +132,7 @@ class _Recorder:
         return [x for v in values for x in (v if isinstance(v, tuple | list) else (v,))]
 
 
-def _specs(fn: Closure, args: list, kwargs: dict) -> tuple[dict[str, ArgSpec] | None, str]:
+def _specs(fn: Closure, args: list, kwargs: dict, info: ModuleInfo) -> tuple[dict[str, ArgSpec] | None, str]:
     """The call's arguments as specs in parameter order (defaults left out), or None and why not."""
     node = fn.node
     params = [p.arg for p in (*node.args.posonlyargs, *node.args.args)]
@@ -147,13 +150,17 @@ def _specs(fn: Closure, args: list, kwargs: dict) -> tuple[dict[str, ArgSpec] | 
             if name not in defaults:
                 return None, f"argument `{name}` is not given"
             continue
-        spec, why = _spec(given[name])
+        spec, why = callable_spec(given[name], info) if _is_function(given[name]) else _spec(given[name])
         if why:
             return None, f"argument `{name}` {why}"
         if name in defaults and _is_default(spec, defaults[name]):
             continue
         specs[name] = spec
     return specs, ""
+
+
+def _is_function(value: Any) -> bool:
+    return isinstance(value, Closure) or (isinstance(value, Module) and value.qualname in LIBRARY_CALLABLES)
 
 
 def _spec(value: Any) -> tuple[ArgSpec, str]:

@@ -14,6 +14,7 @@ import torch
 
 from ..diagnostics import Range, UserError
 from ..ir import Value
+from .callable_args import at_call
 from .dispatch import unwrap
 from .limits import check_binary
 from .ops import BINARY
@@ -115,7 +116,7 @@ class ExpressionEvaluator:
         if isinstance(func, ast.FunctionDef):
             return self.inline(func, args, kwargs, rng)
         if isinstance(func, Closure):
-            return self.inline(func.fn, args, kwargs, rng, func.env)
+            return self.inline(at_call(func.fn, node) if func.foreign else func.fn, args, kwargs, rng, func.env)
         return self.dispatch.call(func, args, kwargs, rng)
 
     def binop(self, op: str, a: Any, b: Any, rng: Range) -> Any:

@@ -23,6 +23,7 @@ import torch
 from ..diagnostics import Range, UserError
 from .host_values import UNKNOWN, Approx, ClassValue, Closure, FakeDevice, Instance
 from .limits import MAX_SEQUENCE, check_count
+from .values import Module
 
 if TYPE_CHECKING:
     from .host_eval import HostEvaluator
@@ -206,6 +207,17 @@ class TorchModels:
         if attr == "is_cuda":
             return False
         return BoundTensor(t, attr)
+
+    def empty_block_mask(self, args: list, kwargs: dict, rng: Range) -> Any:
+        """torch's `_create_empty_block_mask(q, k)`: one block spanning every query and key (flex attention's
+        default), with torch's `noop_mask`; what the flex-attention wrappers pass on to their kernels."""
+        big = 1 << 30  # torch's _LARGE_SPARSE_BLOCK_SIZE
+        table = {"kv_num_blocks": torch.ones([1, 1, 1], dtype=torch.int32, device="meta"),
+                 "kv_indices": torch.zeros([1, 1, 1, 1], dtype=torch.int32, device="meta"),
+                 "full_kv_num_blocks": None, "full_kv_indices": None, "q_num_blocks": None, "q_indices": None,
+                 "full_q_num_blocks": None, "full_q_indices": None, "BLOCK_SIZE": (big, big),
+                 "mask_mod": Module("torch.nn.attention.flex_attention.noop_mask")}
+        return Instance(ClassValue("BlockMask", (), {}), table)
 
     def torch_call(self, fn: Callable, args: list, kwargs: dict, rng: Range, name: str = "") -> Any:
         if has_unknown(args) or has_unknown(kwargs) or any(opaque(v) for v in (*args, *kwargs.values())):

@@ -15,7 +15,18 @@ PLACEHOLDER_DTYPE = "f32"
 
 def no_shapes_hint(fn: ast.FunctionDef, decorator: ast.expr, lines: list[str],
                    misses: list[tuple[Range, str]]) -> Diagnostic:
-    """Information on the decorator, with a fix inserting `# helion: args(...)` above it."""
+    """Information on the decorator, with a fix inserting `# helion: args(...)` above it; for a kernel that
+    takes a function (flex attention's `score_mod`) no call shows, information on that parameter instead,
+    naming it and the call whose function could not be seen (no placeholder fix: no lambda fits every one)."""
+    wanted = _function_param(fn, misses)
+    if wanted is not None:
+        param, call = wanted
+        where = f"the call at line {call[0].start.line + 1}: {call[1]}" if call else "no call in this file passes one"
+        return hint("HPL107", f"`{fn.name}` has no shape set: its parameter `{param.arg}` takes a function this "
+                    f"tool could not see ({where}); call the kernel in this file with a lambda or a function "
+                    "defined here (torch's flex-attention `_identity` and `noop_mask` are known too), or give "
+                    f"one in a shape line (`# helion: args(..., {param.arg}=lambda score, *_: score)`)",
+                    Range.of(param))
     first = min([fn.lineno] + [d.lineno for d in fn.decorator_list]) - 1
     indent = lines[first][: len(lines[first]) - len(lines[first].lstrip())] if first < len(lines) else ""
     text = f"# helion: args({placeholder_args(fn)})"
@@ -27,6 +38,23 @@ def no_shapes_hint(fn: ast.FunctionDef, decorator: ast.expr, lines: list[str],
     message += "; add a shape line to compile it"
     fix = Fix(f"Add a shape line: {text}", Range(Position(first, 0), Position(first, 0)), f"{indent}{text}\n")
     return hint("HPL107", message, Range.of(decorator), fix=fix)
+
+
+def _function_param(fn: ast.FunctionDef, misses: list[tuple[Range, str]]
+                    ) -> tuple[ast.arg, tuple[Range, str] | None] | None:
+    """The parameter taking a function (annotated `Callable`, or one a call passed an unseen function for)
+    that keeps the kernel from a shape set, with that call's miss; None when no such parameter."""
+    a = fn.args
+    params = [*a.posonlyargs, *a.args]
+    required = params[: len(params) - len(a.defaults)]
+    for p in params:
+        miss = next((m for m in misses if m[1].startswith(f"argument `{p.arg}` ")), None)
+        takes_function = "Callable" in (ast.unparse(p.annotation) if p.annotation is not None else "")
+        if miss is not None and (takes_function or "function" in miss[1]):
+            return p, miss
+        if takes_function and p in required and not misses:
+            return p, None
+    return None
 
 
 def placeholder_args(fn: ast.FunctionDef) -> str:

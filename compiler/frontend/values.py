@@ -88,6 +88,7 @@ class Closure:
 
     fn: ast.FunctionDef
     env: dict[str, Any]
+    foreign: bool = False  # from another file (a function argument's source): traced at the call's position
 
 
 def lambda_def(node: ast.Lambda) -> ast.FunctionDef:

@@ -60,7 +60,9 @@ def index_key(key: object, base: object = None) -> object:
     """Turn Tiles inside a subscript key into slices; every other key is returned unchanged.
 
     A tile over a dim of size 1 of `base` (a tensor) takes that whole dim, which then broadcasts, as Helion
-    does for e.g. a [1, N] bias indexed `bias[tile_m, tile_n]`.
+    does for e.g. a [1, N] bias indexed `bias[tile_m, tile_n]`; a single position in a dim of size 1 reads its
+    only element, whatever the position (Helion drops a size-1 dim's offset: flex attention reads a block mask
+    made for one head, [1, 1, 1], at every head, as torch broadcasts it).
     """
     shape = tuple(base.shape) if isinstance(base, torch.Tensor) else None
     keys = key if type(key) is tuple else (key,)
@@ -70,9 +72,18 @@ def index_key(key: object, base: object = None) -> object:
         if isinstance(k, Tile):
             broadcast = plain and dim < len(shape) and shape[dim] == 1 and k.end > 1
             out.append(slice(None) if broadcast else k.as_slice())
+        elif plain and dim < len(shape) and shape[dim] == 1 and _position(k):
+            out.append(0)
         else:
             out.append(k)
     return tuple(out) if type(key) is tuple else out[0]
+
+
+def _position(k: object) -> bool:
+    """One position: an int, or a 0-d integer tensor."""
+    if isinstance(k, torch.Tensor):
+        return k.ndim == 0 and not k.dtype.is_floating_point and k.dtype != torch.bool
+    return isinstance(k, int) and not isinstance(k, bool)
 
 
 def iter_tiles(begin: int, end: int, block_size: int) -> Iterator[Tile]:
