@@ -17,6 +17,7 @@ own resource-limited process (compiler.reference.isolated); still, never call th
 from __future__ import annotations
 
 import atexit
+import contextlib
 import math
 import time
 from collections.abc import Mapping
@@ -145,19 +146,24 @@ def check_case(case: GateCase, seed: int = 0) -> CorrectnessResult:
         seconds = case.prepare_seconds + time.perf_counter() - start
         return CorrectnessResult(verdict, message, shapes, error, seconds)
 
+    # the reference runs in its process while the generated code runs here (both sides' inputs are sent
+    # or cloned first); its result is collected afterwards either way, so the next check's reply is its own
+    reference = reference_process().begin(
+        case.kernel_source,
+        case.kernel_name,
+        theirs,
+        block_sizes=list(case.block_sizes),
+        filename=case.kernel_path or "<helion kernel source>",
+    )
     try:
         fn = load_entry(case.module, case.entry, f"<pallas {case.kernel_name}>")
         got = run(fn, list(case.params), case.args, get_chip(case.chip), ours, list(case.mutated))
     except Exception as exc:  # noqa: BLE001 - the generated code failing is the finding
+        with contextlib.suppress(ReferenceRunError):
+            reference()
         return done("failed", f"the generated kernel raised {type(exc).__name__}: {_first_line(exc)}")
     try:
-        want, theirs = reference_process().run(
-            case.kernel_source,
-            case.kernel_name,
-            theirs,
-            block_sizes=list(case.block_sizes),
-            filename=case.kernel_path or "<helion kernel source>",
-        )
+        want, theirs = reference()
     except ReferenceRunError as exc:
         return done("unverified", f"the eager reference could not run the kernel: {_first_line(exc)}")
     pairs = [(f"output {i}", g, w) for i, (g, w) in enumerate(zip(_flat(got), _flat(want), strict=False))]
