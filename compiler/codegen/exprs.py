@@ -172,11 +172,19 @@ class ExprWriter:
             return text if atomic or not nested else f"({text})"
         return literal(a)
 
+    def operand(self, a: Any, out: Value, nested: bool = True) -> str:
+        """An operand of an elementwise op. A 0-d device value of another dtype than the result is cast to it
+        first: torch computes in the result's dtype (a 0-d tensor does not promote a tensor of its kind), while
+        jnp promotes a scalar like an array (bf16 block * f32 scale would be f32, an fp8 scale an error)."""
+        if isinstance(a, Value) and not a.shape and a.dtype != out.dtype and out.dtype != torch.bool:
+            return f"{self.arg(a)}.astype({dtype_text(out.dtype)})"
+        return self.arg(a, nested)
+
     def op(self, op: Op) -> tuple[str, bool]:
         k, a, kw = op.kind, op.args, op.kwargs
         out = op.outputs()[0]
         if k in INFIX:
-            return f"{self.arg(a[0])} {INFIX[k]} {self.arg(a[1])}", False
+            return f"{self.operand(a[0], out)} {INFIX[k]} {self.operand(a[1], out)}", False
         if k == "neg":
             return f"-{self.arg(a[0])}", False
         if k == "relu":
@@ -192,9 +200,10 @@ class ExprWriter:
         if k in UNARY_FN:
             return f"{UNARY_FN[k]}({self.arg(a[0], False)})", True
         if k in BINARY_FN:
-            return f"{BINARY_FN[k]}({self.arg(a[0], False)}, {self.arg(a[1], False)})", True
+            return f"{BINARY_FN[k]}({self.operand(a[0], out, False)}, {self.operand(a[1], out, False)})", True
         if k == "where":
-            return f"jnp.where({', '.join(self.arg(x, False) for x in a)})", True
+            return f"jnp.where({self.arg(a[0], False)}, {self.operand(a[1], out, False)}, " \
+                   f"{self.operand(a[2], out, False)})", True
         if k == "clamp":
             return f"jnp.clip({self.arg(a[0], False)}, {literal(kw['min'])}, {literal(kw['max'])})", True
         if k == "mask":
