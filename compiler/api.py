@@ -173,7 +173,7 @@ class Kernel:
     def source_hash(self) -> str:
         info = self.info
         try:
-            return source_hash(self.definition.node, self._helpers, info.constants)
+            return source_hash(self.definition.node, self._helpers, info.constants, info.definitions)
         except RecursionError:  # too deep to hash its structure (it gets a diagnostic): hash its text instead
             node = self.definition.node
             text = "".join(self.source.splitlines(keepends=True)[node.lineno - 1 : node.end_lineno])

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..diagnostics import UserError
-from ..ir import GridLoop, HostTensor, KernelIR, Load, Node, Store, TileDim, viewed, walk
+from ..ir import GridLoop, HostTensor, KernelIR, Load, Node, Op, Store, TileDim, Value, viewed, walk
 
 if TYPE_CHECKING:
     from .plan_builder import OperandLayout
@@ -134,7 +134,7 @@ def _check_conflicts(ops: list[OperandLayout], by_node: dict[int, OperandLayout]
         by_root.setdefault(viewed(o.tensor.root.value).id, []).append(o)
     for root, group in by_root.items():
         writers = [o for o in group if o.kind in ("output", "inout")]
-        if not writers or len(group) == 1:
+        if not writers or len(group) == 1 or _reads_first_on_own_rows(group, writers, by_node, grid):
             continue
         nodes = {id(o): [n for n in walk(grid.body) if isinstance(n, Load | Store) and by_node.get(id(n)) is o]
                  for o in group}
@@ -156,6 +156,57 @@ def _check_conflicts(ops: list[OperandLayout], by_node: dict[int, OperandLayout]
             first.range,
             root,
         )
+
+
+def _reads_first_on_own_rows(group: list[OperandLayout], writers: list[OperandLayout],
+                             by_node: dict[int, OperandLayout], grid: GridLoop) -> bool:
+    """May a tensor written through one operand also be read through others (reshaped views of it: vLLM's
+    per-group quantization reads `residual[tile_m, tile_n]` and writes `residual.view(T, H / G, G)` blocks)?
+    Yes when every read through the others comes before the first write in the step, and each step touches
+    only its own rows: every launch-grid dim that takes more than one step indexes, as its own tile, one
+    leading dim that all the views share with the tensor. Then no step reads what another step wrote, and
+    within a step the reads see the values from before its writes, which is what they are."""
+    if len(writers) != 1 or any(o.memory == "dma" for o in group):
+        return False
+    w = writers[0]
+    if any(o.kind != "input" for o in group if o is not w):
+        return False
+    order = [n for n in walk(grid.body) if isinstance(n, Load | Store) and by_node.get(id(n)) in group]
+    first_write = next(i for i, n in enumerate(order) if isinstance(n, Store))
+    if any(by_node.get(id(n)) is not w for n in order[first_write:]):
+        return False
+    base = _reshaped_from(w.tensor.value)
+    for o in group:
+        if _reshaped_from(o.tensor.value) is not base:
+            return False
+    for d in grid.dims:
+        if d.steps == 1:
+            continue
+        for o in group:
+            at = _tile_dim(o.items, d)
+            shape, root = tuple(o.tensor.value.shape), tuple(base.shape)
+            if at is None or shape[: at + 1] != root[: at + 1]:
+                return False
+    return True
+
+
+def _reshaped_from(v: Value) -> Value:
+    """The tensor a chain of reshapes of `v` starts from."""
+    while isinstance(v.producer, Op) and v.producer.kind == "reshape" and isinstance(v.producer.args[0], Value):
+        v = v.producer.args[0]
+    return v
+
+
+def _tile_dim(items: tuple[tuple, ...], d: TileDim) -> int | None:
+    """The tensor dim that `items` index by tile `d` (as a whole block), if any."""
+    dim = 0
+    for it in items:
+        if it[0] == "newaxis":
+            continue
+        if (it[0] == "tile" or (it[0] == "id" and d.block_size == 1 and not d.begin)) and it[1] == d:
+            return dim  # a one-row tile's block number is its row
+        dim += 1
+    return None
 
 
 def _check_revisits(o: OperandLayout, launch: list[TileDim], by_node: dict[int, OperandLayout],

@@ -98,6 +98,20 @@ _TYPES = {"int": int, "float": float, "bool": bool, "str": str, "tuple": tuple, 
           "set": set, "frozenset": frozenset, "object": object}
 
 
+_TYPE_INFO_ATTRS = frozenset({"min", "max", "eps", "tiny", "smallest_normal", "resolution", "bits"})
+
+
+def _type_info(kind: type, args: list, kwargs: dict) -> Any:
+    """`torch.finfo(dtype)` / `torch.iinfo(dtype)` (finfo() is float32's): the numeric limits of a dtype."""
+    dtype = args[0] if args else kwargs.get("type", torch.float32 if kind is torch.finfo and not kwargs else None)
+    if not isinstance(dtype, torch.dtype) or len(args) > 1:
+        return UNKNOWN
+    try:
+        return kind(dtype)
+    except TypeError:  # iinfo of a float dtype, finfo of an integer one
+        return UNKNOWN
+
+
 @dataclass(eq=False)
 class BoundBuiltin:
     obj: Any
@@ -122,6 +136,8 @@ class Models(TorchModels):
             "torch.nn.Linear": self.linear,
             "torch.nn.attention.flex_attention._create_empty_block_mask": self.empty_block_mask,
             "itertools.product": self.product,
+            "torch.finfo": lambda a, k, r: _type_info(torch.finfo, a, k),
+            "torch.iinfo": lambda a, k, r: _type_info(torch.iinfo, a, k),
         }
 
     # -- attributes ----------------------------------------------------------------------------------
@@ -174,6 +190,8 @@ class Models(TorchModels):
             return getattr(obj, attr) if attr in ("type", "index") else UNKNOWN
         if isinstance(obj, torch.dtype):
             return getattr(obj, attr) if attr in ("itemsize", "is_floating_point", "is_signed") else UNKNOWN
+        if isinstance(obj, torch.finfo | torch.iinfo):
+            return getattr(obj, attr) if attr in _TYPE_INFO_ATTRS else UNKNOWN
         if isinstance(obj, dict | list | tuple | str | set | torch.Size):
             return BoundBuiltin(obj, attr) if hasattr(obj, attr) and not attr.startswith("_") else UNKNOWN
         return UNKNOWN

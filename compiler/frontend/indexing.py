@@ -42,6 +42,16 @@ def _int_value(v: Any) -> bool:
     return isinstance(v, Value) and v.space == "device" and not v.dtype.is_floating_point and v.dtype != torch.bool
 
 
+def _start_fits(run: Run, size: int) -> bool:
+    """Does a run of positions with a start computed on the device provably stay inside a dim of `size`? (A
+    window is read at its start clamped into the dim, which only leaves its positions in place if so.)"""
+    start, n, step = run
+    if _is_int(start):
+        return True  # checked exactly by `window`
+    b = ix.bounds(start)
+    return b is not None and b[0] >= 0 and b[1] + (n - 1) * step < size
+
+
 class Indexer:
     """Builds index items; owned by the tracer (it emits the ops a computed position needs)."""
 
@@ -155,7 +165,7 @@ class Indexer:
     def _item(self, tensor: Value, dim: int, it: Any, rng: Range, for_store: bool) -> tuple:
         size = tensor.shape[dim]
         if isinstance(it, Tile):
-            return self._tile_item(tensor, dim, it.dim, rng, for_store)
+            return self.tile_item(tensor, dim, it.dim, rng, for_store)
         if isinstance(it, TileId):
             return ("id", it.dim)
         if isinstance(it, slice):
@@ -178,20 +188,23 @@ class Indexer:
                 return ("scalar", it)
             tile = self.exact_tile(it)
             if tile is not None:
-                return self._tile_item(tensor, dim, tile, rng, for_store)
+                return self.tile_item(tensor, dim, tile, rng, for_store)
             run = self.run(it, rng) if len(it.shape) == 1 else None
+            if run is not None and run[2] > 0 and not _start_fits(run, size):
+                # a window read at a clamped start would shift the positions against the kernel's own masks
+                return ("gather", it)
             if run is not None and run[2] > 0:
                 if self.mask is not None and masked_in_range(it, size, self.mask):
                     try:
-                        return self._window(size, run, rng)
+                        return self.window(size, run, rng)
                     except UserError:  # runs past the tensor where the mask drops it: read as a gather
                         return ("gather", it)
-                return self._window(size, run, rng)
+                return self.window(size, run, rng)
             return ("gather", it)
         raise UserError("HPL202", f"unsupported index `{type(it).__name__}`: use tiles, `:`, slices, None, integers "
                                   "or integer tensors", rng)
 
-    def _tile_item(self, tensor: Value, dim: int, d: TileDim, rng: Range, for_store: bool) -> tuple:
+    def tile_item(self, tensor: Value, dim: int, d: TileDim, rng: Range, for_store: bool) -> tuple:
         t = self.t
         if not any(lp.dims and d.loop_id == lp.dims[0].loop_id for lp in t.loops):
             raise UserError("HPL202", f"tile `{d.name}` is used outside its loop", rng)
@@ -245,7 +258,7 @@ class Indexer:
         return ("window", r.start, len(r), r.step)
 
     @staticmethod
-    def _window(size: int, run: Run, rng: Range) -> tuple:
+    def window(size: int, run: Run, rng: Range) -> tuple:
         start, n, step = run
         if _is_int(start):
             start = _const(start)
@@ -406,7 +419,7 @@ class Indexer:
                 run = self.run(e, rng)
                 if run is None or not _is_int(run[0]) or run[2] <= 0:
                     return None
-                item = self._window(size, run, rng)
+                item = self.window(size, run, rng)
                 out.append(slice(None) if item[0] == "full" else slice(item[1], item[1] + (item[2] - 1) * item[3] + 1,
                                                                           item[3]))
             elif isinstance(e, Value):
@@ -499,7 +512,7 @@ class Indexer:
                 raise _negative_slice(e, rng)
             if not all(b is None or _is_int(b) for b in (e.start, e.stop, e.step)):
                 rel, n, _ = self._device_slice(tile, extent, e, rng)  # proven live rows: no mask
-                return self._window(size, (self.add(start, self.mul(rel, step, rng), rng), n, step), rng), None
+                return self.window(size, (self.add(start, self.mul(rel, step, rng), rng), n, step), rng), None
             r = range(extent)[e]
             if len(r) == 0 or r.step <= 0:
                 raise UserError("HPL105", f"the slice {_slice_text(e)} of a dim of size {extent} is empty", rng)
@@ -541,7 +554,7 @@ class Indexer:
             if tile is not None and r_start == 0 and n == tile.block_size and r_step * step == 1:
                 return it, None
             pos = self.add(start, self.mul(r_start, step, rng), rng)
-            return self._window(size, (pos, n, r_step * step), rng), guard
+            return self.window(size, (pos, n, r_step * step), rng), guard
         pos = self.add(start, self.mul(sub, step, rng), rng)
         return (("int", pos) if _is_int(pos) else ("scalar", pos)), guard
 

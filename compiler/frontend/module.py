@@ -42,7 +42,9 @@ class ModuleInfo:
     tree: ast.Module | None
     imports: dict[str, str] = field(default_factory=dict)  # local name -> qualified name
     functions: dict[str, ast.FunctionDef] = field(default_factory=dict)
-    constants: dict[str, Any] = field(default_factory=dict)
+    constants: dict[str, Any] = field(default_factory=dict)  # literal ones (ast.literal_eval)
+    definitions: dict[str, list[ast.stmt]] = field(default_factory=dict)  # top-level statements assigning a name
+    evaluated_constants: dict[str, Any] | None = None  # all plain-data ones, filled by module_constants.py
     kernels: list[KernelDef] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
@@ -61,6 +63,7 @@ def parse_module(source: str) -> ModuleInfo:
         _collect_imports(stmt, info.imports)
     assigned: dict[str, ast.expr] = {}  # module-level `NAME = ...` so far (a decorator's `config=NAME`)
     for stmt in tree.body:
+        _collect_definitions(stmt, info.definitions)
         if isinstance(stmt, ast.FunctionDef):
             info.functions[stmt.name] = stmt
             dec = _kernel_decorator(stmt, info.imports)
@@ -107,6 +110,20 @@ def _kernel_alias(name: str, value: ast.expr, info: ModuleInfo) -> ast.FunctionD
     renamed = copy.copy(fn)
     renamed.name = name
     return renamed
+
+
+def _collect_definitions(stmt: ast.stmt, table: dict[str, list[ast.stmt]]) -> None:
+    """The top-level assignments binding each name (what a kernel reading the name depends on)."""
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, ast.AnnAssign | ast.AugAssign):
+        targets = [stmt.target]
+    else:
+        return
+    for target in targets:
+        for node in ast.walk(target):
+            if isinstance(node, ast.Name):
+                table.setdefault(node.id, []).append(stmt)
 
 
 def _collect_imports(stmt: ast.stmt, table: dict[str, str]) -> None:
@@ -258,9 +275,12 @@ def normal_dump(node: ast.AST) -> str:
             setattr(obj, name, value)
 
 
-def normalized_hash(nodes: list[ast.stmt], constants: dict[str, Any]) -> str:
+def normalized_hash(nodes: list[ast.stmt], constants: dict[str, Any],
+                    definitions: dict[str, list[ast.stmt]] | None = None) -> str:
     """Hash of code, not text: whitespace, comments, docstrings, order of the functions and an applied
-    `config=` do not change it (so applying a tuned config keeps its stored results)."""
+    `config=` do not change it (so applying a tuned config keeps its stored results). The values of the literal
+    module constants the code reads are in it, and so is the code of the other module-level assignments it
+    reads (`_FP8_MAX = float(torch.finfo(_FP8_DTYPE).max)`), with those they read in turn."""
     dumps = sorted(normal_dump(node) for node in nodes)
     h = hashlib.sha256()
     for dump in dumps:
@@ -269,12 +289,33 @@ def normalized_hash(nodes: list[ast.stmt], constants: dict[str, Any]) -> str:
     names = {n.id for node in nodes for n in ast.walk(node) if isinstance(n, ast.Name)}
     for name in sorted(names & constants.keys()):
         h.update(f"{name}={constants[name]!r}".encode())
+    for stmt in _definitions_read(names - constants.keys(), definitions or {}):
+        h.update(normal_dump(stmt).encode())
+        h.update(b"\0")
     return h.hexdigest()[:20]
 
 
-def source_hash(fn: ast.FunctionDef, helpers: list[ast.FunctionDef], constants: dict[str, Any]) -> str:
+def _definitions_read(names: set[str], definitions: dict[str, list[ast.stmt]]) -> list[ast.stmt]:
+    """The module-level assignments of `names`, and of the names those read, transitively, in file order."""
+    seen: dict[int, ast.stmt] = {}
+    todo = sorted(names & definitions.keys())
+    done = set(todo)
+    while todo:
+        for stmt in definitions[todo.pop()]:
+            if id(stmt) in seen:
+                continue
+            seen[id(stmt)] = stmt
+            for n in ast.walk(stmt):
+                if isinstance(n, ast.Name) and n.id in definitions and n.id not in done:
+                    done.add(n.id)
+                    todo.append(n.id)
+    return sorted(seen.values(), key=lambda s: (s.lineno, s.col_offset))
+
+
+def source_hash(fn: ast.FunctionDef, helpers: list[ast.FunctionDef], constants: dict[str, Any],
+                definitions: dict[str, list[ast.stmt]] | None = None) -> str:
     """The kernel's identity for stored tuning results (see `normalized_hash`)."""
-    return normalized_hash([fn, *helpers], constants)
+    return normalized_hash([fn, *helpers], constants, definitions)
 
 
 def target_name(target: ast.expr, axis: int) -> str:

@@ -34,14 +34,16 @@ from ..ir import (
 from ..specs import ArgSpec, CallableSpec, TensorSpec, runtime_value
 from .branches import trace_device_if
 from .callable_args import closure_of
-from .dispatch import Dispatcher
+from .dispatch import TORCH_DTYPES, Dispatcher
 from .expressions import BINOPS, ExpressionEvaluator
 from .indexing import Indexer
 from .limits import Budget
 from .module import ModuleInfo, assigned_names, target_name
+from .module_constants import dtypes_in, evaluated_constants
 from .ops import OpBuilder, int64_grown_error
 from .pairs import drop_unused_views
-from .row_views import use_rows
+from .row_views import single_row_view, use_rows
+from .split_index import split_view
 from .values import BlockSize, BlockSizeTable, Closure, NamedConst, Tile, TileLoopSpec, lambda_def
 
 MAX_INLINE_DEPTH = 16
@@ -70,7 +72,7 @@ class Tracer(ExpressionEvaluator):
         self.host: list[Node] = []
         self.region: list[Node] = self.host
         self.loops: list[GridLoop | InnerLoop] = []
-        self.row_views: dict[tuple[int, int], Value] = {}  # (1-D tensor id, block) -> its rows view (row_views.py)
+        self.host_views: dict[tuple, Value] = {}  # (tensor id, shape, purpose) -> its reshape (host_view)
         self.predicate: Value | None = None  # inside `if` on device values: when stores take effect (branches.py)
         self.tensors: dict[int, HostTensor] = {}
         self.arg_values: dict[str, Any] = {}
@@ -87,6 +89,22 @@ class Tracer(ExpressionEvaluator):
         self.dispatch = Dispatcher(self)
         self.indexer = Indexer(self)
         self._bind_args(args)
+
+    def lookup(self, name: str, rng: Range) -> Any:
+        """A name of the kernel, its file or Python's; else a module constant only an evaluation can read
+        (`_FP8_MAX = float(torch.finfo(_FP8_DTYPE).max)`, module_constants.py)."""
+        try:
+            return super().lookup(name, rng)
+        except UserError:
+            evaluated = evaluated_constants(self.info)
+            if name not in evaluated:
+                raise
+        value = evaluated[name]
+        odd = next((d for d in dtypes_in(value) if d not in TORCH_DTYPES.values()), None)
+        if odd is not None:
+            raise UserError("HPL108", f"`{name}` is {str(odd).removeprefix('torch.')}, a dtype TPU kernels here do not "
+                                      "support (8-bit floats: float8_e4m3fn, float8_e5m2)", rng)
+        return NamedConst(name, value) if isinstance(value, float) else value
 
     # -- set-up ----------------------------------------------------------------------------------------
 
@@ -450,6 +468,9 @@ class Tracer(ExpressionEvaluator):
 
     def load(self, tensor: Value, index: Any, rng: Range, prepared: bool = False) -> Value:
         """`tensor[index]` in device code; `prepared`: index is already a tuple of IR index items."""
+        split = None if prepared else split_view(self, tensor, index, rng, for_store=False)
+        if split is not None:
+            tensor, index, prepared = *split, True
         ht = self.host_tensor(tensor, rng)
         _no_64_bit(ht, rng, written=False)
         _positions_fit(ht, rng)
@@ -469,29 +490,39 @@ class Tracer(ExpressionEvaluator):
 
     def _as_rows(self, tensor: Value, items: tuple, rng: Range) -> tuple[Value, tuple]:
         """`x[tile]` of a small 1-D tensor with a block too short for a rank-1 block: row `tile.id` of its
-        [n / block, block] view (compiler/frontend/row_views.py); otherwise the access as it is."""
+        [n / block, block] view (compiler/frontend/row_views.py); a launch-grid tile of one row on the
+        second-to-last dim (`hl.tile(tokens, block_size=1)`): row `tile.id` of the [..., n, 1, m] view, a block
+        Mosaic accepts ((1, m) of [n, m] is not); otherwise the access as it is."""
+        if len(tensor.shape) >= 2:
+            return single_row_view(self, tensor, items, rng)
         if len(tensor.shape) != 1 or len(items) != 1 or items[0][0] != "tile":
             return tensor, items
         d: TileDim = items[0][1]
         n, b = tensor.shape[0], d.block_size
-        grid = self.loops[0]
         if d.dynamic or d.parent is not None or d.begin or d.extent != n or not use_rows(n, b, tensor.dtype.itemsize):
             return tensor, items
-        key = (tensor.id, b)
-        view = self.row_views.get(key)
+        known = (tensor.id, (n // b, b), "rows") in self.host_views
+        view = self.host_view(tensor, (n // b, b), "rows", rng)
+        if not known:
+            self.host_tensor(view, rng).rows = True
+        return view, (("id", d), ("full",))
+
+    def host_view(self, tensor: Value, shape: tuple[int, ...], suffix: str, rng: Range) -> Value:
+        """`tensor.reshape(shape)`, made once in host code before the current grid loop (`x_rows`, `x_split`)."""
+        key = (tensor.id, tuple(shape), suffix)
+        view = self.host_views.get(key)
         if view is None:
             before, self.region = self.region, []
             try:
-                view = self.ops.reshape(tensor, (n // b, b), rng)
+                view = self.ops.reshape(tensor, tuple(shape), rng)
                 made = self.region
             finally:
                 self.region = before
-            at = self.host.index(grid)
+            at = self.host.index(self.loops[0])
             self.host[at:at] = made
-            view.hint = f"{self.host_tensor(tensor, rng).name}_rows"
-            self.host_tensor(view, rng).rows = True
-            self.row_views[key] = view
-        return view, (("id", d), ("full",))
+            view.hint = f"{self.host_tensor(tensor, rng).name}_{suffix}"
+            self.host_views[key] = view
+        return view
 
     def store(self, target: ast.Subscript, value: Any, accumulate: str | None, rng: Range) -> None:
         base = self.eval(target.value)
@@ -521,6 +552,9 @@ class Tracer(ExpressionEvaluator):
             raise UserError("HPL101", "stores must write into a host tensor (a kernel argument or allocation)", rng)
         if not self.in_device:
             raise UserError("HPL101", "host code cannot write into tensors; do it inside an hl.tile loop", rng)
+        split = split_view(self, base, index, rng, for_store=True)
+        if split is not None:
+            base, index = split
         ht = self.host_tensor(base, rng)
         if ht.origin == "derived":
             root = self._view_base(base, rng)
@@ -530,7 +564,7 @@ class Tracer(ExpressionEvaluator):
             ht.origin, ht.base = "view", root
         _no_64_bit(ht, rng, written=True)
         _positions_fit(ht, rng)
-        items = self.indexer.items(base, index, rng, for_store=True)
+        items = index if split is not None else self.indexer.items(base, index, rng, for_store=True)
         _no_device_tile_runs(items, rng)
         if any(it[0] == "newaxis" for it in items):
             raise UserError("HPL202", "`None` is not allowed in a store index", rng)
