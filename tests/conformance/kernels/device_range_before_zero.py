@@ -9,25 +9,25 @@ import torch
 
 def inputs():
     g = torch.Generator().manual_seed(4)
-    x = torch.randn(3, 8, 256, generator=g)
+    x = torch.randn(3, 256, 128, generator=g)
     starts = torch.tensor([-5, 0, 150], dtype=torch.int32)
     return [x, starts]
 
 
 @helion.kernel(static_shapes=True, config=helion.Config(block_sizes=[128]))
 def device_range_before_zero(x: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
-    G, M, N = x.size()
-    out = torch.empty([G, M], dtype=torch.float32, device=x.device)
-    for tg, tm in hl.tile([G, M], block_size=[1, M]):
-        acc = hl.zeros([tm], dtype=torch.float32)
+    G, N, D = x.size()
+    out = torch.empty([G, D], dtype=torch.float32, device=x.device)
+    for tg, td in hl.tile([G, D], block_size=[1, D]):
+        acc = hl.zeros([td], dtype=torch.float32)
         lo = starts[tg.begin]
         hi = torch.minimum(lo + 200, lo.new_full([], N))
         for tn in hl.tile(lo, hi):
-            acc = acc + x[tg.begin, tm, tn].sum(-1)
-        out[tg.begin, tm] = acc
+            acc = acc + x[tg.begin, tn, td].sum(0)
+        out[tg.begin, td] = acc
     return out
 
 
 def reference(x, starts):
-    n = x.size(2)
-    return torch.stack([x[g, :, max(s, 0):min(s + 200, n)].sum(-1) for g, s in enumerate(starts.tolist())])
+    n = x.size(1)
+    return torch.stack([x[g, max(s, 0):min(s + 200, n)].sum(0) for g, s in enumerate(starts.tolist())])
