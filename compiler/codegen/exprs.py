@@ -323,12 +323,17 @@ class ExprWriter:
     def valid(self, dim: TileDim, shape: tuple[int, ...], axis: int, lanes: tuple[int, ...] | None = None) -> str:
         """Which positions of a block along `axis` lie in the tile's range. A device-bounded loop's window may
         start before this step's first position (it is clamped inside the array): those belong to the step
-        before (or to another segment) and are invalid too. A jagged tile's positions lie below their lane's
-        end too, when `lanes` names the block's axes its per-lane ends run along."""
-        at = f"{self.tile_begin(dim)} + jax.lax.broadcasted_iota(jnp.int32, {literal(shape)}, {axis})"
+        before (or to another segment) and are invalid too; when a range starts before 0 the window is
+        clamped up to 0, and its positions past this step's block belong to the next step (positions before 0
+        do not exist and are read by no step). A jagged tile's positions lie below their lane's end too, when
+        `lanes` names the block's axes its per-lane ends run along."""
+        window, first = self.tile_begin(dim), self.tile_begin(dim, first=True)
+        at = f"{window} + jax.lax.broadcasted_iota(jnp.int32, {literal(shape)}, {axis})"
         if not dim.dynamic:
             return f"{at} < {self.tile_limit(dim)}"
-        text = f"({at} >= {self.tile_begin(dim, first=True)}) & ({at} < {self.tile_limit(dim)})"
+        text = f"({at} >= {first}) & ({at} < {self.tile_limit(dim)})"
+        if window != first:
+            text += f" & ({at} < {first} + {dim.block_size})"
         if lanes is not None and dim.lanes is not None:
             ends = tuple(shape[i] if i in lanes else 1 for i in range(len(shape)))
             text += f" & ({at} < {self.arg(dim.lanes)}.reshape({literal(ends)}))"
