@@ -609,6 +609,15 @@ class CompiledKernel:
         return {n: v for n, v in self.call_specs.items() if not isinstance(v, TensorSpec)}
 
     @cached_property
+    def index_tables(self) -> tuple[str, ...]:
+        """Integer tensor arguments the kernel reads one element at a time on the scalar core (loop bounds,
+        offsets, block numbers, positions: flex attention's `kv_num_blocks`, a jagged kernel's `offsets`). A
+        check draws these non-negative: a random negative count or position means nothing to such a kernel."""
+        smem = {o.tensor for c in self.plan.calls for o in c.operands if o.memory == "smem" and o.kind == "input"}
+        return tuple(n for n, s in self.args.items()
+                     if n in smem and isinstance(s, TensorSpec) and s.dtype_name.startswith(("int", "uint")))
+
+    @cached_property
     def call_specs(self) -> dict[str, ArgSpec]:
         """Spec of each parameter the generated function takes (a defaulted one: its default)."""
         from .runtime import bind_call

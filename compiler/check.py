@@ -29,7 +29,10 @@ def tolerance(dtype: torch.dtype) -> dict[str, float]:
 
 
 def compare(out: Any, expected: Any) -> str | None:
-    """None when `out` matches `expected` (tensors or tuples of tensors), else why not."""
+    """None when `out` matches `expected` (tensors or tuples of tensors), else why not. NaN where the other
+    side has NaN too matches (`equal_nan`): both sides run the same program, and NaN is what torch computes
+    there (a softmax over no keys is 0/0); `nan_note` says when that happened, and a run whose outputs are
+    NaN everywhere compared nothing and is no pass."""
     outs = out if isinstance(out, tuple) else (out,)
     exps = expected if isinstance(expected, tuple | list) else (expected,)
     if len(outs) != len(exps):
@@ -40,10 +43,25 @@ def compare(out: Any, expected: Any) -> str | None:
                 return f"output {i}: {o!r} != {e!r}"
             continue
         try:
-            torch.testing.assert_close(o, e.to(o.dtype), **tolerance(o.dtype))
+            torch.testing.assert_close(o, e.to(o.dtype), equal_nan=True, **tolerance(o.dtype))
         except AssertionError as exc:
             return f"output {i}: " + str(exc).strip().splitlines()[0]
     return None
+
+
+def nan_note(out: Any) -> tuple[int, int]:
+    """(NaN elements, elements) over the floating-point tensors of an output that matched its reference."""
+    outs = [o for o in (out if isinstance(out, tuple) else (out,))
+            if isinstance(o, torch.Tensor) and o.dtype.is_floating_point]
+    return sum(int(o.isnan().sum()) for o in outs), sum(o.numel() for o in outs)
+
+
+def _drawn(tables: tuple[str, ...]) -> str:
+    """How the integer tables a kernel reads element by element were drawn, for a verdict."""
+    if not tables:
+        return ""
+    names = ", ".join(tables)
+    return f" (inputs: {names} read as loop bounds/positions, drawn at random in [1, 8]; give real ones in a test)"
 
 
 def check_file(path: str, kernel_name: str | None, chip: str, loop_types: list[str]) -> int:
@@ -81,11 +99,8 @@ def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip:
             rows.append((k.name, "-", "-", f"bad inputs: {exc}", "-", "-"))
             failures += 1
             continue
-        inputs = make_inputs(specs)
-        own = OwnReference.find(module.info.functions, k.name, len(module.kernels), inputs, call)
-        if own is not None and own.error:
-            notes.append(f"{k.name}: {own.name}() failed: {own.error}")
-            own = None
+        inputs: list[Any] | None = None  # drawn once the first compile says which are index tables
+        own = None
         disagreement_checked = False
         types = loop_types if _has_inner_loop(k, specs, chip) else ["-"]
         for lt in types:
@@ -96,8 +111,15 @@ def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip:
                 rows.append((k.name, lt, "-", f"compile error: {exc}", "-", "-"))
                 failures += 1
                 continue
+            if inputs is None:
+                inputs = make_inputs(specs, positive=ck.index_tables)
+                own = OwnReference.find(module.info.functions, k.name, len(module.kernels), inputs, call)
+                if own is not None and own.error:
+                    notes.append(f"{k.name}: {own.name}() failed: {own.error}")
+                    own = None
             args = _clone(inputs)
             own_problem = None
+            nans = (0, 0)
             try:
                 out = ck(*args)
                 expected, ref_args = reference.run(source, k.name, _clone(inputs), list(ck.config["block_sizes"]),
@@ -106,6 +128,12 @@ def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip:
                 if in_place:
                     out, expected = _mutated(k, ck, args), _mutated(k, ck, ref_args)
                 problem = compare(out, expected)
+                if problem is None:
+                    nans = nan_note(out)
+                    if nans[1] and nans[0] == nans[1]:
+                        problem = "NO SIGNAL: every output is NaN in both runs, nothing was compared"
+                if problem is not None:
+                    problem += _drawn(ck.index_tables)
                 if own is not None:
                     wanted = own.expected(k, ck, in_place)
                     own_problem = compare(out, wanted)
@@ -116,8 +144,10 @@ def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip:
                             notes.append(f"{k.name}: the eager reference and {own.name}() disagree: {differ}")
             except Exception as exc:  # noqa: BLE001 - a failing run is a table row, not a crash
                 problem = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}"
+                problem += _drawn(ck.index_tables)
             seconds = f"{time.perf_counter() - start:.2f}"
-            eager = "ok" if problem is None else f"MISMATCH {problem}"
+            eager = ("ok" if not nans[0] else f"ok (NaN in both at {nans[0]} of {nans[1]})") if problem is None \
+                else problem if problem.startswith("NO SIGNAL") else f"MISMATCH {problem}"
             mine = "-" if own is None else "ok" if own_problem is None else f"MISMATCH {own_problem}"
             rows.append((k.name, lt, ck.config.short(), eager, mine, seconds))
             failures += problem is not None or own_problem is not None

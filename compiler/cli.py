@@ -77,18 +77,8 @@ def _crosscheck(ns: argparse.Namespace) -> int:
 
 
 def _tune(ns: argparse.Namespace) -> int:
-    import gc
+    from .tune import command  # light: it imports torch once its gate worker is starting
 
-    from . import skip_dynamo_import
-
-    gc.disable()  # torch's imports: collections scanning its objects meanwhile would only slow them down
-    try:
-        from .tune import command
-
-        skip_dynamo_import()  # this process compiles and never runs torch.compile
-    finally:
-        gc.freeze()  # and they stay out of the collections during the search
-        gc.enable()
     return command.run(ns)
 
 

@@ -1,6 +1,6 @@
 """Argument specs: `bf16[8, 32, 8192, 256]` for tensors, literals for every other argument kind.
 
-A kernel argument is a tensor (`bf16[8, 128]`), a number or bool (`1e-5`, `7`, `True`), `None` (an optional
+A kernel argument is a tensor (`bf16[8, 128]`; a 0-d tensor, such as a scale, is `f32[]`), a number or bool (`1e-5`, `7`, `True`), `None` (an optional
 tensor left out), a list or tuple of ints (`normalized_shape=[8192]`) or a dtype (`torch.bfloat16`, or
 `bf16`). The same text appears in `# helion: args(...)` lines above a kernel, in `--args` on the command
 line and in `compile(args=...)`; shapes inferred from a file's own calls (frontend/call_shapes.py) are
@@ -14,6 +14,7 @@ server's start).
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -184,8 +185,9 @@ def format_args(args: dict[str, ArgSpec]) -> str:
 def parse_spec(node: ast.expr | str) -> ArgSpec:
     """One spec, from text or from an ast expression (`bf16[1, 2]`, `1e-5`, `-3`)."""
     if isinstance(node, str):
+        text, _ = _empty_shapes(node.strip())
         try:
-            node = parse(node.strip(), mode="eval").body
+            node = parse(text, mode="eval").body
         except SyntaxError as exc:
             raise SpecError(f"cannot parse spec {node!r}: {exc.msg}") from None
     if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
@@ -262,14 +264,35 @@ def _dtype_of(node: ast.expr) -> DtypeSpec | None:
     return None
 
 
+_EMPTY_SHAPE = re.compile(r"(?<=[A-Za-z0-9_])\[\s*\]")
+
+
+def _empty_shapes(text: str) -> tuple[str, list[tuple[int, int]]]:
+    """`f32[]` (a 0-d tensor, written like torch prints its shape) is not Python: read it as `f32[()]`. Also
+    (offset in the new text, how many characters it added) for each replacement, to map columns back."""
+    shifts: list[tuple[int, int]] = []
+
+    def sub(m: re.Match) -> str:
+        added = 4 - len(m.group())
+        shifts.append((m.start() + sum(a for _, a in shifts) + 4, added))
+        return "[()]"
+
+    return _EMPTY_SHAPE.sub(sub, text), shifts
+
+
 def parse_args_text(text: str) -> dict[str, ArgSpec]:
     """`q=bf16[1, 2], eps=1e-5` (the inside of `args(...)`) to an ordered dict."""
+    expanded, shifts = _empty_shapes(text)
+    back = lambda col: None if col is None else col - sum(a for end, a in shifts if col >= end)  # noqa: E731
     try:
-        call = parse(f"args({text})", mode="eval").body
+        call = parse(f"args({expanded})", mode="eval").body
     except SyntaxError as exc:
         col = max(0, (exc.offset or 1) - 6)
-        raise SpecError(f"cannot parse args: {exc.msg}", col) from None
-    return _call_to_specs(call, col_shift=-5)
+        raise SpecError(f"cannot parse args: {exc.msg}", back(col)) from None
+    try:
+        return _call_to_specs(call, col_shift=-5)
+    except SpecError as exc:
+        raise SpecError(str(exc), back(exc.col), back(exc.end_col), exc.param) from None
 
 
 def _call_to_specs(call: ast.expr, col_shift: int) -> dict[str, ArgSpec]:

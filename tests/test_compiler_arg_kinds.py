@@ -59,12 +59,23 @@ def test_every_argument_kind_parses_and_round_trips():
     assert parse_args_text(format_args(specs)) == specs
 
 
+def test_a_0d_tensor_is_written_like_torch_prints_its_shape():
+    specs = parse_args_text("s=f32[], t=bf16[ ], u=i32[()], x=f32[8, 128]")
+    assert specs == {"s": TensorSpec(torch.float32, ()), "t": TensorSpec(torch.bfloat16, ()),
+                     "u": TensorSpec(torch.int32, ()), "x": TensorSpec(torch.float32, (8, 128))}
+    assert format_args(specs) == "s=f32[], t=bf16[], u=i32[], x=f32[8, 128]"
+    assert parse_args_text(format_args(specs)) == specs
+    assert compiler.specs.parse_spec("f32[]") == TensorSpec(torch.float32, ())
+    assert parse_args_text("normalized_shape=[]") == {"normalized_shape": []}  # an empty list stays a list
+
+
 @pytest.mark.parametrize("args, bad, words", [
     ("normalized_shape=[8192, 1.5]", "1.5", "hold integers"),
+    ("eps=f32[], weight=bf16[ ], normalized_shape=[8192, 1.5]", "1.5", "hold integers"),  # columns after `[]`
     ("dt=torch.nope", "torch.nope", "is not a dtype"),
     ("x=bf16[8, n]", "n", "integer literals"),
     ("name='rows'", "'rows'", "unsupported argument value"),
-    ("fn=lambda v: v", "lambda v: v", "expected a tensor spec"),
+    ("fn=print", "print", "expected a tensor spec"),  # a name, not a value (lambdas are values: functions)
 ])
 def test_a_bad_argument_is_one_diagnostic_on_that_argument(args, bad, words):
     text = LAYER_NORM.replace("ARGS", args)

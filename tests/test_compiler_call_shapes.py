@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from test_checks_libtpu import libtpu
 
 import compiler
 from compiler.diagnostics import Severity
@@ -255,3 +256,46 @@ def test_a_call_with_the_wrong_rank_is_said_where_the_kernel_unpacks_it_with_the
     assert diag.code == "HPL105" and "`x` is 3-D in shape set 0 (from `scale(torch.randn(4, 8, 128))`" in diag.message
     assert diag.range.start.line == line_of(text, "m, n = x.size()")
     assert diag.related[0].range.start.line == line_of(text, "scale(torch.randn(4, 8, 128))")
+
+
+SCALES = (HERE / "scales.py").read_text()
+
+
+@pytest.fixture(scope="module")
+def scales() -> compiler.Module:
+    return compiler.load(SCALES, "scales.py")
+
+
+def test_0d_tensors_passed_as_scales_become_shape_sets(scales):
+    """`torch.tensor(0.5)`, `torch.mean(x).to(...)`, `x.abs().max()`, `torch.zeros(())`: 0-d tensors, `f32[]`."""
+    assert scales.diagnostics == []
+    assert sets(scales, "clamp_scale") == [
+        "x=bf16[16, 256], scale=f32[], bound=f32[], eps=1e-06", "x=bf16[16, 256], scale=bf16[], bound=None, eps=1e-06",
+        "x=bf16[64, 512], scale=f32[], bound=f32[], eps=1e-06", "x=bf16[64, 512], scale=bf16[], bound=None, eps=1e-06"]
+    assert sets(scales, "add_total") == ["x=f32[32, 128], total=f32[]"]
+    for specs in scales.kernels["clamp_scale"].shape_sets:
+        assert parse_args_text(format_args(specs)) == specs
+
+
+def test_kernels_reading_and_writing_0d_tensors_match_torch_and_lower(scales):
+    clamp = scales.kernels["clamp_scale"]
+    for index in range(len(clamp.shape_sets)):
+        ck = clamp.compile(shape_set=index)
+        assert not [d for d in ck.diagnostics if d.is_error] and ck.check_lowering() == []
+    ck = clamp.compile(shape_set=0)
+    assert "scale_1d_smem[0]" in ck.source  # element 0 of its [1] view, read on the scalar core
+    x = torch.randn(16, 256, dtype=torch.bfloat16)
+    bound = torch.mean(x).float()
+    torch.testing.assert_close(ck(x, torch.tensor(0.5), bound, 1e-6), (x.float() * (0.5 + 1e-6)).clamp(max=bound))
+    add = scales.kernels["add_total"].compile()
+    assert add.check_lowering() == []
+    x, total = torch.randn(32, 128), torch.tensor(1.5)
+    add(x, total)
+    torch.testing.assert_close(total, x.sum() + 1.5)
+
+
+@libtpu
+def test_0d_reads_and_writes_pass_the_deviceless_tpu_compile(scales):
+    for name in ("clamp_scale", "add_total"):
+        ck = scales.kernels[name].compile(shape_set=0)
+        assert ck.check_tpu_compile() == [], name

@@ -183,3 +183,22 @@ def test_a_shape_line_gives_functions_as_lambdas():
     pos = torch.arange(128)
     s = (q @ k.transpose(-1, -2) / 16).masked_fill(pos[:, None] < pos[None, :], float("-inf"))
     torch.testing.assert_close(kernel.compile()(*args), torch.softmax(s, -1) @ v, atol=2e-3, rtol=2e-3)
+
+
+def test_check_and_the_tuners_gate_run_flex_on_block_tables_it_can_use(flex, tmp_path, capsys):
+    """The block-mask tables are read one element at a time (loop counts, block starts): the check draws them
+    in [1, 8], not [-8, 8] (a zero count gave a softmax over no keys, 0/0 everywhere, which the check called a
+    MISMATCH); a count past the one-block table reads its only element, as the eager reference does. The
+    tuner's gate calls the eager reference with the function arguments the compiled module leaves out."""
+    from compiler.check import check_file
+    from compiler.tune.correctness import check_compiled
+
+    ck = flex.kernels["flex_kernel"].compile(shape_set=0, config={"pallas_loop_type": "fori_loop"})
+    assert ck.index_tables == ("num_blocks", "indices")
+    gate = check_compiled(ck)
+    assert gate.verdict == "ok" and gate.max_error, gate.message  # real numbers compared (all NaN gives 0)
+    path = tmp_path / "flex.py"
+    path.write_text(FLEX)
+    code = check_file(str(path), None, "v7x", ["fori_loop"])
+    out = capsys.readouterr().out
+    assert code == 0 and out.splitlines()[1].split()[-3:-1] == ["ok", "-"], out

@@ -131,6 +131,55 @@ def test_check_without_a_reference(tmp_path, capsys):
     assert code == 0 and out.splitlines()[1].split()[-3:-1] == ["ok", "-"]
 
 
+NAN_KERNEL = """
+import helion
+import helion.language as hl
+import torch
+
+
+@helion.kernel(static_shapes=True)
+def zero_over_zero(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        t = x[tile, :] - {rhs}
+        out[tile, :] = t / t * w[tile, :]
+    return out
+
+
+def reference(x, w):
+    t = x - {ref_rhs}
+    return t / t * w
+
+
+SMALL = {{"x": "f32[16, 128]", "w": "f32[16, 128]"}}
+"""
+
+
+def test_check_takes_nan_in_both_as_agreement_and_all_nan_as_no_signal(tmp_path, capsys):
+    """0 / 0 is NaN: where both sides are NaN they agree (as assert_close(equal_nan=True)) and the row says
+    so; a run whose whole output is NaN compared nothing and is reported as such, neither MISMATCH nor a pass."""
+    from compiler.check import compare
+
+    some = tmp_path / "some_nan.py"  # t = 0 where x >= 0: NaN there, w elsewhere
+    some.write_text(NAN_KERNEL.format(rhs="x[tile, :].abs()", ref_rhs="x.abs()"))
+    code, out = _check(some, capsys)
+    assert code == 0, out
+    row = out.splitlines()[1]
+    assert "ok (NaN in both at " in row and " of 2048)" in row and out.strip().endswith("1 passed, 0 failed")
+    everywhere = tmp_path / "all_nan.py"
+    everywhere.write_text(NAN_KERNEL.format(rhs="x[tile, :]", ref_rhs="x"))
+    code, out = _check(everywhere, capsys)
+    assert code == 1 and "NO SIGNAL: every output is NaN in both runs" in out and "MISMATCH" not in out, out
+    from compiler.tune.correctness import check_compiled  # the tuner's gate: such a config is not verified
+
+    kernel = compiler.load(everywhere.read_text(), str(everywhere)).kernels["zero_over_zero"]
+    gate = check_compiled(kernel.compile(args={"x": "f32[16, 128]", "w": "f32[16, 128]"}))
+    assert gate.verdict == "unverified" and "every output is NaN" in gate.message, gate
+    nan = torch.tensor([1.0, float("nan")])
+    assert compare(nan, nan.clone()) is None
+    assert compare(nan, torch.tensor([1.0, 2.0])) is not None and compare(torch.tensor([1.0, 2.0]), nan) is not None
+
+
 def test_check_reports_compile_errors(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text((EXAMPLES / "add.py").read_text().replace("x[block] + y[block]", "x[block] + z[block]"))

@@ -173,3 +173,23 @@ async def test_a_kernel_taking_functions_gets_them_from_the_files_calls(client: 
     assert "#### Shape set 0: `q=f32[1, 2, 128, 64]" in text and "score_mod=_identity<" in text
     assert f"score_mod=lambda score, *_: torch.tanh(score)@{call}:" in text
     assert "Does not compile" not in text
+
+
+SCALES = (Path(__file__).parent / "upstream_style" / "scales.py").read_text()
+
+
+async def test_a_file_passing_0d_scales_gets_shape_sets_in_the_editor(client: LanguageClient):
+    """Upstream's pretuned kernels pass scales as 0-d tensors (`torch.tensor(0.5)`, `torch.mean(x)`): the kernels
+    get shape sets with `f32[]` arguments, compile, and say so in the hover."""
+    path = Path(client.uri.removeprefix("file://")).parent / "scales.py"
+    path.write_text(SCALES)
+    uri = open_doc(client, path, SCALES)
+    diags = await final_diagnostics(client, uri, 1)
+    assert not [d for d in diags if d.severity == types.DiagnosticSeverity.Error], diags
+    assert not [d for d in diags if d.code == "HPL107"], diags
+    position = types.Position(line=line_of(SCALES, "def clamp_scale"), character=5)
+    result = await client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=position))
+    text = result.contents.value
+    assert "#### Shape set 0: `x=bf16[16, 256], scale=f32[], bound=f32[], eps=1e-06`" in text, text
+    assert "scale_1d" in text and "Does not compile" not in text

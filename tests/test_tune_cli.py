@@ -155,3 +155,80 @@ def test_the_light_argument_list_names_every_evaluator() -> None:
     from compiler.tune.evaluators import EVALUATORS
 
     assert EVALUATOR_NAMES == sorted(EVALUATORS)
+
+
+MISCOMPILE = '''
+import sys
+
+import compiler
+import compiler.api
+from compiler.tune.driver import TuneOptions, tune
+from compiler.tune.evaluators import Problem
+
+original = compiler.api.Kernel.compile
+winners = []
+
+
+def miscompile(self, args=None, config=None, chip="v7x", shape_set=None, **kwargs):
+    ck = original(self, args, config, chip, shape_set, **kwargs)
+    if dict(ck.config) in winners:  # each shape set's winner computes the wrong thing
+        ck.source = ck.source.replace("axis=1)", "axis=0)")
+    return ck
+
+
+if __name__ == "__main__":  # the gate worker is spawned: it imports this file as its main module
+    path = sys.argv[1]
+    source = open(path).read()
+    kernel = compiler.load(source).kernels["softmax"]
+    winners += [tune(Problem(source, "softmax", s, "v7x", path, i), TuneOptions(max_evals=12, verify=False)).top[0].config
+                for i, s in enumerate(kernel.shape_sets)]
+    compiler.api.Kernel.compile = miscompile
+    from compiler.cli import main
+    sys.exit(main(["tune", path, "--max-evals", "12", "--json", "--jobs", "2", "--store", sys.argv[2]]))
+'''
+
+
+def test_a_wrong_winner_is_caught_when_tuning_cold_with_shape_sets_searched_at_once(tmp_path) -> None:
+    """The whole cold path — a forked search process that compiles its winner for the gate, the gate worker
+    and its forked reference process, an empty analysis cache — still catches generated code that computes
+    the wrong thing: each shape set's winner is rejected as wrong and its runner-up is checked and reported."""
+    script = tmp_path / "miscompile.py"
+    script.write_text(MISCOMPILE)
+    env = {**os.environ, "HELION_LS_ANALYSIS_CACHE": str(tmp_path / "analysis.sqlite")}
+    proc = subprocess.run([sys.executable, str(script), SOFTMAX, str(tmp_path / "store.sqlite")], cwd=REPO,
+                          capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads(proc.stdout)
+    assert len(results) == 2
+    for r in results:
+        assert [x["verdict"] for x in r["rejected"]] == ["wrong"], r["rejected"]
+        assert r["best"]["config"] != r["rejected"][0]["config"]
+        assert r["best"]["correctness"]["verdict"] == "ok"
+
+
+EARLY_ELSEWHERE = '''
+import compiler
+from compiler.tune.driver import TuneOptions
+from compiler.tune.evaluators import Problem
+from compiler.tune.parallel import search_elsewhere
+
+path = {path!r}
+source = open(path).read()
+kernel = compiler.load(source).kernels["attention"]
+problems = [Problem(source, "attention", s, "v7x", path, i) for i, s in enumerate(kernel.shape_sets)]
+problems[0].load_kernel().config_space(problems[0].args, "v7x")
+offered = []
+elsewhere = search_elsewhere(problems, TuneOptions(), None, None, None, 2,
+                             lambda i, config, case: offered.append((i, config, type(case).__name__)))
+searched = elsewhere[1].take(1)
+print(offered == [(1, searched.candidates[0].config, "GateCase")], searched.gate.config == offered[0][1])
+'''
+
+
+def test_a_forked_search_sends_its_standing_best_for_the_gate_before_it_ends(tmp_path) -> None:
+    """attention 32k, searched in a forked process, finds its winner halfway: the winner, compiled for the
+    gate's reduced shapes, reaches the parent's `on_early` before the search's outcome (the parent then
+    starts its check while the searches go on)."""
+    code = EARLY_ELSEWHERE.format(path=str(EXAMPLES / "attention.py"))
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.stdout.split() == ["True", "True"], proc.stderr[-3000:]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 from conftest import EXAMPLES
 
@@ -11,7 +13,7 @@ from compiler.tune.constants import SEED_UNROLL
 from compiler.tune.correctness import check_compiled
 from compiler.tune.driver import TuneOptions, tune
 from compiler.tune.evaluators import Problem, probe_tpu
-from compiler.tune.executors import InlineExecutor
+from compiler.tune.executors import Executor, InlineExecutor
 from compiler.tune.keys import TrialKey
 from compiler.tune.model import estimate
 from compiler.tune.shrink import reduced_args
@@ -84,6 +86,20 @@ def test_gate_detects_a_corrupted_generated_module() -> None:
     assert check_compiled(good).verdict == "ok"
     result = check_compiled(bad)
     assert result.verdict == "wrong" and "exceeds" in result.message
+
+
+def test_a_failing_generated_module_leaves_the_next_check_its_own_reference_result() -> None:
+    """The reference runs while the generated code does; when the generated code raises, its reply is still
+    collected, so the next check (another kernel, other shapes) compares with its own reference."""
+    softmax = compiler.load(EXAMPLES / "softmax.py").kernels["softmax"]
+    small = reduced_args(softmax, softmax.shape_sets[1], {"block_sizes": [256]}, get_chip("v7x"))
+    bad = softmax.compile(args=small, config={"block_sizes": [256]})
+    bad.source = bad.source.replace("axis=1)", "axis=no_such_name)")
+    failed = check_compiled(bad)
+    assert failed.verdict == "failed" and "NameError" in failed.message
+    attention = compiler.load(EXAMPLES / "attention.py").kernels["attention"]
+    small = {"q": "bf16[1, 1, 256, 128]", "k": "bf16[1, 1, 256, 128]", "v": "bf16[1, 1, 256, 128]"}
+    assert check_compiled(attention.compile(args=small, config={"block_sizes": [1, 128, 128]})).verdict == "ok"
 
 
 def test_a_wrong_best_candidate_is_disqualified_and_the_next_one_checked(tmp_path, monkeypatch) -> None:
@@ -210,11 +226,39 @@ def test_gate_gives_up_after_the_winner_and_the_runner_up(monkeypatch) -> None:
 
 def test_the_warm_up_starts_the_reference_process() -> None:
     from compiler.tune.correctness import reference_process
-    from compiler.tune.evaluators import warm_up
+    from compiler.tune.warm_gate import warm_up
 
     reference_process().close()
     warm_up()
     assert reference_process()._proc is not None and reference_process()._proc.is_alive()
+
+
+def test_a_fresh_gate_worker_forks_its_reference_process_and_a_busy_one_spawns_it(tmp_path) -> None:
+    """The warm-up forks the reference worker from the fresh gate worker (torch imported, nothing run, no jax):
+    it has torch without importing it; a process with jax spawns one. Either way the gate's verdicts hold."""
+    import pickle
+    import subprocess
+    import sys
+
+    from compiler.tune.evaluators import gate_case
+
+    case = gate_case(_problem("softmax", 1), {"block_sizes": [256]})
+    (tmp_path / "case.pkl").write_bytes(pickle.dumps(case))
+    code = (
+        "import pickle\n"
+        "from compiler.tune.correctness import reference_process\n"
+        "from compiler.tune.evaluators import verify\n"
+        "from compiler.tune.warm_gate import warm_up\n"
+        f"case = pickle.loads(open({str(tmp_path / 'case.pkl')!r}, 'rb').read())\n"
+        "warm_up()\n"
+        "print(type(reference_process()._proc._popen).__module__, verify(case).verdict)\n"
+        "reference_process().close()\n"
+        "reference_process().start(fork=True)\n"  # jax is imported now
+        "print(type(reference_process()._proc._popen).__module__, verify(case).verdict)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert out.stdout.split() == ["multiprocessing.popen_fork", "ok", "multiprocessing.popen_spawn_posix", "ok"], (
+        out.stderr[-2000:])
 
 
 def test_the_gate_worker_runs_a_prepared_case_without_tracing(tmp_path) -> None:
@@ -253,3 +297,37 @@ def test_a_time_budget_is_a_cap_not_a_target() -> None:
     # the editor passes a budget (tuneBudgetSeconds): the search still ends when it has converged
     result = tune(_problem("bmm", 0), TuneOptions(budget=3600, verify=False))
     assert result.strategy == "pattern" and result.stop_reason == "converged"
+
+
+class _ThreadExecutor(Executor):
+    """A real executor on one thread that notes what it is given and when (the search's last progress phase)."""
+
+    parallelism = 1
+
+    def __init__(self, phases: list[str]):
+        self._pool = ThreadPoolExecutor(1)
+        self.phases = phases
+        self.submitted: list[tuple[dict, str]] = []
+
+    def submit(self, fn, *args):
+        self.submitted.append((dict(args[0].config), self.phases[-1] if self.phases else ""))
+        return self._pool.submit(fn, *args)
+
+    def shutdown(self, cancel: bool = True) -> None:
+        self._pool.shutdown(wait=not cancel, cancel_futures=cancel)
+
+
+def test_a_best_config_that_stands_is_checked_during_the_search_and_only_once() -> None:
+    """attention 8k finds its winner about halfway through the search: its check starts while the search goes
+    on (a progress phase of "search" when it is submitted), the gate then waits for that check rather than
+    starting another, and the winner is reported with its verdict."""
+    phases: list[str] = []
+    executor = _ThreadExecutor(phases)
+    try:
+        result = tune(_problem("attention", 0), TuneOptions(), executor=executor,
+                      progress=lambda p: phases.append(p.phase))
+    finally:
+        executor.shutdown()
+    assert result.best.config == {"block_sizes": [1, 1024, 8192], "pallas_loop_type": "unroll"}
+    assert result.best.correctness.verdict == "ok"
+    assert executor.submitted == [(result.best.config, "search")]

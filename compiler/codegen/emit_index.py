@@ -126,7 +126,7 @@ class IndexWriter:
             parts, d = [], 0
             for it in items:
                 if it[0] != "newaxis":
-                    parts.append(self._position(it, shape[d]))
+                    parts.append(self._position(it, shape[d], isinstance(node, Load)))
                     d += 1
             return ", ".join(parts)
         parts = [text for text, _ in self.index_parts(op, node)]
@@ -148,7 +148,7 @@ class IndexWriter:
             if mode == "block":
                 parts.append((":", False))
             elif mode == "sliced":
-                parts.append((self._sliced(it, shape[d]), it[0] in ("int", "grid", "id", "scalar")))
+                parts.append((self._sliced(it, shape[d], isinstance(node, Load)), it[0] in ("int", "grid", "id", "scalar")))
             d += 1
         return parts
 
@@ -211,15 +211,27 @@ class IndexWriter:
         key = (td.loop_id, td.axis)
         return self.grid_names.get(key) or self.loop_vars[key]
 
-    def _position(self, it: tuple, size: int) -> str:
-        """One position (dim dropped): an int, an hl.grid index, tile.id or a computed scalar."""
+    def _position(self, it: tuple, size: int, load: bool = False) -> str:
+        """One position (dim dropped): an int, an hl.grid index, tile.id or a computed scalar.
+
+        A read at an hl.grid index or tile.id that may leave the dim (a loop longer than the dim, or one whose
+        trip count is read on the device: `indices[..., blk.id]` under `hl.tile(num_blocks[...])`) is kept
+        inside it like a computed position: a dim of size 1 gives its only element (Helion drops a size-1
+        dim's offset; a flex-attention block mask made for one block broadcasts), never a read past the ref."""
         if it[0] == "int":
             return str(it[1])
         if it[0] == "scalar":
             return self._scalar(it[1], size)
         td: TileDim = it[1]
         var = self._var(td)
-        return var if it[0] == "id" or not td.begin else f"{var} + {td.begin}"
+        text = var if it[0] == "id" or not td.begin else f"{var} + {td.begin}"
+        lo, hi = (0, td.steps - 1) if it[0] == "id" else (td.begin, td.extent - 1)
+        if not load or (not td.dynamic and 0 <= lo and hi < size):
+            return text
+        if size == 1:
+            return "0"
+        self.use_helper("wrap_index")
+        return f"_wrap_index({text}, {size})"
 
     def _scalar(self, v: Value, size: int) -> str:
         text, atomic = self.ref(v)
@@ -231,7 +243,7 @@ class IndexWriter:
         self.use_helper("wrap_index")
         return f"_wrap_index({text}, {size})"
 
-    def _sliced(self, it: tuple, size: int) -> str:
+    def _sliced(self, it: tuple, size: int, load: bool = False) -> str:
         kind = it[0]
         if kind in ("full", "gather"):
             return ":"
@@ -246,7 +258,7 @@ class IndexWriter:
             return f"pl.ds({start}, {td.block_size})"
         if kind == "window":
             return self._window(it[1], it[2], it[3], size)
-        return self._position(it, size)
+        return self._position(it, size, load)
 
     def _window(self, start: object, count: int, step: int, size: int) -> str:
         span = (count - 1) * step + 1

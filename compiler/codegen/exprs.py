@@ -172,11 +172,19 @@ class ExprWriter:
             return text if atomic or not nested else f"({text})"
         return literal(a)
 
+    def operand(self, a: Any, out: Value, nested: bool = True) -> str:
+        """An operand of an elementwise op. A 0-d device value of another dtype than the result is cast to it
+        first: torch computes in the result's dtype (a 0-d tensor does not promote a tensor of its kind), while
+        jnp promotes a scalar like an array (bf16 block * f32 scale would be f32, an fp8 scale an error)."""
+        if isinstance(a, Value) and not a.shape and a.dtype != out.dtype and out.dtype != torch.bool:
+            return f"{self.arg(a)}.astype({dtype_text(out.dtype)})"
+        return self.arg(a, nested)
+
     def op(self, op: Op) -> tuple[str, bool]:
         k, a, kw = op.kind, op.args, op.kwargs
         out = op.outputs()[0]
         if k in INFIX:
-            return f"{self.arg(a[0])} {INFIX[k]} {self.arg(a[1])}", False
+            return f"{self.operand(a[0], out)} {INFIX[k]} {self.operand(a[1], out)}", False
         if k == "neg":
             return f"-{self.arg(a[0])}", False
         if k == "relu":
@@ -192,9 +200,10 @@ class ExprWriter:
         if k in UNARY_FN:
             return f"{UNARY_FN[k]}({self.arg(a[0], False)})", True
         if k in BINARY_FN:
-            return f"{BINARY_FN[k]}({self.arg(a[0], False)}, {self.arg(a[1], False)})", True
+            return f"{BINARY_FN[k]}({self.operand(a[0], out, False)}, {self.operand(a[1], out, False)})", True
         if k == "where":
-            return f"jnp.where({', '.join(self.arg(x, False) for x in a)})", True
+            return f"jnp.where({self.arg(a[0], False)}, {self.operand(a[1], out, False)}, " \
+                   f"{self.operand(a[2], out, False)})", True
         if k == "clamp":
             return f"jnp.clip({self.arg(a[0], False)}, {literal(kw['min'])}, {literal(kw['max'])})", True
         if k == "mask":
@@ -314,12 +323,17 @@ class ExprWriter:
     def valid(self, dim: TileDim, shape: tuple[int, ...], axis: int, lanes: tuple[int, ...] | None = None) -> str:
         """Which positions of a block along `axis` lie in the tile's range. A device-bounded loop's window may
         start before this step's first position (it is clamped inside the array): those belong to the step
-        before (or to another segment) and are invalid too. A jagged tile's positions lie below their lane's
-        end too, when `lanes` names the block's axes its per-lane ends run along."""
-        at = f"{self.tile_begin(dim)} + jax.lax.broadcasted_iota(jnp.int32, {literal(shape)}, {axis})"
+        before (or to another segment) and are invalid too; when a range starts before 0 the window is
+        clamped up to 0, and its positions past this step's block belong to the next step (positions before 0
+        do not exist and are read by no step). A jagged tile's positions lie below their lane's end too, when
+        `lanes` names the block's axes its per-lane ends run along."""
+        window, first = self.tile_begin(dim), self.tile_begin(dim, first=True)
+        at = f"{window} + jax.lax.broadcasted_iota(jnp.int32, {literal(shape)}, {axis})"
         if not dim.dynamic:
             return f"{at} < {self.tile_limit(dim)}"
-        text = f"({at} >= {self.tile_begin(dim, first=True)}) & ({at} < {self.tile_limit(dim)})"
+        text = f"({at} >= {first}) & ({at} < {self.tile_limit(dim)})"
+        if window != first:
+            text += f" & ({at} < {first} + {dim.block_size})"
         if lanes is not None and dim.lanes is not None:
             ends = tuple(shape[i] if i in lanes else 1 for i in range(len(shape)))
             text += f" & ({at} < {self.arg(dim.lanes)}.reshape({literal(ends)}))"

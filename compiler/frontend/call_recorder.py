@@ -169,7 +169,7 @@ def _spec(value: Any) -> tuple[ArgSpec, str]:
         return None, "is not known without running the file"
     if isinstance(value, torch.Tensor):
         spec: ArgSpec = TensorSpec(value.dtype, tuple(int(d) for d in value.shape))
-        if not value.shape or any(d <= 0 for d in value.shape):
+        if any(d <= 0 for d in value.shape):  # a 0-d tensor (a scale) is fine: `f32[]`
             return None, f"is a tensor of shape {list(value.shape)}; shape sets need positive dimensions"
     elif isinstance(value, torch.Size):
         spec = tuple(int(d) for d in value)

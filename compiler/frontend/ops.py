@@ -70,6 +70,11 @@ class OpBuilder:
     def space_of(self, args: tuple, rng: Range) -> str:
         spaces = {a.space for a in flat(args) if isinstance(a, Value)}
         if len(spaces) > 1:
+            scalar = next((a for a in flat(args) if isinstance(a, Value) and a.space == "host" and not a.shape), None)
+            if scalar is not None:  # upstream Helion refuses this use too (HostTensorDirectUsage)
+                name = scalar.hint or "t"
+                raise UserError("HPL101", f"the 0-d host tensor `{name}` cannot be used directly in a device loop: "
+                                f"read it first with `{name}[()]` or `hl.load({name}, [])`", rng)
             raise UserError("HPL101", "cannot mix host tensors and device values in one operation", rng)
         return spaces.pop() if spaces else "device"
 

@@ -73,11 +73,13 @@ class TensorAccess:
         self.loads.append(node)
         return out
 
-    def _as_rows(self, tensor: Value, items: tuple, rng: Range) -> tuple[Value, tuple]:
+    def _as_rows(self, tensor: Value, items: tuple, rng: Range, store: bool = False) -> tuple[Value, tuple]:
         """`x[tile]` of a small 1-D tensor with a block too short for a rank-1 block: row `tile.id` of its
         [n / block, block] view (compiler/frontend/row_views.py); a launch-grid tile of one row on the
         second-to-last dim (`hl.tile(tokens, block_size=1)`): row `tile.id` of the [..., n, 1, m] view, a block
         Mosaic accepts ((1, m) of [n, m] is not); otherwise the access as it is."""
+        if not tensor.shape:  # a 0-d tensor: its [1] view (Mosaic has no rank-0 blocks), element 0 when read
+            return self.host_view(tensor, (1,), "1d", rng), (("full",),) if store else (("int", 0),)
         if len(tensor.shape) >= 2:
             return single_row_view(self, tensor, items, rng)
         if len(tensor.shape) != 1 or len(items) != 1 or items[0][0] != "tile":
@@ -154,7 +156,7 @@ class TensorAccess:
         if any(it[0] == "newaxis" for it in items):
             raise UserError("HPL202", "`None` is not allowed in a store index", rng)
         block = self.indexer.shape(tuple(base.shape), items)
-        rows, items = self._as_rows(base, items, rng)
+        rows, items = self._as_rows(base, items, rng, store=True)
         if rows is not base:
             ht = self.host_tensor(rows, rng)
             ht.origin, ht.base = "view", self._view_base(rows, rng)

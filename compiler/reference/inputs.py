@@ -28,7 +28,8 @@ def _tensor(spec: TensorSpec, gen: torch.Generator, positive: bool) -> torch.Ten
 def make_inputs(specs: dict[str, ArgSpec], seed: int = 0, positive: Iterable[str] = ()) -> list[Any]:
     """One value per spec in order: random normal floats, small random ints, scalars as given.
 
-    Tensors named `rstd` or listed in `positive` are drawn positive (floats `abs() + 0.5`, ints >= 1)."""
+    Tensors named `rstd` or listed in `positive` are drawn positive (floats `abs() + 0.5`, ints in [1, 8]:
+    counts, offsets and positions a kernel reads as loop bounds, see CompiledKernel.index_tables)."""
     gen = torch.Generator().manual_seed(seed)
     wanted = POSITIVE_BY_NAME | set(positive)
     return [

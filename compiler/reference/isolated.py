@@ -1,11 +1,14 @@
 """The eager reference in a separate process with resource limits: it runs the user's code.
 
-`ReferenceProcess` owns one spawned worker (started by `start()` or on first use, reused by later runs). The worker limits
+`ReferenceProcess` owns one worker (started by `start()` or on first use, reused by later runs): a spawned
+interpreter, or — `start(fork=True)` from a process that has torch but no jax and no other thread, such as
+the tuner's fresh gate worker — a fork of the caller, which has torch without importing it again. The worker limits
 its own address space (RLIMIT_AS) and CPU time (RLIMIT_CPU), dies with the process that started it, and
 runs only what the kernel needs (`load_module(..., kernel=...)`, see prune.py). Each `run` also has a
 wall-clock limit: a worker that exceeds it is killed and the next run starts a fresh one. Whatever goes
 wrong (an exception in the kernel, the memory limit, a crash, the time limit) comes back as
 `ReferenceRunError`. Inputs and results cross the pipe as plain pickles (tensors with their storage).
+`begin` sends a run and returns at once, so the caller can run its own side of a comparison meanwhile.
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ import os
 import pickle
 import resource
 import signal
+import sys
+import threading
 import traceback
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
 
 from compiler.reference.errors import ReferenceRunError
 
@@ -88,6 +93,12 @@ def _death(code: int | None) -> str:
     return f"exit code {code}"
 
 
+def can_fork() -> bool:
+    """Forking this process gives a working reference worker: torch is imported (or a fork saves nothing),
+    jax is not (its threads do not survive a fork), and no other Python thread may hold a lock meanwhile."""
+    return "torch" in sys.modules and "jax" not in sys.modules and threading.active_count() == 1
+
+
 class ReferenceProcess:
     """`run(source, kernel, args, block_sizes)` in a resource-limited worker; `close()` ends the worker."""
 
@@ -98,12 +109,14 @@ class ReferenceProcess:
         self._conn: Any = None
         self._ready = False  # the worker said it is ready
 
-    def start(self) -> None:
-        """Spawn the worker now without waiting for it (its torch import then runs while the caller does
-        other work); the first run waits until it is ready."""
+    def start(self, fork: bool = False) -> None:
+        """Start the worker now without waiting for it (a spawned one's torch import then runs while the
+        caller does other work); the first run waits until it is ready. `fork`: fork this process instead
+        when that is safe (`can_fork`) — the caller says it has run no torch computation (whose thread pool
+        a fork would not carry over); a worker restarted later is spawned."""
         if self._proc is None or not self._proc.is_alive():
             self.close()
-            ctx = multiprocessing.get_context("spawn")  # never fork: the parent may hold threads or jax
+            ctx = multiprocessing.get_context("fork" if fork and can_fork() else "spawn")
             parent_conn, child_conn = ctx.Pipe()
             cpu = int(self.time_limit) + 60
             self._proc = ctx.Process(
@@ -140,6 +153,27 @@ class ReferenceProcess:
         """(the kernel's result, the arguments after the call: in-place kernels write into them)."""
         return self._request("kernel", source, kernel, args, block_sizes, filename)
 
+    def begin(
+        self,
+        source: str,
+        kernel: str,
+        args: Sequence[Any],
+        block_sizes: Sequence[int] | None = None,
+        filename: str = "<helion kernel source>",
+    ) -> Callable[[], tuple[Any, list[Any]]]:
+        """`run`, sent now: returns at once with a function that waits for the result (or raises the
+        ReferenceRunError). Call that function, once, before the next request: replies come in order."""
+        try:
+            self._send("kernel", source, kernel, args, block_sizes, filename)
+        except ReferenceRunError as exc:
+            failure = exc
+
+            def failed() -> tuple[Any, list[Any]]:
+                raise failure
+
+            return failed
+        return lambda: self._receive(kernel)
+
     def call(self, source: str, function: str, args: Sequence[Any],
              filename: str = "<helion kernel source>") -> tuple[Any, list[Any]]:
         """Call a plain function of the file (with only what it needs): (its result, the arguments after)."""
@@ -147,11 +181,26 @@ class ReferenceProcess:
 
     def _request(self, kind: str, source: str, kernel: str, args: Sequence[Any], block_sizes: Sequence[int] | None,
                  filename: str) -> tuple[Any, list[Any]]:
+        self._send(kind, source, kernel, args, block_sizes, filename)
+        return self._receive(kernel)
+
+    def _send(self, kind: str, source: str, kernel: str, args: Sequence[Any], block_sizes: Sequence[int] | None,
+              filename: str) -> None:
         self.start()
         self._wait_ready()
         request = pickle.dumps((kind, source, filename, kernel, list(args), list(block_sizes) if block_sizes else None))
         try:
             self._conn.send_bytes(request)
+        except OSError:
+            self._died(kernel)
+
+    def _died(self, kernel: str) -> NoReturn:
+        code = self._proc.exitcode if self._proc is not None else None
+        self.close()
+        raise ReferenceRunError(f"the eager reference process died ({_death(code)})", kernel=kernel) from None
+
+    def _receive(self, kernel: str) -> tuple[Any, list[Any]]:
+        try:
             if not self._conn.poll(self.time_limit):
                 self.close()
                 raise ReferenceRunError(
@@ -159,9 +208,7 @@ class ReferenceProcess:
                 )
             reply = pickle.loads(self._conn.recv_bytes())
         except (EOFError, OSError):
-            code = self._proc.exitcode if self._proc is not None else None
-            self.close()
-            raise ReferenceRunError(f"the eager reference process died ({_death(code)})", kernel=kernel) from None
+            self._died(kernel)
         if reply[0] == "ok":
             return reply[1], reply[2]
         _, message, line, name = reply

@@ -15,15 +15,17 @@ nothing about kernels beyond the space protocol `search` documents.
 
 constants    every constant of the performance model, per chip, with its source
 model        analytic per-grid-step TPU model of a compiled kernel's plan (estimates for a named chip)
+problem      a tuning problem (kernel, shapes, chip) and the process's compiles of it (no torch to import)
 evaluators   model / compile (libtpu) / schedule (the TPU compiler's estimate) / tpu (wall clock) evaluators,
              and the functions workers run
+warm_gate    what a fresh gate worker runs first (standard library to import)
 schedule     the TPU compiler's own estimate: libtpu's simulated cycles (v5e/v5p/v6e) or bundles issued
 shrink       reduced argument shapes that keep a config's tile structure, for correctness runs
 correctness  the gate: generated code on reduced shapes against the eager reference of the original source
 kernel_space a kernel's config space as a search space: one compile per config, model scores, VMEM pruning
 driver       one tuning run: search (in-process), refine, verify the winner, store every trial
 parallel     several shape sets searched at once in forked copies of the tuning process
-verdicts     the gate's verdicts remembered in the analysis cache (compiler.results)
+verdicts     the gate's verdicts remembered in the analysis cache (compiler.results; no torch to import)
 arguments    the `helion-pallas tune` and `crosscheck` arguments (light: no torch)
 command      the `helion-pallas tune` command line (run)
 crosscheck_command  the `helion-pallas crosscheck` command line (run)

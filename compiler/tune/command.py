@@ -13,12 +13,13 @@ this command is the request to do so.
 
 Where the time goes: the model search runs in this process, and so does the gate's compile of each winner
 for reduced shapes; the executor runs the gate's check (and the compile / tpu evaluators). With the model
-evaluator the default `local` executor is one worker, started first and warmed up (jax and Pallas imports,
-the eager-reference process started) while the search runs; each shape set's winner goes to it as soon as
-its search ends, while the next shape set is searched. A winner's verdict the analysis cache remembers
-(verdicts.py) is not checked again; when every shape set's is likely remembered, the worker starts only
-if a check turns out to be needed. Run from the command line, the process exits as
-soon as the results are printed (no interpreter teardown).
+evaluator the default `local` executor is one worker, started first — this process parses the file with
+no torch imported, starts the worker, and only then imports torch and the tuner, so the two import at
+once — and warmed up (the eager-reference process forked from it, jax and Pallas imported) while the
+search runs; each shape set's winner goes to it as soon as its search ends, while the next shape set is
+searched. A winner's verdict the analysis cache remembers (verdicts.py) is not checked again; when every
+shape set's is likely remembered, the worker starts only if a check turns out to be needed. Run from the
+command line, the process exits as soon as the results are printed (no interpreter teardown).
 """
 
 from __future__ import annotations
@@ -33,19 +34,21 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .. import skip_dynamo_import
 from ..api import Kernel, load
 from ..chips import canonical_name
 from ..diagnostics import CompileError, Diagnostic
-from .driver import TuneOptions, TuneProgress, TuneResult, TuneRun
-from .evaluators import EvaluatorUnavailable, Problem, get_evaluator, probe_tpu, warm_up
 from .executors import Executor, ExecutorError, LocalExecutor, make_executor
 from .objective import VMEM_MARGIN, over_default
-from .parallel import search_elsewhere
+from .problem import Problem
 from .store import StoreError, TuningStore
 from .verdicts import Verdicts
+from .warm_gate import warm_up
+
+if TYPE_CHECKING:
+    from .driver import TuneOptions, TuneProgress, TuneResult, TuneRun
 
 OK, NOTHING_VALID, USAGE = 0, 1, 2
 
@@ -91,8 +94,11 @@ def _run(ns: argparse.Namespace) -> int:
             return NOTHING_VALID
         verdicts = Verdicts()
         if isinstance(executor, LocalExecutor) and not _verdicts_known(problems, ns.evaluator, verdicts):
-            executor.submit(warm_up)  # runs while this process compiles and searches
-        skip_dynamo_import()  # this process compiles and never runs torch.compile: ~1 s off the first trace
+            executor.submit(warm_up)  # its imports run beside this process's own, then beside the search
+        _import_the_tuner()
+        from .driver import TuneOptions
+        from .evaluators import get_evaluator, probe_tpu
+
         unavailable = get_evaluator(ns.evaluator).available()
         if unavailable:
             print(f"helion-pallas tune: the {ns.evaluator} evaluator cannot run: {unavailable}", file=sys.stderr)
@@ -128,6 +134,21 @@ def _run(ns: argparse.Namespace) -> int:
         return NOTHING_VALID
     found = all(r.best is not None for r in results)
     return OK if results and found and not failed else NOTHING_VALID
+
+
+def _import_the_tuner() -> None:
+    """torch, the front end, the search, the gate's compile: imported only once the gate worker is starting
+    (everything before is torch-free), with the garbage collector off and what they made frozen after."""
+    import gc
+
+    gc.disable()
+    try:
+        from . import driver, evaluators, parallel  # noqa: F401
+
+        skip_dynamo_import()  # this process compiles and never runs torch.compile: ~1 s off the first trace
+    finally:
+        gc.freeze()
+        gc.enable()
 
 
 def _gate_executor_spec(ns: argparse.Namespace) -> str:
@@ -170,16 +191,27 @@ def _tune_all(
     """Search each problem in turn — with a model evaluator and several CPUs, several at once in forked
     copies of this process (parallel.py) — sending each winner to the gate as soon as it is known; then
     collect the verdicts and print the results in order."""
+    from .driver import TuneRun, submit_check
+    from .evaluators import EvaluatorUnavailable
+    from .parallel import search_elsewhere
+
     runs: list[TuneRun] = []
     bar = _ProgressBar(sys.stderr) if sys.stderr.isatty() and not ns.json and not ns.progress else None
     workers = min(ns.jobs or os.cpu_count() or 1, len(problems)) if options.evaluator == "model" else 1
     if "jax" in sys.modules:  # jax's threads do not survive a fork (tuning called in a process that ran code)
         workers = 1
     elsewhere = {}
+    early: dict[int, tuple] = {}  # problem -> (config, its check), started during a forked search
+
+    def on_early(index: int, config: dict[str, Any], case: Any) -> None:
+        early[index] = (config, submit_check(executor, case, options.seed, verdicts))
+
     if workers > 1:
         with contextlib.suppress(CompileError):  # imports (torch, the tracer) before forking, not in each child
             problems[0].load_kernel().config_space(problems[0].args, problems[0].chip)
-        elsewhere = search_elsewhere(problems, options, store, _progress_sink(ns, None), stop, workers)
+        checks_early = options.verify and isinstance(executor, LocalExecutor)
+        elsewhere = search_elsewhere(problems, options, store, _progress_sink(ns, None), stop, workers,
+                                     on_early if checks_early else None)
     for i, problem in enumerate(problems):
         if stop.is_set():
             break
@@ -194,6 +226,7 @@ def _tune_all(
                 should_stop=stop,
                 verdicts=verdicts,
                 searched=elsewhere[i].take(i) if i in elsewhere else None,
+                early=early.pop(i, None),  # after take(i): the child sends a problem's early case before it
             )
             run.start_gate()
         except CompileError as exc:

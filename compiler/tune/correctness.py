@@ -17,6 +17,7 @@ own resource-limited process (compiler.reference.isolated); still, never call th
 from __future__ import annotations
 
 import atexit
+import contextlib
 import math
 import time
 from collections.abc import Mapping
@@ -91,15 +92,21 @@ class GateCase:
     block_sizes: tuple[int, ...]  # as compiled: the reference tiles with the same blocks
     config: dict[str, Any] = field(default_factory=dict)  # the config checked, as the tuner knows it
     prepare_seconds: float = 0.0
+    # every parameter of the kernel in order, as the eager reference is called: function arguments (flex
+    # attention's score_mod) are compiled into the module, so `args` leaves them out; empty: same as `args`
+    reference_args: dict[str, ArgSpec] = field(default_factory=dict)
+    index_tables: tuple[str, ...] = ()  # CompiledKernel.index_tables: drawn non-negative
 
     @staticmethod
     def of(ck: CompiledKernel, config: Mapping[str, Any] | None = None, prepare_seconds: float = 0.0) -> GateCase:
         k = ck.kernel
         blocks = tuple(ck.config.get("block_sizes", []))
         # the generated function's own parameters: defaulted ones included, a lambda default left out
+        full = k.with_defaults(dict(ck.args))
+        reference_args = {p.arg: full[p.arg] for p in k.definition.node.args.args if p.arg in full}
         return GateCase(ck.source, ck.entry, tuple(ck.call_specs), dict(ck.call_specs), ck.chip.name, tuple(ck.mutated),
                         k.source, k.name, k.path, blocks, dict(config if config is not None else ck.config),
-                        prepare_seconds)  # fmt: skip
+                        prepare_seconds, reference_args, ck.index_tables)  # fmt: skip
 
 
 def prepare_check(
@@ -137,35 +144,42 @@ def check_case(case: GateCase, seed: int = 0) -> CorrectnessResult:
 
     start = time.perf_counter()
     shapes = format_args(case.args)
-    inputs = make_inputs(case.args, seed)
-    ours = [_clone(a) for a in inputs]
-    theirs = [_clone(a) for a in inputs]
+    every = case.reference_args or case.args
+    inputs = dict(zip(every, make_inputs(every, seed, case.index_tables), strict=True))  # a function argument draws nothing
+    ours = [_clone(inputs[p]) for p in case.params]
+    theirs = [_clone(a) for a in inputs.values()]
 
     def done(verdict: Verdict, message: str, error: float | None = None) -> CorrectnessResult:
         seconds = case.prepare_seconds + time.perf_counter() - start
         return CorrectnessResult(verdict, message, shapes, error, seconds)
 
+    # the reference runs in its process while the generated code runs here (both sides' inputs are sent
+    # or cloned first); its result is collected afterwards either way, so the next check's reply is its own
+    reference = reference_process().begin(
+        case.kernel_source,
+        case.kernel_name,
+        theirs,
+        block_sizes=list(case.block_sizes),
+        filename=case.kernel_path or "<helion kernel source>",
+    )
     try:
         fn = load_entry(case.module, case.entry, f"<pallas {case.kernel_name}>")
         got = run(fn, list(case.params), case.args, get_chip(case.chip), ours, list(case.mutated))
     except Exception as exc:  # noqa: BLE001 - the generated code failing is the finding
+        with contextlib.suppress(ReferenceRunError):
+            reference()
         return done("failed", f"the generated kernel raised {type(exc).__name__}: {_first_line(exc)}")
     try:
-        want, theirs = reference_process().run(
-            case.kernel_source,
-            case.kernel_name,
-            theirs,
-            block_sizes=list(case.block_sizes),
-            filename=case.kernel_path or "<helion kernel source>",
-        )
+        want, theirs = reference()
     except ReferenceRunError as exc:
         return done("unverified", f"the eager reference could not run the kernel: {_first_line(exc)}")
     pairs = [(f"output {i}", g, w) for i, (g, w) in enumerate(zip(_flat(got), _flat(want), strict=False))]
     if len(_flat(got)) != len(_flat(want)):
         return done("wrong", f"returned {len(_flat(got))} values, the reference {len(_flat(want))}")
+    written = dict(zip(every, theirs, strict=True))
     pairs += [
-        (f"argument {name!r} (written in place)", o, t)
-        for name, o, t in zip(case.params, ours, theirs, strict=True)
+        (f"argument {name!r} (written in place)", o, written[name])
+        for name, o in zip(case.params, ours, strict=True)
         if name in case.mutated
     ]
     worst = 0.0
@@ -185,6 +199,10 @@ def check_case(case: GateCase, seed: int = 0) -> CorrectnessResult:
             return done(
                 "wrong", f"{what}: error {error:.3g} of the reference's magnitude exceeds {limit:g}", error
             )
+    floats = [w for _, _, w in pairs if isinstance(w, torch.Tensor) and w.dtype.is_floating_point and w.numel()]
+    if floats and all(bool(w.isnan().all()) for w in floats):  # NaN in both everywhere: nothing was compared
+        return done("unverified", "every output is NaN in both the kernel and the eager reference on the random "
+                                  "inputs: nothing was compared", worst)
     return done("ok", f"matches the eager reference (worst error {worst:.2g})", worst)
 
 

@@ -12,8 +12,15 @@ Phases:
             which may reject them (libtpu) or replace the estimate by its own (the TPU compiler's) or by a
             measurement (TPU). A deterministic evaluator's stored result for a config is reused, not redone.
 3. verify   the winner goes through the correctness gate (correctness.py); when it is wrong, the runner-up
-            (`gate_attempts` in all). A verdict already known (verdicts.py) is not checked again.
+            (`gate_attempts` in all). A verdict already known (verdicts.py) is not checked again. With the
+            model evaluator and a gate worker, a best config that has stood for `EARLY_AFTER` evaluations is
+            sent to the gate while the search goes on (a search usually finds its winner halfway and spends
+            the rest confirming it): when it is the winner, its check has run meanwhile; when it is not, the
+            winner is checked as usual. Either way the winner is reported only with its own verdict.
 Every trial (evaluated, pruned, failed, wrong) is recorded in the results store under its evaluator.
+
+(Past 500 lines on purpose: a run's phases share its state — candidates, the store's run, the gate's pending
+checks — and read best together.)
 
 No user code runs in the driver process: the search only compiles and models, and the gate's compile for
 reduced shapes happens here too. Running the gate's check, and the compile and tpu evaluators, happens on
@@ -43,6 +50,8 @@ from .objective import objective
 from .search import Evaluated, SearchProgress, search
 from .store import TuningStore
 from .verdicts import Verdicts
+
+EARLY_AFTER = 100  # evaluations a best config must stand before its check starts during the search
 
 
 @dataclass(frozen=True)
@@ -191,6 +200,7 @@ class Searched:
     run_id: str | None
     work_seconds: float
     rejected: list[dict[str, Any]]
+    gate: Any = None  # the winner's gate case (GateCase or the verdict of one that does not compile), if prepared
 
 
 class TuneRun:
@@ -212,6 +222,8 @@ class TuneRun:
         should_stop: Callable[[], bool] | threading.Event | None = None,
         verdicts: Verdicts | None = None,
         searched: Searched | None = None,
+        early_sink: Callable[[dict[str, Any], Any], None] | None = None,
+        early: tuple[dict[str, Any], Future[CorrectnessResult]] | None = None,
     ):
         self.start = time.monotonic()
         self.problem, self.options, self.store, self.progress = problem, options, store, progress
@@ -221,11 +233,16 @@ class TuneRun:
         self.key = TrialKey(kernel.source_hash, problem.shape_key, problem.chip)
         self.notes: list[str] = []
         self._pending: Future[CorrectnessResult] | None = None
+        self._gate_case: Any = None  # the winner's, when prepare_gate() made it
+        # a check started mid-search (here, or by the caller from what `early_sink` was given elsewhere)
+        self._early: tuple[dict[str, Any], Future[CorrectnessResult]] | None = early
+        self._early_sink, self._early_sent = early_sink, False
         self._done = False
         if searched is not None:
             self.result, self.candidates, self.run_id = searched.result, searched.candidates, searched.run_id
             self.work_seconds, self.rejected = searched.work_seconds, searched.rejected
             self.evaluated, self.pruned = len(self.result.evaluated), self.result.pruned
+            self._gate_case = searched.gate
             return
         self.space = space = KernelSpace(problem, kernel, kernel.config_space(problem.args, problem.chip))
         model_key = self.key.with_evaluator("model")
@@ -233,10 +250,18 @@ class TuneRun:
         self.rejected: list[dict[str, Any]] = []
         trials: list[tuple[dict[str, Any], float | None, str, dict[str, Any]]] = []
 
+        early = options.verify and options.evaluator == "model" and (
+            early_sink is not None or not isinstance(self.executor, InlineExecutor))
+        standing: list[Any] = [None, 0]  # the best config so far, and the evaluation count it became best at
+
         def on_progress(p: SearchProgress) -> None:
             best = None if p.best_config is None else dict(p.best_config)
             seconds = (p.best_info or {}).get("seconds", p.best_score)  # the estimate, not the objective
             self._emit("search", p.evaluated, p.pruned, p.total_estimate, seconds, best)
+            if best != standing[0]:
+                standing[:] = [best, p.evaluated]
+            elif early and best is not None and p.evaluated - standing[1] >= EARLY_AFTER:
+                self._check_early(best)
 
         def on_result(r: Evaluated) -> None:  # the score is the objective; the trial keeps the seconds
             seconds = r.info.get("seconds", r.score) if r.score is not None else None
@@ -292,7 +317,13 @@ class TuneRun:
         self.work_seconds = time.monotonic() - self.start  # the gate's checks are added as they arrive
 
     def searched(self) -> Searched:
-        return Searched(self.result, self.candidates, self.run_id, self.work_seconds, self.rejected)
+        return Searched(self.result, self.candidates, self.run_id, self.work_seconds, self.rejected, self._gate_case)
+
+    def prepare_gate(self) -> None:
+        """Compile the winner for the gate's reduced shapes now (the first half of its check: static work), so
+        that a process that searched elsewhere hands it over ready and the gate starts at once."""
+        if self.options.verify and self.candidates and self._gate_case is None:
+            self._gate_case = gate_case(self.problem, self.candidates[0].config)
 
     def _emit(
         self,
@@ -322,27 +353,35 @@ class TuneRun:
         seconds, config = (None, None) if best is None else (best.seconds, best.config)
         self._emit(phase, None, None, total, seconds, config)
 
+    def _check_early(self, config: dict[str, Any]) -> None:
+        """Start the gate's check of the search's standing best (once per run) while the search goes on; a
+        search without the gate's executor (forked, parallel.py) hands the compiled case to `early_sink`."""
+        if self._early is not None or self._early_sent:
+            return
+        if self._early_sink is not None:
+            self._early_sink(config, gate_case(self.problem, config))
+            self._early_sent = True
+        else:
+            self._early = (config, self._submit_check(config))
+
     def start_gate(self) -> None:
-        """Send the winner to the correctness gate (on the executor) and return at once."""
+        """Send the winner to the correctness gate (on the executor) and return at once; a check of it that
+        started during the search is the one waited for."""
         if self.options.verify and self.candidates and self._pending is None:
             self._emit_best("verify", self.candidates[0])
-            self._pending = self._submit_check(self.candidates[0].config)
+            if self._early is not None and self._early[0] == self.candidates[0].config:
+                self._pending = self._early[1]
+            else:
+                if self._early is not None:
+                    self._early[1].cancel()  # not the winner: dropped unless the worker has started it
+                self._pending = self._submit_check(self.candidates[0].config)
 
     def _submit_check(self, config: Mapping[str, Any]) -> Future[CorrectnessResult]:
         """Compile `config` for the gate's reduced shapes here, run the check on the executor (unless its
         verdict is remembered)."""
-        case = gate_case(self.problem, config)
-        known = case if isinstance(case, CorrectnessResult) else (  # not compiling for the reduced shapes fails
-            self.verdicts.recall(case, self.options.seed) if self.verdicts is not None else None)
-        if known is not None:
-            done: Future[CorrectnessResult] = Future()
-            done.set_result(known)
-            return done
-        future = self.executor.submit(verify, case, self.options.seed)
-        if self.verdicts is not None:
-            verdicts, seed = self.verdicts, self.options.seed
-            future.add_done_callback(lambda f: f.exception() is None and verdicts.keep(case, seed, f.result()))
-        return future
+        prepared = self._gate_case is not None and self.candidates and config == self.candidates[0].config
+        case = self._gate_case if prepared else gate_case(self.problem, config)
+        return submit_check(self.executor, case, self.options.seed, self.verdicts)
 
     def finish(self) -> TuneResult:
         """Wait for the gate's verdicts and return the result (once)."""
@@ -425,6 +464,21 @@ class TuneRun:
                     self.run_id,
                 )
         return None, remaining
+
+
+def submit_check(executor: Executor, case: Any, seed: int, verdicts: Verdicts | None) -> Future[CorrectnessResult]:
+    """The gate's check of a compiled case (a GateCase, or the verdict of a config that does not compile for
+    the reduced shapes) on the executor, unless its verdict is remembered; a new verdict is remembered."""
+    known = case if isinstance(case, CorrectnessResult) else (
+        verdicts.recall(case, seed) if verdicts is not None else None)
+    if known is not None:
+        done: Future[CorrectnessResult] = Future()
+        done.set_result(known)
+        return done
+    future = executor.submit(verify, case, seed)
+    if verdicts is not None:
+        future.add_done_callback(lambda f: f.exception() is None and verdicts.keep(case, seed, f.result()))
+    return future
 
 
 def _refine(

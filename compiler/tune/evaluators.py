@@ -13,84 +13,32 @@
 
 compile, schedule and tpu are too slow to drive a search: the driver searches with the model and hands them the
 best candidates. compile, tpu and the correctness gate execute in worker processes through an
-executor; the functions they run (`evaluate`, `verify`, `probe_tpu`, `warm_up`) are top-level and take
-picklable arguments (a `Problem`, a `GateCase`), so they cross process (and Ray) boundaries. The gate's
+executor; the functions they run (`evaluate`, `verify`, `probe_tpu`, and the gate worker's `warm_gate.warm_up`)
+are top-level and take picklable arguments (a `Problem`, a `GateCase`), so they cross process (and Ray)
+boundaries. The gate's
 compile for reduced shapes (`gate_case`) runs in the tuning process; workers only run code. (The model
 itself needs no worker: the driver runs it in-process on each config's one compile.)
 """
 
 from __future__ import annotations
 
-import functools
 import glob
 import statistics
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..api import CompiledKernel, Kernel, load
+from ..api import CompiledKernel
 from ..chips import Chip, get_chip
-from ..config import Config
 from ..diagnostics import CompileError
-from ..specs import ArgSpec, format_args
 from .correctness import CorrectnessResult, GateCase, check_case, prepare_check
 from .model import estimate
+from .problem import Problem
 
 
 class EvaluatorUnavailable(RuntimeError):
     """The evaluator cannot run here (no libtpu, no TPU, a different TPU than asked for)."""
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One tuning problem: a kernel of a source text, its argument specs, a chip. Picklable."""
-
-    source: str
-    kernel: str
-    args: dict[str, ArgSpec]
-    chip: str
-    path: str | None = None
-    shape_set: int | None = None  # index of the '# helion: args(...)' line, when args came from one
-
-    @property
-    def shape_key(self) -> str:
-        return format_args(self.args)
-
-    def load_kernel(self) -> Kernel:
-        return _kernel(self.source, self.kernel)
-
-    def compile(self, config: Mapping[str, Any], emit: bool = True) -> CompiledKernel:
-        """Compile (raises CompileError). The last few compiles of a process are kept, so that refining or
-        checking a config compiles it once. emit=False: plan and VMEM report only (enough for the model),
-        not kept."""
-        cfg = Config(dict(config))
-        if not emit:
-            return self.load_kernel().compile(args=self.args, config=cfg, chip=self.chip, emit=False)
-        key = (self.source, self.kernel, self.shape_key, self.chip, repr(cfg))
-        ck = _recent.get(key)
-        if ck is None:
-            ck = self.load_kernel().compile(args=self.args, config=cfg, chip=self.chip)
-            _recent[key] = ck
-            if len(_recent) > _RECENT_SIZE:
-                _recent.popitem(last=False)
-        else:
-            _recent.move_to_end(key)
-        return ck
-
-
-_RECENT_SIZE = 64
-_recent: OrderedDict[tuple[str, ...], CompiledKernel] = OrderedDict()
-
-
-@functools.lru_cache(maxsize=8)
-def _kernel(source: str, name: str) -> Kernel:
-    """Parsed once per process (workers evaluate many configs of the same kernel)."""
-    module = load(source if "\n" in source else source + "\n")
-    if name not in module.kernels:
-        raise KeyError(f"no kernel {name!r} in the source (kernels: {', '.join(module.kernels) or 'none'})")
-    return module.kernels[name]
 
 
 @dataclass(frozen=True)
@@ -360,23 +308,6 @@ def verify(case: GateCase, seed: int = 0) -> CorrectnessResult:
     """The second half of the gate: run the generated module and the eager reference (user code: only in a
     worker)."""
     return check_case(case, seed)
-
-
-def warm_up() -> None:
-    """Run first in a fresh gate worker while the driver searches: start the eager-reference process (its
-    torch import overlaps this one's jax import), import jax and Pallas' TPU interpret mode, so the first
-    check pays only its own work."""
-    import gc
-
-    from .correctness import reference_process
-
-    reference_process().start()
-    gc.disable()  # jax's imports: collections scanning torch's and its objects would only slow them down
-    import jax  # noqa: F401
-    from jax.experimental.pallas import tpu  # noqa: F401
-
-    gc.freeze()
-    gc.enable()
 
 
 def probe_tpu(chip: str) -> str | None:

@@ -16,11 +16,13 @@ import hashlib
 import json
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..results import AnalysisCache
 from ..specs import format_args
-from .correctness import CorrectnessResult, GateCase
+
+if TYPE_CHECKING:  # correctness imports torch: the tuning command asks `has_winner` before it does
+    from .correctness import CorrectnessResult, GateCase
 
 log = logging.getLogger(__name__)
 KEPT = ("ok", "wrong")
@@ -43,6 +45,8 @@ class Verdicts:
         self.cache = cache if cache is not None else AnalysisCache()
 
     def recall(self, case: GateCase, seed: int) -> CorrectnessResult | None:
+        from .correctness import CorrectnessResult
+
         found = self.cache.get_snapshot(_case_parts(case, seed))
         if not isinstance(found, dict) or found.get("verdict") not in KEPT:
             return None

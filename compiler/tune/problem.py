@@ -1,0 +1,67 @@
+"""A tuning problem (a kernel of a source text, its argument specs, a chip) and the process's compiles of it.
+
+Torch-free to import (the compiler's front end loads torch when a kernel is first traced), so the tuning
+command can parse its problems and start its gate worker before it imports torch itself.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..api import CompiledKernel, Kernel, load
+from ..config import Config
+from ..specs import ArgSpec, format_args
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One tuning problem: a kernel of a source text, its argument specs, a chip. Picklable."""
+
+    source: str
+    kernel: str
+    args: dict[str, ArgSpec]
+    chip: str
+    path: str | None = None
+    shape_set: int | None = None  # index of the '# helion: args(...)' line, when args came from one
+
+    @property
+    def shape_key(self) -> str:
+        return format_args(self.args)
+
+    def load_kernel(self) -> Kernel:
+        return _kernel(self.source, self.kernel)
+
+    def compile(self, config: Mapping[str, Any], emit: bool = True) -> CompiledKernel:
+        """Compile (raises CompileError). The last few compiles of a process are kept, so that refining or
+        checking a config compiles it once. emit=False: plan and VMEM report only (enough for the model),
+        not kept."""
+        cfg = Config(dict(config))
+        if not emit:
+            return self.load_kernel().compile(args=self.args, config=cfg, chip=self.chip, emit=False)
+        key = (self.source, self.kernel, self.shape_key, self.chip, repr(cfg))
+        ck = _recent.get(key)
+        if ck is None:
+            ck = self.load_kernel().compile(args=self.args, config=cfg, chip=self.chip)
+            _recent[key] = ck
+            if len(_recent) > _RECENT_SIZE:
+                _recent.popitem(last=False)
+        else:
+            _recent.move_to_end(key)
+        return ck
+
+
+_RECENT_SIZE = 64
+_recent: OrderedDict[tuple[str, ...], CompiledKernel] = OrderedDict()
+
+
+@functools.lru_cache(maxsize=8)
+def _kernel(source: str, name: str) -> Kernel:
+    """Parsed once per process (workers evaluate many configs of the same kernel)."""
+    module = load(source if "\n" in source else source + "\n")
+    if name not in module.kernels:
+        raise KeyError(f"no kernel {name!r} in the source (kernels: {', '.join(module.kernels) or 'none'})")
+    return module.kernels[name]
