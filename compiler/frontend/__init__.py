@@ -1,20 +1,21 @@
 """Front end: Helion source text -> typed tile IR, statically (the user's file is never imported or run).
 
-module.py finds kernels, imports and `# helion: args(...)` lines; tracer.py traces a kernel body on top of
-expressions.py, which evaluates expressions: kernel_statements.py runs its statements and inlines helpers,
-device_loops.py turns device loops into IR, tensor_access.py turns subscripts of host tensors into
-loads/stores, whose index items indexing.py builds on the position arithmetic of positions.py
-(value_indexing.py and composed_reads.py index computed values); dispatch.py resolves calls and attributes (tiles, modules, math, builtins) and hands
-hl.* to hl_calls.py (loops: loop_specs.py) and torch.* and tensor methods to torch_calls.py, which read
-compile-time arguments through static_args.py;
+module.py finds kernels, imports and `# helion: args(...)` lines. tracer.py traces a kernel body: expressions
+(expressions.py), statements and inlined helpers (kernel_statements.py), device loops into IR loops
+(device_loops.py), subscripts of host tensors into loads/stores (tensor_access.py), whose index items
+indexing.py builds on the position arithmetic of positions.py (value_indexing.py and composed_reads.py
+index computed values). dispatch.py resolves calls and attributes (tiles, modules, math, builtins) and
+hands hl.* to hl_calls.py (loops: loop_specs.py) and torch.* and tensor methods to torch_calls.py, which
+read compile-time arguments through static_args.py.
 ops.py types torch operations on meta tensors, memoised by input types in meta_cache.py (the tuner
 re-traces a kernel for each choice of block sizes); values.py holds the tracer's non-tensor values;
 dynamo_free.py lets a compile-only process run torch's meta kernels without importing torch._dynamo.
 call_shapes.py finds the shapes kernels without a shape line are called with, by a bounded abstract
-evaluation of the module's own code (host_eval.py, host_statements.py, host_models.py, host_builtins.py,
-host_operators.py, host_torch.py, host_values.py); shape_hint.py is the hint for a kernel with no shape set at all. Functions passed as
-kernel arguments (flex attention's `score_mod`): callable_args.py traces a spec's body inline where the
-kernel calls it, callable_specs.py makes specs of the functions the file's own calls pass.
+evaluation of the module's own code (host_eval.py, host_statements.py, host_models.py,
+host_builtins.py, host_operators.py, host_torch.py, host_values.py); shape_hint.py is the hint for a kernel
+with no shape set at all. Functions passed as kernel arguments (flex attention's `score_mod`):
+callable_args.py traces a spec's body inline where the kernel calls it, callable_specs.py makes specs of
+the functions the file's own calls pass.
 May import compiler.ir, compiler.diagnostics, compiler.config, compiler.specs, compiler.callables; nothing
 from codegen, checks, tune or helion_ls.
 """
