@@ -22,6 +22,7 @@ import types
 from typing import Any
 
 from .specs import CallableSpec, SpecError
+from .syntax import parse
 
 # torch's own callables a flex-attention wrapper picks when the caller gives none (`score_mod = _identity`,
 # `_create_empty_block_mask(q, k).mask_mod`); the call-shape search resolves these by name
@@ -114,7 +115,7 @@ def with_file_names(spec: CallableSpec, imports: dict[str, str], constants: dict
     """A lambda written in the kernel's file (a shape line's `score_mod=lambda ...`) with the file's imports and
     number constants it reads resolved, so that it also runs on its own (SpecFunction)."""
     try:
-        node = ast.parse(spec.source.strip(), mode="eval").body
+        node = parse(spec.source.strip(), mode="eval").body
     except SyntaxError:
         return spec
     local = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)} if isinstance(node, ast.Lambda) else set()
@@ -149,7 +150,7 @@ def _located(code: types.CodeType) -> tuple[ast.FunctionDef | ast.Lambda, str]:
     if code.co_name != "<lambda>":
         try:
             text = textwrap.dedent(inspect.getsource(code))
-            tree = ast.parse(text)
+            tree = parse(text)
         except (OSError, TypeError, SyntaxError) as exc:
             raise _NoSource(f"cannot read the source of `{code.co_name}` ({exc})") from None
         node = tree.body[0] if tree.body else None
@@ -161,7 +162,7 @@ def _located(code: types.CodeType) -> tuple[ast.FunctionDef | ast.Lambda, str]:
     if not lines:
         raise _NoSource(f"cannot read the source of a lambda defined in {code.co_filename}")
     try:
-        tree = ast.parse("".join(lines))
+        tree = parse("".join(lines))
     except SyntaxError:
         raise _NoSource(f"the file of the lambda ({code.co_filename}) does not parse") from None
     cols = {p[2] for p in code.co_positions() if p[0] is not None and p[2] is not None and (p[3] or 0) > p[2]}

@@ -6,7 +6,6 @@ keys wrapped (see `rewrite`), and exec'd in a fresh namespace whose builtins ser
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,6 +17,7 @@ from compiler.reference.kernel import EagerKernel, Runtime
 from compiler.reference.prune import kernel_module
 from compiler.reference.rewrite import KEY_NAME, SLICE_NAME, rewrite_module
 from compiler.reference.tiles import index_key
+from compiler.syntax import parse
 
 DEFAULT_FILENAME = "<helion kernel source>"
 
@@ -48,7 +48,7 @@ def load_module(source: str, filename: str = DEFAULT_FILENAME, kernel: str | Non
     named (see prune.py); errors become `ReferenceRunError` with the line."""
     lines = source.splitlines()
     try:
-        tree = ast.parse(source, filename)
+        tree = parse(source, filename)
     except SyntaxError as exc:
         raise ReferenceRunError(describe(exc, lines, exc.lineno, None), exc.lineno) from exc
     if kernel is not None or function is not None:

@@ -24,6 +24,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from compiler import parse_python
 from compiler.config import Config
 from compiler.specs import TensorSpec
 from compiler.tune import objective
@@ -184,7 +185,7 @@ def _written(lines: list[str], view: KernelView, unit: Unit) -> dict[str, str]:
         return {}
     source = f"f({found.group(1)})"
     try:
-        call = ast.parse(source, mode="eval").body
+        call = parse_python(source, mode="eval").body
     except SyntaxError:
         return {}
     if not isinstance(call, ast.Call):
