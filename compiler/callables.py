@@ -118,11 +118,31 @@ def with_file_names(spec: CallableSpec, imports: dict[str, str], constants: dict
         node = parse(spec.source.strip(), mode="eval").body
     except SyntaxError:
         return spec
-    local = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)} if isinstance(node, ast.Lambda) else set()
-    read = sorted({n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - local)
-    names = [(n, "module", imports[n]) for n in read if n in imports]
-    names += [(n, "value", constants[n]) for n in read if n not in imports and isinstance(constants.get(n), bool | int | float)]
-    return CallableSpec(spec.source, spec.name, tuple(sorted(names)), spec.origin)
+    if not isinstance(node, ast.Lambda):
+        return spec
+    names = [resolved for name in free_names(node) if (resolved := file_name(name, imports, constants))]
+    return CallableSpec(spec.source, spec.name, tuple(names), spec.origin)
+
+
+def free_names(node: ast.FunctionDef | ast.Lambda) -> list[str]:
+    """The names a function's body and defaults read that it does not bind itself, sorted (annotations are
+    never evaluated in a kernel)."""
+    local = {p.arg for p in ast.walk(node.args) if isinstance(p, ast.arg)}
+    code = [*(node.body if isinstance(node.body, list) else [node.body]), *node.args.defaults,
+            *(d for d in node.args.kw_defaults if d is not None)]
+    names = [n for part in code for n in ast.walk(part) if isinstance(n, ast.Name)]
+    local |= {n.id for n in names if isinstance(n.ctx, ast.Store)}
+    return sorted({n.id for n in names if isinstance(n.ctx, ast.Load)} - local)
+
+
+def file_name(name: str, imports: dict[str, str], constants: dict[str, Any]) -> tuple[str, str, Any] | None:
+    """A module-level name of the kernel's file a function reads, as a spec's resolved name: an import, or a
+    number constant (None for any other name: the kernel's trace reads it as it reads any of the file's)."""
+    if name in imports:
+        return name, "module", imports[name]
+    if isinstance(constants.get(name), bool | int | float):
+        return name, "value", constants[name]
+    return None
 
 
 def _kind(fn: Any) -> str:
@@ -197,12 +217,7 @@ def _body_holds(node: ast.Lambda, code: types.CodeType, cols: set[int]) -> bool:
 
 def _resolve_names(fn: types.FunctionType, node: ast.FunctionDef | ast.Lambda,
                    what: str) -> tuple[tuple[str, str, Any], ...]:
-    local = {p.arg for p in ast.walk(node.args) if isinstance(p, ast.arg)}
-    code = [*(node.body if isinstance(node.body, list) else [node.body]), *node.args.defaults,
-            *(d for d in node.args.kw_defaults if d is not None)]  # annotations are never evaluated in a kernel
-    names = [n for part in code for n in ast.walk(part) if isinstance(n, ast.Name)]
-    local |= {n.id for n in names if isinstance(n.ctx, ast.Store)}
-    read = sorted({n.id for n in names if isinstance(n.ctx, ast.Load)} - local)
+    read = free_names(node)
     cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=False))
     out = []
     for name in read:

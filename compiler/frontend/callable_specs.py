@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from ..callables import library_callable
+from ..callables import file_name, free_names, library_callable
 from ..specs import CallableSpec
 from .host_values import Closure
 from .module import ModuleInfo
@@ -42,21 +42,14 @@ def _captured(fn: Closure, info: ModuleInfo) -> tuple[tuple[tuple[str, str, Any]
     """The names the function reads from enclosing functions, resolved to constants, and the module's imports
     and literal constants it reads (so the spec can be run on its own: SpecFunction); other module-level
     names are left to the kernel's trace, which reads them as it reads any of the file's names."""
-    node = fn.node
-    body = node.body if isinstance(node.body, list) else [node.body]
-    names = [n for part in body for n in ast.walk(part) if isinstance(n, ast.Name)]
-    local = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
-    local |= {n.id for n in names if isinstance(n.ctx, ast.Store)}
     out = []
-    for name in sorted({n.id for n in names if isinstance(n.ctx, ast.Load)} - local):
+    for name in free_names(fn.node):
         frame = fn.scope
         while frame is not None and name not in frame.vars:
             frame = frame.parent
         if frame is None:
-            if name in info.imports:
-                out.append((name, "module", info.imports[name]))
-            elif isinstance(info.constants.get(name), bool | int | float):
-                out.append((name, "value", info.constants[name]))
+            if resolved := file_name(name, info.imports, info.constants):
+                out.append(resolved)
             continue
         value = frame.vars[name]
         if isinstance(value, bool | int | float):
