@@ -80,12 +80,8 @@ export async function notebookSteps({ page, url, step, shot, budget, need, log }
       await page.locator(".monaco-workbench").waitFor({ timeout: budget(60_000) });
     }
     await page.keyboard.press("Escape");
-    // Saved unconditionally: an edit the previous step applied may not mark its tab dirty yet; and should
-    // closing still ask to save, the answer is Save (a modal left open would block every later step).
-    await runCommand("File: Save All");
+    if (await page.locator(".tab.dirty").count()) await runCommand("File: Save All");
     await runCommand("View: Close All Editors");
-    const save = page.locator(".monaco-dialog-box").getByRole("button", { name: "Save", exact: true });
-    if (await save.waitFor({ timeout: 2_000 }).then(() => true, () => false)) await save.click();
     await page.keyboard.press("Control+P");
     const quickOpen = page.locator(".quick-input-widget input");
     await quickOpen.waitFor({ state: "visible", timeout: budget(20_000) });
