@@ -119,6 +119,23 @@ class Work:
             self.mxu_short_weights + other.mxu_short_weights,
         )
 
+    @staticmethod
+    def total(works: list[Work]) -> Work:
+        """Work() + works[0] + works[1] + ...: the same additions in the same order (so the same floats),
+        without a Work for every partial sum (the tuner sums thousands of regions)."""
+        a = b = c = d = e = f = g = h = i = 0.0
+        for w in works:
+            a += w.mxu_flops
+            b += w.mxu_padded
+            c += w.vpu_elems
+            d += w.eup_elems
+            e += w.mxu_f32
+            f += w.mxu_int8
+            g += w.mxu_fp8
+            h += w.mxu_short
+            i += w.mxu_short_weights
+        return Work(a, b, c, d, e, f, g, h, i)
+
     def scaled(self, k: float) -> Work:
         return Work(
             self.mxu_flops * k,

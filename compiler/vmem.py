@@ -138,6 +138,11 @@ def operand_row(op: Operand, call: str) -> VmemRow:
 
 
 def call_rows(call: CallPlan) -> list[VmemRow]:
+    return labelled(_rows(call))
+
+
+def _rows(call: CallPlan) -> list[VmemRow]:
+    """The call's buffers, not yet labelled (labels do not change their bytes)."""
     # an operand in SMEM or left in HBM for DMA copies takes no VMEM (the copies' buffers are scratch rows)
     rows = [operand_row(op, call.name) for op in call.operands if op.memory not in ("smem", "dma")]
     for s in call.scratch:
@@ -156,7 +161,7 @@ def call_rows(call: CallPlan) -> list[VmemRow]:
     if call.temporaries_bytes:
         rows.append(VmemRow("(temporaries)", "compiler temporaries (estimated)", (), "-", call.temporaries_bytes, 1,
                             call.temporaries_bytes, call.name))
-    return labelled(rows)
+    return rows
 
 
 def labelled(rows: list[VmemRow]) -> list[VmemRow]:
@@ -169,16 +174,18 @@ def labelled(rows: list[VmemRow]) -> list[VmemRow]:
         return f"{r.name} at {at}"
 
     names = Counter(r.name for r in rows)
+    if all(n < 2 for n in names.values()) and not any(r.label for r in rows):
+        return list(rows)  # every name is unique and none carries a label: nothing to tell apart (the usual case)
     lines = Counter(where(r, False) for r in rows)
     out = []
     for r in rows:
         label = "" if names[r.name] < 2 else where(r, lines[where(r, False)] > 1)
-        out.append(dataclasses.replace(r, label=label))
+        out.append(r if label == r.label else dataclasses.replace(r, label=label))
     return out
 
 
 def call_total(call: CallPlan) -> int:
-    return sum(r.bytes for r in call_rows(call))
+    return sum(r.bytes for r in _rows(call))
 
 
 def requested_limit(total: int, chip: Chip) -> int:
@@ -188,11 +195,9 @@ def requested_limit(total: int, chip: Chip) -> int:
 
 
 def vmem_report(calls: list[CallPlan], chip: Chip) -> VmemReport:
-    rows: list[VmemRow] = []
-    for c in calls:
-        rows.extend(call_rows(c))
-    rows = labelled(rows)
-    total = max((call_total(c) for c in calls), default=0)
+    per_call = [_rows(c) for c in calls]
+    rows = labelled([r for call in per_call for r in call])  # a name shared across calls is told apart too
+    total = max((sum(r.bytes for r in call) for call in per_call), default=0)
     limit = max((c.vmem_limit_bytes for c in calls), default=chip.default_scoped_vmem_bytes)
     return VmemReport(chip.name, tuple(rows), total, limit, chip.default_scoped_vmem_bytes, chip.vmem_capacity_bytes,
                       chip.max_vmem_limit_bytes)

@@ -4,6 +4,7 @@ Torch-free, so the performance model (which the language server's kernel hover r
 
 from __future__ import annotations
 
+import functools
 import math
 
 
@@ -14,6 +15,11 @@ def sublane_rows_of(itemsize: int) -> int:
 
 def padded_count(shape: tuple[int, ...], itemsize: int) -> int:
     """Elements of `shape` once laid out in (sublane, 128-lane) tiles, as the TPU stores it."""
+    return _padded_count(tuple(shape), itemsize)
+
+
+@functools.lru_cache(maxsize=4096)  # the tuner's plans and model ask for the same few shapes thousands of times
+def _padded_count(shape: tuple[int, ...], itemsize: int) -> int:
     rows = sublane_rows_of(itemsize)
     if not shape:
         return rows * 128

@@ -113,13 +113,8 @@ def access_work(n: Load | Store, dma: frozenset[int] = frozenset()) -> Work:
 
 def region_work(nodes: list[Node], dma: frozenset[int] = frozenset()) -> Work:
     """Work of straight-line code, not descending into inner loops (they are counted per iteration)."""
-    total = Work()
-    for n in nodes:
-        if isinstance(n, Op):
-            total = total + op_work(n)
-        elif isinstance(n, Load | Store):
-            total = total + access_work(n, dma)
-    return total
+    return Work.total([op_work(n) if isinstance(n, Op) else access_work(n, dma)
+                       for n in nodes if isinstance(n, Op | Load | Store)])
 
 
 # Calibrated against the libtpu 0.0.42.1 deviceless compile on v7x (bench/vmem_calibration.py: attention,
