@@ -32,7 +32,8 @@ def padded_bytes(shape: tuple[int | None, ...], dtype: torch.dtype) -> int:
 
 def _vreg_elems(v: Value) -> float:
     """Vector work in 32-bit-lane units: a packed bf16 vreg holds twice the elements of an f32 one."""
-    return padded_elems(tuple(v.shape), v.dtype) * min(1.0, v.dtype.itemsize / 4)
+    itemsize = v.meta.dtype.itemsize  # read off the meta tensor once: the model asks this for every value
+    return padded_count(v.meta.shape, itemsize) * min(1.0, itemsize / 4)
 
 
 _FP8 = {getattr(torch, n) for n in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
@@ -52,10 +53,13 @@ def mxu_operand_class(a: torch.dtype, b: torch.dtype) -> str:
     return "bf16"
 
 
+_NO_WORK = Work()  # shared: a Work is immutable
+
+
 def op_work(op: Op) -> Work:
-    outs = op.outputs()
     if op.kind in _NO_VECTOR_WORK:
-        return Work()
+        return _NO_WORK
+    outs = op.outputs()
     if op.kind == "dot":
         a, b = op.args[0], op.args[1]
         *batch, m, k = a.shape
@@ -147,7 +151,8 @@ def _largest_value(nodes: list[Node], dma: frozenset[int] = frozenset()) -> int:
     for n in nodes:
         outs = n.outputs() if isinstance(n, Op) and n.kind not in ("alloc",) else (n.out,) if isinstance(n, Load) else ()
         for v in outs:
-            biggest = max(biggest, padded_bytes(tuple(v.shape), v.dtype))
+            itemsize = v.meta.dtype.itemsize
+            biggest = max(biggest, padded_count(v.meta.shape, itemsize) * itemsize)  # padded_bytes of v
         sizes = gather_sizes(n) if isinstance(n, Load | Store) and id(n) not in dma else None
         if sizes is not None:  # the one-hot selection matrix and the whole gathered block
             k, r, rest = sizes

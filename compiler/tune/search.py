@@ -11,7 +11,8 @@ The space protocol (`SearchSpace`) — all a strategy knows about kernels:
                                      neighbouring values are related. Without it, a dimension whose values are
                                      all numbers is ordered and any other is categorical.
     space.to_config(point)           point = {dimension name: chosen value, ...} (every dimension, in order)
-                                     -> the config to evaluate (a Mapping, e.g. compiler.Config)
+                                     -> the config to evaluate (a Mapping, e.g. compiler.Config); it depends
+                                     on the point alone: the search builds each point's config once
     space.is_valid(config)           -> (True, "") or (False, reason); invalid configs are pruned: counted per
                                      reason, never evaluated. Must be cheap (it runs in the searching process).
 
@@ -194,6 +195,7 @@ class _Search:
         self.total_estimate: int | None = None
         self.results: dict[str, Evaluated] = {}  # config key -> result, in application order
         self.points: dict[str, Point] = {}  # config key -> the first point that produced it
+        self._configs: dict[Point, tuple[str, Mapping[str, Any] | None, str]] = {}  # point -> _built(point)
         self.pruned_keys: set[str] = set()
         self.pruned_reasons: Counter[str] = Counter()
         self.best: Evaluated | None = None
@@ -224,13 +226,8 @@ class _Search:
 
     def config(self, point: Point) -> tuple[str, Mapping[str, Any] | None]:
         """(key, config) of a valid config; (key, None) once pruned (recorded on first sight)."""
-        try:
-            config = self.space.to_config(self.values_of(point))
-            key = config_key(config)
-        except Exception as exc:  # noqa: BLE001 - a space that cannot build this point prunes it
-            key, config = f"point:{point}", None
-            reason = f"to_config failed: {type(exc).__name__}: {exc}"
-        else:
+        key, config, reason = self._built(point)
+        if config is not None:
             if key in self.results or key in self.pruned_keys:
                 return key, None if key in self.pruned_keys else config
             try:
@@ -245,6 +242,21 @@ class _Search:
             if self.on_pruned is not None and config is not None:
                 self.on_pruned(config, reason)
         return key, None
+
+    def _built(self, point: Point) -> tuple[str, Mapping[str, Any] | None, str]:
+        """(key, config, "") of a point, or (key, None, why) when the space cannot build it; built once per
+        point (a pattern search comes back to the same points many times, and `to_config` depends on the
+        point alone)."""
+        point = tuple(point)
+        built = self._configs.get(point)
+        if built is None:
+            try:
+                config = self.space.to_config(self.values_of(point))
+                built = (config_key(config), config, "")
+            except Exception as exc:  # noqa: BLE001 - a space that cannot build this point prunes it
+                built = (f"point:{point}", None, f"to_config failed: {type(exc).__name__}: {exc}")
+            self._configs[point] = built
+        return built
 
     # ---- budget, progress ---------------------------------------------------------------------------------
 
