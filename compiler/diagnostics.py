@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import functools
 from dataclasses import dataclass, field
 
 
@@ -43,9 +44,7 @@ class Range:
         end_col = getattr(node, "end_col_offset", None)
         if end_col is None:
             end_col = col
-        return Range(
-            Position(lineno - 1 + line_offset, col), Position(end_lineno - 1 + line_offset, end_col)
-        )
+        return _range(lineno - 1 + line_offset, col, end_lineno - 1 + line_offset, end_col)
 
     @staticmethod
     def lines(first: int, last: int | None = None, end_character: int = 0) -> Range:
@@ -60,6 +59,12 @@ class Range:
 
 
 ZERO_RANGE = Range(Position(0, 0), Position(0, 0))
+
+
+@functools.lru_cache(maxsize=16384)  # the tracer asks for the ranges of the same nodes at every evaluation
+def _range(line: int, character: int, end_line: int, end_character: int) -> Range:
+    """A Range from its four numbers (immutable, so one object may serve every node at those positions)."""
+    return Range(Position(line, character), Position(end_line, end_character))
 
 
 @dataclass(frozen=True)
