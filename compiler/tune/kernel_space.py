@@ -42,6 +42,7 @@ class KernelSpace:
         self.dimensions = [Dimension(name, tuple(values)) for name, values in space.dimensions]
         self.floor = kernel.vmem_floor(problem.args, problem.chip)
         self.skipped = 0  # configs pruned by the floor, untraced
+        self._floors: dict[tuple[int, ...], int] = {}  # block sizes -> self.floor.bytes of them
         self._outcomes: OrderedDict[str, tuple[bool, str, tuple[float | None, dict[str, Any]] | None]] = (
             OrderedDict()
         )
@@ -69,7 +70,7 @@ class KernelSpace:
 
     def _implied_oom(self, config: Mapping[str, Any]) -> bool:
         blocks = config.get("block_sizes")
-        if isinstance(blocks, list | tuple) and self.floor.bytes(blocks) > self.chip.max_vmem_limit_bytes:
+        if isinstance(blocks, list | tuple) and self._floor_bytes(tuple(blocks)) > self.chip.max_vmem_limit_bytes:
             self.skipped += 1
             return True
         cls = self._vmem_class(config)
@@ -80,6 +81,12 @@ class KernelSpace:
             len(small) == len(blocks) and all(b >= s for b, s in zip(blocks, small, strict=True))
             for small in self._too_big.get(key, ())
         )
+
+    def _floor_bytes(self, blocks: tuple[int, ...]) -> int:
+        """`self.floor.bytes(blocks)`, once per block sizes (configs that differ in other settings share them)."""
+        if blocks not in self._floors:
+            self._floors[blocks] = self.floor.bytes(blocks)
+        return self._floors[blocks]
 
     def _outcome(self, config: Mapping[str, Any]) -> tuple[bool, str, tuple[float | None, dict[str, Any]] | None]:
         key = repr(Config(dict(config)))
