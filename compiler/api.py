@@ -11,7 +11,6 @@ exception is the shape sets of a kernel without a shape line, found in the file'
 from __future__ import annotations
 
 import ast
-import dataclasses
 import hashlib
 import logging
 import os
@@ -507,22 +506,20 @@ class Kernel:
         """One pallas_call plan per grid loop, each requesting the VMEM its report says it needs."""
         from .codegen.plan_builder import build_call
         from .ir import GridLoop
-        from .vmem import call_total, requested_limit, vmem_report
+        from .vmem import with_limits
 
         grids = [n for n in ir.host if isinstance(n, GridLoop)]
         if not grids:
             raise CompileError([error("HPL101", f"`{self.name}` has no hl.tile / hl.grid loop: nothing runs on the TPU",
                                       self.name_range)])
-        layouts: list[CallLayout] = []
         try:
-            for i, g in enumerate(grids):
-                layout = build_call(ir, g, i, cfg, chip)
-                total = call_total(layout.plan)
-                layout.plan = dataclasses.replace(layout.plan, vmem_limit_bytes=requested_limit(total, chip))
-                layouts.append(layout)
+            layouts = [build_call(ir, g, i, cfg, chip) for i, g in enumerate(grids)]
         except UserError as exc:
             raise CompileError([exc.diagnostic(self.range)]) from None
-        return layouts, vmem_report([lay.plan for lay in layouts], chip)
+        plans, report = with_limits([lay.plan for lay in layouts], chip)
+        for layout, plan in zip(layouts, plans, strict=True):
+            layout.plan = plan
+        return layouts, report
 
 
 _TUNED = {"block_sizes", "pallas_loop_type", "pallas_load_buffer_count"}

@@ -195,7 +195,19 @@ def requested_limit(total: int, chip: Chip) -> int:
 
 
 def vmem_report(calls: list[CallPlan], chip: Chip) -> VmemReport:
+    return _report(calls, [_rows(c) for c in calls], chip)
+
+
+def with_limits(calls: list[CallPlan], chip: Chip) -> tuple[list[CallPlan], VmemReport]:
+    """The calls, each requesting the VMEM its buffers need (`requested_limit`), and their report: each call's
+    rows are built once (they do not depend on the limit)."""
     per_call = [_rows(c) for c in calls]
+    calls = [dataclasses.replace(c, vmem_limit_bytes=requested_limit(sum(r.bytes for r in rows), chip))
+             for c, rows in zip(calls, per_call, strict=True)]
+    return calls, _report(calls, per_call, chip)
+
+
+def _report(calls: list[CallPlan], per_call: list[list[VmemRow]], chip: Chip) -> VmemReport:
     rows = labelled([r for call in per_call for r in call])  # a name shared across calls is told apart too
     total = max((sum(r.bytes for r in call) for call in per_call), default=0)
     limit = max((c.vmem_limit_bytes for c in calls), default=chip.default_scoped_vmem_bytes)

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..api import Kernel
 from ..chips import get_chip
-from ..config import Config
+from ..config import Config, as_config
 from ..diagnostics import CompileError
 from ..space import ConfigSpace
 from ..vmem import fmt_bytes
@@ -89,7 +89,7 @@ class KernelSpace:
         return self._floors[blocks]
 
     def _outcome(self, config: Mapping[str, Any]) -> tuple[bool, str, tuple[float | None, dict[str, Any]] | None]:
-        key = repr(Config(dict(config)))
+        key = repr(as_config(config))
         if key in self._outcomes:
             self._outcomes.move_to_end(key)
             return self._outcomes[key]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..api import CompiledKernel, Kernel, load
-from ..config import Config
+from ..config import as_config
 from ..specs import ArgSpec, format_args
 
 
@@ -39,7 +39,7 @@ class Problem:
         """Compile (raises CompileError). The last few compiles of a process are kept, so that refining or
         checking a config compiles it once. emit=False: plan and VMEM report only (enough for the model),
         not kept."""
-        cfg = Config(dict(config))
+        cfg = as_config(config)  # a Config as it is, another mapping made one
         if not emit:
             return self.load_kernel().compile(args=self.args, config=cfg, chip=self.chip, emit=False)
         key = (self.source, self.kernel, self.shape_key, self.chip, repr(cfg))
