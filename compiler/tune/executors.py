@@ -132,7 +132,8 @@ class InlineExecutor(Executor):
         pass
 
 
-def _worker_init() -> None:
+def quiet_worker() -> None:
+    """A worker's first act: its stdout is its stderr."""
     # The parent may be a language server speaking LSP on stdout: nothing a worker prints may reach it.
     os.dup2(2, 1)
     sys.stdout = sys.stderr
@@ -149,7 +150,7 @@ class LocalExecutor(Executor):
         return cf.ProcessPoolExecutor(
             max_workers=self.parallelism,
             mp_context=multiprocessing.get_context("spawn"),
-            initializer=_worker_init,
+            initializer=quiet_worker,
         )
 
     def submit(self, fn: Callable[..., R], *args: Any) -> cf.Future[R]:
