@@ -69,21 +69,3 @@ def test_two_checks_run_in_two_workers_with_their_own_verdicts(pool) -> None:
     results = [f.result(timeout=300) for f in futures]
     assert [r.verdict for r in results] == ["ok", "wrong"], [r.message for r in results]
     assert len(pool._pool._processes) == 2
-
-
-def test_a_check_submitted_while_the_server_imports_is_held_not_waited_for() -> None:
-    """Starting a worker waits for the server's imports (seconds); a check submitted meanwhile comes back at
-    once as a pending future — the search that submitted it goes on — and runs once the first worker is up;
-    one cancelled meanwhile never runs."""
-    good, bad = _softmax_cases()
-    gate = GatePool(2)
-    try:
-        gate.start()
-        checked = gate.submit(verify, good)
-        dropped = gate.submit(verify, bad)
-        assert not gate._pool._processes  # no worker yet: the server is still importing
-        assert dropped.cancel()
-        assert checked.result(timeout=300).verdict == "ok"
-        assert dropped.cancelled()
-    finally:
-        gate.shutdown(cancel=True)

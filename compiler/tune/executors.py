@@ -132,8 +132,7 @@ class InlineExecutor(Executor):
         pass
 
 
-def quiet_worker() -> None:
-    """A worker's first act: its stdout is its stderr."""
+def _worker_init() -> None:
     # The parent may be a language server speaking LSP on stdout: nothing a worker prints may reach it.
     os.dup2(2, 1)
     sys.stdout = sys.stderr
@@ -150,7 +149,7 @@ class LocalExecutor(Executor):
         return cf.ProcessPoolExecutor(
             max_workers=self.parallelism,
             mp_context=multiprocessing.get_context("spawn"),
-            initializer=quiet_worker,
+            initializer=_worker_init,
         )
 
     def submit(self, fn: Callable[..., R], *args: Any) -> cf.Future[R]:

@@ -11,10 +11,9 @@ then forks its own eager-reference process (correctness.reference_process), whic
 importing it.
 
 `start()` launches the server and the first worker from a thread: the server's imports (seconds) run beside
-the tuning process's own. Starting a worker waits for those imports, so until the first worker is up a
-submitted check is held here and handed over then: `submit` never makes the search wait. Further workers (up
-to `max_workers`) are forked on demand, when a check arrives while the others are busy. Standard library
-only at import: the tuning command builds the pool before it imports torch itself.
+the tuning process's own, which must not wait for them. Further workers (up to `max_workers`) are forked
+on demand, when a check arrives while the others are busy. Standard library only at import: the tuning
+command builds the pool before it imports torch itself.
 """
 
 from __future__ import annotations
@@ -23,22 +22,14 @@ import concurrent.futures as cf
 import multiprocessing
 import os
 import threading
-from collections.abc import Callable
-from typing import Any, TypeVar
 
-from .executors import LocalExecutor, quiet_worker
+from .executors import LocalExecutor, _worker_init
 
 PRELOAD = "compiler.tune.gate_imports"
-R = TypeVar("R")
 
 
 class GatePool(LocalExecutor):
     """A LocalExecutor whose workers are forks of a fork server that preloaded the gate's imports."""
-
-    def __init__(self, max_workers: int | None = None):
-        super().__init__(max_workers)
-        self._lock = threading.Lock()
-        self._held: list[tuple[cf.Future[Any], Callable[..., Any], tuple[Any, ...]]] | None = None
 
     def _new_pool(self) -> cf.ProcessPoolExecutor:
         context = multiprocessing.get_context("forkserver")
@@ -47,47 +38,13 @@ class GatePool(LocalExecutor):
 
     def start(self) -> None:
         """Start the server and the first worker now, without waiting: the first check then finds it ready."""
-        with self._lock:
-            if self._held is not None:
-                return
-            self._held = []
         threading.Thread(target=self._start_first_worker, name="helion-gate-start", daemon=True).start()
-
-    def submit(self, fn: Callable[..., R], *args: Any) -> cf.Future[R]:
-        with self._lock:
-            if self._held is not None:  # the first worker is starting: hand this over once it is up
-                future: cf.Future[R] = cf.Future()
-                self._held.append((future, fn, args))
-                return future
-        return super().submit(fn, *args)
 
     def _start_first_worker(self) -> None:
         try:
-            super().submit(os.getpid).result()  # a trivial task: starting its worker is the point
-        except Exception:  # noqa: BLE001 - the held checks start a worker the same way and report what fails
+            self.submit(os.getpid)  # a trivial task: starting its worker is the point
+        except Exception:  # noqa: BLE001 - the first check starts a worker the same way and reports what fails
             pass
-        with self._lock:
-            held, self._held = self._held or [], None
-        for future, fn, args in held:
-            if future.set_running_or_notify_cancel():  # not cancelled meanwhile
-                try:
-                    _chain(super().submit(fn, *args), future)
-                except Exception as exc:  # noqa: BLE001 - delivered through the future, as a pool would
-                    future.set_exception(exc)
-
-
-def _chain(source: cf.Future[R], target: cf.Future[R]) -> None:
-    def copy(done: cf.Future[R]) -> None:
-        if done.cancelled():  # the pool was shut down with it queued
-            target.set_exception(cf.CancelledError())
-            return
-        exc = done.exception()
-        if exc is not None:
-            target.set_exception(exc)
-        else:
-            target.set_result(done.result())
-
-    source.add_done_callback(copy)
 
 
 def _init_worker() -> None:
@@ -96,6 +53,6 @@ def _init_worker() -> None:
     from .. import lifeline
     from .correctness import reference_process
 
-    quiet_worker()
+    _worker_init()
     lifeline.die_with_parent(os.getppid())
     reference_process().start(fork=True)
