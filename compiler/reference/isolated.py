@@ -1,8 +1,8 @@
 """The eager reference in a separate process with resource limits: it runs the user's code.
 
 `ReferenceProcess` owns one worker (started by `start()` or on first use, reused by later runs): a spawned
-interpreter, or — `start(fork=True)` from a process that has torch, no running jax backend and no other thread, such
-as a tuner's gate worker — a fork of the caller, which has torch without importing it again. The worker limits
+interpreter, or — `start(fork=True)` from a process that has torch but no jax and no other thread, such as
+the tuner's fresh gate worker — a fork of the caller, which has torch without importing it again. The worker limits
 its own address space (RLIMIT_AS) and CPU time (RLIMIT_CPU), dies with the process that started it, and
 runs only what the kernel needs (`load_module(..., kernel=...)`, see prune.py). Each `run` also has a
 wall-clock limit: a worker that exceeds it is killed and the next run starts a fresh one. Whatever goes
@@ -95,19 +95,8 @@ def _death(code: int | None) -> str:
 
 def can_fork() -> bool:
     """Forking this process gives a working reference worker: torch is imported (or a fork saves nothing),
-    jax's backend is not initialised (its threads do not survive a fork; importing jax starts none), and no
-    other Python thread may hold a lock meanwhile."""
-    return "torch" in sys.modules and not _jax_backend_started() and threading.active_count() == 1
-
-
-def _jax_backend_started() -> bool:
-    if "jax" not in sys.modules:
-        return False
-    try:
-        from jax._src import xla_bridge
-    except ImportError:  # not the jax we know: assume the worst
-        return True
-    return bool(xla_bridge.backends_are_initialized())
+    jax is not (its threads do not survive a fork), and no other Python thread may hold a lock meanwhile."""
+    return "torch" in sys.modules and "jax" not in sys.modules and threading.active_count() == 1
 
 
 class ReferenceProcess:

@@ -18,8 +18,7 @@ model        analytic per-grid-step TPU model of a compiled kernel's plan (estim
 problem      a tuning problem (kernel, shapes, chip) and the process's compiles of it (no torch to import)
 evaluators   model / compile (libtpu) / schedule (the TPU compiler's estimate) / tpu (wall clock) evaluators,
              and the functions workers run
-gate_pool    the gate's workers for model-evaluator runs: forks of a server that preloaded `gate_imports`
-warm_gate    what a fresh spawned gate worker runs first (standard library to import)
+warm_gate    what a fresh gate worker runs first (standard library to import)
 schedule     the TPU compiler's own estimate: libtpu's simulated cycles (v5e/v5p/v6e) or bundles issued
 shrink       reduced argument shapes that keep a config's tile structure, for correctness runs
 correctness  the gate: generated code on reduced shapes against the eager reference of the original source

@@ -13,13 +13,13 @@ this command is the request to do so.
 
 Where the time goes: the model search runs in this process, and so does the gate's compile of each winner
 for reduced shapes; the executor runs the gate's check (and the compile / tpu evaluators). With the model
-evaluator the default `local` executor is the gate pool (gate_pool.py): this process parses the file with
-no torch imported, starts the pool's fork server — which imports torch, jax and the gate once — and only
-then imports torch and the tuner, so the two import at once; its workers are forks of the server, so two
-checks run at once (two shape sets' winners) without a second import. Each shape set's winner goes to it as
-soon as its search ends, or earlier (a best config that stands, driver.py), while the searches go on. A
-winner's verdict the analysis cache remembers (verdicts.py) is not checked again; when every shape set's is
-likely remembered, the pool starts only if a check turns out to be needed. Run from the command line, the process exits as soon as the results are printed (no interpreter teardown).
+evaluator the default `local` executor is one worker, started first — this process parses the file with
+no torch imported, starts the worker, and only then imports torch and the tuner, so the two import at
+once — and warmed up (the eager-reference process forked from it, jax and Pallas imported) while the
+search runs; each shape set's winner goes to it as soon as its search ends, while the next shape set is
+searched. A winner's verdict the analysis cache remembers (verdicts.py) is not checked again; when every
+shape set's is likely remembered, the worker starts only if a check turns out to be needed. Run from the
+command line, the process exits as soon as the results are printed (no interpreter teardown).
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ from ..api import Kernel, load
 from ..chips import canonical_name
 from ..diagnostics import CompileError, Diagnostic
 from .executors import Executor, ExecutorError, LocalExecutor, make_executor
-from .gate_pool import GatePool
 from .objective import VMEM_MARGIN, over_default
 from .problem import Problem
 from .store import StoreError, TuningStore
@@ -52,7 +51,6 @@ if TYPE_CHECKING:
     from .driver import TuneOptions, TuneProgress, TuneResult, TuneRun
 
 OK, NOTHING_VALID, USAGE = 0, 1, 2
-GATE_WORKERS = 4  # checks at once, at most: each worker holds jax's CPU backend and a reference process
 
 
 class UsageError(Exception):
@@ -88,7 +86,7 @@ def _run(ns: argparse.Namespace) -> int:
     restore: Callable[[], None] = lambda: None  # noqa: E731
     try:
         try:
-            executor = _gate_executor(ns)
+            executor = make_executor(_gate_executor_spec(ns), {"CPU": 1.0})
         except ExecutorError as exc:
             raise UsageError(str(exc)) from None
         problems, failed = _problems(ns, chip)
@@ -96,10 +94,7 @@ def _run(ns: argparse.Namespace) -> int:
             return NOTHING_VALID
         verdicts = Verdicts()
         if isinstance(executor, LocalExecutor) and not _verdicts_known(problems, ns.evaluator, verdicts):
-            if isinstance(executor, GatePool):  # its imports run beside this process's own, then the search's
-                executor.start()
-            else:
-                executor.submit(warm_up)
+            executor.submit(warm_up)  # its imports run beside this process's own, then beside the search
         _import_the_tuner()
         from .driver import TuneOptions
         from .evaluators import get_evaluator, probe_tpu
@@ -156,12 +151,9 @@ def _import_the_tuner() -> None:
         gc.enable()
 
 
-def _gate_executor(ns: argparse.Namespace) -> Executor:
-    """The model needs no workers, only the gate does: with `local`, forks of a server that preloaded the
-    gate (gate_pool.py), one per CPU (at most GATE_WORKERS), forked only when checks overlap."""
-    if ns.evaluator == "model" and ns.executor == "local":
-        return GatePool(max(1, min(os.cpu_count() or 1, GATE_WORKERS)))
-    return make_executor(ns.executor, {"CPU": 1.0})
+def _gate_executor_spec(ns: argparse.Namespace) -> str:
+    """The model needs no workers, only the gate does, and one is enough: `local` means `local:1` then."""
+    return "local:1" if ns.evaluator == "model" and ns.executor == "local" else ns.executor
 
 
 def exit_now(status: int) -> None:

@@ -1,6 +1,5 @@
-"""What a fresh spawned correctness-gate worker runs first (see evaluators.verify), while the tuning process
-imports torch and searches: the workers of the compile and schedule evaluators' local pool, which also
-check (model-evaluator runs have the gate pool instead, gate_pool.py). Standard library only at import: the tuning command pickles `warm_up` before it imports
+"""What a fresh correctness-gate worker runs first (see evaluators.verify), while the tuning process imports
+torch and searches. Standard library only at import: the tuning command pickles `warm_up` before it imports
 torch itself, so that both processes import theirs at once.
 """
 
