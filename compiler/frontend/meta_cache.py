@@ -114,7 +114,7 @@ def _captured(value: Any, depth: int) -> Any:
 def _key(a: Any) -> Any:
     """A value as the meta function sees it, by what its result type can depend on."""
     if isinstance(a, torch.Tensor):
-        if a.device.type != "meta":
+        if not a.is_meta:  # (cheaper than building its device)
             raise _Unkeyable
         return ("T", tuple(a.shape), a.stride(), a.storage_offset(), a.dtype)
     if isinstance(a, _SCALARS):
