@@ -264,3 +264,18 @@ def test_short_lhs_blocks_cost_the_rows_the_mxu_needs_per_weight_load(chip: str,
     assert mxu(32) == pytest.approx(mxu(256) * rows / 32, rel=1e-6)
     assert mxu(16) == pytest.approx(mxu(256) * rows / 16, rel=1e-6)
     assert mxu(128) == pytest.approx(mxu(256), rel=1e-6)
+
+
+def test_work_total_is_the_chained_sum_of_every_field() -> None:
+    """Work.total (how a region's work is summed) adds every field, in order, as `+` does."""
+    import dataclasses
+
+    from compiler.plan import Work
+
+    n = len(dataclasses.fields(Work))
+    works = [Work(*(0.1 * (i + 1) + j for j in range(n))) for i in range(5)]
+    chained = Work()
+    for w in works:
+        chained = chained + w
+    assert Work.total(works) == chained
+    assert all(getattr(Work.total(works), f.name) != 0 for f in dataclasses.fields(Work))

@@ -149,6 +149,20 @@ def test_points_giving_the_same_config_are_evaluated_once():
     assert len(calls) == len(result.evaluated) == 4
 
 
+def test_each_point_is_built_into_a_config_once():
+    """A pattern search comes back to the same points many times; the space builds each point's config once."""
+    built: list[tuple] = []
+
+    def counted(point: dict) -> Config:
+        built.append(tuple(point.values()))
+        return to_config(point)
+
+    result = search(DiscreteSpace(big_space().dimensions, counted, is_valid), cost, seeds=[SEED_POINT], max_evals=200,
+                    seed=1)
+    assert len(result.evaluated) == 200
+    assert len(built) == len(set(built))
+
+
 def test_failures_are_kept_but_never_best():
     result = search(small_space(), flaky_cost)
     failed = [r for r in result.evaluated if r.score is None]
