@@ -1,19 +1,25 @@
 """A tuning the user started goes first: while it runs, the server's background work waits (foreground.py) —
 the second compile worker's start, low-priority compiles, the check worker and its stages — and starts once
-it ended; the front stage does not wait. Real compile and check workers, a real tuner process."""
+it ended; the front stage does not wait. And once it ended, the look-up deciding the TPU compiler's check
+of its result (an import) runs off the event loop, where the Best lens asked for at that moment would wait
+behind it. Real compile and check workers, a real tuner process."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import threading
 
 import pytest
 
+from compiler.checks import libtpu_available
 from helion_ls import compile_pool
 from helion_ls.analysis import Analyzer
 from helion_ls.check_client import CheckClient
+from helion_ls.features import compiler_check
 from helion_ls.foreground import Foreground
 from helion_ls.server import create_server
-from helion_ls.tuning import TuneSpec
+from helion_ls.tuning import TuneJob, TuneSpec
 
 ADD = """import helion
 import helion.language as hl
@@ -104,17 +110,39 @@ async def test_the_check_stages_wait_for_a_tuning_the_front_stage_does_not():
         await _shut_down(pool)
 
 
+def _spec(tmp_path, chip: str = "v7x") -> TuneSpec:
+    return TuneSpec(uri="file:///tmp/t.py", kernel="missing", shape_set=0, source_hash="x", text=ADD,
+                    file_name="t.py", chip=chip, evaluator="model", executor="inline",
+                    store_path=str(tmp_path / "store.sqlite"), budget_seconds=None, max_evals=1)
+
+
 async def test_a_running_tuner_is_the_servers_foreground(tmp_path):
     """The server's tuner holds the foreground its compile pool waits for, from start to end of the job."""
     server = create_server()
     seen: list[tuple[str, int]] = []
     server.tuner.on_change = lambda job: seen.append((job.state, server.pool.foreground.jobs))
-    spec = TuneSpec(uri="file:///tmp/t.py", kernel="missing", shape_set=0, source_hash="x", text=ADD,
-                    file_name="t.py", chip="v7x", evaluator="model", executor="inline",
-                    store_path=str(tmp_path / "store.sqlite"), budget_seconds=None, max_evals=1)
+    spec = _spec(tmp_path)
     job = server.tuner.submit(spec)  # no such kernel: the tuner exits at once with a usage error
     await asyncio.wait_for(job.done.wait(), 120)
     await _until(lambda: not server.tuner._running)
     assert seen[0] == ("queued", 0)
     assert ("running", 1) in seen and ("failed", 1) in seen
     assert server.pool.foreground.jobs == 0 and not server.pool.foreground.busy
+
+
+async def test_the_compiler_check_after_a_tuning_is_decided_off_the_event_loop(tmp_path, monkeypatch):
+    server = create_server()
+    threads: list[str] = []
+    real = compiler_check.enabled
+    monkeypatch.setattr(compiler_check, "enabled", lambda *a: threads.append(threading.current_thread().name) or real(*a))
+    job = TuneJob(_spec(tmp_path, "v5e"), state="done")
+    server.settings.default = dataclasses.replace(server.settings.default, compiler_check="on")
+    queued = compiler_check.after_tuning(server, job)
+    assert threads == []  # nothing decided on the loop
+    crosscheck = await queued
+    assert threads and threads != [threading.main_thread().name]
+    if libtpu_available():  # else no check is queued
+        assert crosscheck is not None and crosscheck.spec.kind == "crosscheck"
+        assert crosscheck is server.checker.jobs[job.id]
+        await asyncio.wait_for(crosscheck.done.wait(), 120)  # no such kernel: it fails at once
+        await _until(lambda: not server.checker._running)
