@@ -11,8 +11,9 @@ scheduling by session (Linux autogroup, the desktop default) a nice value counts
 
 `Foreground` counts the foreground jobs running (`running()` around each). `idle()` returns once none has
 run for `grace` seconds (the next shape set's Tune, clicked when the last Best lens appeared, still goes
-first), or once foreground work has kept the machine `limit` seconds: a long tuning delays background work,
-never starves it.
+first), or once foreground work has kept the machine `limit` seconds: a long tuning (or a file's worth of
+them) delays background work, never starves it. The limit counts from the start of a stretch of tunings one
+after another, so it is long enough for both shape sets of a kernel on a busy machine.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from collections.abc import Iterator
 
 log = logging.getLogger(__name__)
 
-DEFER_LIMIT = 20.0  # seconds of foreground work after which background work runs beside it
+DEFER_LIMIT = 60.0  # seconds of foreground work after which background work runs beside it
 GRACE = 2.0  # seconds background work still waits after the last foreground job ended
 
 
