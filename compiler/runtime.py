@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import functools
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -36,6 +37,17 @@ def chip_context(chip: Chip):
     ad = jax.sharding.AbstractDevice(device_kind=chip.device_kind, num_cores=1, platform="tpu")
     with jax.sharding.use_abstract_mesh(jax.sharding.AbstractMesh((), (), abstract_device=ad)):
         yield
+
+
+# jax's pallas_call lowering imports Mosaic GPU's interpreter (and with it MLIR's GPU dialects: ~0.6 s, most
+# of a first check's extra cost) only to test whether `interpret` is a GPU interpreter's parameters.
+_GPU_INTERPRETER = "jax._src.pallas.mosaic_gpu.interpret.interpret_pallas_call"
+
+
+def skip_gpu_interpreter() -> None:
+    """Make that import fail fast (None in sys.modules; pallas_call skips the GPU interpreter when it cannot
+    be imported) unless it is already loaded: TPU interpret mode never uses it."""
+    sys.modules.setdefault(_GPU_INTERPRETER, None)  # type: ignore[arg-type]
 
 
 def load_entry(source: str, entry: str, filename: str = "<generated pallas>") -> Callable[..., Any]:
@@ -175,6 +187,7 @@ def run(fn: Callable[..., Any], params: list[str], specs: dict[str, ArgSpec], ch
     if has_tpu():
         result = fn(*tensors, **scalars)
     else:
+        skip_gpu_interpreter()
         with chip_context(chip):
             try:
                 result = fn(*tensors, **scalars, interpret=pltpu.InterpretParams())
