@@ -111,7 +111,7 @@ class CompilePool:
             worker.prestart()
             await worker.wait_started()
         while True:
-            if not self._queue and self._low and self.foreground.busy:
+            if not self._queue and self._low and self.foreground.holding:
                 await self.foreground.idle("a low-priority compile")
             job = self._take()
             if job is None:

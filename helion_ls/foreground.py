@@ -45,6 +45,11 @@ class Foreground:
     def busy(self) -> bool:
         return self.jobs > 0
 
+    @property
+    def holding(self) -> bool:
+        """Background work asking now would wait (a job runs, or one ended within the grace)."""
+        return self._delay() > 0.0
+
     @contextlib.contextmanager
     def running(self) -> Iterator[None]:
         """A foreground job runs inside this block."""
@@ -70,7 +75,7 @@ class Foreground:
 
     async def idle(self, what: str = "background work") -> None:
         """Return when background work may run (see the module's docstring)."""
-        if self._delay() == 0.0:
+        if not self.holding:
             return
         log.debug("%s waits for %d foreground job(s)", what, self.jobs)
         self.waiting.append(what)

@@ -59,7 +59,7 @@ async def test_background_waits_through_the_grace_after_a_tuning_and_at_most_the
         await asyncio.sleep(0.05)
         assert not waiter.done() and foreground.waiting == ["check"]
     await asyncio.sleep(0.05)
-    assert not waiter.done()  # within the grace
+    assert not waiter.done() and foreground.holding and not foreground.busy  # within the grace
     waiter.cancel()
     await asyncio.gather(waiter, return_exceptions=True)
     assert foreground.waiting == []
@@ -80,9 +80,10 @@ async def test_the_second_worker_and_low_priority_compiles_wait_for_a_tuning(mon
             first = await pool.run("twice", REQUEST, on_failure=pytest.fail)  # the front stage does not wait
             assert first["compiled"] is not None
             await _until(lambda: "starting the compile worker" in pool.foreground.waiting)
-            low = asyncio.ensure_future(pool.run("again", REQUEST, pytest.fail, low_priority=True))
-            await _until(lambda: "a low-priority compile" in pool.foreground.waiting)
-            assert len(pool.pids) == 1 and pool.submitted == 1 and not low.done()
+        assert pool.foreground.holding  # the tuning ended, the grace has not
+        low = asyncio.ensure_future(pool.run("again", REQUEST, pytest.fail, low_priority=True))
+        await _until(lambda: "a low-priority compile" in pool.foreground.waiting)
+        assert len(pool.pids) == 1 and pool.submitted == 1 and not low.done()
         assert (await low)["compiled"] is not None
         await _until(lambda: len(pool.pids) == 2)
         assert pool.foreground.waiting == []
