@@ -8,6 +8,7 @@
   front   every unit through `Kernel.compile` in the compile workers (cache hits are free) -> publish
           (also while they run: each kernel's diagnostics as it finishes, at most every 0.25 s)
   lower   Mosaic lowering of every unit that compiled, in the check worker               -> publish
+          (it and the later stages wait while a tuning the user started runs: foreground.py)
   tpu     libtpu deviceless compile (setting `libtpu`), in the check worker              -> publish
   confirm each remembered front result is compiled again at low priority (after every other compile);
           a differing result replaces it, its lowering and libtpu results are dropped and redone -> publish.
@@ -245,6 +246,9 @@ class Analyzer:
         if not pending:
             self._remember_document(loaded, units, chip, libtpu, shown)
         if pending:
+            await self.pool.foreground.idle("the check worker")  # a tuning the user started goes first
+            if not self.is_current(uri, version, text):
+                return
             self.checks.prestart()  # after the first diagnostics: its imports would compete with compiles
         for i, stage in enumerate(pending):
             wanted = lambda: self.is_current(uri, version, text)  # noqa: E731

@@ -5,7 +5,8 @@ processes. Identical units (same key) share one job; a job whose every caller we
 of the document replaced it) before a worker was free is dropped unstarted. A compile that does not answer
 within `timeout` costs its worker, which is killed and replaced, and comes back as `on_failure(why)`, so a
 pathological kernel never blocks the event loop or the other kernels. A `low_priority` job (confirming a
-remembered result) starts only when no other job waits. `call(fn, ...)` runs a short
+remembered result) starts only when no other job waits, and like the second worker's start it also waits
+while the user's tuning runs (`foreground`, see foreground.py). `call(fn, ...)` runs a short
 blocking call (parsing a document, reading the store) in one thread, never behind compiles.
 """
 
@@ -21,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from .foreground import Foreground
 from .worker_process import WorkerFailure, WorkerProcess
 
 log = logging.getLogger(__name__)
@@ -57,6 +59,7 @@ class CompilePool:
         self._first_answer: asyncio.Event | None = None
         self._servers: list[asyncio.Task] = []
         self._quick = ThreadPoolExecutor(1, thread_name_prefix="helion-quick")
+        self.foreground = Foreground()  # tunings the user started: background work here waits for them
         self.submitted = 0  # compiles actually started (cache and in-flight hits excluded)
         self.failures = 0  # compiles that cost their worker (time limit, crash)
 
@@ -104,9 +107,12 @@ class CompilePool:
             await after.wait_started()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._first_answer.wait(), OTHERS_AFTER)
+            await self.foreground.idle(f"starting the {worker.name}")
             worker.prestart()
             await worker.wait_started()
         while True:
+            if not self._queue and self._low and self.foreground.holding:
+                await self.foreground.idle("a low-priority compile")
             job = self._take()
             if job is None:
                 self._wake.clear()

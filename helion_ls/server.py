@@ -62,7 +62,8 @@ class HelionServer(LanguageServer):
             encoding=self.encoding,
             remembered=self.remembered,
         )
-        self.tuner = Tuner(on_change=lambda job: None)  # features.commands connects it to the client
+        # features.commands connects it to the client; while it tunes, background work waits (foreground.py)
+        self.tuner = Tuner(on_change=lambda job: None, foreground=self.pool.foreground)
         self.checker = Tuner(on_change=lambda job: None, limit=1)  # the TPU compiler's checks (compiler_check)
         self.stores: dict[str, StoreView] = {}
         self.watcher: Watcher | None = None

@@ -9,7 +9,8 @@ trial itself): a successful result ends the job at once. The tuner ends its proc
 printed; should it linger (Ray, a stuck worker), it is reaped in the background. At most `limit` jobs run at once; the
 rest wait in FIFO order ("queued"). A job whose kernel source hash changes while it is queued or running
 becomes "stale": its result belongs to code that no longer exists, so it is stopped and never applied.
-Every state change goes to `on_change(job)`; this module knows nothing about LSP.
+Every state change goes to `on_change(job)`; this module knows nothing about LSP. While a job of a Tuner
+given a `foreground` runs, the server's background work waits (foreground.py): the user is waiting for it.
 
 A job of kind "crosscheck" runs `helion-pallas crosscheck` instead (the TPU compiler's estimate of the model's
 best configs, after a tuning; its result is the comparison's JSON): the same process handling, its own Tuner.
@@ -31,6 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compiler import lifeline
+
+from .foreground import Foreground
 
 log = logging.getLogger(__name__)
 
@@ -134,9 +137,10 @@ class TuneJob:
 
 
 class Tuner:
-    def __init__(self, on_change: Callable[[TuneJob], None], limit: int = 2):
+    def __init__(self, on_change: Callable[[TuneJob], None], limit: int = 2, foreground: Foreground | None = None):
         self.on_change = on_change
         self.limit = limit
+        self.foreground = foreground or Foreground()  # counts this Tuner's running jobs
         self.jobs: dict[tuple[str, str, int], TuneJob] = {}
         self._queue: list[TuneJob] = []
         self._running: set[asyncio.Task] = set()
@@ -229,6 +233,10 @@ class Tuner:
                     os.killpg(job.proc.pid, signal.SIGKILL)
 
     async def _run(self, job: TuneJob) -> None:
+        with self.foreground.running():
+            await self._run_job(job)
+
+    async def _run_job(self, job: TuneJob) -> None:
         spec = job.spec
         with tempfile.TemporaryDirectory(prefix="helion-tune-") as tmp:
             path = os.path.join(tmp, spec.file_name)

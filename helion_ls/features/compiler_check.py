@@ -11,6 +11,7 @@ to the user once.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 
@@ -36,12 +37,27 @@ def enabled(settings: Settings, chip: str) -> bool:
     return settings.compiler_check == "on" or chip in SIMULATED_CHIPS
 
 
-def after_tuning(ls: HelionServer, job: TuneJob) -> TuneJob | None:
-    """A tuning job finished with a result: queue the compiler's check of its unit, where enabled."""
+def after_tuning(ls: HelionServer, job: TuneJob) -> asyncio.Future[TuneJob | None]:
+    """A tuning job finished with a result: queue the compiler's check of its unit, where enabled. Decided in
+    a thread: the first look for libtpu imports the compiler's checks (~0.15 s), and the Best lens the
+    client asks for at this moment must not wait behind that on the event loop."""
     spec = job.spec
-    if spec.kind != "tune" or not enabled(ls.settings.for_uri(spec.uri), spec.chip):
-        return None
-    return ls.checker.submit(dataclasses.replace(spec, kind="crosscheck"))
+    settings = ls.settings.for_uri(spec.uri)
+
+    async def queue() -> TuneJob | None:
+        if spec.kind != "tune" or settings.compiler_check == "off":
+            return None
+        if not await asyncio.get_running_loop().run_in_executor(None, enabled, settings, spec.chip):
+            return None
+        return ls.checker.submit(dataclasses.replace(spec, kind="crosscheck"))
+
+    task = asyncio.ensure_future(queue())
+    _queueing.add(task)  # held until done (the loop keeps only a weak reference)
+    task.add_done_callback(_queueing.discard)
+    return task
+
+
+_queueing: set[asyncio.Future] = set()
 
 
 def lens_note(ls: HelionServer, uri: str, kernel: str, shape_set: int, summary: Summary | None) -> tuple[str, str]:

@@ -134,6 +134,7 @@ def register(ls: HelionServer) -> None:
         out["checkWorkerPid"] = ls.checks.pid
         out["checkWorkerRestarts"] = ls.checks.restarts
         out["checkWorkerBusy"] = ls.checks.busy
+        out["foreground"] = {"jobs": ls.pool.foreground.jobs, "waiting": list(ls.pool.foreground.waiting)}
         cache = ls.remembered.cache
         out["remembered"] = {"path": str(cache.path) if cache is not None and cache.path else None,
                              "problem": cache.problem if cache is not None else None,
