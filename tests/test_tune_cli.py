@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 
 from conftest import EXAMPLES, REPO
 
-from compiler import lifeline
 from compiler.cli import main
 
 SOFTMAX = str(EXAMPLES / "softmax.py")
@@ -251,10 +249,9 @@ def test_the_searches_yield_the_cpu_to_the_gate_worker(tmp_path) -> None:
 
     cmd = [sys.executable, "-m", "compiler.cli", "tune", SOFTMAX, "--progress", "jsonl", "--json",
            "--store", str(tmp_path / "store.sqlite")]  # fmt: skip
-    env = lifeline.child_env({**os.environ, "HELION_LS_ANALYSIS_CACHE": str(tmp_path / "analysis.sqlite")})
+    env = {**os.environ, "HELION_LS_ANALYSIS_CACHE": str(tmp_path / "analysis.sqlite")}
     base = os.getpriority(os.PRIO_PROCESS, 0)
-    with subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
-                          start_new_session=True) as proc:  # its own group, killed whole at the end (as the server does)
+    with subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env) as proc:
         try:
             for line in proc.stderr:
                 if line.startswith("{") and json.loads(line)["phase"] == "search":
@@ -263,4 +260,4 @@ def test_the_searches_yield_the_cpu_to_the_gate_worker(tmp_path) -> None:
             assert os.getpriority(os.PRIO_PROCESS, proc.pid) == min(19, base + SEARCH_NICENESS)
             assert gate and all(os.getpriority(os.PRIO_PROCESS, g) == base for g in gate)
         finally:
-            os.killpg(proc.pid, signal.SIGKILL)
+            proc.kill()
