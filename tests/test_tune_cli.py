@@ -232,32 +232,3 @@ def test_a_forked_search_sends_its_standing_best_for_the_gate_before_it_ends(tmp
     code = EARLY_ELSEWHERE.format(path=str(EXAMPLES / "attention.py"))
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.stdout.split() == ["True", "True"], proc.stderr[-3000:]
-
-
-def _children(pid: int) -> list[int]:
-    out: list[int] = []
-    for task in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{task}/children") as f:
-            out += [int(c) for c in f.read().split()]
-    return out
-
-
-def test_the_searches_yield_the_cpu_to_the_gate_worker(tmp_path) -> None:
-    """During the search, the tuning process (and the searches it forks) runs SEARCH_NICENESS below the gate
-    worker, whose checks are a run's tail; the worker keeps the priority the command was started with."""
-    from compiler.tune.command import SEARCH_NICENESS
-
-    cmd = [sys.executable, "-m", "compiler.cli", "tune", SOFTMAX, "--progress", "jsonl", "--json",
-           "--store", str(tmp_path / "store.sqlite")]  # fmt: skip
-    env = {**os.environ, "HELION_LS_ANALYSIS_CACHE": str(tmp_path / "analysis.sqlite")}
-    base = os.getpriority(os.PRIO_PROCESS, 0)
-    with subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env) as proc:
-        try:
-            for line in proc.stderr:
-                if line.startswith("{") and json.loads(line)["phase"] == "search":
-                    break
-            gate = [c for c in _children(proc.pid) if b"spawn_main" in open(f"/proc/{c}/cmdline", "rb").read()]
-            assert os.getpriority(os.PRIO_PROCESS, proc.pid) == min(19, base + SEARCH_NICENESS)
-            assert gate and all(os.getpriority(os.PRIO_PROCESS, g) == base for g in gate)
-        finally:
-            proc.kill()

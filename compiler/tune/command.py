@@ -51,10 +51,6 @@ if TYPE_CHECKING:
     from .driver import TuneOptions, TuneProgress, TuneResult, TuneRun
 
 OK, NOTHING_VALID, USAGE = 0, 1, 2
-# The searches yield the CPU to the gate worker: its checks run one after another while the searches go on, so
-# they, not the searches, end a run on a machine with fewer cores than processes. Only for a command-line
-# process, which ends with the run (niceness cannot be taken back).
-SEARCH_NICENESS = 5
 
 
 class UsageError(Exception):
@@ -204,9 +200,6 @@ def _tune_all(
     workers = min(ns.jobs or os.cpu_count() or 1, len(problems)) if options.evaluator == "model" else 1
     if "jax" in sys.modules:  # jax's threads do not survive a fork (tuning called in a process that ran code)
         workers = 1
-    if getattr(ns, "exit_when_done", False) and options.verify and options.evaluator == "model" and isinstance(
-            executor, LocalExecutor):
-        os.nice(SEARCH_NICENESS)  # this process and its forked searches; the gate worker keeps its priority
     elsewhere = {}
     early: dict[int, tuple] = {}  # problem -> (config, its check), started during a forked search
 
