@@ -320,10 +320,10 @@ async def test_the_tuner_and_every_worker_end_with_the_server(tmp_path, end):
         await srv.initialize(ws, libtpu=False, **TUNING)
         async with StatsWatch(srv.stats):
             started, _ = await start_tuning(srv)
-            if end == "shutdown and exit":
-                asked = time.monotonic()
-                assert (await srv.request("shutdown", timeout=1.0))["result"] is None  # answered within 1 s
-                shutdown_seconds = time.monotonic() - asked
+        if end == "shutdown and exit":  # after the watch: a server that shut down refuses requests (stats too)
+            asked = time.monotonic()
+            assert (await srv.request("shutdown", timeout=1.0))["result"] is None  # answered within 1 s
+            shutdown_seconds = time.monotonic() - asked
         if end == "stdin closed":
             srv.proc.stdin.close()
         elif end == "shutdown and exit":
