@@ -18,7 +18,18 @@ import pytest_lsp
 from conftest import EXAMPLES, MORE_KERNELS, REPO
 from lsprotocol import types
 from pytest_lsp import LanguageClient
-from test_ls_support import final_diagnostics, make_workspace, open_doc, rec, request, server_config, start
+from test_ls_support import (
+    TWICE,
+    final_diagnostics,
+    make_workspace,
+    open_doc,
+    rec,
+    request,
+    server_config,
+    shut_down_pool,
+    start,
+    until,
+)
 
 from helion_ls import compile_pool
 
@@ -79,32 +90,6 @@ def test_skipping_dynamo_changes_no_generated_code():
     assert sum(code is not None for code, _ in plain["compiled"].values()) >= 5
 
 
-ADD = """import helion
-import helion.language as hl
-import torch
-
-
-# helion: args(x=f32[64, 128])
-@helion.kernel
-def twice(x: torch.Tensor) -> torch.Tensor:
-    out = torch.empty_like(x)
-    for tile in hl.tile(out.size()):
-        out[tile] = x[tile] * 2.0
-    return out
-"""
-
-
-async def _until(predicate, seconds: float = 120.0) -> None:
-    deadline = asyncio.get_running_loop().time() + seconds
-    while not predicate():
-        assert asyncio.get_running_loop().time() < deadline, "timed out"
-        await asyncio.sleep(0.05)
-
-
-async def _shut_down(pool: compile_pool.CompilePool) -> None:
-    children = [w._proc for w in pool.workers if w._proc is not None]
-    pool.shutdown()
-    await asyncio.gather(*(child.wait() for child in children))
 
 
 async def test_the_second_compile_worker_waits_for_the_first_answer(monkeypatch):
@@ -113,16 +98,16 @@ async def test_the_second_compile_worker_waits_for_the_first_answer(monkeypatch)
     pool = compile_pool.CompilePool(workers=2)
     try:
         pool.start()
-        await _until(lambda: len(pool.pids) == 1)
+        await until(lambda: len(pool.pids) == 1)
         await pool.workers[0].wait_started()
         await asyncio.sleep(1.0)
         assert len(pool.pids) == 1
-        request = {"source": ADD, "kernel": "twice", "args": None, "config": None, "chip": "v7x", "file": "t.py"}
+        request = {"source": TWICE, "kernel": "twice", "args": None, "config": None, "chip": "v7x", "file": "t.py"}
         answer = await pool.run("twice", request, on_failure=lambda why: pytest.fail(why))
         assert answer["compiled"] is not None and "pallas_call" in answer["compiled"].source
-        await _until(lambda: len(pool.pids) == 2)
+        await until(lambda: len(pool.pids) == 2)
     finally:
-        await _shut_down(pool)
+        await shut_down_pool(pool)
 
 
 async def test_the_second_compile_worker_starts_anyway_when_nothing_is_asked(monkeypatch):
@@ -130,10 +115,10 @@ async def test_the_second_compile_worker_starts_anyway_when_nothing_is_asked(mon
     pool = compile_pool.CompilePool(workers=2)
     try:
         pool.start()
-        await _until(lambda: len(pool.pids) == 2)
+        await until(lambda: len(pool.pids) == 2)
         assert pool.submitted == 0
     finally:
-        await _shut_down(pool)
+        await shut_down_pool(pool)
 
 
 BAD_SHAPE_LINE_AND_BAD_OP = """import helion

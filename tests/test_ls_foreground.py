@@ -11,6 +11,7 @@ import dataclasses
 import threading
 
 import pytest
+from test_ls_support import TWICE, shut_down_pool, until
 
 from compiler.checks import libtpu_available
 from helion_ls import compile_pool
@@ -21,33 +22,7 @@ from helion_ls.foreground import Foreground
 from helion_ls.server import create_server
 from helion_ls.tuning import TuneJob, TuneSpec
 
-ADD = """import helion
-import helion.language as hl
-import torch
-
-
-# helion: args(x=f32[64, 128])
-@helion.kernel
-def twice(x: torch.Tensor) -> torch.Tensor:
-    out = torch.empty_like(x)
-    for tile in hl.tile(out.size()):
-        out[tile] = x[tile] * 2.0
-    return out
-"""
-REQUEST = {"source": ADD, "kernel": "twice", "args": None, "config": None, "chip": "v7x", "file": "t.py"}
-
-
-async def _until(predicate, seconds: float = 120.0) -> None:
-    deadline = asyncio.get_running_loop().time() + seconds
-    while not predicate():
-        assert asyncio.get_running_loop().time() < deadline, "timed out"
-        await asyncio.sleep(0.05)
-
-
-async def _shut_down(pool: compile_pool.CompilePool) -> None:
-    children = [w._proc for w in pool.workers if w._proc is not None]
-    pool.shutdown()
-    await asyncio.gather(*(child.wait() for child in children))
+REQUEST = {"source": TWICE, "kernel": "twice", "args": None, "config": None, "chip": "v7x", "file": "t.py"}
 
 
 async def test_background_waits_through_the_grace_after_a_tuning_and_at_most_the_limit():
@@ -79,16 +54,16 @@ async def test_the_second_worker_and_low_priority_compiles_wait_for_a_tuning(mon
             pool.start()
             first = await pool.run("twice", REQUEST, on_failure=pytest.fail)  # the front stage does not wait
             assert first["compiled"] is not None
-            await _until(lambda: "starting the compile worker" in pool.foreground.waiting)
+            await until(lambda: "starting the compile worker" in pool.foreground.waiting)
         assert pool.foreground.holding  # the tuning ended, the grace has not
         low = asyncio.ensure_future(pool.run("again", REQUEST, pytest.fail, low_priority=True))
-        await _until(lambda: "a low-priority compile" in pool.foreground.waiting)
+        await until(lambda: "a low-priority compile" in pool.foreground.waiting)
         assert len(pool.pids) == 1 and pool.submitted == 1 and not low.done()
         assert (await low)["compiled"] is not None
-        await _until(lambda: len(pool.pids) == 2)
+        await until(lambda: len(pool.pids) == 2)
         assert pool.foreground.waiting == []
     finally:
-        await _shut_down(pool)
+        await shut_down_pool(pool)
 
 
 async def test_the_check_stages_wait_for_a_tuning_the_front_stage_does_not():
@@ -98,21 +73,21 @@ async def test_the_check_stages_wait_for_a_tuning_the_front_stage_does_not():
     analyzer = Analyzer(pool, checks, publish=lambda *a: None, on_stage=lambda uri, v, stage, final:
                         stages.append((stage, final)), on_loaded=lambda loaded: None, encoding=lambda: "utf-16")
     uri = "file:///tmp/twice.py"
-    analyzer.update(uri, 1, ADD)
+    analyzer.update(uri, 1, TWICE)
     try:
         with pool.foreground.running():
             analysis = asyncio.ensure_future(analyzer.analyze(uri, "v7x", libtpu=False))
-            await _until(lambda: "the check worker" in pool.foreground.waiting)
+            await until(lambda: "the check worker" in pool.foreground.waiting)
             assert stages == [("front", False)] and checks.pid is None
         await analysis
         assert stages == [("front", False), ("lower", True)]
     finally:
         await checks.close()
-        await _shut_down(pool)
+        await shut_down_pool(pool)
 
 
 def _spec(tmp_path, chip: str = "v7x") -> TuneSpec:
-    return TuneSpec(uri="file:///tmp/t.py", kernel="missing", shape_set=0, source_hash="x", text=ADD,
+    return TuneSpec(uri="file:///tmp/t.py", kernel="missing", shape_set=0, source_hash="x", text=TWICE,
                     file_name="t.py", chip=chip, evaluator="model", executor="inline",
                     store_path=str(tmp_path / "store.sqlite"), budget_seconds=None, max_evals=1)
 
@@ -125,7 +100,7 @@ async def test_a_running_tuner_is_the_servers_foreground(tmp_path):
     spec = _spec(tmp_path)
     job = server.tuner.submit(spec)  # no such kernel: the tuner exits at once with a usage error
     await asyncio.wait_for(job.done.wait(), 120)
-    await _until(lambda: not server.tuner._running)
+    await until(lambda: not server.tuner._running)
     assert seen[0] == ("queued", 0)
     assert ("running", 1) in seen and ("failed", 1) in seen
     assert server.pool.foreground.jobs == 0 and not server.pool.foreground.busy
@@ -146,4 +121,4 @@ async def test_the_compiler_check_after_a_tuning_is_decided_off_the_event_loop(t
         assert crosscheck is not None and crosscheck.spec.kind == "crosscheck"
         assert crosscheck is server.checker.jobs[job.id]
         await asyncio.wait_for(crosscheck.done.wait(), 120)  # no such kernel: it fails at once
-        await _until(lambda: not server.checker._running)
+        await until(lambda: not server.checker._running)

@@ -263,3 +263,34 @@ def plain(obj: Any) -> Any:
 
 async def request(client: LanguageClient, method: str, params: Any) -> Any:
     return plain(await client.protocol.send_request_async(method, params))
+
+
+# A one-op kernel the in-process compile-pool tests compile (tests/test_ls_cold_start.py, test_ls_foreground.py).
+TWICE = """import helion
+import helion.language as hl
+import torch
+
+
+# helion: args(x=f32[64, 128])
+@helion.kernel
+def twice(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(out.size()):
+        out[tile] = x[tile] * 2.0
+    return out
+"""
+
+
+async def until(predicate: Callable[[], Any], seconds: float = 120.0) -> None:
+    """Poll `predicate` every 0.05 s until it holds; fail after `seconds`."""
+    deadline = asyncio.get_running_loop().time() + seconds
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, "timed out"
+        await asyncio.sleep(0.05)
+
+
+async def shut_down_pool(pool: Any) -> None:
+    """Shut an in-process `helion_ls.compile_pool.CompilePool` down and reap its worker processes."""
+    children = [w._proc for w in pool.workers if w._proc is not None]
+    pool.shutdown()
+    await asyncio.gather(*(child.wait() for child in children))
