@@ -151,8 +151,7 @@ def _largest_value(nodes: list[Node], dma: frozenset[int] = frozenset()) -> int:
     for n in nodes:
         outs = n.outputs() if isinstance(n, Op) and n.kind not in ("alloc",) else (n.out,) if isinstance(n, Load) else ()
         for v in outs:
-            itemsize = v.meta.dtype.itemsize
-            biggest = max(biggest, padded_count(v.meta.shape, itemsize) * itemsize)  # padded_bytes of v
+            biggest = max(biggest, padded_bytes(v.meta.shape, v.meta.dtype))
         sizes = gather_sizes(n) if isinstance(n, Load | Store) and id(n) not in dma else None
         if sizes is not None:  # the one-hot selection matrix and the whole gathered block
             k, r, rest = sizes

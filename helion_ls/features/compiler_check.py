@@ -45,7 +45,7 @@ def after_tuning(ls: HelionServer, job: TuneJob) -> asyncio.Future[TuneJob | Non
     settings = ls.settings.for_uri(spec.uri)
 
     async def queue() -> TuneJob | None:
-        if spec.kind != "tune" or settings.compiler_check == "off":
+        if spec.kind != "tune":
             return None
         if not await asyncio.get_running_loop().run_in_executor(None, enabled, settings, spec.chip):
             return None
