@@ -126,7 +126,7 @@ async def test_lenses_show_the_live_state_and_the_server_makes_no_progress_of_it
     def counting():  # the tuner's imports are done: its first count (maybe 0) has been told
         return any(attr(p, "title") not in ("Tuning queued…", "Tuning… starting the tuner") for p in notes(client, uri))
 
-    await step_until(client, pid, searching, lambda: 0.05 if counting() else 0.3)
+    await step_until(client, pid, searching, lambda: 0.05 if counting() else 0.1)
     try:
         note, title = notes(client, uri)[-1], await tuner_lens(client, uri)
     finally:
