@@ -63,6 +63,35 @@ export async function notebookSteps({ page, url, step, shot, budget, need, log }
     await page.keyboard.type(replacement.trim());
   }
 
+  /**
+   * Hovers the squiggle `squiggleInCell(target)` finds until a hover matching `pattern` shows. The cells still
+   * move while the server re-sends lenses after an edit, so a box measured once can be stale by the time the
+   * mouse gets there: each try measures again, after the box has held still for 300 ms.
+   */
+  async function hoverSquiggle(target, pattern) {
+    const hover = page.locator(".monaco-hover").filter({ hasText: pattern }).first();
+    for (let attempt = 1; ; attempt++) {
+      let box = await page.evaluate(squiggleInCell, target);
+      for (let settled = 0; settled < 10; settled++) {
+        await page.waitForTimeout(300);
+        const again = await page.evaluate(squiggleInCell, target);
+        const still = box && again && Math.abs(again.x - box.x) < 1 && Math.abs(again.y - box.y) < 1;
+        box = again;
+        if (still) break;
+      }
+      need(box !== null, `the squiggle on ${JSON.stringify(target[1])} went away`);
+      await page.mouse.move(5, 500);
+      await page.mouse.move(box.x + Math.min(box.width / 2, 30), box.y + box.height / 2);
+      try {
+        await hover.waitFor({ state: "visible", timeout: budget(8_000) });
+        return;
+      } catch (error) {
+        if (attempt === 3) throw error;
+        log(`no hover on try ${attempt}; measuring the squiggle again`);
+      }
+    }
+  }
+
   const softmax = () => cellEditor(page, "def row_softmax(");
   const rowSum = () => cellEditor(page, "def row_sum(");
   const lensTexts = (editor) => editor.locator(".codelens-decoration a").allInnerTexts();
@@ -101,9 +130,7 @@ export async function notebookSteps({ page, url, step, shot, budget, need, log }
     await rowSum().scrollIntoViewIfNeeded();
     await retype(rowSum(), original, broken);
     await page.waitForFunction(squiggleInCell, ["def row_sum(", broken], { timeout: budget(60_000) });
-    const box = await page.evaluate(squiggleInCell, ["def row_sum(", broken]);
-    await page.mouse.move(box.x + Math.min(box.width / 2, 30), box.y + box.height / 2);
-    await page.locator(".monaco-hover").filter({ hasText: /x_typo/ }).first().waitFor({ state: "visible", timeout: budget(15_000) });
+    await hoverSquiggle(["def row_sum(", broken], /x_typo/);
     await page.waitForTimeout(400);
     await shot("12a-notebook-squiggle");
     await page.keyboard.press("Escape");
