@@ -9,8 +9,11 @@ earlier run left (the gate's verdicts are remembered there: no generated code or
    seconds from start to exit, and each shape set's best config with its estimated TF/s.
 2. Editor: a language server over stdio (`python -m helion_ls`, the editor's settings) with
    examples/attention.py open; for each shape set, the Tune command of its lens, then code lenses are
-   polled until that shape set's lens reads "Best: ...": seconds from the click to that lens; a cold server
-   (empty analysis cache), then a warm one.
+   polled until that shape set's lens reads "Best: ...": seconds from the click to that lens. A cold server
+   (empty analysis cache) with the first Tune right at didOpen, before the file is analysed (the server's
+   cold start shares the machine with the tuning); a cold server with the first Tune once the file's final
+   diagnostics are out (a user clicking the Tune lens: by then the server keeps a tuner ready); a warm
+   server (the analysis cache the first cold run left) with the first Tune at didOpen.
 Answers are checked against the reference configs (the tuner's answers before it was made fast: 8k
 [1, 1024, 8192] unroll, 32k [1, 256, 16384] unroll with single-buffered K/V): the tuned config must be
 estimated no slower. With --libtpu both winners are compiled with libtpu for v7x (about a minute).
@@ -41,6 +44,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # check_answers reads the winners' estimates with the compiler of this checkout
 ATTENTION = REPO / "examples" / "attention.py"
 REFERENCE = {
     0: {"block_sizes": [1, 1024, 8192], "pallas_loop_type": "unroll"},
@@ -111,22 +115,31 @@ def libtpu_check(results: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-async def editor_runs(tmp: Path, cache: Path, base: float) -> list[float]:
-    """Seconds from each shape set's Tune command to its Best lens, through the language server."""
+async def editor_runs(tmp: Path, cache: Path, base: float, click: str = "open") -> list[float]:
+    """Seconds from each shape set's Tune command to its Best lens, through the language server. `click`:
+    "open" — the first Tune right after didOpen, before the file is even analysed (the worst case: the
+    server's own cold start shares the machine); "analysed" — once the file's final diagnostics are out, as
+    a user clicks a Tune lens that is showing."""
     from lsprotocol import types
     from pygls.lsp.client import LanguageClient
 
     client = LanguageClient("tune-speed-bench", "1")
     done = asyncio.Event()
+    analysed = asyncio.Event()
 
     @client.feature("helion/tuningState")
     def tuning(params: Any) -> None:
         done.set()
 
+    @client.feature("helion/diagnosticsStage")
+    def stage(params: Any) -> None:
+        if getattr(params, "final", False):
+            analysed.set()
+
     for method in (types.WORKSPACE_CODE_LENS_REFRESH, types.WINDOW_WORK_DONE_PROGRESS_CREATE):
         client.feature(method)(lambda params: None)
     for method in (types.PROGRESS, types.WINDOW_SHOW_MESSAGE, types.WINDOW_LOG_MESSAGE,
-                   types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, "helion/diagnosticsStage"):  # fmt: skip
+                   types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS):  # fmt: skip
         client.feature(method)(lambda params: None)
     await client.start_io(sys.executable, "-m", "helion_ls", "--log-level", "WARNING", env=_env(cache))
     ws = tmp / "ws"
@@ -153,6 +166,8 @@ async def editor_runs(tmp: Path, cache: Path, base: float) -> list[float]:
             )
         )
         text = path.read_text()
+        if click == "analysed":
+            await asyncio.wait_for(analysed.wait(), 300)
         for index in (0, 1):
             line = [i for i, t in enumerate(text.splitlines()) if t.startswith("# helion: args")][index]
 
@@ -230,13 +245,15 @@ def main() -> int:
                 for line in libtpu_check(results):
                     print(line)
         if not args.skip_editor:
-            for kind in ("cold", "warm"):
-                print(f"Editor (language server over stdio, empty store, {kind} analysis cache): Tune → Best lens")
+            for kind, click in (("cold", "open"), ("cold", "analysed"), ("warm", "open")):
+                when = {"open": "right at didOpen", "analysed": "once the file is analysed"}[click]
+                print(f"Editor (language server over stdio, empty store, {kind} analysis cache): Tune {when} → "
+                      "Best lens")
                 cache = tmp / "editor.sqlite"
                 if kind == "cold":
                     _fresh(cache)
-                times = asyncio.run(editor_runs(tmp, cache, base))
-                summary.append(f"Editor, {kind} analysis cache: Tune → Best lens "
+                times = asyncio.run(editor_runs(tmp, cache, base, click))
+                summary.append(f"Editor, {kind} analysis cache, Tune {when}: → Best lens "
                                f"{', '.join(figure(t, base) for t in times)}, goal ≤ {GOAL:.0f}x: "
                                f"{'met' if max(times) <= GOAL * base else 'NOT MET'}")
     finally:

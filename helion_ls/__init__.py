@@ -20,6 +20,7 @@ Layout (data flows top to bottom; lower modules never import higher ones):
   lru.py            a small LRU map.
   check_client.py   the lowering / libtpu stages, sent to `check_worker.py` (a separate process).
   tuning.py         background tuning: `compiler.cli tune` subprocesses, progress, cancel, stale.
+  standby.py        a warm tuning process (`compiler.tune.standby`) each tuning is a fork of.
   store.py          a cached view of the tuner's results store for code lenses.
   pacing.py         workspace/codeLens/refresh pacing that never starves an editor's lens requests.
   watch.py          watchdog observers for the results store and workspace Python files.

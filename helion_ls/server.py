@@ -63,7 +63,7 @@ class HelionServer(LanguageServer):
             remembered=self.remembered,
         )
         # features.commands connects it to the client; while it tunes, background work waits (foreground.py)
-        self.tuner = Tuner(on_change=lambda job: None, foreground=self.pool.foreground)
+        self.tuner = Tuner(on_change=lambda job: None, foreground=self.pool.foreground, standby=True)
         self.checker = Tuner(on_change=lambda job: None, limit=1)  # the TPU compiler's checks (compiler_check)
         self.stores: dict[str, StoreView] = {}
         self.watcher: Watcher | None = None
@@ -99,6 +99,8 @@ class HelionServer(LanguageServer):
         )
         if stage == "front" and self.analyzer.has_failed_units(uri):
             self.lenses.changed()  # lenses asked for before the compile finished still offer Tune there
+        if stage == "front" and self.tuner.standby is not None and self.code_execution_refusal(uri) is None:
+            self.tuner.standby.want()  # Tune lenses are showing: keep a tuner ready (standby.py)
 
     async def refresh_lenses(self) -> bool:
         """Ask the client to re-request code lenses, if it can; True when it answered."""

@@ -34,6 +34,7 @@ from typing import Any
 from compiler import lifeline
 
 from .foreground import Foreground
+from .standby import Forked, Standby
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +104,7 @@ class TuneJob:
     finished: float | None = None
     events: int = 0  # progress events received from the tuner
     shown: tuple[int, int, int] = (0, 0, 0)  # (evaluated, total, events) as last told the client (`show`)
-    proc: asyncio.subprocess.Process | None = field(default=None, repr=False)
+    proc: asyncio.subprocess.Process | Forked | None = field(default=None, repr=False)
     done: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
 
     def show(self) -> None:
@@ -137,10 +138,13 @@ class TuneJob:
 
 
 class Tuner:
-    def __init__(self, on_change: Callable[[TuneJob], None], limit: int = 2, foreground: Foreground | None = None):
+    def __init__(self, on_change: Callable[[TuneJob], None], limit: int = 2, foreground: Foreground | None = None,
+                 standby: bool = False):
         self.on_change = on_change
         self.limit = limit
         self.foreground = foreground or Foreground()  # counts this Tuner's running jobs
+        # "tune" jobs are forks of a warm tuning process (standby.py), once `standby.want()` was called
+        self.standby = Standby(self.foreground, STREAM_LIMIT) if standby else None
         self.jobs: dict[tuple[str, str, int], TuneJob] = {}
         self._queue: list[TuneJob] = []
         self._running: set[asyncio.Task] = set()
@@ -187,6 +191,8 @@ class Tuner:
     async def shutdown(self) -> None:
         """Kill every tuner's process group at once (the store is written one transaction per trial, so
         nothing already found is lost) and give the jobs a moment to settle; never waits long."""
+        if self.standby is not None:
+            await self.standby.close()
         for job in self.active():
             self._stop(job, "cancelled", "the server is shutting down", grace=False)
         if self._running:
@@ -243,9 +249,10 @@ class Tuner:
             with open(path, "w", encoding="utf-8") as f:
                 f.write(spec.text)
             job.started = time.time()
+            argv = spec.argv(path)
             try:
-                job.proc = await asyncio.create_subprocess_exec(
-                    *spec.argv(path),
+                job.proc = await self._forked(argv) or await asyncio.create_subprocess_exec(
+                    *argv,
                     stdin=asyncio.subprocess.DEVNULL,
                     stdout=asyncio.subprocess.PIPE,
                     stderr=asyncio.subprocess.PIPE,
@@ -260,13 +267,7 @@ class Tuner:
                 await _kill_group(job.proc)
                 return
             self._set(job, "running")
-            log.info(
-                "tuning %s [%d] in pid %d: %s",
-                spec.kernel,
-                spec.shape_set,
-                job.proc.pid,
-                " ".join(spec.argv(path)),
-            )
+            log.info("tuning %s [%d] in pid %d: %s", spec.kernel, spec.shape_set, job.proc.pid, " ".join(argv))
             try:
                 stdout, tail = await asyncio.wait_for(self._communicate(job), spec.deadline)
             except TimeoutError:
@@ -279,6 +280,12 @@ class Tuner:
         if not job.active:
             return
         self._conclude(job, code, stdout, tail)
+
+    async def _forked(self, argv: list[str]) -> Forked | None:
+        """`argv` (a `compiler.cli tune` command line) run by a fork of the standby, if it is running."""
+        if self.standby is None or argv[1:4] != ["-m", "compiler.cli", "tune"]:
+            return None
+        return await self.standby.start(argv[4:], STREAM_LIMIT)
 
     async def _communicate(self, job: TuneJob) -> tuple[bytes, list[str]]:
         """Follow progress until the tuner exits (a successful result ends the job before that); then reap
@@ -385,7 +392,7 @@ async def _read_result(stream: asyncio.StreamReader) -> bytes:
     return data
 
 
-async def _exited(proc: asyncio.subprocess.Process) -> int:
+async def _exited(proc: asyncio.subprocess.Process | Forked) -> int:
     """The exit status once the process itself exited. (`Process.wait()` also waits until every process
     that inherited its pipes closed them: a stray child would keep it waiting.)"""
     while proc.returncode is None:
@@ -403,7 +410,7 @@ def _json_result(stdout: bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-async def _kill_group(proc: asyncio.subprocess.Process) -> None:
+async def _kill_group(proc: asyncio.subprocess.Process | Forked) -> None:
     """SIGTERM the tuner's process group (it may have worker processes), SIGKILL after a grace period."""
     if proc.returncode is not None:
         return

@@ -28,8 +28,9 @@ parallel     several shape sets searched at once in forked copies of the tuning 
 verdicts     the gate's verdicts remembered in the analysis cache (compiler.results; no torch to import)
 arguments    the `helion-pallas tune` and `crosscheck` arguments (light: no torch)
 command      the `helion-pallas tune` command line (run)
+standby      a warm process that runs each `helion-pallas tune` it is sent in a fork (the language server's)
 crosscheck_command  the `helion-pallas crosscheck` command line (run)
 
 These import the compiler (`compiler.api` and below); the language server reaches them only through the
-`helion-pallas tune` and `crosscheck` subprocesses.
+`helion-pallas tune` and `crosscheck` subprocesses and the standby process.
 """

@@ -95,7 +95,7 @@ def _run(ns: argparse.Namespace) -> int:
         verdicts = Verdicts()
         if isinstance(executor, LocalExecutor) and not _verdicts_known(problems, ns.evaluator, verdicts):
             executor.submit(warm_up)  # its imports run beside this process's own, then beside the search
-        _import_the_tuner()
+        import_the_tuner()
         from .driver import TuneOptions
         from .evaluators import get_evaluator, probe_tpu
 
@@ -136,7 +136,7 @@ def _run(ns: argparse.Namespace) -> int:
     return OK if results and found and not failed else NOTHING_VALID
 
 
-def _import_the_tuner() -> None:
+def import_the_tuner() -> None:
     """torch, the front end, the search, the gate's compile: imported only once the gate worker is starting
     (everything before is torch-free), with the garbage collector off and what they made frozen after."""
     import gc

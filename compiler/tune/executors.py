@@ -21,10 +21,13 @@ import logging
 import multiprocessing
 import os
 import sys
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
+
+from .. import lifeline
 
 log = logging.getLogger(__name__)
 
@@ -136,19 +139,22 @@ def _worker_init() -> None:
     # The parent may be a language server speaking LSP on stdout: nothing a worker prints may reach it.
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    lifeline.hold_from_env()  # a forked worker imported nothing, so `import compiler` did not do it
 
 
 class LocalExecutor(Executor):
-    """A pool of spawned processes (not forked: the parent may hold threads, jax or a TPU)."""
+    """A pool of spawned processes: not forked, as the parent may hold threads, jax or a TPU — unless it
+    holds none of them and has torch imported already (`forks_well`): then forks skip that import."""
 
     def __init__(self, max_workers: int | None = None):
         self.parallelism = max_workers or os.cpu_count() or 1
+        self._start = "fork" if forks_well() else "spawn"
         self._pool = self._new_pool()
 
     def _new_pool(self) -> cf.ProcessPoolExecutor:
         return cf.ProcessPoolExecutor(
             max_workers=self.parallelism,
-            mp_context=multiprocessing.get_context("spawn"),
+            mp_context=multiprocessing.get_context(self._start),
             initializer=_worker_init,
         )
 
@@ -186,6 +192,12 @@ class LocalExecutor(Executor):
             self._terminate(self._pool)
         else:
             self._pool.shutdown(wait=True)
+
+
+def forks_well() -> bool:
+    """This process has torch imported, one thread, and no jax: a fork of it is a sound worker that has
+    torch already (a tuning forked by the language server's warm tuner, compiler/tune/standby.py)."""
+    return "torch" in sys.modules and "jax" not in sys.modules and threading.active_count() == 1 and hasattr(os, "fork")
 
 
 def _ray_invoke(fn: Callable[..., R], args: tuple[Any, ...]) -> R:

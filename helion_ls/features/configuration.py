@@ -135,6 +135,8 @@ def register(ls: HelionServer) -> None:
         out["checkWorkerRestarts"] = ls.checks.restarts
         out["checkWorkerBusy"] = ls.checks.busy
         out["foreground"] = {"jobs": ls.pool.foreground.jobs, "waiting": list(ls.pool.foreground.waiting)}
+        if (standby := ls.tuner.standby) is not None:
+            out["standbyTuner"] = {"pid": standby.pid, "served": standby.served}
         cache = ls.remembered.cache
         out["remembered"] = {"path": str(cache.path) if cache is not None and cache.path else None,
                              "problem": cache.problem if cache is not None else None,
