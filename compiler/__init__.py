@@ -5,7 +5,8 @@ checks (VMEM, lowering, libtpu) -> runtime / reference -> tune. `api` and `cli` 
 This package never imports `helion_ls`. Heavy modules (jax) load lazily so `compiler.reference`
 workers stay light; parsing a file and its kernels' keys import no torch. `results` keeps analysis
 results across processes (in a `sqlite_file`, as `tune.store` keeps tuning results). `syntax.parse` is
-the one (locked) way to parse Python; `lifeline` makes child processes end with their parent;
+the one (locked) way to parse Python; `lifeline` makes child processes end with their parent, and
+`forking` says when a fork of this process makes a worker that skips torch's import;
 `callables` turns Python functions given as kernel arguments into specs (their source) and back.
 """
 

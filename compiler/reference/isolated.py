@@ -19,12 +19,11 @@ import os
 import pickle
 import resource
 import signal
-import sys
-import threading
 import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from compiler.forking import forks_with_torch
 from compiler.reference.errors import ReferenceRunError
 
 TIME_LIMIT = 300.0  # seconds of wall clock per run
@@ -47,7 +46,7 @@ def _limit(kind: int, value: int) -> None:
     resource.setrlimit(kind, (value, hard))
 
 
-def _serve(conn: Any, parent: int, memory_bytes: int, cpu_seconds: int) -> None:
+def _serve(conn: Any, parent: int, memory_bytes: int, cpu_seconds: int, threads: int | None = None) -> None:
     """The worker: limits first, then one request after another until the pipe closes."""
     from compiler.lifeline import die_with_parent
 
@@ -58,6 +57,10 @@ def _serve(conn: Any, parent: int, memory_bytes: int, cpu_seconds: int) -> None:
     gc.disable()  # torch's import: collections scanning its objects meanwhile would only slow it down
     from compiler.reference.runner import load_module
 
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
     gc.freeze()  # and they stay out of every later collection
     gc.enable()
     conn.send_bytes(b"ready")
@@ -93,18 +96,13 @@ def _death(code: int | None) -> str:
     return f"exit code {code}"
 
 
-def can_fork() -> bool:
-    """Forking this process gives a working reference worker: torch is imported (or a fork saves nothing),
-    jax is not (its threads do not survive a fork), and no other Python thread may hold a lock meanwhile."""
-    return "torch" in sys.modules and "jax" not in sys.modules and threading.active_count() == 1
-
-
 class ReferenceProcess:
     """`run(source, kernel, args, block_sizes)` in a resource-limited worker; `close()` ends the worker."""
 
-    def __init__(self, time_limit: float = TIME_LIMIT, memory_bytes: int | None = None):
+    def __init__(self, time_limit: float = TIME_LIMIT, memory_bytes: int | None = None, threads: int | None = None):
         self.time_limit = time_limit
         self.memory_bytes = memory_bytes or default_memory_limit()
+        self.threads = threads  # torch's intra-op threads in the worker (None: torch's default)
         self._proc: Any = None
         self._conn: Any = None
         self._ready = False  # the worker said it is ready
@@ -112,15 +110,15 @@ class ReferenceProcess:
     def start(self, fork: bool = False) -> None:
         """Start the worker now without waiting for it (a spawned one's torch import then runs while the
         caller does other work); the first run waits until it is ready. `fork`: fork this process instead
-        when that is safe (`can_fork`) — the caller says it has run no torch computation (whose thread pool
+        when that is safe (`forks_with_torch`) — the caller says it has run no torch computation (whose thread pool
         a fork would not carry over); a worker restarted later is spawned."""
         if self._proc is None or not self._proc.is_alive():
             self.close()
-            ctx = multiprocessing.get_context("fork" if fork and can_fork() else "spawn")
+            ctx = multiprocessing.get_context("fork" if fork and forks_with_torch() else "spawn")
             parent_conn, child_conn = ctx.Pipe()
             cpu = int(self.time_limit) + 60
             self._proc = ctx.Process(
-                target=_serve, args=(child_conn, os.getpid(), self.memory_bytes, cpu), name="helion-reference",
+                target=_serve, args=(child_conn, os.getpid(), self.memory_bytes, cpu, self.threads), name="helion-reference",
                 daemon=True,
             )
             self._proc.start()

@@ -68,10 +68,12 @@ _reference: ReferenceProcess | None = None
 
 
 def reference_process() -> ReferenceProcess:
-    """This process's eager-reference worker (separate, resource-limited, started on first use)."""
+    """This process's eager-reference worker (separate, resource-limited, started on first use). One torch
+    thread: it runs beside the generated code (XLA's own threads) — on two cores, two threads each made a
+    cold tuning's checks ~0.4 s slower (three interleaved pairs of `helion-pallas tune`)."""
     global _reference
     if _reference is None:
-        _reference = ReferenceProcess()
+        _reference = ReferenceProcess(threads=1)
         atexit.register(_reference.close)
     return _reference
 

@@ -21,13 +21,13 @@ import logging
 import multiprocessing
 import os
 import sys
-import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
 from .. import lifeline
+from ..forking import forks_with_torch
 
 log = logging.getLogger(__name__)
 
@@ -144,11 +144,11 @@ def _worker_init() -> None:
 
 class LocalExecutor(Executor):
     """A pool of spawned processes: not forked, as the parent may hold threads, jax or a TPU — unless it
-    holds none of them and has torch imported already (`forks_well`): then forks skip that import."""
+    holds none of them and has torch imported already (compiler.forking): then forks skip that import."""
 
     def __init__(self, max_workers: int | None = None):
         self.parallelism = max_workers or os.cpu_count() or 1
-        self._start = "fork" if forks_well() else "spawn"
+        self._start = "fork" if forks_with_torch() else "spawn"
         self._pool = self._new_pool()
 
     def _new_pool(self) -> cf.ProcessPoolExecutor:
@@ -192,12 +192,6 @@ class LocalExecutor(Executor):
             self._terminate(self._pool)
         else:
             self._pool.shutdown(wait=True)
-
-
-def forks_well() -> bool:
-    """This process has torch imported, one thread, and no jax: a fork of it is a sound worker that has
-    torch already (a tuning forked by the language server's warm tuner, compiler/tune/standby.py)."""
-    return "torch" in sys.modules and "jax" not in sys.modules and threading.active_count() == 1 and hasattr(os, "fork")
 
 
 def _ray_invoke(fn: Callable[..., R], args: tuple[Any, ...]) -> R:
