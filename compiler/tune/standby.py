@@ -81,10 +81,11 @@ def _child(args: list[str], out: int, err: int, server: int) -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
         lifeline.die_with_parent(server)
         os.environ[lifeline.ENV] = str(os.getpid())  # its gate worker ends with it
-        null = os.open(os.devnull, os.O_RDONLY)
+        null = os.open(os.devnull, os.O_RDONLY)  # fd 0 again (the channel held it): then it stays as it is
         for fd, target in ((null, 0), (out, 1), (err, 2)):
-            os.dup2(fd, target)
-            os.close(fd)
+            if fd != target:
+                os.dup2(fd, target)
+                os.close(fd)
         ns = build_parser().parse_args(["tune", *args])
         ns.exit_when_done = True  # ends the process once its results are out, as from the command line
         status = run(ns)
