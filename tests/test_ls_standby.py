@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from test_ls_support import TWICE, until
@@ -139,3 +140,58 @@ def test_the_standby_answers_as_the_command_and_survives_bad_requests(tmp_path):
     finally:
         ours.close()  # stdin closed: the standby ends
         assert server.wait(30) == 0
+
+
+PARENT = """
+import asyncio, sys, tempfile
+from helion_ls.foreground import Foreground
+from helion_ls.tuning import Tuner, TuneSpec
+from test_ls_support import TWICE
+
+async def main():
+    tuner = Tuner(on_change=lambda job: None, foreground=Foreground(grace=0.1), standby=True)
+    spec = TuneSpec(uri="file:///tmp/t.py", kernel="twice", shape_set=0, source_hash="x", text=TWICE,
+                    file_name="t.py", chip="v7x", evaluator="model", executor="local",
+                    store_path=tempfile.mktemp(suffix=".sqlite"), budget_seconds=600, max_evals=None)
+    job = tuner.submit(spec)
+    while job.proc is None or not job.events:
+        await asyncio.sleep(0.05)
+    print(tuner.standby.pid, job.proc.pid, flush=True)
+    await asyncio.sleep(600)
+
+asyncio.run(main())
+"""
+
+
+def _descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    children.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+            except OSError:
+                continue
+    out, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.add(child)
+            todo.append(child)
+    return out
+
+
+def test_a_killed_server_takes_the_standby_and_its_tunings_with_it(tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")]),
+           "HELION_LS_ANALYSIS_CACHE": str(tmp_path / "cache.sqlite")}
+    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        standby, forked = map(int, parent.stdout.readline().split())
+        tree = {standby, forked} | _descendants(standby)  # the fork, its gate worker and reference process
+        assert forked in tree and len(tree) >= 3
+    finally:
+        parent.kill()
+        parent.wait()
+    deadline = time.monotonic() + 30
+    while any(_alive(p) for p in tree) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [p for p in tree if _alive(p)]
