@@ -8,8 +8,8 @@ asyncio subprocess: a pid (its own process group), `returncode`, `stdout`, `stde
 starts the standby ahead of time (`want`) once a file's first diagnostics are out, in a workspace where
 tuning may run, and when no tuning runs (its imports would compete with it); a tuning asked for before
 that starts it and is its first fork. Should the standby fail, that tuning starts a process of its own, as
-without one, and the next one starts a new standby. It ends with the server. Linux (and other systems with
-fork and SOCK_SEQPACKET) only; elsewhere every tuning starts its own process.
+without one, and the next one starts a new standby. It ends with the server. Linux only (forks of a process
+with torch, SOCK_SEQPACKET Unix sockets); elsewhere every tuning starts its own process.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from .foreground import Foreground
 log = logging.getLogger(__name__)
 
 MODULE = "compiler.tune.standby"
-SUPPORTED = hasattr(os, "fork") and hasattr(socket, "SOCK_SEQPACKET") and hasattr(socket, "send_fds")
+SUPPORTED = sys.platform.startswith("linux")  # fork after torch's import, AF_UNIX SOCK_SEQPACKET, passed fds
 ANSWER_TIMEOUT = 60.0  # seconds a (just started) standby may take to say a fork's pid
 CLOSE_WAIT = 1.0  # seconds `close` waits for the killed standby to be reaped
 
@@ -60,7 +60,7 @@ class Forked:
 class Standby:
     def __init__(self, foreground: Foreground, stream_limit: int):
         self.foreground = foreground
-        self.stream_limit = stream_limit
+        self.stream_limit = stream_limit  # of the forks' stdout and stderr readers
         self.wanted = False  # a tuning may run in this server: keep the standby running (`want`)
         self.served = 0  # tunings forked (helion/stats)
         self._proc: asyncio.subprocess.Process | None = None
@@ -100,7 +100,11 @@ class Standby:
         return self.ready
 
     async def _spawn(self) -> None:
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        except OSError as exc:  # out of descriptors: tunings start their own process meanwhile
+            log.warning("could not start the standby tuner: %s", exc)
+            return
         try:
             self._proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", MODULE,
@@ -117,11 +121,11 @@ class Standby:
         finally:
             theirs.close()
         self._channel = ours
-        self._answers = asyncio.Queue()
-        self._reader = asyncio.ensure_future(self._read(self._proc))
+        self._answers = asyncio.Queue()  # this process's answers only: a late one of a dead standby goes nowhere
+        self._reader = asyncio.ensure_future(self._read(self._proc, self._answers))
         log.info("standby tuner started: pid %d", self._proc.pid)
 
-    async def _read(self, proc: asyncio.subprocess.Process) -> None:
+    async def _read(self, proc: asyncio.subprocess.Process, answers: asyncio.Queue[dict[str, Any]]) -> None:
         assert proc.stdout is not None
         while line := await proc.stdout.readline():
             try:
@@ -135,8 +139,9 @@ class Standby:
                 else:
                     self._exits[message["exited"]] = int(message["code"])
             else:
-                self._answers.put_nowait(message)
+                answers.put_nowait(message)
         (log.warning if self.wanted else log.debug)("the standby tuner ended (pid %d)", proc.pid)
+        answers.put_nowait({"error": "the standby tuner ended"})
         self._closed(proc)
 
     def _closed(self, proc: asyncio.subprocess.Process) -> None:
@@ -145,29 +150,30 @@ class Standby:
             if child.standby == proc.pid:
                 child.ended(-signal.SIGKILL)
                 del self._children[pid]
-        if self._proc is proc:
-            if self._channel is not None:
-                self._channel.close()
-                self._channel = None
-            self._answers.put_nowait({"error": "the standby tuner ended"})
+        if self._proc is proc and self._channel is not None:
+            self._channel.close()
+            self._channel = None
 
-    async def start(self, args: list[str], limit: int) -> Forked | None:
-        """A fork of the standby (started now if it does not run) running `helion-pallas tune <args>`, its
-        output streams read with `limit`; None when that failed (the caller starts a tuner itself)."""
+    async def start(self, args: list[str]) -> Forked | None:
+        """A fork of the standby (started now if it does not run) running `helion-pallas tune <args>`; None
+        when that failed (the caller starts a tuner itself)."""
         if not SUPPORTED:
             return None
         self.wanted = True
         if not await self._ensure():
             return None
         async with self._lock:
-            return await self._fork(args, limit)
+            return await self._fork(args)
 
-    async def _fork(self, args: list[str], limit: int) -> Forked | None:
-        pipes = [os.pipe(), os.pipe()]
+    async def _fork(self, args: list[str]) -> Forked | None:
+        channel, proc, answers = self._channel, self._proc, self._answers
+        if channel is None or proc is None:
+            return None
+        pipes: list[tuple[int, int]] = []
         try:
-            assert self._channel is not None
-            socket.send_fds(self._channel, [json.dumps(args).encode()], [pipes[0][1], pipes[1][1]])
-        except (OSError, AssertionError) as exc:
+            pipes += [os.pipe(), os.pipe()]
+            socket.send_fds(channel, [json.dumps(args).encode()], [pipes[0][1], pipes[1][1]])
+        except OSError as exc:
             log.warning("the standby tuner could not take a tuning: %s", exc)
             for r, w in pipes:
                 os.close(r)
@@ -176,17 +182,17 @@ class Standby:
         for _, w in pipes:
             os.close(w)  # the fork holds them now: end of file once it (and what it started) ended
         try:
-            answer = await asyncio.wait_for(self._answers.get(), ANSWER_TIMEOUT)
-        except TimeoutError:
+            answer = await asyncio.wait_for(answers.get(), ANSWER_TIMEOUT)
+        except TimeoutError:  # stuck: stopped, so that no late answer is taken for another request's
             answer = {"error": f"no answer within {ANSWER_TIMEOUT:.0f} s"}
+            _kill(proc)
         if "pid" not in answer:
             log.warning("the standby tuner did not fork a tuning: %s", answer.get("error"))
             for r, _ in pipes:
                 os.close(r)
             return None
-        stdout, stderr = [await _reader(r, limit) for r, _ in pipes]
-        assert self._proc is not None
-        child = Forked(int(answer["pid"]), stdout, stderr, self._proc.pid)
+        stdout, stderr = [await _reader(r, self.stream_limit) for r, _ in pipes]
+        child = Forked(int(answer["pid"]), stdout, stderr, proc.pid)
         if child.pid in self._exits:
             child.ended(self._exits.pop(child.pid))
         else:
@@ -204,8 +210,7 @@ class Standby:
             self._channel = None
         proc = self._proc
         if proc is not None and proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            _kill(proc)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(proc.wait(), CLOSE_WAIT)
         if self._reader is not None:
@@ -218,3 +223,10 @@ async def _reader(fd: int, limit: int) -> asyncio.StreamReader:
     reader = asyncio.StreamReader(limit=limit)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(fd, "rb", 0))
     return reader
+
+
+def _kill(proc: asyncio.subprocess.Process) -> None:
+    """SIGKILL the standby's process group (its forks have groups of their own)."""
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)

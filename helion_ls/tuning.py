@@ -285,7 +285,7 @@ class Tuner:
         """`argv` (a `compiler.cli tune` command line) run by a fork of the standby, if it is running."""
         if self.standby is None or argv[1:4] != ["-m", "compiler.cli", "tune"]:
             return None
-        return await self.standby.start(argv[4:], STREAM_LIMIT)
+        return await self.standby.start(argv[4:])
 
     async def _communicate(self, job: TuneJob) -> tuple[bytes, list[str]]:
         """Follow progress until the tuner exits (a successful result ends the job before that); then reap
