@@ -99,8 +99,8 @@ class HelionServer(LanguageServer):
         )
         if stage == "front" and self.analyzer.has_failed_units(uri):
             self.lenses.changed()  # lenses asked for before the compile finished still offer Tune there
-        if stage == "front" and self.tuner.standby is not None and self.code_execution_refusal(uri) is None:
-            self.tuner.standby.want()  # Tune lenses are showing: keep a tuner ready (standby.py)
+        if final and self.tuner.standby is not None and self.code_execution_refusal(uri) is None:
+            self.tuner.standby.want()  # the file is analysed, Tune lenses show: keep a tuner ready (standby.py)
 
     async def refresh_lenses(self) -> bool:
         """Ask the client to re-request code lenses, if it can; True when it answered."""
