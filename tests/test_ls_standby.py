@@ -125,8 +125,9 @@ def test_the_standby_answers_as_the_command_and_survives_bad_requests(tmp_path):
         ours.send(b"[]")  # no output pipes
         assert "error" in json.loads(server.stdout.readline())
         out, err = os.pipe(), os.pipe()
-        socket.send_fds(ours, [b"not json"], [out[1], err[1]])
-        assert "error" in json.loads(server.stdout.readline())
+        for bad in (b"not json", b'{"file": "t.py"}', b"[1, 2]"):
+            socket.send_fds(ours, [bad], [out[1], err[1]])
+            assert "error" in json.loads(server.stdout.readline())
         socket.send_fds(ours, [json.dumps(args + ["--store", str(tmp_path / "b.sqlite")]).encode()], [out[1], err[1]])
         for fd in (out[1], err[1]):
             os.close(fd)

@@ -119,21 +119,28 @@ def serve(channel: socket.socket, warm: bool = True) -> None:
             continue
         try:
             args = json.loads(data)
-        except json.JSONDecodeError as exc:
+        except json.JSONDecodeError:
+            args = None
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
             for fd in fds:
                 os.close(fd)
-            _say({"error": f"not a JSON request: {exc}"})
+            _say({"error": "a request is a JSON list of `helion-pallas tune` arguments"})
             continue
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})  # its end is said after its pid
-        pid = os.fork()
-        if pid == 0:
-            channel.close()
-            _child(args, *fds, server)
-        _running.add(pid)
-        for fd in fds:
-            os.close(fd)
-        _say({"pid": pid})
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+        try:
+            pid = os.fork()
+        except OSError as exc:  # out of processes or memory: said, and the server starts a tuner itself
+            _say({"error": f"cannot fork: {exc}"})
+        else:
+            if pid == 0:
+                channel.close()
+                _child(args, *fds, server)
+            _running.add(pid)
+            _say({"pid": pid})
+        finally:
+            for fd in fds:
+                os.close(fd)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
 
 
 def warm_up() -> None:
