@@ -164,6 +164,11 @@ asyncio.run(main())
 """
 
 
+def _command(pid: int) -> str:
+    with open(f"/proc/{pid}/cmdline") as f:
+        return f.read().replace("\0", " ").strip()
+
+
 def _descendants(pid: int) -> set[int]:
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
@@ -189,6 +194,8 @@ def test_a_killed_server_takes_the_standby_and_its_tunings_with_it(tmp_path):
         standby, forked = map(int, parent.stdout.readline().split())
         tree = {standby, forked} | _descendants(standby)  # the fork, its gate worker and reference process
         assert forked in tree and len(tree) >= 3
+        workers = _descendants(forked)
+        assert workers and all(_command(p).endswith("-m compiler.tune.standby") for p in workers)  # forks, not spawned
     finally:
         parent.kill()
         parent.wait()

@@ -86,7 +86,9 @@ def _run(ns: argparse.Namespace) -> int:
     restore: Callable[[], None] = lambda: None  # noqa: E731
     try:
         try:
-            executor = make_executor(_gate_executor_spec(ns), {"CPU": 1.0})
+            # the gate's worker: forked when this process already has torch (a fork of standby.py), which
+            # only ever traces with meta tensors (no torch computation whose threads a fork would lose)
+            executor = make_executor(_gate_executor_spec(ns), {"CPU": 1.0}, fork=True)
         except ExecutorError as exc:
             raise UsageError(str(exc)) from None
         problems, failed = _problems(ns, chip)

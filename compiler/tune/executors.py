@@ -143,12 +143,14 @@ def _worker_init() -> None:
 
 
 class LocalExecutor(Executor):
-    """A pool of spawned processes: not forked, as the parent may hold threads, jax or a TPU — unless it
-    holds none of them and has torch imported already (compiler.forking): then forks skip that import."""
+    """A pool of spawned processes: not forked, as the parent may hold threads, jax or a TPU. `fork`: the
+    caller has run no torch computation (its thread pool does not survive a fork), so its workers are
+    forks when it holds none of those and has torch imported already (compiler.forking): they skip that
+    import."""
 
-    def __init__(self, max_workers: int | None = None):
+    def __init__(self, max_workers: int | None = None, fork: bool = False):
         self.parallelism = max_workers or os.cpu_count() or 1
-        self._start = "fork" if forks_with_torch() else "spawn"
+        self._start = "fork" if fork and forks_with_torch() else "spawn"
         self._pool = self._new_pool()
 
     def _new_pool(self) -> cf.ProcessPoolExecutor:
@@ -275,11 +277,12 @@ class RayExecutor(Executor):
             cf.wait(futures)
 
 
-def make_executor(spec: str, resources: dict[str, float] | None = None) -> Executor:
+def make_executor(spec: str, resources: dict[str, float] | None = None, fork: bool = False) -> Executor:
     """An executor from a spec: "inline", "local" (one worker per CPU), "local:N", "ray", "ray:ADDRESS".
 
     `resources` is each evaluation's need. The local pool honours "CPU" (workers = CPUs / need) and "TPU"
-    (one worker: a process holds the TPU exclusively); Ray passes the request to its scheduler.
+    (one worker: a process holds the TPU exclusively); Ray passes the request to its scheduler. `fork`: see
+    LocalExecutor.
     """
     kind, _, arg = spec.partition(":")
     if kind == "inline" and not arg:
@@ -296,7 +299,7 @@ def make_executor(spec: str, resources: dict[str, float] | None = None) -> Execu
             workers = 1
         else:
             workers = max(1, int((os.cpu_count() or 1) // (resources or {}).get("CPU", 1)))
-        return LocalExecutor(workers)
+        return LocalExecutor(workers, fork)
     if kind == "ray":
         return RayExecutor(arg or None, resources)
     raise ExecutorError(f"unknown executor {spec!r}: use inline, local, local:N, ray or ray:ADDRESS")
