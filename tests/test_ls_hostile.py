@@ -200,9 +200,12 @@ async def test_calls_that_never_end_or_build_huge_sizes_are_a_warning_and_the_se
 
 
 # 2**12 multiplies through helpers: a small file whose kernel takes tens of seconds to compile
-# 8,192 inlined leaves of 4 ops each: ~5 s to compile on a busy 2-core machine (torch's meta results are reused
-# across the identical leaves, see compiler/frontend/meta_cache.py, so the count, not their cost, makes it slow)
-SLOW_HELPERS = "def h0(v):\n    return torch.sin(v) * 1.5 + torch.cos(v)\n\n\n" + "".join(
+# 8,192 inlined leaves of 8 ops each: ~7 s to compile on an idle 2-core machine (torch's meta results are reused
+# across the identical leaves, see compiler/frontend/meta_cache.py, so the count, not their cost, makes it slow).
+# Leaves of 4 ops took 3-4.6 s, near the 3 s limit once the machine was fast; more leaves would hit the
+# statement limit (HPL101) instead.
+SLOW_HELPERS = ("def h0(v):\n    return torch.sin(torch.cos(torch.exp(v))) * 1.5 + torch.cos(torch.sin(v)) - "
+                "torch.tanh(v)\n\n\n") + "".join(
     f"def h{k}(v):\n    return h{k - 1}(v) + h{k - 1}(v)\n\n\n" for k in range(1, 14)
 )
 
