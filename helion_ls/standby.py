@@ -7,9 +7,10 @@ status come back on the standby's stdout. `Forked` stands for such a tuning wher
 asyncio subprocess: a pid (its own process group), `returncode`, `stdout`, `stderr`, `wait()`. The server
 starts the standby ahead of time (`want`) once a file's analysis is final (its imports would delay the
 lowering and libtpu stages by ~1 s), in a workspace where tuning may run, and when no tuning runs (they
-would compete with it too); a tuning asked for before that starts it and is its first fork. Should the standby fail, that tuning starts a process of its own, as
-without one, and the next one starts a new standby. It ends with the server. Linux only (forks of a process
-with torch, SOCK_SEQPACKET Unix sockets); elsewhere every tuning starts its own process.
+would compete with it too); a tuning asked for before that starts it and is its first fork. Should the
+standby fail, that tuning starts a process of its own, as without one, and the next one starts a new
+standby. It ends with the server. Linux only (forks of a process with torch, SOCK_SEQPACKET Unix sockets);
+elsewhere every tuning starts its own process.
 """
 
 from __future__ import annotations

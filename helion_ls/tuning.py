@@ -65,21 +65,23 @@ class TuneSpec:
     kind: str = "tune"  # or "crosscheck"
     shape_key: str = ""  # the shape set's canonical text at queue time: its result belongs to these shapes
 
-    def argv(self, path: str) -> list[str]:
+    def args(self, path: str) -> list[str]:
+        """The arguments of `helion-pallas <kind>` for the document's text saved at `path`."""
+        args = [path, "-k", self.kernel, "--shape-set", str(self.shape_set), "--chip", self.chip]
         if self.kind == "crosscheck":
-            argv = [sys.executable, "-m", "compiler.cli", "crosscheck", path, "-k", self.kernel]
-            argv += ["--shape-set", str(self.shape_set), "--chip", self.chip, "--json", "--progress", "jsonl"]
-            return argv + (["--store", self.store_path] if self.store_path else [])
-        argv = [sys.executable, "-m", "compiler.cli", "tune", path, "-k", self.kernel]
-        argv += ["--shape-set", str(self.shape_set), "--chip", self.chip, "--evaluator", self.evaluator]
-        argv += ["--executor", self.executor, "--json", "--progress", "jsonl"]
+            args += ["--json", "--progress", "jsonl"]
+            return args + (["--store", self.store_path] if self.store_path else [])
+        args += ["--evaluator", self.evaluator, "--executor", self.executor, "--json", "--progress", "jsonl"]
         if self.store_path:
-            argv += ["--store", self.store_path]
+            args += ["--store", self.store_path]
         if self.max_evals is not None:
-            argv += ["--max-evals", str(self.max_evals)]
+            args += ["--max-evals", str(self.max_evals)]
         elif self.budget_seconds is not None:
-            argv += ["--budget", f"{self.budget_seconds:g}"]
-        return argv
+            args += ["--budget", f"{self.budget_seconds:g}"]
+        return args
+
+    def argv(self, path: str) -> list[str]:
+        return [sys.executable, "-m", "compiler.cli", self.kind, *self.args(path)]
 
     @property
     def deadline(self) -> float:
@@ -143,7 +145,7 @@ class Tuner:
         self.on_change = on_change
         self.limit = limit
         self.foreground = foreground or Foreground()  # counts this Tuner's running jobs
-        # "tune" jobs are forks of a warm tuning process (standby.py), once `standby.want()` was called
+        # "tune" jobs are forks of a warm tuning process (standby.py)
         self.standby = Standby(self.foreground, STREAM_LIMIT) if standby else None
         self.jobs: dict[tuple[str, str, int], TuneJob] = {}
         self._queue: list[TuneJob] = []
@@ -251,7 +253,7 @@ class Tuner:
             job.started = time.time()
             argv = spec.argv(path)
             try:
-                job.proc = await self._forked(argv) or await asyncio.create_subprocess_exec(
+                job.proc = await self._forked(spec, path) or await asyncio.create_subprocess_exec(
                     *argv,
                     stdin=asyncio.subprocess.DEVNULL,
                     stdout=asyncio.subprocess.PIPE,
@@ -281,11 +283,11 @@ class Tuner:
             return
         self._conclude(job, code, stdout, tail)
 
-    async def _forked(self, argv: list[str]) -> Forked | None:
-        """`argv` (a `compiler.cli tune` command line) run by a fork of the standby, if it is running."""
-        if self.standby is None or argv[1:4] != ["-m", "compiler.cli", "tune"]:
+    async def _forked(self, spec: TuneSpec, path: str) -> Forked | None:
+        """A "tune" job run by a fork of the standby; None when there is none (the caller starts a tuner)."""
+        if self.standby is None or spec.kind != "tune":
             return None
-        return await self.standby.start(argv[4:])
+        return await self.standby.start(spec.args(path))
 
     async def _communicate(self, job: TuneJob) -> tuple[bytes, list[str]]:
         """Follow progress until the tuner exits (a successful result ends the job before that); then reap

@@ -98,16 +98,17 @@ def _child(args: list[str], out: int, err: int, server: int) -> None:
         os._exit(status)
 
 
-def serve(channel: socket.socket, warm: bool = True) -> None:
-    """Fork a tuning per request until the channel closes. `warm`: run `warm_up` first — once no request
-    waits and no fork runs (a tuning asked for at once starts at once; the warm-up is for the next ones)."""
+def serve(channel: socket.socket) -> None:
+    """Fork a tuning per request until the channel closes; `warm_up` once no request waits and no fork runs
+    (a tuning asked for at once starts at once; the warm-up is for the next ones)."""
     server = os.getpid()
     signal.signal(signal.SIGCHLD, _reap)
+    warm = False
     while True:
-        if warm and not select.select([channel], [], [], 0 if not _running else IDLE_POLL)[0]:
+        if not warm and not select.select([channel], [], [], 0 if not _running else IDLE_POLL)[0]:
             if not _running:
                 warm_up()
-                warm = False
+                warm = True
             continue
         data, fds, _, _ = socket.recv_fds(channel, MAX_REQUEST, 2)
         if not data:
