@@ -79,9 +79,20 @@ class SqliteFile:
 
     @contextlib.contextmanager
     def _process_lock(self) -> Iterator[None]:
+        """Held while opening or recovering; waits busy_timeout at most (a process stopped while holding it
+        must not stop every other one for good: they report the file unusable instead)."""
         fd = os.open(f"{self.path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            deadline = time.monotonic() + self.busy_timeout
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise OSError(f"{self.path}.lock is held by another process for more than "
+                                      f"{self.busy_timeout:g} s") from None
+                    time.sleep(0.01 * (1 + random.random()))
             yield
         finally:
             os.close(fd)  # closing releases the flock

@@ -20,7 +20,7 @@ from conftest import kernel_files
 
 from compiler.frontend.module import normal_dump
 from compiler.tune.keys import COMPILER_VERSION, TrialKey, normalized_source_hash, shape_key
-from compiler.tune.store import TuningStore, default_store_path
+from compiler.tune.store import StoreError, TuningStore, default_store_path
 
 KEY = TrialKey("abc123", "x=f32[1024, 1024]", "v7x", "model")
 
@@ -386,6 +386,20 @@ def test_recovery_waits_for_the_interprocess_lock(tmp_path):
     os.close(fd)
     thread.join(10)
     assert len(opened) == 1 and len(corrupt_files(path)) == 1
+
+
+def test_a_lock_held_past_the_busy_timeout_is_an_error_not_a_wait_for_ever(tmp_path):
+    # e.g. a process stopped (SIGSTOP, a debugger) while it opens the store: the others say so and go on
+    path = tmp_path / "t.sqlite"
+    TuningStore(path).close()
+    fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        with pytest.raises(StoreError, match=r"t\.sqlite\.lock is held by another process for more than 0\.3 s"):
+            TuningStore(path, busy_timeout=0.3)
+    finally:
+        os.close(fd)
+    TuningStore(path, busy_timeout=0.3).close()  # free again
 
 
 def _hold_open(path: str, conn: multiprocessing.connection.Connection) -> None:
