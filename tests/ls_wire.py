@@ -15,7 +15,7 @@ import json
 import os
 import signal
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +43,10 @@ class RawServer:
         self.err_reader = asyncio.ensure_future(self._read_stderr())
 
     @classmethod
-    async def start(cls, *extra: str, env: dict[str, str] | None = None, **popen: Any) -> RawServer:
-        """`popen`: more arguments for the subprocess (e.g. a preexec_fn)."""
+    async def start(cls, *extra: str, env: dict[str, str] | None = None, launcher: Sequence[str] = ()) -> RawServer:
+        """`launcher`: a command that runs the server's command line (e.g. read_only.make_read_only's)."""
         proc = await asyncio.create_subprocess_exec(
+            *launcher,
             *SERVER,
             *extra,
             stdin=asyncio.subprocess.PIPE,
@@ -54,7 +55,6 @@ class RawServer:
             env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
             start_new_session=True,
             limit=64 * 1024 * 1024,
-            **popen,
         )
         return cls(proc)
 

@@ -218,9 +218,9 @@ async def test_a_read_only_cache_directory_is_read_and_said(tmp_path, two_kernel
     folder.mkdir()
     cache = folder / "analysis.sqlite"
     reference, _ = await analyse(cache, two_kernels)  # remembered while it was writable
-    how = make_read_only(folder)
+    launcher = make_read_only(folder)
     try:
-        srv = await RawServer.start(env={"HELION_LS_ANALYSIS_CACHE": str(cache)}, **how)
+        srv = await RawServer.start(env={"HELION_LS_ANALYSIS_CACHE": str(cache)}, launcher=launcher)
         params = {"processId": os.getpid(), "rootUri": two_kernels.parent.as_uri(), "capabilities": {},
                   "initializationOptions": {"storePath": str(tmp_path / "store.sqlite"), "libtpu": False}}
         try:

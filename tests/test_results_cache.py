@@ -170,11 +170,11 @@ def test_a_read_only_directory_is_read_but_not_written(tmp_path, records):
     writer = AnalysisCache(path)
     writer.put_many(records[:1])
     writer.close()
-    how = make_read_only(folder)
+    launcher = make_read_only(folder)
     try:
         keys = json.dumps([[r.key.source_hash, r.key.shape_key, r.key.config, r.key.chip, r.key.file] for r in records])
-        out = subprocess.run([sys.executable, "-c", READ_ONLY_CHECK, str(path), keys], capture_output=True, text=True,
-                             cwd=REPO, check=True, **how)
+        out = subprocess.run([*launcher, sys.executable, "-c", READ_ONLY_CHECK, str(path), keys], capture_output=True,
+                             text=True, cwd=REPO, check=True)
         assert json.loads(out.stdout) == [[0], True, True]  # the record is read (nothing lost), no crash
         assert "read-only" in out.stderr and "will not be remembered" in out.stderr  # and it is said
     finally:
