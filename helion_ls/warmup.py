@@ -1,7 +1,9 @@
 """A tiny built-in kernel compiled once at start-up, so the first real compile does not pay the imports.
 
-It has a matmul and an elementwise op because torch's meta kernels for those import more on first use
-(sympy, ~0.4 s, for the matmul): paid while the server itself is still importing, not after the open.
+It has a matmul, a reduction-free elementwise tail and a store, which import most of the front end and
+codegen on first use: paid while the server itself is still importing, not after the open. (Those
+operations are typed without torch's meta kernels, compiler/frontend/fast_types.py, so the warm-up no
+longer imports sympy; a kernel using an operation outside them pays that ~0.2 s on its first compile.)
 
 Compiled by the compile and check workers; the server parses it before it starts serving (`parse_warm_up`).
 Imports only `compiler`.

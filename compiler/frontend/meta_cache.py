@@ -65,9 +65,15 @@ def clear() -> None:
         _cache.clear()
 
 
+def bypassing() -> bool:
+    """Whether this thread is in `bypassed()`, where ops.py also leaves fast_types.py aside."""
+    return getattr(_bypass, "on", False)
+
+
 @contextmanager
 def bypassed() -> Iterator[None]:
-    """Run torch for every operation in this thread meanwhile: a fresh trace, to compare cached ones with."""
+    """Run torch for every operation in this thread meanwhile: a fresh trace, to compare cached (and
+    directly typed, fast_types.py) ones with."""
     _bypass.on = True
     try:
         yield

@@ -13,7 +13,8 @@ import torch
 
 from ..diagnostics import Range, UserError
 from ..ir import Op, Value, flat
-from .meta_cache import typed
+from . import fast_types
+from .meta_cache import bypassing, typed
 from .values import NamedConst
 
 UNARY = {
@@ -80,11 +81,14 @@ class OpBuilder:
 
     def make(self, kind: str, args: tuple, kwargs: dict, meta_fn: Callable[..., Any], rng: Range,
              hint: str | None = None, space: str | None = None) -> Value | tuple[Value, ...]:
-        """Run `meta_fn` on meta versions of args to get the result type (memoised by input types, see
-        meta_cache.py), then record the op."""
+        """Get the result type — worked out directly in the plain cases (fast_types.py), else by running
+        `meta_fn` on meta versions of args (memoised by input types, see meta_cache.py) — then record the op."""
         space = space or self.space_of(args + tuple(kwargs.values()), rng)
+        metas, meta_kwargs = [_meta_arg(a) for a in args], {k: _meta_arg(v) for k, v in kwargs.items()}
         try:
-            result = typed(meta_fn, [_meta_arg(a) for a in args], {k: _meta_arg(v) for k, v in kwargs.items()})
+            result = None if bypassing() else fast_types.result(kind, metas, meta_kwargs)
+            if result is None:
+                result = typed(meta_fn, metas, meta_kwargs)
         except (RuntimeError, TypeError, ValueError, IndexError) as exc:
             raise UserError("HPL105", f"{kind}: {_short(exc)}", rng) from None
         state = _int64_state(kind, args + tuple(kwargs.values()), kwargs, rng)

@@ -30,6 +30,7 @@ import torch
 from .. import index_exprs as ix
 from ..diagnostics import Range
 from ..ir import Op, TileDim, Value
+from .fast_types import broadcast_shapes
 from .values import NamedConst
 
 if TYPE_CHECKING:
@@ -224,9 +225,8 @@ def split_access(tensor_shape: tuple[int, ...], entries: list[Any]) -> SplitAcce
         return None
     if len(entries) == 1 and len(entries[0].shape) == 1:
         return None  # one 1-D index: a window or a gather already
-    try:
-        bshape = tuple(torch.broadcast_shapes(*(tuple(e.shape) for e in entries)))
-    except RuntimeError:
+    bshape = broadcast_shapes(*(tuple(e.shape) for e in entries))
+    if bshape is None:
         return None
     forms = [affine(e) for e in entries]
     if any(f is None for f in forms):

@@ -17,6 +17,7 @@ import torch
 from ..diagnostics import Range, UserError
 from ..index_exprs import device_tile_positions
 from ..ir import HostTensor, Load, Op, Store, TileDim, Value
+from .fast_types import broadcast_shapes
 from .ops import int64_grown_error
 from .row_views import single_row_view, use_rows
 from .split_index import split_view
@@ -166,11 +167,7 @@ class TensorAccess:
             raise UserError("HPL101", "the stored value must be computed in device code", rng)
         if value.from_int64 == "grown" and base.dtype != torch.int32:
             raise int64_grown_error("a store into a " + str(base.dtype).removeprefix("torch.") + " tensor", rng)
-        try:
-            torch.broadcast_shapes(tuple(value.shape), tuple(block))
-        except RuntimeError:
-            raise UserError("HPL105", f"cannot store a value of shape {list(value.shape)} into a block of shape {block}", rng) from None
-        if len(value.shape) > len(block) or torch.broadcast_shapes(tuple(value.shape), tuple(block)) != tuple(block):
+        if len(value.shape) > len(block) or broadcast_shapes(tuple(value.shape), tuple(block)) != tuple(block):
             raise UserError("HPL105", f"cannot store a value of shape {list(value.shape)} into a block of shape {block}", rng)
         if rows is not base:
             _no_64_bit(ht, rng, written=True)
