@@ -7,8 +7,11 @@ its own address space (RLIMIT_AS) and CPU time (RLIMIT_CPU), dies with the proce
 runs only what the kernel needs (`load_module(..., kernel=...)`, see prune.py). Each `run` also has a
 wall-clock limit: a worker that exceeds it is killed and the next run starts a fresh one. Whatever goes
 wrong (an exception in the kernel, the memory limit, a crash, the time limit) comes back as
-`ReferenceRunError`. Inputs and results cross the pipe as plain pickles (tensors with their storage).
-`begin` sends a run and returns at once, so the caller can run its own side of a comparison meanwhile.
+`ReferenceRunError`. Inputs and results cross the pipe as plain pickles (tensors with their storage) —
+or, for the random inputs of a correctness check, as `Drawn` (specs and seed: the worker draws the same
+tensors itself), and only the arguments the caller asks back (`send_back`) return: pickling tens of MB
+each way cost a check more than its kernel. `begin` sends a run and returns at once, so the caller can run
+its own side of a comparison meanwhile.
 """
 
 from __future__ import annotations
@@ -20,11 +23,13 @@ import pickle
 import resource
 import signal
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from compiler.forking import forks_with_torch
 from compiler.reference.errors import ReferenceRunError
+from compiler.specs import ArgSpec
 
 TIME_LIMIT = 300.0  # seconds of wall clock per run
 START_LIMIT = 120.0  # seconds for a fresh worker to import torch and answer
@@ -66,15 +71,18 @@ def _serve(conn: Any, parent: int, memory_bytes: int, cpu_seconds: int, threads:
     conn.send_bytes(b"ready")
     while True:
         try:
-            kind, source, filename, kernel, args, block_sizes = pickle.loads(conn.recv_bytes())
+            kind, source, filename, kernel, args, block_sizes, send_back = pickle.loads(conn.recv_bytes())
         except EOFError:
             return
         try:
+            if isinstance(args, Drawn):
+                args = args.values()
             if kind == "kernel":
                 result = load_module(source, filename, kernel=kernel).run(kernel, args, block_sizes)
             else:  # a plain function of the file (its torch `reference`)
                 result = load_module(source, filename, function=kernel).namespace[kernel](*args)
-            reply: tuple = ("ok", result, args)
+            reply: tuple = ("ok", result, [a if send_back is None or i in send_back else None
+                                           for i, a in enumerate(args)])
         except ReferenceRunError as exc:
             reply = ("error", exc.message, exc.line, exc.kernel)
         except MemoryError:
@@ -86,6 +94,24 @@ def _serve(conn: Any, parent: int, memory_bytes: int, cpu_seconds: int, threads:
         except Exception as exc:  # noqa: BLE001 - a result that cannot cross the pipe
             payload = pickle.dumps(("error", f"the kernel's result cannot be sent back: {exc}", None, kernel))
         conn.send_bytes(payload)
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """Arguments the worker draws itself with `make_inputs(specs, seed, positive)`: the very values the
+    caller drew with the same call (a seeded CPU generator), without sending them."""
+
+    specs: dict[str, ArgSpec]
+    seed: int = 0
+    positive: tuple[str, ...] = ()
+
+    def values(self) -> list[Any]:
+        from compiler.reference.inputs import make_inputs
+
+        return make_inputs(self.specs, self.seed, self.positive)
+
+
+Args = Sequence[Any] | Drawn
 
 
 def _death(code: int | None) -> str:
@@ -144,25 +170,28 @@ class ReferenceProcess:
         self,
         source: str,
         kernel: str,
-        args: Sequence[Any],
+        args: Args,
         block_sizes: Sequence[int] | None = None,
         filename: str = "<helion kernel source>",
+        send_back: Collection[int] | None = None,
     ) -> tuple[Any, list[Any]]:
-        """(the kernel's result, the arguments after the call: in-place kernels write into them)."""
-        return self._request("kernel", source, kernel, args, block_sizes, filename)
+        """(the kernel's result, the arguments after the call: in-place kernels write into them; with
+        `send_back`, only the arguments at those positions, None for the others)."""
+        return self._request("kernel", source, kernel, args, block_sizes, filename, send_back)
 
     def begin(
         self,
         source: str,
         kernel: str,
-        args: Sequence[Any],
+        args: Args,
         block_sizes: Sequence[int] | None = None,
         filename: str = "<helion kernel source>",
+        send_back: Collection[int] | None = None,
     ) -> Callable[[], tuple[Any, list[Any]]]:
         """`run`, sent now: returns at once with a function that waits for the result (or raises the
         ReferenceRunError). Call that function, once, before the next request: replies come in order."""
         try:
-            self._send("kernel", source, kernel, args, block_sizes, filename)
+            self._send("kernel", source, kernel, args, block_sizes, filename, send_back)
         except ReferenceRunError as exc:
             failure = exc
 
@@ -177,16 +206,18 @@ class ReferenceProcess:
         """Call a plain function of the file (with only what it needs): (its result, the arguments after)."""
         return self._request("function", source, function, args, None, filename)
 
-    def _request(self, kind: str, source: str, kernel: str, args: Sequence[Any], block_sizes: Sequence[int] | None,
-                 filename: str) -> tuple[Any, list[Any]]:
-        self._send(kind, source, kernel, args, block_sizes, filename)
+    def _request(self, kind: str, source: str, kernel: str, args: Args, block_sizes: Sequence[int] | None,
+                 filename: str, send_back: Collection[int] | None = None) -> tuple[Any, list[Any]]:
+        self._send(kind, source, kernel, args, block_sizes, filename, send_back)
         return self._receive(kernel)
 
-    def _send(self, kind: str, source: str, kernel: str, args: Sequence[Any], block_sizes: Sequence[int] | None,
-              filename: str) -> None:
+    def _send(self, kind: str, source: str, kernel: str, args: Args, block_sizes: Sequence[int] | None,
+              filename: str, send_back: Collection[int] | None = None) -> None:
         self.start()
         self._wait_ready()
-        request = pickle.dumps((kind, source, filename, kernel, list(args), list(block_sizes) if block_sizes else None))
+        request = pickle.dumps((kind, source, filename, kernel, args if isinstance(args, Drawn) else list(args),
+                                list(block_sizes) if block_sizes else None,
+                                None if send_back is None else frozenset(send_back)))
         try:
             self._conn.send_bytes(request)
         except OSError:

@@ -30,6 +30,7 @@ from ..api import CompiledKernel, Kernel
 from ..chips import Chip, get_chip
 from ..diagnostics import CompileError
 from ..reference import ReferenceProcess, ReferenceRunError, make_inputs
+from ..reference.isolated import Drawn
 from ..specs import ArgSpec, format_args
 from .shrink import reduced_args
 
@@ -148,21 +149,23 @@ def check_case(case: GateCase, seed: int = 0) -> CorrectnessResult:
     shapes = format_args(case.args)
     every = case.reference_args or case.args
     inputs = dict(zip(every, make_inputs(every, seed, case.index_tables), strict=True))  # a function argument draws nothing
-    ours = [_clone(inputs[p]) for p in case.params]
-    theirs = [_clone(a) for a in inputs.values()]
+    ours = [inputs[p] for p in case.params]  # the generated code's own: it may write into them
+    written_back = [i for i, name in enumerate(every) if name in case.mutated]
 
     def done(verdict: Verdict, message: str, error: float | None = None) -> CorrectnessResult:
         seconds = case.prepare_seconds + time.perf_counter() - start
         return CorrectnessResult(verdict, message, shapes, error, seconds)
 
-    # the reference runs in its process while the generated code runs here (both sides' inputs are sent
-    # or cloned first); its result is collected afterwards either way, so the next check's reply is its own
+    # the reference runs in its process while the generated code runs here: it draws the same inputs itself
+    # and sends back its result and the arguments the kernel writes; its reply is collected afterwards
+    # either way, so the next check's reply is its own
     reference = reference_process().begin(
         case.kernel_source,
         case.kernel_name,
-        theirs,
+        Drawn(dict(every), seed, tuple(case.index_tables)),
         block_sizes=list(case.block_sizes),
         filename=case.kernel_path or "<helion kernel source>",
+        send_back=written_back,
     )
     try:
         fn = load_entry(case.module, case.entry, f"<pallas {case.kernel_name}>")
@@ -217,10 +220,6 @@ def _relative_error(got: torch.Tensor, want: torch.Tensor) -> float:
     scale = torch.where(torch.isfinite(w), w.abs(), torch.zeros_like(w)).max().item()
     worst = diff.max().item()
     return worst / max(scale, 1e-30) if math.isfinite(worst) else math.nan
-
-
-def _clone(a: Any) -> Any:
-    return a.clone() if isinstance(a, torch.Tensor) else a
 
 
 def _flat(result: Any) -> list[Any]:
