@@ -1,0 +1,21 @@
+"""compiler/runtime.py's process settings: XLA's CPU backend takes the faster-compiling emitters for
+interpret-mode runs unless the user chose otherwise."""
+
+import os
+
+from compiler import runtime
+
+
+def test_the_fast_cpu_compile_flag_is_added_to_the_users_flags(monkeypatch):
+    monkeypatch.setenv("XLA_FLAGS", "--xla_dump_to=/tmp/x")
+    runtime.prefer_fast_cpu_compiles()
+    assert os.environ["XLA_FLAGS"].split() == ["--xla_dump_to=/tmp/x", runtime.FAST_CPU_COMPILE]
+
+
+def test_a_users_own_choice_of_emitters_is_kept(monkeypatch):
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_use_fusion_emitters=true")
+    runtime.prefer_fast_cpu_compiles()
+    assert os.environ["XLA_FLAGS"] == "--xla_cpu_use_fusion_emitters=true"
+    monkeypatch.delenv("XLA_FLAGS")
+    runtime.prefer_fast_cpu_compiles()
+    assert os.environ["XLA_FLAGS"] == runtime.FAST_CPU_COMPILE
