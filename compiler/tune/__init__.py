@@ -26,6 +26,7 @@ kernel_space a kernel's config space as a search space: one compile per config, 
 driver       one tuning run: search (in-process), refine, verify the winner, store every trial
 parallel     several shape sets searched at once in forked copies of the tuning process
 verdicts     the gate's verdicts remembered in the analysis cache (compiler.results; no torch to import)
+collector    the garbage collector held off while a search or a check makes its many short-lived objects
 arguments    the `helion-pallas tune` and `crosscheck` arguments (light: no torch)
 command      the `helion-pallas tune` command line (run)
 standby      a warm process that runs each `helion-pallas tune` it is sent in a fork (the language server's)

@@ -41,6 +41,7 @@ from typing import Any
 from ..api import Kernel
 from ..config import Config
 from ..syntax import parse
+from . import collector
 from .correctness import CorrectnessResult
 from .evaluators import Problem, evaluate, gate_case, get_evaluator, verify
 from .executors import Executor, InlineExecutor
@@ -277,20 +278,21 @@ class TuneRun:
             seeds.append(stored.config)
         try:
             try:
-                self.result = search(
-                    space,
-                    space.evaluate,
-                    executor=InlineExecutor(),
-                    seeds=space.seed_points(seeds),
-                    max_evals=options.max_evals,
-                    max_seconds=options.budget,
-                    max_restarts=options.restarts,
-                    seed=options.seed,
-                    progress=on_progress,
-                    on_result=on_result,
-                    on_pruned=on_pruned,
-                    should_stop=should_stop,
-                )
+                with collector.paused():  # (collector.py)
+                    self.result = search(
+                        space,
+                        space.evaluate,
+                        executor=InlineExecutor(),
+                        seeds=space.seed_points(seeds),
+                        max_evals=options.max_evals,
+                        max_seconds=options.budget,
+                        max_restarts=options.restarts,
+                        seed=options.seed,
+                        progress=on_progress,
+                        on_result=on_result,
+                        on_pruned=on_pruned,
+                        should_stop=should_stop,
+                    )
             finally:
                 if store is not None:
                     store.record_trials(model_key, trials, self.run_id)

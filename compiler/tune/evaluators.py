@@ -32,6 +32,7 @@ from typing import Any
 from ..api import CompiledKernel
 from ..chips import Chip, get_chip
 from ..diagnostics import CompileError
+from . import collector
 from .correctness import CorrectnessResult, GateCase, check_case, prepare_check
 from .model import estimate
 from .problem import Problem
@@ -307,7 +308,8 @@ def gate_case(problem: Problem, config: Mapping[str, Any]) -> GateCase | Correct
 def verify(case: GateCase, seed: int = 0) -> CorrectnessResult:
     """The second half of the gate: run the generated module and the eager reference (user code: only in a
     worker)."""
-    return check_case(case, seed)
+    with collector.paused():  # (collector.py)
+        return check_case(case, seed)
 
 
 def probe_tpu(chip: str) -> str | None:
