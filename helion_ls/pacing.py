@@ -4,7 +4,8 @@ VS Code answers a refresh by restarting a timer (the mean duration of its recent
 250 ms) and requests lenses when the timer fires; a refresh arriving before that restarts the timer. A
 server that refreshes on a fixed clock faster than that timer starves the editor: its lenses freeze while
 what they show changes several times a second (a tuner's progress). So after a refresh the next one waits
-until the client fetched lenses (a request that started after the refresh was answered, and completed),
+until the client fetched lenses (a request that started after the refresh was sent, and completed: it read
+the state the refresh was about, even when it reached the server before the client's answer did),
 or until `ack_timeout` passed (no editor shows lenses, or the client ignores refreshes), and never comes
 sooner than `min_interval` after the previous one. Lens requests read the live state, so whatever changed
 meanwhile is in the next fetch; `before_send` lets a feature tell the client, at the same moment, what the
@@ -27,6 +28,7 @@ class RefreshPacer:
         self.min_interval = min_interval
         self.ack_timeout = ack_timeout
         self.sent = 0  # refreshes the client answered
+        self._asked = 0  # refreshes sent (answered or not): a fetch started after the latest acts on it
         self._wanted = False
         self._fetched = asyncio.Event()  # the client fetched lenses since the last refresh
         self._fetched.set()
@@ -41,10 +43,10 @@ class RefreshPacer:
 
     def fetch_started(self) -> int:
         """Call when a lens request starts; pass the result to `fetch_done` when it was answered."""
-        return self.sent
+        return self._asked
 
     def fetch_done(self, token: int) -> None:
-        if token == self.sent:  # started after the latest refresh: the client acted on it
+        if token == self._asked:  # started after the latest refresh was sent: the client acted on it
             self._fetched.set()
 
     async def _run(self) -> None:
@@ -54,7 +56,10 @@ class RefreshPacer:
             self._wanted = False
             if self.before_send is not None:
                 self.before_send()
+            self._fetched.clear()  # before sending: the client may fetch before its answer arrives here
+            self._asked += 1
             if await self._send():
                 self.sent += 1
-                self._fetched.clear()
+            else:
+                self._fetched.set()  # no refresh went out: no fetch to wait for
             await asyncio.sleep(self.min_interval)

@@ -94,3 +94,24 @@ async def test_a_client_that_cannot_refresh_does_not_hold_changes_back():
         pacer.changed()
         await asyncio.sleep(0.15)
     assert calls == 3
+
+
+async def test_a_fetch_that_overtakes_the_refresh_answer_still_counts():
+    """A client may send its lens request before its answer to the refresh reaches the server (the test
+    client does; pipes do not order the two): that fetch read the state the refresh was about, so the
+    next refresh must not wait out the acknowledgement timeout."""
+    state = [0]
+    sent: list[float] = []
+    pacer: RefreshPacer | None = None
+
+    async def send() -> bool:
+        sent.append(asyncio.get_running_loop().time())
+        token = pacer.fetch_started()  # the fetch starts and ends before the answer arrives
+        await asyncio.sleep(0.01)
+        pacer.fetch_done(token)
+        await asyncio.sleep(0.05)
+        return True
+
+    pacer = RefreshPacer(send, min_interval=0.05, ack_timeout=5.0)
+    await changing(pacer, state, seconds=1.0, every=0.05)
+    assert len(sent) >= 5, sent  # about one per 0.1 s, not one per ack_timeout

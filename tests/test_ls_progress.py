@@ -84,11 +84,13 @@ async def paused_lens(client: LanguageClient, uri: str, pid: int) -> tuple[objec
         os.kill(pid, signal.SIGCONT)
 
 
-async def step_until(client: LanguageClient, pid: int, predicate, slice_seconds, limit: float = 90.0) -> None:
+async def step_until(client: LanguageClient, pid: int, predicate, slice_seconds, wait_seconds,
+                     limit: float = 90.0) -> None:
     """Let the tuner run in short slices (`slice_seconds()` long), pausing it after each until what it
-    reported has arrived, until `predicate` holds; the tuner is left paused. (Its whole search takes
-    about a second and counts are told with lens refreshes, so a free-running tuner could finish before
-    any count reached the client.)"""
+    reported has arrived (at most `wait_seconds()`), until `predicate` holds; the tuner is left paused.
+    (Its whole search takes well under a second of CPU and counts are told with lens refreshes, which wait
+    for the client's previous lens fetch: a tuner let go on before its count was told could finish the
+    search before any count reached the client.)"""
     deadline = asyncio.get_running_loop().time() + limit
     os.kill(pid, signal.SIGSTOP)
     while not predicate():
@@ -97,7 +99,7 @@ async def step_until(client: LanguageClient, pid: int, predicate, slice_seconds,
         await asyncio.sleep(slice_seconds())
         os.kill(pid, signal.SIGSTOP)
         with contextlib.suppress(TimeoutError):  # a count is told with the next lens refresh
-            await rec(client).wait(predicate, 0.5)
+            await rec(client).wait(predicate, wait_seconds())
 
 
 async def test_lenses_show_the_live_state_and_the_server_makes_no_progress_of_its_own(client):
@@ -126,7 +128,9 @@ async def test_lenses_show_the_live_state_and_the_server_makes_no_progress_of_it
     def counting():  # the tuner's imports are done: its first count (maybe 0) has been told
         return any(attr(p, "title") not in ("Tuning queued…", "Tuning… starting the tuner") for p in notes(client, uri))
 
-    await step_until(client, pid, searching, lambda: 0.05 if counting() else 0.1)
+    # until the first count, short waits (the tuner is importing: nothing to tell); then tiny slices and
+    # long enough waits for each slice's count to be told
+    await step_until(client, pid, searching, lambda: 0.02 if counting() else 0.1, lambda: 2.0 if counting() else 0.5)
     try:
         note, title = notes(client, uri)[-1], await tuner_lens(client, uri)
     finally:
