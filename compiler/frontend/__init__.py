@@ -7,9 +7,10 @@ indexing.py builds on the position arithmetic of positions.py (value_indexing.py
 index computed values). dispatch.py resolves calls and attributes (tiles, modules, math, builtins) and
 hands hl.* to hl_calls.py (loops: loop_specs.py) and torch.* and tensor methods to torch_calls.py, which
 read compile-time arguments through static_args.py.
-ops.py types torch operations on meta tensors, memoised by input types in meta_cache.py (the tuner
-re-traces a kernel for each choice of block sizes); values.py holds the tracer's non-tensor values;
-dynamo_free.py lets a compile-only process run torch's meta kernels without importing torch._dynamo.
+ops.py types torch operations — the plain cases directly (fast_types.py), the rest on meta tensors,
+memoised by input types in meta_cache.py (the tuner re-traces a kernel for each choice of block sizes);
+values.py holds the tracer's non-tensor values; dynamo_free.py lets a compile-only process run torch's
+meta kernels without importing torch._dynamo.
 call_shapes.py finds the shapes kernels without a shape line are called with, by a bounded abstract
 evaluation of the module's own code (host_eval.py, host_statements.py, host_models.py,
 host_builtins.py, host_operators.py, host_torch.py, host_values.py); shape_hint.py is the hint for a kernel
