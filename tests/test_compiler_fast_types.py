@@ -86,6 +86,19 @@ def test_casts_reductions_and_softmax_type_like_torch():
                 assert _same(lambda ops, a=a, n=name, t=dtype: ops.softmax(n, a, -1, t, RNG))
 
 
+def test_where_and_clamp_type_like_torch():
+    conds = [_value(shape, torch.bool) for shape in [(), (16, 1), (1, 128), (16, 128), (3, 16, 128)]]
+    conds.append(_value((16, 128), torch.float32))  # not a bool: torch's error, not ours
+    branches = [*_operands(), 0, 1.5, True]
+    for cond in conds:
+        for x in branches:
+            for y in [branches[i] for i in range(0, len(branches), 5)] + [0, 2.5]:
+                assert _same(lambda ops, c=cond, x=x, y=y: ops.where(c, x, y, RNG))
+    for a in _operands():
+        for lo, hi in [(0.0, 6.0), (None, 1), (-1, None), (None, None), (2, 0.5)]:
+            assert _same(lambda ops, a=a, lo=lo, hi=hi: ops.clamp(a, lo, hi, RNG))
+
+
 def _same(build) -> bool:
     torch_typed, fast_typed = _both(build)
     assert fast_typed == torch_typed

@@ -4,7 +4,7 @@ Why: torch types most operations on meta tensors in Python (its reference implem
 wrappers and `torch._check`, whose first call imports sympy: ~0.2 s of a cold compile), and the tuner
 re-traces a kernel for every choice of block sizes, each with new shapes that miss meta_cache.py. For the
 plain cases — elementwise arithmetic, comparisons, casts, float unary functions and reductions over
-contiguous operands, softmax, and `hl.dot` — the result is simple to state exactly: the broadcast shape, torch's
+contiguous operands, softmax, where, clamp, and `hl.dot` — the result is simple to state exactly: the broadcast shape, torch's
 own `torch.result_type` (a C++ call), contiguous strides.
 
 `result(kind, args, kwargs)` returns that result as a meta tensor, or None for anything outside these
@@ -46,6 +46,10 @@ def result(kind: str, args: Sequence[Any], kwargs: dict[str, Any]) -> torch.Tens
         return _dot(args, kwargs)
     if kind in ("softmax", "log_softmax"):
         return _softmax(args, kwargs)
+    if kind == "where":
+        return _where(args) if not kwargs and len(args) == 3 else None
+    if kind == "clamp":
+        return _clamp(args, kwargs)
     return None
 
 
@@ -86,6 +90,35 @@ def _binary(kind: str, args: Sequence[Any]) -> torch.Tensor | None:
     if kind == "div" and not dtype.is_floating_point:  # true division of integers: torch's default float
         return None
     return _empty(shape, torch.bool if kind in _COMPARISONS else dtype)
+
+
+def _where(args: Sequence[Any]) -> torch.Tensor | None:
+    """torch.where(cond, x, y) with a bool tensor condition and at least one tensor branch."""
+    cond, x, y = args
+    if not _plain(cond, frozenset({torch.bool})):
+        return None
+    shapes = [cond.shape]
+    for branch in (x, y):
+        if isinstance(branch, torch.Tensor):
+            if not _plain(branch):
+                return None
+            shapes.append(branch.shape)
+        elif type(branch) not in (int, float):
+            return None
+    if not any(isinstance(b, torch.Tensor) for b in (x, y)):
+        return None  # two scalars: ops.py makes them tensors first
+    shape = broadcast_shapes(*shapes)
+    return None if shape is None else _empty(shape, torch.result_type(x, y))
+
+
+def _clamp(args: Sequence[Any], kwargs: dict[str, Any]) -> torch.Tensor | None:
+    """torch.clamp of a float tensor between scalar bounds (either may be None, not both)."""
+    if len(args) != 1 or set(kwargs) != {"min", "max"} or not _plain(args[0], _FLOATS):
+        return None
+    bounds = [kwargs["min"], kwargs["max"]]
+    if all(b is None for b in bounds) or not all(b is None or type(b) in (int, float) for b in bounds):
+        return None
+    return _empty(args[0].shape, args[0].dtype)
 
 
 def _unary(args: Sequence[Any]) -> torch.Tensor | None:
