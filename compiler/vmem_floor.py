@@ -21,7 +21,6 @@ is left out.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from typing import Any
 import torch
 
 from .codegen.work import FUSED_FACTOR, padded_bytes
+from .frontend.fast_types import broadcast_shapes
 from .frontend.ops import ELEMENTWISE
 from .ir import GridLoop, InnerLoop, KernelIR, Load, Node, Op, Store, TileDim, Value, walk
 
@@ -155,9 +155,11 @@ def _op_dims(n: Op, shapes: dict[int, tuple[Dim, ...]], traced: Sequence[int]) -
     ins = [shapes[a.id] for a in args]
     kind = n.kind
     if kind in ELEMENTWISE or kind in SAME_SHAPE:
-        return _broadcast(ins) if kind not in SAME_SHAPE else ins[0]
+        # a tile against a constant of the same traced size does not broadcast: which one holds elsewhere
+        # is unknown
+        return broadcast_shapes(*ins) if kind not in SAME_SHAPE else ins[0]
     if kind == "dot" and len(ins[0]) == len(ins[1]) and len(ins[0]) in (2, 3):
-        batch = _broadcast([ins[0][:-2], ins[1][:-2]])
+        batch = broadcast_shapes(ins[0][:-2], ins[1][:-2])
         return None if batch is None else (*batch, ins[0][-2], ins[1][-1])
     if kind == "permute":
         return tuple(ins[0][d] for d in n.kwargs["dims"])
@@ -170,16 +172,6 @@ def _op_dims(n: Op, shapes: dict[int, tuple[Dim, ...]], traced: Sequence[int]) -
     if kind == "index":
         return _index_dims(ins[0], n.kwargs["items"])
     return None
-
-
-def _broadcast(shapes: list[tuple[Dim, ...]]) -> tuple[Dim, ...] | None:
-    out: list[Dim] = []
-    for column in itertools.zip_longest(*(reversed(s) for s in shapes), fillvalue=1):
-        kept = {d for d in column if d != 1}
-        if len(kept) > 1:
-            return None  # a tile against a constant of the same traced size: which one holds elsewhere is unknown
-        out.append(kept.pop() if kept else 1)
-    return tuple(reversed(out))
 
 
 def _index_dims(dims: tuple[Dim, ...], items: Any) -> tuple[Dim, ...] | None:

@@ -4,8 +4,8 @@ Why: torch types most operations on meta tensors in Python (its reference implem
 wrappers and `torch._check`, whose first call imports sympy: ~0.2 s of a cold compile), and the tuner
 re-traces a kernel for every choice of block sizes, each with new shapes that miss meta_cache.py. For the
 plain cases — elementwise arithmetic, comparisons, casts, float unary functions and reductions over
-contiguous operands, softmax, where, clamp, and `hl.dot` — the result is simple to state exactly: the broadcast shape, torch's
-own `torch.result_type` (a C++ call), contiguous strides.
+contiguous operands, softmax, where, clamp, and `hl.dot` — the result is simple to state exactly: the
+broadcast shape, torch's own `torch.result_type` (a C++ call), contiguous strides.
 
 `result(kind, args, kwargs)` returns that result as a meta tensor, or None for anything outside these
 cases (other dtypes, non-contiguous operands, shapes that do not broadcast, errors to report), which then
@@ -15,8 +15,8 @@ case. May import torch only.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Hashable, Sequence
+from typing import Any, TypeVar
 
 import torch
 
@@ -29,6 +29,7 @@ _FLOAT_UNARY = frozenset({
     "atan", "erf", "neg", "abs", "reciprocal", "relu", "square", "floor", "ceil", "trunc", "round", "sign",
 })
 _REDUCTIONS = frozenset({"sum", "mean", "amax", "amin"})
+D = TypeVar("D", bound=Hashable)  # a size: an int, or vmem_floor.py's symbolic tile size
 
 
 def result(kind: str, args: Sequence[Any], kwargs: dict[str, Any]) -> torch.Tensor | None:
@@ -61,9 +62,10 @@ def _empty(shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
     return torch.empty(tuple(shape), dtype=dtype, device="meta")
 
 
-def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...] | None:
-    """torch.broadcast_shapes of int shapes, or None where torch raises (without its `torch._check`)."""
-    out: list[int] = []
+def broadcast_shapes(*shapes: Sequence[D]) -> tuple[D, ...] | None:
+    """torch.broadcast_shapes, or None where torch raises (without its `torch._check`); sizes other than
+    1 must be equal, whatever they are."""
+    out: list[D] = []
     for i in range(1, max(map(len, shapes), default=0) + 1):
         sizes = {s[-i] for s in shapes if i <= len(s)} - {1}
         if len(sizes) > 1:
@@ -72,18 +74,21 @@ def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...] | None:
     return tuple(out[::-1])
 
 
+def _operand_shape(x: Any) -> tuple[int, ...] | None:
+    """A plain tensor's shape, () for an int or float scalar (not a bool: its own promotion), else None."""
+    if isinstance(x, torch.Tensor):
+        return tuple(x.shape) if _plain(x) else None
+    return () if type(x) in (int, float) else None
+
+
 def _binary(kind: str, args: Sequence[Any]) -> torch.Tensor | None:
     a, b = args
     if not _plain(a):  # a scalar first operand goes to torch, which decides how to take it
         return None
-    if isinstance(b, torch.Tensor):
-        if not _plain(b):
-            return None
-        shape = broadcast_shapes(a.shape, b.shape)
-    elif type(b) in (int, float) and kind not in ("maximum", "minimum"):  # not bool: its own promotion
-        shape = tuple(a.shape)
-    else:
+    if kind in ("maximum", "minimum") and not isinstance(b, torch.Tensor):
         return None
+    b_shape = _operand_shape(b)
+    shape = None if b_shape is None else broadcast_shapes(a.shape, b_shape)
     if shape is None:
         return None
     dtype = torch.result_type(a, b)
@@ -95,19 +100,12 @@ def _binary(kind: str, args: Sequence[Any]) -> torch.Tensor | None:
 def _where(args: Sequence[Any]) -> torch.Tensor | None:
     """torch.where(cond, x, y) with a bool tensor condition and at least one tensor branch."""
     cond, x, y = args
-    if not _plain(cond, frozenset({torch.bool})):
+    branches = [_operand_shape(x), _operand_shape(y)]
+    if not _plain(cond, frozenset({torch.bool})) or None in branches:
         return None
-    shapes = [cond.shape]
-    for branch in (x, y):
-        if isinstance(branch, torch.Tensor):
-            if not _plain(branch):
-                return None
-            shapes.append(branch.shape)
-        elif type(branch) not in (int, float):
-            return None
     if not any(isinstance(b, torch.Tensor) for b in (x, y)):
         return None  # two scalars: ops.py makes them tensors first
-    shape = broadcast_shapes(*shapes)
+    shape = broadcast_shapes(cond.shape, *branches)
     return None if shape is None else _empty(shape, torch.result_type(x, y))
 
 
