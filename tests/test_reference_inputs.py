@@ -39,7 +39,7 @@ def test_the_reference_process_draws_the_callers_inputs_and_sends_back_only_what
     tensors: the values it draws — one torch thread, another process — must be the caller's own, and only
     the arguments asked for come back."""
     from compiler.reference import ReferenceProcess
-    from compiler.reference.isolated import Drawn
+    from compiler.reference.inputs import Drawn
 
     source = (
         "import helion\nimport helion.language as hl\nimport torch\n\n\n"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -36,3 +37,16 @@ def make_inputs(specs: dict[str, ArgSpec], seed: int = 0, positive: Iterable[str
         _tensor(spec, gen, name in wanted) if isinstance(spec, TensorSpec) else runtime_value(spec)
         for name, spec in specs.items()
     ]
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """The arguments of `make_inputs(specs, seed, positive)`, picklable: a process that is sent this draws
+    the very values its sender drew from it (a seeded CPU generator) without the tensors crossing a pipe."""
+
+    specs: dict[str, ArgSpec]
+    seed: int = 0
+    positive: tuple[str, ...] = ()
+
+    def values(self) -> list[Any]:
+        return make_inputs(self.specs, self.seed, self.positive)

@@ -24,12 +24,11 @@ import resource
 import signal
 import traceback
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from compiler.forking import forks_with_torch
 from compiler.reference.errors import ReferenceRunError
-from compiler.specs import ArgSpec
+from compiler.reference.inputs import Drawn
 
 TIME_LIMIT = 300.0  # seconds of wall clock per run
 START_LIMIT = 120.0  # seconds for a fresh worker to import torch and answer
@@ -96,22 +95,7 @@ def _serve(conn: Any, parent: int, memory_bytes: int, cpu_seconds: int, threads:
         conn.send_bytes(payload)
 
 
-@dataclass(frozen=True)
-class Drawn:
-    """Arguments the worker draws itself with `make_inputs(specs, seed, positive)`: the very values the
-    caller drew with the same call (a seeded CPU generator), without sending them."""
-
-    specs: dict[str, ArgSpec]
-    seed: int = 0
-    positive: tuple[str, ...] = ()
-
-    def values(self) -> list[Any]:
-        from compiler.reference.inputs import make_inputs
-
-        return make_inputs(self.specs, self.seed, self.positive)
-
-
-Args = Sequence[Any] | Drawn
+Args = Sequence[Any] | Drawn  # values, or what to draw them from (the worker draws the caller's own values)
 
 
 def _death(code: int | None) -> str:

@@ -29,8 +29,8 @@ import torch
 from ..api import CompiledKernel, Kernel
 from ..chips import Chip, get_chip
 from ..diagnostics import CompileError
-from ..reference import ReferenceProcess, ReferenceRunError, make_inputs
-from ..reference.isolated import Drawn
+from ..reference import ReferenceProcess, ReferenceRunError
+from ..reference.inputs import Drawn
 from ..specs import ArgSpec, format_args
 from .shrink import reduced_args
 
@@ -148,7 +148,8 @@ def check_case(case: GateCase, seed: int = 0) -> CorrectnessResult:
     start = time.perf_counter()
     shapes = format_args(case.args)
     every = case.reference_args or case.args
-    inputs = dict(zip(every, make_inputs(every, seed, case.index_tables), strict=True))  # a function argument draws nothing
+    drawn = Drawn(dict(every), seed, tuple(case.index_tables))  # the reference process draws the same values
+    inputs = dict(zip(every, drawn.values(), strict=True))  # a function argument draws nothing
     ours = [inputs[p] for p in case.params]  # the generated code's own: it may write into them
     written_back = [i for i, name in enumerate(every) if name in case.mutated]
 
@@ -162,7 +163,7 @@ def check_case(case: GateCase, seed: int = 0) -> CorrectnessResult:
     reference = reference_process().begin(
         case.kernel_source,
         case.kernel_name,
-        Drawn(dict(every), seed, tuple(case.index_tables)),
+        drawn,
         block_sizes=list(case.block_sizes),
         filename=case.kernel_path or "<helion kernel source>",
         send_back=written_back,
