@@ -27,7 +27,6 @@ class RefreshPacer:
         self._send = send
         self.min_interval = min_interval
         self.ack_timeout = ack_timeout
-        self.sent = 0  # refreshes the client answered
         self._asked = 0  # refreshes sent (answered or not): a fetch started after the latest acts on it
         self._wanted = False
         self._fetched = asyncio.Event()  # the client fetched lenses since the last refresh
@@ -58,8 +57,6 @@ class RefreshPacer:
                 self.before_send()
             self._fetched.clear()  # before sending: the client may fetch before its answer arrives here
             self._asked += 1
-            if await self._send():
-                self.sent += 1
-            else:
+            if not await self._send():
                 self._fetched.set()  # no refresh went out: no fetch to wait for
             await asyncio.sleep(self.min_interval)
