@@ -331,3 +331,32 @@ def test_a_best_config_that_stands_is_checked_during_the_search_and_only_once() 
     assert result.best.config == {"block_sizes": [1, 1024, 8192], "pallas_loop_type": "unroll"}
     assert result.best.correctness.verdict == "ok"
     assert executor.submitted == [(result.best.config, "search")]
+
+
+def test_searches_and_checks_run_with_the_collector_paused_and_restore_it(monkeypatch) -> None:
+    """collector.py: no automatic garbage collection while a search or a gate check runs; the process's own
+    setting is back afterwards (on, or off where it was off)."""
+    import gc
+
+    from compiler.tune import driver, evaluators
+
+    during: list[bool] = []
+
+    def watched(fn):
+        def call(*args, **kwargs):
+            during.append(gc.isenabled())
+            return fn(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(driver, "search", watched(driver.search))
+    monkeypatch.setattr(evaluators, "check_case", watched(evaluators.check_case))
+    assert gc.isenabled()
+    result = tune(_problem("softmax", 1), TuneOptions(max_evals=20))
+    assert result.best is not None and during == [False, False]  # the search, then the winner's check
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        tune(_problem("softmax", 1), TuneOptions(max_evals=20, verify=False))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
