@@ -3,7 +3,11 @@
 Python 3.11's ast module is not thread-safe: turning the C parse tree into Python objects keeps its
 recursion depth in interpreter-wide state, so two threads parsing at once (the language server parses
 documents in a thread while its event loop parses generated code for a hover) can fail with "SystemError:
-AST constructor recursion depth mismatch". Every parse in `compiler` and `helion_ls` goes through here.
+AST constructor recursion depth mismatch". The same error also comes without a second thread (CPython
+gh-106905: the check counts depths that code run during the conversion, a garbage-collected object's
+finalizer, can shift; seen in CI on 3.11.7), so a parse that fails with it is done once more: parsing is
+deterministic, and the error says nothing about the source. Every parse in `compiler` and `helion_ls`
+goes through here.
 `error_range` is where a `SyntaxError` points, as a diagnostic range.
 """
 
@@ -17,9 +21,17 @@ from .diagnostics import Position, Range
 _LOCK = threading.Lock()
 
 
+_SPURIOUS = "AST constructor recursion depth mismatch"
+
+
 def parse(source: str, filename: str = "<unknown>", mode: str = "exec") -> ast.AST:
     with _LOCK:
-        return ast.parse(source, filename, mode)
+        try:
+            return ast.parse(source, filename, mode)
+        except SystemError as exc:
+            if _SPURIOUS not in str(exc):
+                raise
+            return ast.parse(source, filename, mode)
 
 
 def error_range(exc: SyntaxError) -> Range:
