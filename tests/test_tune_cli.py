@@ -219,16 +219,18 @@ problems = [Problem(source, "attention", s, "v7x", path, i) for i, s in enumerat
 problems[0].load_kernel().config_space(problems[0].args, "v7x")
 offered = []
 elsewhere = search_elsewhere(problems, TuneOptions(), None, None, None, 2,
-                             lambda i, config, case: offered.append((i, config, type(case).__name__)))
+                             lambda i, config, case: offered.append((i, config, case)))
 searched = elsewhere[1].take(1)
-print(offered == [(1, searched.candidates[0].config, "GateCase")], searched.gate.config == offered[0][1])
+print([(i, c, type(case).__name__) for i, c, case in offered] == [(1, searched.candidates[0].config, "GateCase")],
+      searched.gate.config == offered[0][1],
+      searched.gate.prepare_seconds == offered[0][2].prepare_seconds)  # the case sent early, not compiled again
 '''
 
 
 def test_a_forked_search_sends_its_standing_best_for_the_gate_before_it_ends(tmp_path) -> None:
     """attention 32k, searched in a forked process, finds its winner halfway: the winner, compiled for the
     gate's reduced shapes, reaches the parent's `on_early` before the search's outcome (the parent then
-    starts its check while the searches go on)."""
+    starts its check while the searches go on); the outcome carries that same compiled case."""
     code = EARLY_ELSEWHERE.format(path=str(EXAMPLES / "attention.py"))
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert proc.stdout.split() == ["True", "True"], proc.stderr[-3000:]
+    assert proc.stdout.split() == ["True", "True", "True"], proc.stderr[-3000:]

@@ -237,7 +237,8 @@ class TuneRun:
         self._gate_case: Any = None  # the winner's, when prepare_gate() made it
         # a check started mid-search (here, or by the caller from what `early_sink` was given elsewhere)
         self._early: tuple[dict[str, Any], Future[CorrectnessResult]] | None = early
-        self._early_sink, self._early_sent = early_sink, False
+        self._early_sink = early_sink
+        self._early_sent: tuple[dict[str, Any], Any] | None = None  # (config, its case) handed to early_sink
         self._done = False
         if searched is not None:
             self.result, self.candidates, self.run_id = searched.result, searched.candidates, searched.run_id
@@ -325,7 +326,9 @@ class TuneRun:
         """Compile the winner for the gate's reduced shapes now (the first half of its check: static work), so
         that a process that searched elsewhere hands it over ready and the gate starts at once."""
         if self.options.verify and self.candidates and self._gate_case is None:
-            self._gate_case = gate_case(self.problem, self.candidates[0].config)
+            winner = self.candidates[0].config
+            sent = self._early_sent
+            self._gate_case = sent[1] if sent is not None and sent[0] == winner else gate_case(self.problem, winner)
 
     def _emit(
         self,
@@ -358,11 +361,11 @@ class TuneRun:
     def _check_early(self, config: dict[str, Any]) -> None:
         """Start the gate's check of the search's standing best (once per run) while the search goes on; a
         search without the gate's executor (forked, parallel.py) hands the compiled case to `early_sink`."""
-        if self._early is not None or self._early_sent:
+        if self._early is not None or self._early_sent is not None:
             return
         if self._early_sink is not None:
-            self._early_sink(config, gate_case(self.problem, config))
-            self._early_sent = True
+            self._early_sent = (config, gate_case(self.problem, config))
+            self._early_sink(*self._early_sent)
         else:
             self._early = (config, self._submit_check(config))
 
