@@ -9,6 +9,7 @@ only what each needs (its imports, helpers and the constants they use), never th
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Collection
 from pathlib import Path
@@ -19,20 +20,38 @@ import torch
 from .api import load
 from .diagnostics import CompileError
 from .reference.errors import ReferenceRunError
-from .specs import SpecError, parse_spec
+from .specs import SpecError, TensorSpec, format_args, parse_spec
+
+# Shape sets with more tensor elements than this are checked at reduced shapes (see _reduced).
+REDUCE_ABOVE = 1 << 22
+
+# Part of an output's largest magnitude an element may be off by, whatever its own size: both sides compute
+# in the same dtype but sum in different orders, so an element that is a difference of large terms (a
+# softmax gradient's `s * (g - sum)`) carries the rounding of those terms (one bf16 ulp is 2**-8 of them).
+SCALE_TOLERANCE = {torch.bfloat16: 1e-2, torch.float16: 1e-2}
+DEFAULT_SCALE_TOLERANCE = 1e-4
 
 
-def tolerance(dtype: torch.dtype) -> dict[str, float]:
-    if dtype in (torch.bfloat16, torch.float16):
-        return {"atol": 3e-2, "rtol": 3e-2}
-    return {"atol": 2e-4, "rtol": 2e-4}
+def tolerance(dtype: torch.dtype, scale: float = 0.0) -> dict[str, float]:
+    """assert_close's bounds for an output of `dtype` whose largest finite magnitude is `scale`."""
+    atol, rtol = (3e-2, 3e-2) if dtype in (torch.bfloat16, torch.float16) else (2e-4, 2e-4)
+    return {"atol": max(atol, SCALE_TOLERANCE.get(dtype, DEFAULT_SCALE_TOLERANCE) * scale), "rtol": rtol}
+
+
+def _scale(t: torch.Tensor) -> float:
+    """The largest finite magnitude of a floating-point tensor (0 for others and empty ones)."""
+    if not t.dtype.is_floating_point or t.numel() == 0:
+        return 0.0
+    finite = t[torch.isfinite(t)]
+    return float(finite.abs().max()) if finite.numel() else 0.0
 
 
 def compare(out: Any, expected: Any) -> str | None:
-    """None when `out` matches `expected` (tensors or tuples of tensors), else why not. NaN where the other
-    side has NaN too matches (`equal_nan`): both sides run the same program, and NaN is what torch computes
-    there (a softmax over no keys is 0/0); `nan_note` says when that happened, and a run whose outputs are
-    NaN everywhere compared nothing and is no pass."""
+    """None when `out` matches `expected` (tensors or tuples of tensors), else why not: element by element,
+    within a relative bound and an absolute one that grows with the expected output's largest magnitude
+    (`tolerance`). NaN where the other side has NaN too matches (`equal_nan`): both sides run the same
+    program, and NaN is what torch computes there (a softmax over no keys is 0/0); `nan_note` says when that
+    happened, and a run whose outputs are NaN everywhere compared nothing and is no pass."""
     outs = out if isinstance(out, tuple) else (out,)
     exps = expected if isinstance(expected, tuple | list) else (expected,)
     if len(outs) != len(exps):
@@ -42,11 +61,19 @@ def compare(out: Any, expected: Any) -> str | None:
             if o != e:
                 return f"output {i}: {o!r} != {e!r}"
             continue
+        e = e.to(o.dtype)
+        bounds = tolerance(o.dtype, _scale(e))
         try:
-            torch.testing.assert_close(o, e.to(o.dtype), equal_nan=True, **tolerance(o.dtype))
+            torch.testing.assert_close(o, e, equal_nan=True, **bounds)
         except AssertionError as exc:
-            return f"output {i}: " + str(exc).strip().splitlines()[0]
+            return f"output {i}: {_summary(exc)} (allowed {bounds['atol']:.3g} + {bounds['rtol']:g}·|expected|)"
     return None
+
+
+def _summary(exc: AssertionError) -> str:
+    """assert_close's findings (how many elements, the worst differences) on one line, without its header."""
+    lines = [line.strip().rstrip(".") for line in str(exc).strip().splitlines()[1:] if line.strip()]
+    return "; ".join(line.split(" (up to")[0] for line in lines) or str(exc).strip().splitlines()[0]
 
 
 def nan_note(out: Any) -> tuple[int, int]:
@@ -90,6 +117,7 @@ def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip:
 
     failures = 0  # table rows that failed
     notes: list[str] = []  # failures that are not one run: the file's reference raised or disagrees
+    ran_at: dict[str, str] = {}  # shapes run that are not the kernel's own shape set: what and why
     rows = [("kernel", "loop type", "config", "vs eager", "vs reference()", "seconds")]
     for k in kernels:
         specs_text = small if isinstance(small, dict) and len(kernels) == 1 else None
@@ -99,24 +127,31 @@ def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip:
             rows.append((k.name, "-", "-", f"bad inputs: {exc}", "-", "-"))
             failures += 1
             continue
-        inputs: list[Any] | None = None  # drawn once the first compile says which are index tables
-        own = None
+        drawn: dict[str, tuple[list[Any], OwnReference | None]] = {}  # per shapes run: inputs, own reference
         disagreement_checked = False
         types = loop_types if _has_inner_loop(k, specs, chip) else ["-"]
         for lt in types:
             start = time.perf_counter()
             try:
                 ck = k.compile(args=specs, config={"pallas_loop_type": lt} if lt != "-" else None, chip=chip)
+                if specs_text is None and _elements(specs) > REDUCE_ABOVE:
+                    ck = _reduced(k, ck, chip)
             except CompileError as exc:
                 rows.append((k.name, lt, "-", f"compile error: {exc}", "-", "-"))
                 failures += 1
                 continue
-            if inputs is None:
-                inputs = make_inputs(specs, positive=ck.index_tables)
+            shapes = format_args(ck.args)
+            if ck.args != specs and shapes not in ran_at:
+                ran_at[shapes] = f"{k.name}: run at {shapes}, reduced from {format_args(specs)} (the same tiles, fewer " \
+                                 f"of them; a SMALL = {{...}} dict in the file chooses the inputs)"
+            if shapes not in drawn:  # drawn once the compile says which are index tables
+                inputs = make_inputs(dict(ck.args), positive=ck.index_tables)
                 own = OwnReference.find(module.info.functions, k.name, len(module.kernels), inputs, call)
                 if own is not None and own.error:
                     notes.append(f"{k.name}: {own.name}() failed: {own.error}")
                     own = None
+                drawn[shapes] = (inputs, own)
+            inputs, own = drawn[shapes]
             args = _clone(inputs)
             own_problem = None
             nans = (0, 0)
@@ -154,7 +189,7 @@ def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
-    for note in notes:
+    for note in [*ran_at.values(), *notes]:
         print(note)
     print(f"{len(rows) - 1 - failures} passed, {failures + len(notes)} failed")
     return 1 if failures or notes else 0
@@ -192,6 +227,21 @@ class OwnReference:
         if in_place and self.result is None:
             return _mutated(kernel, compiled, self.args)
         return self.result
+
+
+def _elements(specs: dict[str, Any]) -> int:
+    return sum(math.prod(s.shape) for s in specs.values() if isinstance(s, TensorSpec))
+
+
+def _reduced(kernel: Any, ck: Any, chip: str) -> Any:
+    """`ck` (compiled for a large shape set) compiled again, same config, for the tuner gate's reduced shapes:
+    every tiled dimension keeps its block sizes and ragged edges with two tiles (shrink.py), so the check
+    runs the same generated structure in seconds instead of interpreting the full arrays for minutes."""
+    from .tune.shrink import reduced_args
+
+    config = dict(ck.config)
+    small = reduced_args(kernel, dict(ck.args), config, ck.chip)
+    return ck if small == dict(ck.args) else kernel.compile(args=small, config=config, chip=chip)
 
 
 def _clone(values: list[Any]) -> list[Any]:

@@ -193,3 +193,37 @@ def test_call_with_wrong_shapes_is_a_clear_error():
         ck(torch.zeros(64, 256), torch.zeros(64, 128))
     with pytest.raises(TypeError, match="missing argument 'y'"):
         ck(torch.zeros(64, 256))
+
+
+def test_check_judges_half_precision_against_the_outputs_magnitude():
+    """A bf16 element that is a difference of large terms carries their rounding: one bf16 ulp of the output's
+    largest magnitude (4 at 652) is no mismatch, wherever it lands; an error of 5% of that magnitude is."""
+    from compiler.check import compare
+
+    expected = torch.tensor([652.0, -300.0, 0.5, 0.0]).to(torch.bfloat16)
+    assert compare(torch.tensor([652.0, -300.0, 4.5, -4.0]).to(torch.bfloat16), expected) is None
+    problem = compare(torch.tensor([652.0, -300.0, 33.0, 0.0]).to(torch.bfloat16), expected)
+    assert problem is not None and problem.startswith("output 0: Mismatched elements: 1 / 4")
+    assert "allowed 6.52 + 0.03·|expected|" in problem
+    small = torch.tensor([1.0, 0.5, 0.25])  # f32 at magnitude ~1 keeps its absolute bound of 2e-4
+    assert compare(small + 1e-4, small) is None and compare(small + 1e-3, small) is not None
+
+
+def test_check_runs_a_large_shape_set_at_reduced_shapes_and_says_so(tmp_path, capsys):
+    """A file without SMALL whose shape set is large (an upstream example's main() sizes) is checked at the
+    tuner gate's reduced shapes — same config, same tiles — in seconds, and the output says which; a kernel
+    that computes the wrong thing is still caught there."""
+    big = (EXAMPLES / "add.py").read_text().replace("x=bf16[1024, 1024], y=bf16[1024, 1024]",
+                                                    "x=bf16[4096, 4608], y=bf16[4096, 4608]")
+    big = big[: big.index("SMALL =")]
+    good = tmp_path / "big_add.py"
+    good.write_text(big)
+    code, out = _check(good, capsys)
+    assert code == 0, out
+    assert out.splitlines()[1].split()[-3:-1] == ["ok", "ok"]
+    note = next(line for line in out.splitlines() if line.startswith("add: run at "))
+    assert "reduced from x=bf16[4096, 4608], y=bf16[4096, 4608] (the same tiles" in note
+    wrong = tmp_path / "big_add_wrong.py"
+    wrong.write_text(big.replace("x[block] + y[block]", "x[block] - y[block]"))
+    code, out = _check(wrong, capsys)
+    assert code == 1 and "MISMATCH" in out.splitlines()[1], out
