@@ -427,6 +427,37 @@ def test_mixed_precision_addmm_and_baddbmm() -> None:
         torch.addmm(acc, a, b)
 
 
+def test_out_dtype_matmuls_accumulate_in_f32() -> None:
+    """`torch.bmm(q, k, torch.float32)` (upstream's attention example) and the other `out_dtype` overloads:
+    eager torch on the CPU has no kernel for them; in a kernel they are the f32 product, in out_dtype."""
+    src = _source(
+        """
+        import torch, helion, helion.language as hl
+
+        @helion.kernel
+        def mm(acc, a, b, a3, b3):
+            return (
+                torch.bmm(a3, b3, torch.float32),
+                torch.bmm(a3, b3, out_dtype=torch.float32),
+                torch.mm(a, b, out_dtype=torch.float32),
+                torch.addmm(acc, a, b, torch.float32),
+                torch.bmm(a3, b3),
+            )
+        """
+    )
+    acc = torch.randn(4, 5).to(torch.bfloat16)
+    a, b = torch.randn(4, 8).to(torch.bfloat16), torch.randn(8, 5).to(torch.bfloat16)
+    a3, b3 = torch.randn(2, 4, 8).to(torch.bfloat16), torch.randn(2, 8, 5).to(torch.bfloat16)
+    batched, keyword, plain, added, low = run_reference(src, "mm", [acc, a, b, a3, b3])
+    exact3 = a3.float() @ b3.float()
+    assert batched.dtype == keyword.dtype == plain.dtype == added.dtype == torch.float32
+    torch.testing.assert_close(batched, exact3)
+    torch.testing.assert_close(keyword, exact3)
+    torch.testing.assert_close(plain, a.float() @ b.float())
+    torch.testing.assert_close(added, acc.float() + a.float() @ b.float())
+    assert low.dtype == torch.bfloat16  # without out_dtype, eager torch's own bf16 product
+
+
 def test_helpers_and_reference_function_run_normally() -> None:
     src = _source(
         """

@@ -192,16 +192,18 @@ class TorchCalls:
                 raise UserError("HPL103", f"{name} needs dim=", rng)
             return ops.softmax(name, x, as_int(dim, "dim", rng), kwargs.get("dtype"), rng)
         if name in ("matmul", "mm", "bmm"):
-            return ops.dot(x, args[0], None, None, rng)
+            out_dtype = _out_dtype(name, args[1:], kwargs, rng)
+            return ops.dot(x, args[0], None, out_dtype, rng)
         if name in ("addmm", "baddbmm"):
             a, b = args[0], args[1]
+            out_dtype = _out_dtype(name, args[2:], {k: v for k, v in kwargs.items() if k not in ("beta", "alpha")}, rng)
             beta, alpha = unwrap(kwargs.get("beta", 1)), unwrap(kwargs.get("alpha", 1))
             if beta != 1 or alpha != 1:
                 raise UserError("HPL101", f"{name} with alpha/beta other than 1 is not supported", rng)
-            if x.dtype == torch.float32:
+            if x.dtype == torch.float32 and out_dtype in (None, torch.float32):
                 return ops.dot(a, b, x, None, rng)
             prod = ops.dot(a, b, None, torch.float32, rng)
-            return ops.cast(ops.binary("add", prod, x, rng), x.dtype, rng)
+            return ops.cast(ops.binary("add", prod, x, rng), out_dtype or x.dtype, rng)
         if name in ("to", "type"):
             dtype = args[0] if args else kwargs.get("dtype")
             if isinstance(dtype, Value):
@@ -295,3 +297,17 @@ class TorchCalls:
         if name in ("item", "tolist", "numpy", "cpu", "cuda"):
             raise UserError("HPL101", f".{name}() is not supported in a kernel", rng)
         raise UserError("HPL102", f"`{name}` is not supported by the Pallas backend", rng)
+
+
+def _out_dtype(name: str, extra: tuple[Any, ...], kwargs: dict[str, Any], rng: Range) -> torch.dtype | None:
+    """The `out_dtype` of `torch.mm/bmm/addmm/baddbmm(..., out_dtype)` (the product in that dtype, accumulated
+    in f32): positional after the tensors or by keyword. Anything else after the tensors is refused rather
+    than dropped (`out=`, or arguments `matmul` does not take)."""
+    unknown = [k for k in kwargs if k != "out_dtype"]
+    if unknown or len(extra) > 1 or (name == "matmul" and (extra or kwargs)):
+        what = ", ".join(unknown) or "an extra argument"
+        raise UserError("HPL103", f"{name}: {what} is not supported here (only out_dtype, for mm/bmm/addmm/baddbmm)", rng)
+    given = extra[0] if extra else kwargs.get("out_dtype")
+    if given is not None and not isinstance(given, torch.dtype):
+        raise UserError("HPL103", f"{name}: out_dtype must be a torch dtype", rng)
+    return given
