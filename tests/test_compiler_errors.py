@@ -248,3 +248,42 @@ def test_a_dim_of_exactly_2_to_the_31_gathers_and_lowers():
     assert not [d for d in ck.diagnostics if d.is_error]
     assert any("gathered by DMA" in a.indexing for a in ck.plan.accesses)
     assert not [d for d in ck.check_lowering() if d.is_error]
+
+
+ASSERTS = """
+    @helion.kernel()
+    def norm(x: torch.Tensor, normalized_shape: list[int], w: torch.Tensor) -> torch.Tensor:
+        m, n = x.size()
+        assert w.size(0) == n, "weight size mismatch"
+        assert normalized_shape[0] == n
+        assert x.is_contiguous()
+        out = torch.empty_like(x)
+        for tile in hl.tile(m):
+            out[tile, :] = x[tile, :] * w[None, :]
+        return out
+"""
+
+
+def test_a_host_assert_that_fails_for_the_arguments_is_an_error_on_it():
+    """Helion runs host code at call time: a false assert raises before the kernel runs, so it is an error
+    here too (on the assert, with its message) — and arguments that keep the relations compile."""
+    d = error_of(ASSERTS, "x=f32[64, 256], normalized_shape=[256], w=f32[128]")
+    assert d.code == "HPL113" and d.message == ("this assert fails for these arguments: weight size mismatch "
+                                                "(w.size(0) == n)")
+    assert d.range.start.line == 8
+    d = error_of(ASSERTS, "x=f32[64, 256], normalized_shape=[512], w=f32[256]")
+    assert d.code == "HPL113" and d.range.start.line == 9
+    assert compile_src(ASSERTS, "x=f32[64, 256], normalized_shape=[256], w=f32[256]").source
+
+
+def test_reduced_shapes_keep_what_the_kernels_asserts_tie_together():
+    """The tuner's gate and `check` shrink shapes by compiling candidates: a size an assert ties to a scalar
+    argument (a layer norm's normalized_shape) stays, the others shrink."""
+    from compiler.chips import get_chip
+    from compiler.specs import coerce_args
+    from compiler.tune.shrink import reduced_args
+
+    kernel = next(iter(compiler.load(HEADER + textwrap.dedent(ASSERTS)).kernels.values()))
+    args = coerce_args("x=f32[4096, 2048], normalized_shape=[2048], w=f32[2048]")
+    small = reduced_args(kernel, args, {"block_sizes": [256]}, get_chip("v7x"))
+    assert small["x"].shape == (512, 2048) and small["w"].shape == (2048,)

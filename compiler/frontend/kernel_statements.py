@@ -71,7 +71,10 @@ class KernelStatements:
         elif isinstance(stmt, ast.Expr):
             if not (isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)):
                 self.eval(stmt.value)
-        elif isinstance(stmt, ast.Pass | ast.Assert | ast.Import | ast.ImportFrom):
+        elif isinstance(stmt, ast.Assert):
+            if not self.in_device:
+                self.check_assert(stmt, rng)
+        elif isinstance(stmt, ast.Pass | ast.Import | ast.ImportFrom):
             return
         elif isinstance(stmt, ast.While):
             raise UserError("HPL101", "`while` loops are not supported by the Pallas backend", rng)
@@ -79,6 +82,27 @@ class KernelStatements:
             raise UserError("HPL101", "nested function definitions are not supported in a kernel", rng)
         else:
             raise UserError("HPL101", f"`{type(stmt).__name__}` statements are not supported in a kernel", rng)
+
+    def check_assert(self, stmt: ast.Assert, rng: Range) -> None:
+        """A host `assert` whose test is known for these arguments and false fails the call in Helion (the kernel
+        raises before it runs): an error here too, so arguments that break a kernel's own shape relations (the
+        tuner's reduced shapes among them) are refused at compile time. A test that cannot be evaluated
+        statically is left alone, as before."""
+        try:
+            holds = self.eval(stmt.test)
+        except UserError:
+            return
+        if not isinstance(holds, bool | int) or holds:
+            return
+        why = ast.unparse(stmt.test)
+        if stmt.msg is not None:
+            try:
+                message = self.eval(stmt.msg)
+            except UserError:
+                message = None
+            if isinstance(message, str) and message:
+                why = f"{message} ({why})"
+        raise UserError("HPL113", f"this assert fails for these arguments: {why}", rng)
 
     def assign(self, target: ast.expr, value: Any, rng: Range) -> None:
         if isinstance(target, ast.Name):
