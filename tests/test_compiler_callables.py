@@ -202,3 +202,15 @@ def test_check_and_the_tuners_gate_run_flex_on_block_tables_it_can_use(flex, tmp
     code = check_file(str(path), None, "v7x", ["fori_loop"])
     out = capsys.readouterr().out
     assert code == 0 and out.splitlines()[1].split()[-3:-1] == ["ok", "-"], out
+
+
+def test_check_keeps_the_shapes_of_a_kernel_that_reads_index_tables(flex):
+    """The tables are drawn in [1, 8] as counts and positions into the other arguments: `check` does not
+    shrink such a kernel's shapes (a block index past a shrunk dimension would be out of bounds), however
+    large; a kernel without tables is shrunk (test_compiler_cli)."""
+    from compiler.check import _reduced
+
+    kernel = flex.kernels["flex_kernel"]
+    ck = kernel.compile(args={**kernel.shape_sets[0], "q": "f32[4, 2, 4096, 64]", "k": "f32[4, 2, 4096, 64]",
+                              "v": "f32[4, 2, 4096, 64]"}, config={"pallas_loop_type": "fori_loop"})
+    assert ck.index_tables and _reduced(kernel, ck, "v7x") is ck

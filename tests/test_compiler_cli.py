@@ -262,3 +262,22 @@ def test_check_says_when_the_eager_reference_cannot_run_a_kernel(tmp_path, capsy
     alone.write_text(TUNABLE.format(reference=""))
     code, out = _check(alone, capsys)
     assert code == 1 and "NOT CHECKED" in out.splitlines()[1] and out.strip().endswith("0 passed, 1 failed"), out
+
+
+def test_check_judges_an_f32_output_of_half_precision_values_as_half_precision():
+    """upstream se_block_bwd_dx stores acc.to(f16) into an f32 tensor: its values are f16 numbers, and one f16
+    ulp (0.25 at 258) between two summation orders is no mismatch. Integer values keep f32's bounds."""
+    from compiler.check import compare
+
+    torch.manual_seed(0)
+    want = (torch.randn(1024) * 100).half().float()
+    want[7] = 258.0
+    got = want.clone()
+    got[7] = 258.25  # the next f16 number
+    assert compare(got, want) is None
+    assert compare(got.double(), want.double()) is None
+    assert compare(want * 1.05, want) is not None  # 5%: far beyond f16 rounding
+    plain = torch.randn(1024) * 100  # f32 values: f32's bounds
+    assert compare(plain + 0.25 * (plain.abs() > 50), plain) is not None
+    counts = torch.arange(1024, dtype=torch.float32)
+    assert compare(counts + 2.0, counts) is not None  # integers: f32 bounds, 2 off is wrong
