@@ -179,7 +179,7 @@ def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip:
                     out = _mutated(k, ck, args)
                 try:
                     expected, ref_args = reference.run(source, k.name, _clone(inputs), list(ck.config["block_sizes"]),
-                                                       path)
+                                                       path, tunables=dict(ck.config))
                 except ReferenceRunError as exc:  # nothing to compare with: said so, not a mismatch
                     expected, unchecked = None, exc.message.splitlines()[0][:160]
                 else:

@@ -229,23 +229,21 @@ def test_check_runs_a_large_shape_set_at_reduced_shapes_and_says_so(tmp_path, ca
     assert code == 1 and "MISMATCH" in out.splitlines()[1], out
 
 
-TUNABLE = """
+UNSEEN = """
 import helion
 import helion.language as hl
 import torch
-from helion.autotuner import PowerOfTwoFragment
 
 
 @helion.kernel(static_shapes=True)
-def halves(x: torch.Tensor) -> torch.Tensor:
-    split = hl.register_tunable("split", PowerOfTwoFragment(1, 4, 2))
+def twice(x: torch.Tensor) -> torch.Tensor:
     out = torch.empty_like(x)
     for t in hl.tile(x.size(0)):
-        out[t, :] = x[t, :] * split
+        out[t] = hl.load(x, [t]) * 2
     return out
 {reference}
 
-SMALL = {{"x": "f32[16, 128]"}}
+SMALL = {{"x": "f32[256]"}}
 """
 
 
@@ -253,13 +251,13 @@ def test_check_says_when_the_eager_reference_cannot_run_a_kernel(tmp_path, capsy
     """Not a MISMATCH: nothing was compared with it. The file's own reference() still judges the kernel; with
     none, nothing compared the kernel at all and the row does not pass."""
     judged = tmp_path / "judged.py"
-    judged.write_text(TUNABLE.format(reference="\n\ndef reference(x):\n    return x * 2\n"))
+    judged.write_text(UNSEEN.format(reference="\n\ndef reference(x):\n    return x * 2\n"))
     code, out = _check(judged, capsys)
     row = out.splitlines()[1]
     assert code == 0 and "NOT CHECKED (the eager reference cannot run it: " in row and row.split()[-2] == "ok", out
     assert "MISMATCH" not in out
     alone = tmp_path / "alone.py"
-    alone.write_text(TUNABLE.format(reference=""))
+    alone.write_text(UNSEEN.format(reference=""))
     code, out = _check(alone, capsys)
     assert code == 1 and "NOT CHECKED" in out.splitlines()[1] and out.strip().endswith("0 passed, 1 failed"), out
 

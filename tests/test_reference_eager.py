@@ -564,3 +564,51 @@ def test_misuse_is_reported() -> None:
         module.run("outside", [torch.zeros(4)])
     with pytest.raises(ReferenceRunError, match="positive"):
         module.run("k", [torch.zeros(4)], [0])
+
+
+def test_register_tunable_reads_the_launch_config_else_the_fragments_default() -> None:
+    """upstream matmul_split_k: `hl.register_tunable("split_k", PowerOfTwoFragment(1, 256))` is the config's
+    value when the caller passes the compiled config, else the fragment's default (low, or default_val)."""
+    src = _source(
+        """
+        import torch, helion, helion.language as hl
+        from helion.autotuner import BooleanFragment, EnumFragment, IntegerFragment, PowerOfTwoFragment
+
+        @helion.kernel
+        def tunables(x):
+            return (hl.register_tunable("split_k", PowerOfTwoFragment(1, 256)),
+                    hl.register_tunable("depth", IntegerFragment(1, 8, 3)),
+                    hl.register_tunable("mode", EnumFragment(("a", "b"))),
+                    hl.register_tunable("flag", BooleanFragment()))
+        """
+    )
+    x = torch.zeros(4)
+    module = load_module(src, kernel="tunables")
+    assert module.run("tunables", [x]) == (1, 3, "a", False)
+    assert module.run("tunables", [x], tunables={"split_k": 8, "mode": "b", "block_sizes": []}) == (8, 3, "b", False)
+    with pytest.raises(ReferenceRunError, match="split_k=6 is not a value of PowerOfTwoFragment"):
+        module.run("tunables", [x], tunables={"split_k": 6})
+
+
+def test_barrier_and_device_keywords_run_as_helion_takes_them() -> None:
+    """upstream split_k_barrier: `hl.zeros(shape, device=..., dtype=...)` and `hl.barrier()` between two grid
+    loops (which run one after the other here)."""
+    src = _source(
+        """
+        import torch, helion, helion.language as hl
+
+        @helion.kernel
+        def two_phase(x):
+            partial = torch.empty_like(x)
+            out = torch.empty_like(x)
+            for t in hl.tile(x.size(0)):
+                acc = hl.zeros([t], device=x.device, dtype=x.dtype)
+                partial[t] = acc + x[t] * 2
+            hl.barrier()
+            for t in hl.tile(x.size(0)):
+                out[t] = partial[t] + 1
+            return out
+        """
+    )
+    x = torch.randn(64)
+    torch.testing.assert_close(run_reference(src, "two_phase", [x], [16]), x * 2 + 1)

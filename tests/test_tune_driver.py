@@ -360,3 +360,30 @@ def test_searches_and_checks_run_with_the_collector_paused_and_restore_it(monkey
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+SCALED_BY_TUNABLE = """
+import helion
+import helion.language as hl
+import torch
+from helion.autotuner import PowerOfTwoFragment
+
+
+@helion.kernel(static_shapes=True)
+def scaled(x: torch.Tensor) -> torch.Tensor:
+    factor = hl.register_tunable("factor", PowerOfTwoFragment(1, 8))
+    out = torch.empty_like(x)
+    for t in hl.tile(x.size(0)):
+        out[t, :] = x[t, :] * factor
+    return out
+"""
+
+
+def test_the_gate_runs_the_eager_reference_with_the_configs_tunables():
+    """A config that sets a kernel's own tunable is checked against the eager kernel with that value (with
+    the fragment's default instead, every output would be off by the factor)."""
+    kernel = compiler.load(SCALED_BY_TUNABLE).kernels["scaled"]
+    ck = kernel.compile(args="x=f32[32, 128]", config={"block_sizes": [16], "factor": 4})
+    assert "* 4" in ck.source
+    verdict = check_compiled(ck)
+    assert verdict.verdict == "ok", verdict.message

@@ -12,11 +12,12 @@ from types import ModuleType
 from typing import Any
 
 from compiler.config import Config
+from compiler.reference.autotuner import FRAGMENTS
 from compiler.reference.kernel import EagerKernel, Runtime
 from compiler.reference.language import language_module
 from compiler.reference.tiles import cdiv, next_power_of_2
 
-_PUBLIC = ("kernel", "Config", "cdiv", "next_power_of_2", "language")
+_PUBLIC = ("kernel", "Config", "cdiv", "next_power_of_2", "language", "autotuner")
 
 
 def _kernel_decorator(runtime: Runtime) -> Callable[..., Any]:
@@ -36,17 +37,21 @@ def _missing(name: str) -> Any:
 
 
 def helion_modules(runtime: Runtime) -> dict[str, ModuleType]:
-    """{"helion": ..., "helion.language": ...} for one exec'd source."""
+    """{"helion": ..., "helion.language": ..., "helion.autotuner": ...} for one exec'd source."""
     language = language_module(runtime)
+    autotuner = ModuleType("helion.autotuner", "Eager helion.autotuner: register_tunable's fragments.")
+    for name, cls in FRAGMENTS.items():
+        setattr(autotuner, name, cls)
     helion = ModuleType("helion", "Eager helion over torch (compiler.reference).")
     helion.kernel = _kernel_decorator(runtime)
     helion.Config = Config
     helion.cdiv = cdiv
     helion.next_power_of_2 = next_power_of_2
     helion.language = language
+    helion.autotuner = autotuner
     helion.__path__ = []  # a package, so `import helion.language` is well formed
     helion.__getattr__ = _missing  # type: ignore[method-assign]
-    return {"helion": helion, "helion.language": language}
+    return {"helion": helion, "helion.language": language, "helion.autotuner": autotuner}
 
 
 def builtins_with_helion(modules: dict[str, ModuleType]) -> dict[str, Any]:

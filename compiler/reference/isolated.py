@@ -23,7 +23,7 @@ import pickle
 import resource
 import signal
 import traceback
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, NoReturn
 
 from compiler.forking import forks_with_torch
@@ -70,14 +70,14 @@ def _serve(conn: Any, parent: int, memory_bytes: int, cpu_seconds: int, threads:
     conn.send_bytes(b"ready")
     while True:
         try:
-            kind, source, filename, kernel, args, block_sizes, send_back = pickle.loads(conn.recv_bytes())
+            kind, source, filename, kernel, args, block_sizes, tunables, send_back = pickle.loads(conn.recv_bytes())
         except EOFError:
             return
         try:
             if isinstance(args, Drawn):
                 args = args.values()
             if kind == "kernel":
-                result = load_module(source, filename, kernel=kernel).run(kernel, args, block_sizes)
+                result = load_module(source, filename, kernel=kernel).run(kernel, args, block_sizes, tunables)
             else:  # a plain function of the file (its torch `reference`)
                 result = load_module(source, filename, function=kernel).namespace[kernel](*args)
             reply: tuple = ("ok", result, [a if send_back is None or i in send_back else None
@@ -158,10 +158,12 @@ class ReferenceProcess:
         block_sizes: Sequence[int] | None = None,
         filename: str = "<helion kernel source>",
         send_back: Collection[int] | None = None,
+        tunables: Mapping[str, Any] | None = None,
     ) -> tuple[Any, list[Any]]:
         """(the kernel's result, the arguments after the call: in-place kernels write into them; with
-        `send_back`, only the arguments at those positions, None for the others)."""
-        return self._request("kernel", source, kernel, args, block_sizes, filename, send_back)
+        `send_back`, only the arguments at those positions, None for the others). `tunables`: the config whose
+        hl.register_tunable values the kernel reads (the compiled one's)."""
+        return self._request("kernel", source, kernel, args, block_sizes, filename, send_back, tunables)
 
     def begin(
         self,
@@ -171,11 +173,12 @@ class ReferenceProcess:
         block_sizes: Sequence[int] | None = None,
         filename: str = "<helion kernel source>",
         send_back: Collection[int] | None = None,
+        tunables: Mapping[str, Any] | None = None,
     ) -> Callable[[], tuple[Any, list[Any]]]:
         """`run`, sent now: returns at once with a function that waits for the result (or raises the
         ReferenceRunError). Call that function, once, before the next request: replies come in order."""
         try:
-            self._send("kernel", source, kernel, args, block_sizes, filename, send_back)
+            self._send("kernel", source, kernel, args, block_sizes, filename, send_back, tunables)
         except ReferenceRunError as exc:
             failure = exc
 
@@ -191,16 +194,17 @@ class ReferenceProcess:
         return self._request("function", source, function, args, None, filename)
 
     def _request(self, kind: str, source: str, kernel: str, args: Args, block_sizes: Sequence[int] | None,
-                 filename: str, send_back: Collection[int] | None = None) -> tuple[Any, list[Any]]:
-        self._send(kind, source, kernel, args, block_sizes, filename, send_back)
+                 filename: str, send_back: Collection[int] | None = None,
+                 tunables: Mapping[str, Any] | None = None) -> tuple[Any, list[Any]]:
+        self._send(kind, source, kernel, args, block_sizes, filename, send_back, tunables)
         return self._receive(kernel)
 
     def _send(self, kind: str, source: str, kernel: str, args: Args, block_sizes: Sequence[int] | None,
-              filename: str, send_back: Collection[int] | None = None) -> None:
+              filename: str, send_back: Collection[int] | None = None, tunables: Mapping[str, Any] | None = None) -> None:
         self.start()
         self._wait_ready()
         request = pickle.dumps((kind, source, filename, kernel, args if isinstance(args, Drawn) else list(args),
-                                list(block_sizes) if block_sizes else None,
+                                list(block_sizes) if block_sizes else None, None if tunables is None else dict(tunables),
                                 None if send_back is None else frozenset(send_back)))
         try:
             self._conn.send_bytes(request)

@@ -7,7 +7,7 @@ While a kernel runs, `MixedPrecisionMatmul` gives `addmm`/`baddbmm` Helion's f32
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -31,8 +31,9 @@ class Runtime:
         return self._launches[-1]
 
     @contextmanager
-    def launch(self, fn: Callable[..., Any], block_sizes: Sequence[int] | None) -> Iterator[Launch]:
-        launch = Launch(fn.__code__, block_sizes)
+    def launch(self, fn: Callable[..., Any], block_sizes: Sequence[int] | None,
+               tunables: Mapping[str, Any] | None = None) -> Iterator[Launch]:
+        launch = Launch(fn.__code__, block_sizes, tunables)
         self._launches.append(launch)
         try:
             with MixedPrecisionMatmul():
@@ -63,12 +64,15 @@ class EagerKernel:
         args: Sequence[Any],
         kwargs: dict[str, Any] | None = None,
         block_sizes: Sequence[int] | None = None,
+        tunables: Mapping[str, Any] | None = None,
     ) -> Any:
+        """`tunables`: hl.register_tunable values by name (a config's), else the decorator config's, else each
+        fragment's default."""
         if block_sizes is None:
             block_sizes = self.config.get("block_sizes")
         runtime = self._runtime
         try:
-            with runtime.launch(self.fn, block_sizes) as launch:
+            with runtime.launch(self.fn, block_sizes, dict(self.config) if tunables is None else tunables) as launch:
                 result = self.fn(*args, **(kwargs or {}))
         except ReferenceRunError:
             raise

@@ -14,13 +14,14 @@ from typing import Any
 
 import torch
 
+from compiler.reference.autotuner import Fragment
 from compiler.reference.kernel import Runtime
 from compiler.reference.matmul_mode import accumulate_dtype
 from compiler.reference.tiles import Tile, default_block_size, index_key, iter_tiles
 
 INDEX_DTYPE = torch.int32
 
-_PUBLIC = ("tile", "grid", "register_block_size", "specialize", "zeros", "full", "arange", "dot", "rand",
+_PUBLIC = ("tile", "grid", "register_block_size", "register_tunable", "barrier", "specialize", "zeros", "full", "arange", "dot", "rand",
            "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg",
            "atomic_cas")
 _U32 = 0xFFFFFFFF
@@ -123,13 +124,30 @@ class Language:
         launch = self._runtime.current("hl.register_block_size")
         return launch.block_sizes(launch.site(sys._getframe(1)), [default])[0]
 
+    def register_tunable(self, name: str, fragment: Fragment) -> Any:
+        """The launch config's value for `name`, else the fragment's default: the value the compiled kernel
+        was built with, when the caller passes its config."""
+        if not isinstance(name, str) or not isinstance(fragment, Fragment):
+            raise TypeError("hl.register_tunable(name, fragment) takes a name and a helion.autotuner fragment")
+        tunables = self._runtime.current("hl.register_tunable").tunables
+        if name not in tunables:
+            return fragment.default
+        if not fragment.allows(tunables[name]):
+            raise ValueError(f"config {name}={tunables[name]!r} is not a value of {type(fragment).__name__}")
+        return tunables[name]
+
+    def barrier(self) -> None:
+        """Between two grid loops: every tile of the first is done before the second starts, which running
+        them one after the other already is."""
+
     def specialize(self, value: Any) -> Any:
         return value
 
-    def zeros(self, shape: Any, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    def zeros(self, shape: Any, dtype: torch.dtype = torch.float32, device: Any = None) -> torch.Tensor:
+        """(`device` as Helion takes it: the kernel's device, here the CPU.)"""
         return torch.zeros(_shape(shape), dtype=dtype)
 
-    def full(self, shape: Any, value: Any, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    def full(self, shape: Any, value: Any, dtype: torch.dtype = torch.float32, device: Any = None) -> torch.Tensor:
         return torch.full(_shape(shape), value, dtype=dtype)
 
     def arange(self, *args: Any, dtype: torch.dtype | None = None, **kwargs: Any) -> torch.Tensor:

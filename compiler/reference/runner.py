@@ -6,7 +6,7 @@ keys wrapped (see `rewrite`), and exec'd in a fresh namespace whose builtins ser
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -32,14 +32,15 @@ class ReferenceModule:
     def kernels(self) -> dict[str, EagerKernel]:
         return {name: value for name, value in self.namespace.items() if isinstance(value, EagerKernel)}
 
-    def run(self, kernel: str, args: Sequence[Any], block_sizes: Sequence[int] | None = None) -> Any:
+    def run(self, kernel: str, args: Sequence[Any], block_sizes: Sequence[int] | None = None,
+            tunables: Mapping[str, Any] | None = None) -> Any:
         found = self.kernels.get(kernel)
         if found is None:
             known = ", ".join(self.kernels) or "none"
             raise ReferenceRunError(
                 f"no @helion.kernel function named {kernel!r} (kernels: {known})", kernel=kernel
             )
-        return found.run(args, block_sizes=block_sizes)
+        return found.run(args, block_sizes=block_sizes, tunables=tunables)
 
 
 def load_module(source: str, filename: str = DEFAULT_FILENAME, kernel: str | None = None,

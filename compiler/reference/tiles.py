@@ -8,8 +8,9 @@ inner loop re-entered by every outer iteration, reuse it), falling back to a def
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from types import CodeType, FrameType
+from typing import Any
 
 import torch
 
@@ -95,11 +96,12 @@ def iter_tiles(begin: int, end: int, block_size: int) -> Iterator[Tile]:
 class Launch:
     """Block-size bookkeeping for one kernel call."""
 
-    def __init__(self, code: CodeType, block_sizes: Sequence[int] | None):
+    def __init__(self, code: CodeType, block_sizes: Sequence[int] | None, tunables: Mapping[str, Any] | None = None):
         for size in block_sizes or ():
             if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
                 raise ValueError(f"block sizes must be positive integers, got {list(block_sizes or ())}")
         self._code = code
+        self.tunables = dict(tunables or {})  # hl.register_tunable values by name (the config's)
         self._requested = list(block_sizes or ())
         self._sites: dict[tuple[tuple[CodeType, int], ...], list[int]] = {}
         self.resolved: list[int] = []  # block size per slot, in order of first appearance

@@ -167,6 +167,7 @@ def check_case(case: GateCase, seed: int = 0) -> CorrectnessResult:
         block_sizes=list(case.block_sizes),
         filename=case.kernel_path or "<helion kernel source>",
         send_back=written_back,
+        tunables=case.config,  # hl.register_tunable values, as compiled
     )
     try:
         fn = load_entry(case.module, case.entry, f"<pallas {case.kernel_name}>")
