@@ -279,3 +279,11 @@ def test_check_judges_an_f32_output_of_half_precision_values_as_half_precision()
     assert compare(plain + 0.25 * (plain.abs() > 50), plain) is not None
     counts = torch.arange(1024, dtype=torch.float32)
     assert compare(counts + 2.0, counts) is not None  # integers: f32 bounds, 2 off is wrong
+
+
+def test_check_compares_fp8_outputs_within_one_of_their_ulps():
+    from compiler.check import compare
+
+    want = torch.tensor([1.0, 1.5, -3.0, 0.25] * 32).to(torch.float8_e4m3fn)
+    assert compare(torch.tensor([1.125, 1.5, -3.0, 0.25] * 32).to(torch.float8_e4m3fn), want) is None  # 1 ulp
+    assert compare(torch.tensor([1.5, 1.5, -3.0, 0.25] * 32).to(torch.float8_e4m3fn), want) is not None  # 4 ulps

@@ -612,3 +612,28 @@ def test_barrier_and_device_keywords_run_as_helion_takes_them() -> None:
     )
     x = torch.randn(64)
     torch.testing.assert_close(run_reference(src, "two_phase", [x], [16]), x * 2 + 1)
+
+
+def test_fp8_kernels_run_in_the_reference_process() -> None:
+    """fp8 x fp8 accumulates in f32 (torch will not promote fp8 types), and fp8 tensors cross the reference
+    process's pipe (torch 2.13 pickles them but cannot unpickle them: the process died on upstream fp8_matmul)."""
+    from compiler.reference import ReferenceProcess
+
+    src = _source(
+        """
+        import torch, helion, helion.language as hl
+
+        @helion.kernel
+        def mm8(x, y):
+            out = torch.empty([x.size(0), y.size(1)], dtype=torch.float32)
+            for tm in hl.tile(x.size(0)):
+                out[tm, :] = hl.dot(x[tm, :], y)
+            return out, x
+        """
+    )
+    x = torch.randn(16, 32).to(torch.float8_e4m3fn)
+    y = torch.randn(32, 8).to(torch.float8_e4m3fn)
+    with ReferenceProcess() as process:
+        (out, back), args = process.run(src, "mm8", [x, y], [8])
+    torch.testing.assert_close(out, x.float() @ y.float())
+    assert back.dtype == args[1].dtype == torch.float8_e4m3fn and torch.equal(back.view(torch.uint8), x.view(torch.uint8))

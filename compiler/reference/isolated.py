@@ -17,11 +17,13 @@ its own side of a comparison meanwhile.
 from __future__ import annotations
 
 import gc
+import io
 import multiprocessing
 import os
 import pickle
 import resource
 import signal
+import sys
 import traceback
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, NoReturn
@@ -89,13 +91,37 @@ def _serve(conn: Any, parent: int, memory_bytes: int, cpu_seconds: int, threads:
         except BaseException as exc:  # noqa: BLE001 - anything else is reported, never a dead worker
             reply = ("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}", None, kernel)
         try:
-            payload = pickle.dumps(reply)
+            payload = _dumps(reply)
         except Exception as exc:  # noqa: BLE001 - a result that cannot cross the pipe
-            payload = pickle.dumps(("error", f"the kernel's result cannot be sent back: {exc}", None, kernel))
+            payload = _dumps(("error", f"the kernel's result cannot be sent back: {exc}", None, kernel))
         conn.send_bytes(payload)
 
 
 Args = Sequence[Any] | Drawn  # values, or what to draw them from (the worker draws the caller's own values)
+
+
+class _Pickler(pickle.Pickler):
+    """Float8 tensors travel as their bytes: torch 2.13 pickles them but cannot unpickle them ("UntypedStorage
+    has no attribute 'dtype'"), which killed the reference process on an fp8 kernel's inputs."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        torch = sys.modules.get("torch")
+        if torch is not None and isinstance(obj, torch.Tensor) and obj.dtype.itemsize == 1 \
+                and obj.dtype.is_floating_point:
+            return _float8, (obj.contiguous().view(torch.uint8), str(obj.dtype).removeprefix("torch."))
+        return NotImplemented
+
+
+def _float8(raw: Any, dtype: str) -> Any:
+    import torch
+
+    return raw.view(getattr(torch, dtype))
+
+
+def _dumps(value: Any) -> bytes:
+    buffer = io.BytesIO()
+    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
+    return buffer.getvalue()
 
 
 def _death(code: int | None) -> str:
@@ -203,7 +229,7 @@ class ReferenceProcess:
               filename: str, send_back: Collection[int] | None = None, tunables: Mapping[str, Any] | None = None) -> None:
         self.start()
         self._wait_ready()
-        request = pickle.dumps((kind, source, filename, kernel, args if isinstance(args, Drawn) else list(args),
+        request = _dumps((kind, source, filename, kernel, args if isinstance(args, Drawn) else list(args),
                                 list(block_sizes) if block_sizes else None, None if tunables is None else dict(tunables),
                                 None if send_back is None else frozenset(send_back)))
         try:

@@ -24,11 +24,12 @@ _ADD_MATMULS: dict[Callable[..., Any], tuple[str, str, str]] = {
 
 
 def accumulate_dtype(*tensors: torch.Tensor) -> torch.dtype:
-    """Helion accumulates float products in (at least) f32 and integer products exactly."""
-    dtype = tensors[0].dtype
-    for t in tensors[1:]:
-        dtype = torch.promote_types(dtype, t.dtype)
-    return torch.promote_types(dtype, torch.float32) if dtype.is_floating_point else torch.int64
+    """Helion accumulates float products in (at least) f32 — fp8 ones too, which torch will not promote —
+    and integer products exactly."""
+    dtypes = [t.dtype for t in tensors]
+    if any(d.is_floating_point for d in dtypes):
+        return torch.float64 if torch.float64 in dtypes else torch.float32
+    return torch.int64
 
 
 _MATMULS: dict[Callable[..., Any], tuple[str, str]] = {  # (Tensor.mm / .bmm take no out_dtype)

@@ -37,7 +37,9 @@ from .shrink import reduced_args
 # Largest error allowed, relative to the largest magnitude of the reference output, by output dtype. Both
 # sides compute in the same dtypes with the same block sizes; what differs is accumulation order and the
 # rounding of intermediates (bf16 keeps 8 bits of mantissa: ~0.4% per rounding, compounded over a few ops).
-TOLERANCE = {torch.float32: 1e-3, torch.float64: 1e-6, torch.bfloat16: 3e-2, torch.float16: 1e-2}
+TOLERANCE = {torch.float32: 1e-3, torch.float64: 1e-6, torch.bfloat16: 3e-2, torch.float16: 1e-2,
+             # fp8 keeps 3 (e4m3) or 2 (e5m2) bits: one rounding apart is 2**-3 or 2**-2 of a value
+             torch.float8_e4m3fn: 0.13, torch.float8_e5m2: 0.26}
 DEFAULT_TOLERANCE = 3e-2
 
 Verdict = Literal["ok", "wrong", "failed", "unverified"]
