@@ -24,6 +24,11 @@ from .specs import SpecError, TensorSpec, format_args, parse_spec
 
 # Shape sets with more tensor elements than this are checked at reduced shapes (see _reduced).
 REDUCE_ABOVE = 1 << 22
+# Beyond these (after reducing), interpreting takes minutes: the kernel is not run (see _too_large).
+# Upstream's flex attention, 1,024 steps and 12.6M elements, takes ~13 s a strategy; mamba2 (20,480
+# steps, 67M elements) over 5 minutes.
+INTERPRET_STEPS = 4096
+INTERPRET_ELEMENTS = 1 << 25
 
 # Part of an output's largest magnitude an element may be off by, whatever its own size: both sides compute
 # in the same dtype but sum in different orders, so an element that is a difference of large terms (a
@@ -163,6 +168,12 @@ def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip:
                 rows.append((k.name, lt, "-", f"compile error: {exc}", "-", "-"))
                 failures += 1
                 continue
+            too_large = _too_large(ck)
+            if too_large:
+                rows.append((k.name, lt, ck.config.short(), f"NOT RUN ({too_large}; a SMALL = {{...}} dict in the file "
+                                                            f"chooses smaller inputs)", "-", "-"))
+                failures += 1
+                continue
             shapes = format_args(ck.args)
             if ck.args != specs and shapes not in ran_at:
                 ran_at[shapes] = f"{k.name}: run at {shapes}, reduced from {format_args(specs)} (the same tiles, fewer " \
@@ -261,6 +272,16 @@ class OwnReference:
         if in_place and self.result is None:
             return _mutated(kernel, compiled, self.args)
         return self.result
+
+
+def _too_large(ck: Any) -> str | None:
+    """Why `ck` would take many minutes to interpret on a CPU (shapes the reduction could not shrink: sizes
+    its asserts tie together, index tables), or None. Interpreting costs per grid step and element."""
+    steps = sum(math.prod(c.grid) * max([lp.trips for lp in c.inner_loops] or [1]) for c in ck.plan.calls)
+    elements = _elements(dict(ck.args))
+    if steps <= INTERPRET_STEPS and elements <= INTERPRET_ELEMENTS:
+        return None
+    return f"{steps} grid steps and {elements:,} tensor elements at {format_args(ck.args)} are too many to interpret here"
 
 
 def _elements(specs: dict[str, Any]) -> int:

@@ -287,3 +287,14 @@ def test_check_compares_fp8_outputs_within_one_of_their_ulps():
     want = torch.tensor([1.0, 1.5, -3.0, 0.25] * 32).to(torch.float8_e4m3fn)
     assert compare(torch.tensor([1.125, 1.5, -3.0, 0.25] * 32).to(torch.float8_e4m3fn), want) is None  # 1 ulp
     assert compare(torch.tensor([1.5, 1.5, -3.0, 0.25] * 32).to(torch.float8_e4m3fn), want) is not None  # 4 ulps
+
+
+def test_check_does_not_interpret_a_kernel_for_minutes(tmp_path, capsys):
+    """Inputs too large to interpret in reasonable time (here a SMALL that is not; upstream mamba2, whose asserts
+    keep its sequence length) get a NOT RUN row saying what and why, at once, instead of minutes of silence."""
+    huge = tmp_path / "huge_add.py"
+    huge.write_text((EXAMPLES / "add.py").read_text().replace('SMALL = {"x": "f32[256, 512]", "y": "f32[256, 512]"}',
+                                                              'SMALL = {"x": "f32[8192, 8192]", "y": "f32[8192, 8192]"}'))
+    code, out = _check(huge, capsys)
+    row = out.splitlines()[1]
+    assert code == 1 and "NOT RUN (" in row and "134,217,728 tensor elements at x=f32[8192, 8192]" in row, out
