@@ -236,14 +236,14 @@ import torch
 
 
 @helion.kernel(static_shapes=True)
-def twice(x: torch.Tensor) -> torch.Tensor:
-    out = torch.empty_like(x)
+def paired(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0), x.size(1), 2], dtype=x.dtype, device=x.device)
     for t in hl.tile(x.size(0)):
-        out[t] = hl.load(x, [t]) * 2
+        out[t, :, :] = hl.join(x[t, :], x[t, :] * 2)
     return out
 {reference}
 
-SMALL = {{"x": "f32[256]"}}
+SMALL = {{"x": "f32[16, 128]"}}
 """
 
 
@@ -251,7 +251,7 @@ def test_check_says_when_the_eager_reference_cannot_run_a_kernel(tmp_path, capsy
     """Not a MISMATCH: nothing was compared with it. The file's own reference() still judges the kernel; with
     none, nothing compared the kernel at all and the row does not pass."""
     judged = tmp_path / "judged.py"
-    judged.write_text(UNSEEN.format(reference="\n\ndef reference(x):\n    return x * 2\n"))
+    judged.write_text(UNSEEN.format(reference="\n\ndef reference(x):\n    return torch.stack([x, x * 2], -1)\n"))
     code, out = _check(judged, capsys)
     row = out.splitlines()[1]
     assert code == 0 and "NOT CHECKED (the eager reference cannot run it: " in row and row.split()[-2] == "ok", out

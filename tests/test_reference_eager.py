@@ -637,3 +637,37 @@ def test_fp8_kernels_run_in_the_reference_process() -> None:
         (out, back), args = process.run(src, "mm8", [x, y], [8])
     torch.testing.assert_close(out, x.float() @ y.float())
     assert back.dtype == args[1].dtype == torch.float8_e4m3fn and torch.equal(back.view(torch.uint8), x.view(torch.uint8))
+
+
+def test_load_and_store_read_and_write_masked() -> None:
+    """hl.load / hl.store (upstream concatenate, cross_entropy, grouped_gemm): each index item adds its own
+    dims; positions past the tensor (a tile running over it) or where extra_mask is False read 0 / are left
+    alone."""
+    src = _source(
+        """
+        import torch, helion, helion.language as hl
+
+        @helion.kernel
+        def joined(x, y, picks):
+            out = torch.empty([x.size(0), x.size(1) + y.size(1)], dtype=x.dtype)
+            for t0, t1 in hl.tile(out.size()):
+                left = hl.load(x, [t0, t1], extra_mask=(t1.index < x.size(1))[None, :])
+                right = hl.load(y, [t0, t1.index - x.size(1)], extra_mask=(t1.index >= x.size(1))[None, :])
+                out[t0, t1] = left + right
+            gathered = torch.empty([picks.size(0)], dtype=x.dtype)
+            for t in hl.tile(picks.size(0)):
+                gathered[t] = hl.load(x.view(-1), [picks[t]])
+            copy = torch.zeros_like(x)
+            for t0, t1 in hl.tile(x.size()):
+                hl.store(copy, [t0, t1], x[t0, t1] * 2, extra_mask=(t1.index % 2 == 0)[None, :])
+            return out, gathered, copy
+        """
+    )
+    x, y = torch.randn(8, 24), torch.randn(8, 40)
+    picks = torch.tensor([0, 5, 191, 192, -1])  # the last two are outside x: 0
+    out, gathered, copy = run_reference(src, "joined", [x, y, picks], [4, 16, 8, 4, 16])
+    torch.testing.assert_close(out, torch.cat([x, y], 1))
+    torch.testing.assert_close(gathered, torch.tensor([x.view(-1)[0], x.view(-1)[5], x.view(-1)[191], 0, 0]))
+    expected = torch.zeros_like(x)
+    expected[:, ::2] = x[:, ::2] * 2
+    torch.testing.assert_close(copy, expected)

@@ -21,7 +21,7 @@ from compiler.reference.tiles import Tile, default_block_size, index_key, iter_t
 
 INDEX_DTYPE = torch.int32
 
-_PUBLIC = ("tile", "grid", "register_block_size", "register_tunable", "barrier", "specialize", "zeros", "full", "arange", "dot", "rand",
+_PUBLIC = ("tile", "grid", "register_block_size", "register_tunable", "barrier", "load", "store", "specialize", "zeros", "full", "arange", "dot", "rand",
            "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg",
            "atomic_cas")
 _U32 = 0xFFFFFFFF
@@ -183,6 +183,25 @@ class Language:
             index = (index + idx.reshape(view) * _RAND_MIX[len(entries) - 1 - axis]) & _U32
         return _uniform(index.expand(*[_size(e) for e in entries]), int(seed))
 
+    def load(self, tensor: torch.Tensor, index: list[Any], extra_mask: Any = None, eviction_policy: Any = None) -> torch.Tensor:
+        """`tensor[index]` where each index item adds its own dims (a tile or a 1-D position tensor: one), read
+        masked: a position outside the tensor (a tile running past it) or where `extra_mask` is False reads 0."""
+        positions, valid = _gather_positions(tensor, index)
+        if extra_mask is not None:
+            valid = valid & torch.as_tensor(extra_mask, dtype=torch.bool)
+        values = tensor[tuple(positions)]
+        return torch.where(valid, values, torch.zeros((), dtype=tensor.dtype))
+
+    def store(self, tensor: torch.Tensor, index: list[Any], value: Any, extra_mask: Any = None) -> None:
+        """`tensor[index] = value`, masked as `load` reads: positions outside the tensor or where `extra_mask`
+        is False are left alone."""
+        positions, valid = _gather_positions(tensor, index)
+        if extra_mask is not None:
+            valid = valid & torch.as_tensor(extra_mask, dtype=torch.bool)
+        valid = valid.expand(positions[0].shape) if positions else valid
+        value = torch.as_tensor(value, dtype=tensor.dtype).expand(valid.shape)
+        tensor[tuple(p[valid] for p in positions)] = value[valid]
+
     def _atomic(self, target: torch.Tensor, index: Any, new: Any) -> torch.Tensor:
         key = index_key(tuple(index) if isinstance(index, list) else index, target)
         old = target[key].clone()
@@ -213,6 +232,35 @@ class Language:
     def atomic_cas(self, target: torch.Tensor, index: Any, expected: Any, value: Any,
                    sem: str = "relaxed") -> torch.Tensor:
         return self._atomic(target, index, lambda old: torch.where(old == expected, value, old))
+
+
+def _gather_positions(tensor: torch.Tensor, index: list[Any]) -> tuple[list[torch.Tensor], torch.Tensor]:
+    """For hl.load / hl.store: one position tensor per dim of `tensor`, clamped into it and broadcast over the
+    result's shape (each index item's own dims, in order), and where the unclamped positions are inside."""
+    items = list(index)
+    if len(items) != tensor.dim():
+        raise ValueError(f"hl.load/hl.store: {len(items)} index items for a {tensor.dim()}-d tensor")
+    raw: list[torch.Tensor] = []
+    for dim, item in enumerate(items):
+        if isinstance(item, Tile):
+            raw.append(item.index.to(torch.int64))
+        elif isinstance(item, slice) and item == slice(None):
+            raw.append(torch.arange(tensor.shape[dim]))
+        elif isinstance(item, torch.Tensor | int) and not isinstance(item, bool):
+            raw.append(torch.as_tensor(item).to(torch.int64))
+        else:
+            raise TypeError(f"hl.load/hl.store: index item {item!r} is not a tile, a position tensor, an int or ':'")
+    total = sum(p.dim() for p in raw)
+    shaped, before = [], 0
+    for p in raw:  # item i takes dims [before, before + p.dim()) of the result
+        shaped.append(p.reshape((1,) * before + tuple(p.shape) + (1,) * (total - before - p.dim())))
+        before += p.dim()
+    valid = torch.ones((), dtype=torch.bool)
+    for dim, p in enumerate(shaped):
+        valid = valid & (p >= 0) & (p < tensor.shape[dim])
+    full = torch.broadcast_shapes(*(p.shape for p in shaped)) if shaped else ()
+    clamped = [p.clamp(0, max(tensor.shape[d] - 1, 0)).expand(full) for d, p in enumerate(shaped)]
+    return clamped, valid.expand(full)
 
 
 def _missing(name: str) -> Any:
