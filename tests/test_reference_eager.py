@@ -671,3 +671,28 @@ def test_load_and_store_read_and_write_masked() -> None:
     expected = torch.zeros_like(x)
     expected[:, ::2] = x[:, ::2] * 2
     torch.testing.assert_close(copy, expected)
+
+
+def test_what_a_kernel_never_writes_reads_as_interpret_mode_leaves_it() -> None:
+    """torch.empty's contents are undefined: in a kernel they are NaN (floats) and the largest value (ints),
+    as TPU interpret mode fills memory, so rows a kernel never writes (past a jagged tensor's last offset)
+    agree with the generated code's instead of NaN against whatever the allocator returned."""
+    src = _source(
+        """
+        import torch, helion, helion.language as hl
+
+        @helion.kernel
+        def first_half(x):
+            out = torch.empty_like(x)
+            count = torch.empty([x.size(0)], dtype=torch.int32)
+            for t in hl.tile(x.size(0) // 2):
+                out[t, :] = x[t, :]
+                count[t] = 1
+            return out, count, torch.zeros_like(x)
+        """
+    )
+    x = torch.randn(16, 8)
+    out, count, zeros = run_reference(src, "first_half", [x], [4])
+    torch.testing.assert_close(out[:8], x[:8])
+    assert bool(out[8:].isnan().all()) and bool((count[8:] == torch.iinfo(torch.int32).max).all())
+    assert bool((count[:8] == 1).all()) and not bool(zeros.isnan().any())

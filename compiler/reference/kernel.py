@@ -2,7 +2,8 @@
 
 One `Runtime` belongs to one exec'd module; `helion.language` functions ask it for the current `Launch`.
 Exceptions raised while a kernel runs come back as `ReferenceRunError` with the kernel source line.
-While a kernel runs, `MixedPrecisionMatmul` gives `addmm`/`baddbmm` Helion's f32-accumulator semantics.
+While a kernel runs, `MixedPrecisionMatmul` gives `addmm`/`baddbmm` Helion's f32-accumulator semantics and
+`UninitializedAsNaN` fills `torch.empty` as interpret mode fills unwritten memory.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from compiler.config import Config, as_config
 from compiler.reference.errors import ReferenceRunError, deepest_line, describe
 from compiler.reference.matmul_mode import MixedPrecisionMatmul
 from compiler.reference.tiles import Launch
+from compiler.reference.uninitialized import UninitializedAsNaN
 
 
 class Runtime:
@@ -36,7 +38,7 @@ class Runtime:
         launch = Launch(fn.__code__, block_sizes, tunables)
         self._launches.append(launch)
         try:
-            with MixedPrecisionMatmul():
+            with MixedPrecisionMatmul(), UninitializedAsNaN():
                 yield launch
         finally:
             self._launches.pop()
