@@ -299,3 +299,27 @@ def test_0d_reads_and_writes_pass_the_deviceless_tpu_compile(scales):
     for name in ("clamp_scale", "add_total"):
         ck = scales.kernels[name].compile(shape_set=0)
         assert ck.check_tpu_compile() == [], name
+
+
+def test_functions_defined_after_a_module_level_if_on_an_unknown_value_are_still_found():
+    # both branches of the module-level `if` run; the functions defined below it must stay visible to main()
+    text = HEADER + textwrap.dedent("""\
+        import os
+
+        block = None
+        if os.environ.get("SMALL_BLOCKS") == "1":
+            block = 64
+
+
+        def run_one(n):
+            scale(torch.randn(n, 128, dtype=torch.bfloat16))
+
+
+        def main():
+            run_one(32)
+
+
+        if __name__ == "__main__":
+            main()
+    """)
+    assert sets(compiler.load(text), "scale") == ["x=bf16[32, 128]"]

@@ -151,27 +151,28 @@ class Statements:
 
     def both(self, first: list[ast.stmt], second: list[ast.stmt]) -> None:
         """Runs both branches of an `if` the evaluation cannot decide; names they set differently become
-        unknown."""
-        before = dict(self.frame.vars)
+        unknown. The frame's dict is changed in place: the module's is also `globals`, which functions read."""
+        names = self.frame.vars
+        before = dict(names)
         first_ended = False
         try:
             self.exec_block(first)
         except (ReturnSignal, RaiseSignal):
             first_ended = True
-        after_first = self.frame.vars
-        self.frame.vars = dict(before)
+        after_first = dict(names)
+        _replace(names, before)
         try:
             self.exec_block(second)
         except RaiseSignal:
             if first_ended:
                 raise
-            self.frame.vars = after_first  # only the first branch goes on
+            _replace(names, after_first)  # only the first branch goes on
             return
         if first_ended:
             return
-        for name in set(after_first) | set(self.frame.vars):
-            if after_first.get(name, UNKNOWN) is not self.frame.vars.get(name, UNKNOWN):
-                self.frame.vars[name] = UNKNOWN
+        for name in set(after_first) | set(names):
+            if after_first.get(name, UNKNOWN) is not names.get(name, UNKNOWN):
+                names[name] = UNKNOWN
 
     def _for(self, stmt: ast.For) -> None:
         try:
@@ -303,6 +304,11 @@ class Statements:
 
     def _global(self, stmt: ast.Global) -> None:
         self.frame.globals_declared.update(stmt.names)
+
+
+def _replace(names: dict[str, Any], values: dict[str, Any]) -> None:
+    names.clear()
+    names.update(values)
 
 
 def _header(stmt: ast.stmt, last: ast.expr) -> Range:
