@@ -150,7 +150,10 @@ def _specs(fn: Closure, args: list, kwargs: dict, info: ModuleInfo) -> tuple[dic
             if name not in defaults:
                 return None, f"argument `{name}` is not given"
             continue
-        spec, why = callable_spec(given[name], info) if _is_function(given[name]) else _spec(given[name])
+        value = given[name]
+        if name in defaults and _is_default(value, defaults[name]):
+            continue  # also before its spec: a default no shape line can say (reduction="mean") is left out
+        spec, why = callable_spec(value, info) if _is_function(value) else _spec(value)
         if why:
             return None, f"argument `{name}` {why}"
         if name in defaults and _is_default(spec, defaults[name]):
@@ -196,12 +199,13 @@ def _round_trips(spec: ArgSpec) -> bool:
         return False
 
 
-def _is_default(spec: ArgSpec, default: ast.expr) -> bool:
+def _is_default(value: Any, default: ast.expr) -> bool:
+    """`value` is the parameter's literal default (same type and value)."""
     try:
-        value = ast.literal_eval(default)
+        literal = ast.literal_eval(default)
     except (ValueError, TypeError, SyntaxError, RecursionError):
         return False
-    return type(value) is type(spec) and value == spec
+    return type(literal) is type(value) and literal == value
 
 
 def _fresh(value: Any) -> Any:

@@ -16,7 +16,7 @@ import torch
 
 from ..diagnostics import Range
 from .host_torch import Ctx, LinearModel, has_unknown, opaque
-from .host_values import UNKNOWN, ClassValue, Frame, Instance, Super
+from .host_values import UNKNOWN, Approx, ClassValue, Frame, Instance, Super
 from .limits import check_count, check_range, check_round
 
 
@@ -52,6 +52,8 @@ class BuiltinModels:
             return self._super()
         if name == "isinstance":
             return self._isinstance(*args[:2]) if len(args) == 2 else UNKNOWN
+        if name == "int" and len(args) == 1 and isinstance(args[0], Approx):
+            return args[0]  # `int(t.item())`: still an upper bound, and says so
         if name in ("int", "float") and args and isinstance(args[0], torch.Tensor):
             value = self.to_int(args[0], rng)
             return value if name == "int" or value is UNKNOWN else float(value)

@@ -26,6 +26,7 @@ from .dispatch import _MATH, _MATH_CONST
 from .host_builtins import BoundBuiltin, Builtin, BuiltinModels, pure
 from .host_operators import OperatorModels
 from .host_torch import (
+    LINALG,
     NN_FUNCTIONAL,
     TORCH_FUNCTIONS,
     AutogradApply,
@@ -218,6 +219,8 @@ class Models(TorchModels, BuiltinModels, OperatorModels):
             return self.torch_call(getattr(torch, name), args, kwargs, rng, name)
         if q == f"torch.nn.functional.{name}" and name in NN_FUNCTIONAL:
             return self.torch_call(getattr(torch.nn.functional, name), args, kwargs, rng, name)
+        if q == f"torch.linalg.{name}" and name in LINALG:
+            return self.torch_call(getattr(torch.linalg, name), args, kwargs, rng, name)
         if q in ("torch.testing.assert_close", "torch.manual_seed"):
             return None
         return UNKNOWN

@@ -7,17 +7,21 @@ items of the iterables the evaluation knows. Building a sequence costs evaluatio
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import torch
 
 from ..diagnostics import Range
 from .expressions import _PYBINOPS
+from .host_bounds import bounds_of, set_bounds, written
 from .host_builtins import Builtin
-from .host_torch import bounds_of, has_unknown, inherit, opaque, set_bounds, tensors_in
+from .host_torch import has_unknown, inherit, opaque, tensors_in
 from .host_values import UNKNOWN, ClassValue, Closure, Instance
 from .limits import MAX_SEQUENCE, check_binary, check_count
 from .values import Module
+
+_HOST_BINOPS = {**_PYBINOPS, "matmul": operator.matmul}  # `a @ b`: on meta tensors only (ints have no `@`)
 
 
 class OperatorModels:
@@ -26,12 +30,12 @@ class OperatorModels:
     def binop(self, op: str, a: Any, b: Any, rng: Range, fallback: Any) -> Any:
         if has_unknown(a) or has_unknown(b) or opaque(a) or opaque(b):
             return UNKNOWN
-        fn = _PYBINOPS.get(op)
+        fn = _HOST_BINOPS.get(op)
         if fn is None:
             return UNKNOWN
         if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
             try:
-                result = fn(a, b) if op != "matmul" else a @ b
+                result = fn(a, b)
             except Exception:  # noqa: BLE001 - shapes or dtypes that do not combine
                 return UNKNOWN
             t = a if isinstance(a, torch.Tensor) else b
@@ -85,6 +89,8 @@ class OperatorModels:
                 base[index] = value
             except TypeError:
                 pass
+        elif isinstance(base, torch.Tensor):
+            written(base, value)
         elif isinstance(base, list) and isinstance(index, int):
             try:
                 base[index] = value

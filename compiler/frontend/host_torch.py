@@ -1,13 +1,12 @@
-"""Torch for the module-level evaluation (host_eval.py): torch functions, tensor methods and
-`torch.nn.functional` on meta tensors, `nn.Linear`, `torch.autograd.Function.apply` and `backward()`.
+"""Torch for the module-level evaluation (host_eval.py): torch functions, tensor methods, `torch.nn.functional`
+and `torch.linalg` on meta tensors, `nn.Linear`, `torch.autograd.Function.apply` and `backward()`.
 
 Only an allowlist runs: torch's ATen functions and tensor methods (on meta tensors: shapes and dtypes, no
 data, no device, no file), a list of `torch.nn.functional` functions; anything else is UNKNOWN. Sizes are
 checked before a tensor is built (limits.py for integers; more than 2**62 elements is a diagnostic).
 
-Random integer tensors keep bounds (`randint(1, 65, (32,))` holds 1..64; `cumsum`, `sum` and `cat` combine
-them), so a size computed from them (`int(offsets[-1])`) is its upper bound, an `Approx` that says so; the
-tensors built from it carry that note (`approx_notes`). Tensors also carry the autograd.Function
+Random integer tensors keep bounds (host_bounds.py), so a size computed from them (`int(offsets[-1])`) is its
+upper bound, an `Approx` that says so; the tensors built from it carry that note (`approx_notes`). Tensors also carry the autograd.Function
 applications they were computed from, so `backward()` runs those Functions' backward.
 """
 
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..diagnostics import Range, UserError
+from .host_bounds import bincount, bounds_after, bounds_of
 from .host_values import UNKNOWN, Approx, ClassValue, Closure, FakeDevice, Instance
 from .limits import MAX_SEQUENCE, check_count
 from .values import Module
@@ -49,6 +49,10 @@ NN_FUNCTIONAL = frozenset({
     "hardtanh", "binary_cross_entropy", "binary_cross_entropy_with_logits", "cosine_similarity", "conv1d",
     "conv2d",
 })
+
+
+LINALG = frozenset(n.removeprefix("linalg_") for n in dir(torch._C._linalg)
+                   if n.startswith("linalg_") and not n.startswith("linalg__"))  # torch.linalg.svd, .qr, .norm ...
 
 
 _DENIED_METHODS = {"apply_", "map_", "map2_", "tolist", "numpy", "item", "data_ptr", "storage", "untyped_storage",
@@ -162,15 +166,6 @@ def opaque(value: Any) -> bool:
                           set | frozenset | range | slice | FakeDevice | type(None))
 
 
-def bounds_of(t: Any) -> tuple[int, int] | None:
-    return getattr(t, "_hls_bounds", None) if isinstance(t, torch.Tensor) else None
-
-
-def set_bounds(t: Any, lo: int, hi: int) -> None:
-    if isinstance(t, torch.Tensor) and not t.dtype.is_floating_point:
-        t._hls_bounds = (int(lo), int(hi))
-
-
 def _shape_of(args: list, kwargs: dict) -> tuple[int, ...] | None:
     size = kwargs.get("size", args[0] if args else None)
     if isinstance(size, tuple | list | torch.Size):
@@ -233,6 +228,9 @@ class TorchModels:
             check_count(_flat_len(args[0]), rng)
         if name == "arange":
             _check_size((_arange_len(args),), rng)
+        if name == "bincount":  # its length is data: meta tensors cannot say it
+            counts = bincount(args, kwargs, rng.start.line + 1)
+            return UNKNOWN if counts is None else inherit(counts, tensors_in(args))
         try:
             result = fn(*args, **kwargs)
         except Exception:  # noqa: BLE001 - an op torch cannot do on these shapes: the value is unknown
@@ -242,38 +240,8 @@ class TorchModels:
         if notes:
             for t in tensors_in([result]):
                 t._hls_notes = notes
-        self._bounds_after(name, result, args, kwargs)
+        bounds_after(name, result, args, kwargs)
         return inherit(result, inputs)
-
-    def _bounds_after(self, name: str, result: Any, args: list, kwargs: dict) -> None:
-        if not isinstance(result, torch.Tensor):
-            return
-        ints = [a for a in args if isinstance(a, int) and not isinstance(a, bool)]
-        if name == "randint" and ints:
-            lo, hi = (0, ints[0]) if len(ints) == 1 or isinstance(args[1], tuple | list | torch.Size) else ints[:2]
-            set_bounds(result, lo, hi - 1)
-        elif name in ("zeros", "zeros_like", "empty", "empty_like"):
-            set_bounds(result, 0, 0)
-        elif name in ("ones", "ones_like"):
-            set_bounds(result, 1, 1)
-        elif name in ("full", "full_like") and len(args) > 1 and isinstance(args[1], int):
-            set_bounds(result, args[1], args[1])
-        elif name == "arange" and ints:
-            lo, hi = (0, ints[0]) if len(ints) == 1 else ints[:2]
-            set_bounds(result, lo, hi - 1)
-        elif name in ("cat", "concat", "concatenate", "stack") and args and isinstance(args[0], tuple | list):
-            bounds = [bounds_of(t) for t in args[0]]
-            if bounds and all(b is not None for b in bounds):
-                set_bounds(result, min(b[0] for b in bounds), max(b[1] for b in bounds))
-        elif name in ("cumsum", "sum") and args and bounds_of(args[0]) is not None:
-            lo, hi = bounds_of(args[0])
-            t = args[0]
-            n = t.numel() // max(1, result.numel()) if name == "sum" else _dim_size(t, args[1:], kwargs)
-            if n is not None:
-                set_bounds(result, min(lo, lo * n), max(hi, hi * n))
-        elif name in ("max", "amax", "min", "amin", "clone", "flatten", "reshape", "view", "contiguous", "squeeze",
-                      "unsqueeze", "to", "long", "int") and args and bounds_of(args[0]) is not None:
-            set_bounds(result, *bounds_of(args[0]))
 
     def method(self, t: torch.Tensor, name: str, args: list, kwargs: dict, rng: Range) -> Any:
         if name == "backward":
@@ -288,6 +256,8 @@ class TorchModels:
             if dtype is None or dtype == t.dtype:
                 return t
             return self._after_method(t, "to", t.to(dtype), [])
+        if name == "bincount":
+            return self.torch_call(torch.bincount, [t, *args], kwargs, rng, name)
         if name not in TENSOR_METHODS:
             return UNKNOWN
         if has_unknown(args) or has_unknown(kwargs) or any(opaque(v) for v in (*args, *kwargs.values())):
@@ -304,7 +274,7 @@ class TorchModels:
         return self._after_method(t, name, result, args, kwargs)
 
     def _after_method(self, t: torch.Tensor, name: str, result: Any, args: list, kwargs: dict | None = None) -> Any:
-        self._bounds_after(name, result, [t, *args], kwargs or {})
+        bounds_after(name, result, [t, *args], kwargs or {})
         return inherit(result, [t, *tensors_in(args)])
 
     def to_int(self, t: torch.Tensor, rng: Range) -> Any:
@@ -408,10 +378,3 @@ def _arange_len(args: list) -> int:
         return max(0, math.ceil((end - start) / step))
     except (ZeroDivisionError, OverflowError, ValueError):
         return 0
-
-
-def _dim_size(t: torch.Tensor, args: list, kwargs: dict) -> int | None:
-    dim = kwargs.get("dim", args[0] if args else None)
-    if not isinstance(dim, int) or not -t.dim() <= dim < max(t.dim(), 1):
-        return None
-    return t.shape[dim] if t.dim() else 1
