@@ -323,3 +323,36 @@ def test_functions_defined_after_a_module_level_if_on_an_unknown_value_are_still
             main()
     """)
     assert sets(compiler.load(text), "scale") == ["x=bf16[32, 128]"]
+
+
+def test_a_kernel_chosen_by_a_known_condition_gives_the_other_choice_the_calls_too():
+    # upstream picks its Pallas variant with `k = a if _get_backend() == "pallas" else b`: the call goes to `a`
+    # here, and `b` gets the same arguments (it would get them on another backend), with a note saying so
+    text = HEADER + textwrap.dedent("""\
+        from helion.runtime.settings import _get_backend
+
+
+        @helion.kernel()
+        def scale_tiled(x: torch.Tensor) -> torch.Tensor:
+            out = torch.empty_like(x)
+            for tile in hl.tile(x.size()):
+                out[tile] = x[tile] * 2.0
+            return out
+
+
+        scale_any = scale_tiled if _get_backend() == "pallas" else scale
+
+
+        def main():
+            scale_any(torch.randn(16, 256, dtype=torch.bfloat16))
+
+
+        main()
+    """)
+    m = compiler.load(text)
+    assert sets(m, "scale_tiled") == sets(m, "scale") == ["x=bf16[16, 256]"]
+    assert m.kernels["scale_tiled"].shape_set_origins[0].notes == ()
+    line = line_of(text, "scale_any = ") + 1
+    assert m.kernels["scale"].shape_set_origins[0].notes == (
+        f"a call reaches `scale` only where `_get_backend() == 'pallas'` is false (line {line}); here it goes to "
+        "`scale_tiled`",)

@@ -94,7 +94,7 @@ class _Recorder:
             if specs is None:
                 self.result.misses.setdefault(ref.name, []).append((rng, why))
             else:
-                self._record(ref.name, specs, site)
+                self._record(ref.name, specs, site, ref.note)
         key = (ref.name, format_args(specs)) if specs is not None else None
         if key is not None and key in self.results:
             return _fresh(self.results[key])
@@ -108,7 +108,7 @@ class _Recorder:
             self.results[key] = value
         return _fresh(value)
 
-    def _record(self, name: str, specs: dict[str, ArgSpec], site: Site) -> None:
+    def _record(self, name: str, specs: dict[str, ArgSpec], site: Site, note: str = "") -> None:
         assert self.ev is not None
         call = Range.of(site.node) if site.node is not None else Range.lines(0)
         text = format_args(specs)
@@ -122,7 +122,8 @@ class _Recorder:
         origin = self.ev.origin or site
         node = origin.node if origin.node is not None else site.node
         where = Range.of(node) if node is not None else call
-        notes = tuple(dict.fromkeys(n for v in self._values(site) for n in approx_notes(v)))
+        found = [n for v in self._values(site) for n in approx_notes(v)] + ([note] if note else [])
+        notes = tuple(dict.fromkeys(found))
         label = f"from {_display(node, origin, self.lines)} at {self.line_label(where.start.line)}"
         self.result.sets.setdefault(name, []).append((specs, ShapeOrigin(label, where, call, notes)))
 

@@ -43,6 +43,7 @@ from .host_values import (
     Closure,
     Frame,
     Instance,
+    KernelChoice,
     KernelRef,
     Site,
 )
@@ -115,7 +116,16 @@ class HostEvaluator(Statements, ExpressionEvaluator):
         cond = truth(self.eval(node.test))
         if cond is UNKNOWN:
             return UNKNOWN
-        return self.eval(node.body if cond else node.orelse)
+        value = self.eval(node.body if cond else node.orelse)
+        other = node.orelse if cond else node.body
+        if isinstance(value, KernelRef) and isinstance(other, ast.Name | ast.Attribute):
+            alt = self.eval(other)  # a name, read without side effects
+            if isinstance(alt, KernelRef) and alt.name != value.name:
+                test = _shorten(ast.unparse(node.test))
+                note = (f"a call reaches `{alt.name}` only where `{test}` is {'false' if cond else 'true'} (line {node.lineno}); here it "
+                        f"goes to `{value.name}`")
+                return KernelChoice(value, KernelRef(alt.name, alt.closure, note))
+        return value
 
     def _boolop(self, node: ast.BoolOp) -> Any:
         is_and = isinstance(node.op, ast.And)
@@ -248,6 +258,9 @@ class HostEvaluator(Statements, ExpressionEvaluator):
         if isinstance(func, KernelRef):
             site = Site(node, args, kwargs, self.frame) if node is not None else self.origin
             return self.on_kernel(func, args, kwargs, site or Site(None, args, kwargs, self.frame))
+        if isinstance(func, KernelChoice):
+            self._call(func.other, args, kwargs, rng, node)
+            return self._call(func.taken, args, kwargs, rng, node)
         if isinstance(func, ClassValue):
             return self.instantiate(func, args, kwargs, rng)
         if isinstance(func, Instance):
@@ -334,6 +347,10 @@ class HostEvaluator(Statements, ExpressionEvaluator):
             return super().unaryop(node, v, rng)
         except (RuntimeError, TypeError):
             return UNKNOWN
+
+def _shorten(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
 
 def _hashable(value: Any) -> bool:
     try:

@@ -44,6 +44,7 @@ from .host_values import (
     DeviceLoop,
     FakeDevice,
     Instance,
+    KernelChoice,
     KernelMethod,
     KernelRef,
     Partial,
@@ -145,6 +146,8 @@ class Models(TorchModels, BuiltinModels, OperatorModels):
                     found = base.find(attr)
                     return Bound(found, obj.obj) if isinstance(found, Closure) and not found.static else found
             return BoundBuiltin(None, "noop")
+        if isinstance(obj, KernelChoice):
+            return self.attribute(obj.taken, attr, rng)
         if isinstance(obj, KernelRef):
             return KernelMethod(obj, attr) if attr in ("autotune", "bind") else UNKNOWN
         if isinstance(obj, Ctx):

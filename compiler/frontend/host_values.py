@@ -62,10 +62,22 @@ class Closure:
 
 @dataclass(eq=False)
 class KernelRef:
-    """A `@helion.kernel` function of the module: calling it records a shape set."""
+    """A `@helion.kernel` function of the module: calling it records a shape set (with `note` among its notes:
+    why the call reaches this kernel only on another path)."""
 
     name: str
     closure: Closure
+    note: str = ""
+
+
+@dataclass(eq=False)
+class KernelChoice:
+    """`k = fast if cond else plain`, two kernels and a known `cond` (`_get_backend() == "pallas"`): a call
+    goes to `taken`; `other` gets the same arguments, as it would where `cond` goes the other way (on another
+    backend), with a note that says so."""
+
+    taken: KernelRef
+    other: KernelRef
 
 
 @dataclass(eq=False)
