@@ -144,12 +144,11 @@ def test_a_notebook_like_module_text_without_main():
 
 def test_main_is_followed_even_without_a_main_guard_and_unknown_branches_run_both():
     text = HEADER + textwrap.dedent("""\
-        import os
         import random
 
 
         def main():
-            big = os.environ.get("BIG") == "1"   # unknown statically: both branches are followed
+            big = random.random() > 0.5   # unknown statically: both branches are followed
             if big:
                 n = 4096
             else:
@@ -356,3 +355,50 @@ def test_a_kernel_chosen_by_a_known_condition_gives_the_other_choice_the_calls_t
     assert m.kernels["scale"].shape_set_origins[0].notes == (
         f"a call reaches `scale` only where `_get_backend() == 'pallas'` is false (line {line}); here it goes to "
         "`scale_tiled`",)
+
+
+def test_the_file_runs_as_a_plain_python_run_without_arguments_or_its_environment_variables():
+    # argparse options take their defaults (a string default goes through `type`), os.environ.get its default;
+    # the benchmark a name picks is found through globals(); the shape sets say what was assumed
+    text = HEADER + textwrap.dedent("""\
+        import argparse
+        import os
+
+        BENCHMARKS = {"small": "bench_small", "big": "bench_big"}
+
+
+        def bench_small(rows):
+            scale(torch.randn(rows, 128, dtype=torch.bfloat16))
+
+
+        def bench_big(rows):
+            scale(torch.randn(rows * 64, 128, dtype=torch.bfloat16))
+
+
+        def main():
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--bench", "-b", action="append", dest="names")
+            parser.add_argument("--rows", type=int, default="16")
+            parser.add_argument("--verbose", action="store_true")
+            args = parser.parse_args()
+            names = args.names
+            if names is None:
+                listed = os.environ.get("MY_BENCHES", "")
+                names = listed.split(",") if listed else ["small"]
+            for name in names:
+                globals()[BENCHMARKS[name]](args.rows if not args.verbose else 1)
+
+
+        if __name__ == "__main__":
+            main()
+    """)
+    m = compiler.load(text)
+    assert sets(m, "scale") == ["x=bf16[16, 128]"]
+    parse, env = line_of(text, "args = parser.parse_args()") + 1, line_of(text, "listed = os.environ") + 1
+    assert m.kernels["scale"].shape_set_origins[0].notes == (
+        f"assuming a plain run: no command-line arguments (line {parse}), environment variable MY_BENCHES unset "
+        f"(line {env})",)
+
+    # an argument a plain run does not give makes parse_args() exit: nothing is guessed
+    required = text.replace('parser.add_argument("--verbose", action="store_true")', 'parser.add_argument("config")')
+    assert sets(compiler.load(required), "scale") == []

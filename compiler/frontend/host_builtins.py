@@ -28,7 +28,7 @@ class Builtin:
 BUILTINS: dict[str, Any] = {n: Builtin(n) for n in (
     "len", "range", "min", "max", "sum", "abs", "round", "divmod", "int", "float", "bool", "str", "tuple", "list",
     "dict", "set", "sorted", "reversed", "enumerate", "zip", "any", "all", "isinstance", "print", "getattr",
-    "hasattr", "map", "filter", "super", "repr", "iter", "next", "object", "type", "id", "frozenset",
+    "hasattr", "map", "filter", "super", "repr", "iter", "next", "object", "type", "id", "frozenset", "globals",
 )}
 
 
@@ -50,6 +50,8 @@ class BuiltinModels:
             return None
         if name == "super":
             return self._super()
+        if name == "globals":
+            return self.ev.globals  # the module's names, as functions read them
         if name == "isinstance":
             return self._isinstance(*args[:2]) if len(args) == 2 else UNKNOWN
         if name == "int" and len(args) == 1 and isinstance(args[0], Approx):

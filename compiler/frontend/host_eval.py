@@ -26,6 +26,7 @@ from ..diagnostics import Range
 from .expressions import ExpressionEvaluator
 from .host_builtins import BUILTINS
 from .host_models import Models, resolve
+from .host_process import Assumptions
 from .host_statements import (
     BreakSignal,
     ContinueSignal,
@@ -74,6 +75,7 @@ class HostEvaluator(Statements, ExpressionEvaluator):
         self.depth = 0
         self.origin: Site | None = None  # the call made from entry code that the current work is part of
         self.dispatch = Models(self)
+        self.assumed = Assumptions()  # how the process is taken to run (host_process.py)
 
     # -- entry ---------------------------------------------------------------------------------------
     def run_module(self, tree: ast.Module) -> None:

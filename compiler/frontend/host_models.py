@@ -1,5 +1,6 @@
 """What library calls and Python's objects mean to the module-level evaluation (host_eval.py): attributes,
-calls, `math`, `functools.partial`, helion's own test helpers (`run_example`, `DEVICE`, `HALF_DTYPE`);
+calls, `math`, `functools.partial`, helion's own test helpers (`run_example`, `DEVICE`, `HALF_DTYPE`), the
+process (host_process.py: no command-line arguments, the file's environment variables unset);
 `Models` mixes in Python's builtins (host_builtins.py), operators, subscripts and iteration
 (host_operators.py) and torch (host_torch.py).
 
@@ -25,6 +26,7 @@ from ..diagnostics import Range
 from .dispatch import _MATH, _MATH_CONST
 from .host_builtins import BoundBuiltin, Builtin, BuiltinModels, pure
 from .host_operators import OperatorModels
+from .host_process import PARSER_METHODS, ArgParser, ParserMethod, env_default, parser_call
 from .host_torch import (
     LINALG,
     NN_FUNCTIONAL,
@@ -113,6 +115,9 @@ class Models(TorchModels, BuiltinModels, OperatorModels):
             "itertools.product": self.product,
             "torch.finfo": lambda a, k, r: _type_info(torch.finfo, a, k),
             "torch.iinfo": lambda a, k, r: _type_info(torch.iinfo, a, k),
+            "os.environ.get": lambda a, k, r: env_default(a, k, ev.assumed, r),
+            "os.getenv": lambda a, k, r: env_default(a, k, ev.assumed, r),
+            "argparse.ArgumentParser": lambda a, k, r: ArgParser(),
         }
 
     # -- attributes ----------------------------------------------------------------------------------
@@ -146,6 +151,8 @@ class Models(TorchModels, BuiltinModels, OperatorModels):
                     found = base.find(attr)
                     return Bound(found, obj.obj) if isinstance(found, Closure) and not found.static else found
             return BoundBuiltin(None, "noop")
+        if isinstance(obj, ArgParser):
+            return ParserMethod(obj, attr) if attr in PARSER_METHODS else UNKNOWN
         if isinstance(obj, KernelChoice):
             return self.attribute(obj.taken, attr, rng)
         if isinstance(obj, KernelRef):
@@ -193,6 +200,8 @@ class Models(TorchModels, BuiltinModels, OperatorModels):
             return self.ev.call_value(func.func, [*func.args, *args], {**func.kwargs, **kwargs}, rng, None)
         if isinstance(func, AutogradApply):
             return self.autograd_apply(func.cls, args, kwargs, rng)
+        if isinstance(func, ParserMethod):
+            return parser_call(func, args, kwargs, self.ev.assumed, rng)
         if isinstance(func, KernelMethod):
             items = self.items_of(args[0]) if args else None
             if items is not None:
