@@ -219,8 +219,9 @@ class Kernel:
         when it has one, or when its shape lines have errors (those are what to fix)."""
         if self.shape_sets or _bad_shape_lines(self.definition):
             return None
-        misses = self._call_shapes().misses.get(self.name, [])
-        return no_shapes_hint(self.definition.node, self.definition.decorator, self.source.splitlines(), misses)
+        found = self._call_shapes()
+        return no_shapes_hint(self.definition.node, self.definition.decorator, self.source.splitlines(),
+                              found.misses.get(self.name, []), found.unreached.get(self.name))
 
     def resolve_args(self, args: Any = None, shape_set: int | None = None) -> dict[str, ArgSpec]:
         if args is None:

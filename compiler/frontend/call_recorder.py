@@ -30,6 +30,7 @@ from .host_statements import Exhausted, StepBudget
 from .host_torch import approx_notes, has_unknown, tensors_in
 from .host_values import UNKNOWN, Closure, KernelRef, Site
 from .module import ModuleInfo
+from .unreached import RunFacts, why_unreached
 from .values import Module
 
 MAX_SETS = 8  # shape sets per kernel (each is compiled, hovered and tuned on its own)
@@ -46,16 +47,32 @@ def record_calls(info: ModuleInfo, wanted: set[str], budget: int,
     ev = HostEvaluator(info, {k.name: k.node for k in info.kernels}, StepBudget(budget), recorder.kernel_call,
                        recorder.note)
     recorder.ev = ev
+    complete = False
     try:
         ev.run_module(info.tree)
+        complete = True
     except Exhausted as exc:  # said on the innermost loop running then, else where it ran out
         recorder.note(exc.loop or exc.range,
                       f"stopped after {exc.limit:,} evaluation steps (a loop that does not end, or too much work to "
                       "follow); the shape sets found before are kept", force=True)
     except RecursionError:
         recorder.note(Range.lines(0), "the file's calls nest too deeply to follow", force=True)
-    recorder.result.steps = ev.budget.steps
-    return recorder.result
+    result = recorder.result
+    result.steps = ev.budget.steps
+    _explain_unreached(info, wanted, ev.facts if complete else None, result, line_label)
+    return result
+
+
+def _explain_unreached(info: ModuleInfo, wanted: set[str], facts: RunFacts | None, result: InferredShapes,
+                       line_label: Callable[[int], str]) -> None:
+    """Why the run called no kernel of `wanted` that got neither a shape set nor a call with unknown arguments
+    (`facts` None: the run was cut short)."""
+    assert info.tree is not None
+    names = sorted(wanted - set(result.sets) - set(result.misses))
+    try:
+        result.unreached = why_unreached(info.tree, info.source, names, facts, line_label)
+    except RecursionError:  # an expression too deep to print: the hints stay general
+        pass
 
 
 class _Recorder:

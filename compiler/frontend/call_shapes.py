@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from ..diagnostics import Diagnostic, Range
 from ..specs import ArgSpec
 from .module import ModuleInfo
+from .unreached import Unreached
 
 MAX_STEPS = 100_000  # evaluation steps for a whole module (upstream's examples need 100-1,000): under ~0.5 s
 
@@ -44,6 +45,7 @@ class InferredShapes:
 
     sets: dict[str, list[tuple[dict[str, ArgSpec], ShapeOrigin]]] = field(default_factory=dict)
     misses: dict[str, list[tuple[Range, str]]] = field(default_factory=dict)  # calls whose arguments are not known
+    unreached: dict[str, Unreached] = field(default_factory=dict)  # why the run never calls a kernel it names
     diagnostics: list[Diagnostic] = field(default_factory=list)
     steps: int = 0
 

@@ -50,6 +50,7 @@ from .host_values import (
 )
 from .limits import check_count
 from .module import ModuleInfo
+from .unreached import RunFacts
 
 MAX_CALL_DEPTH = 24  # nested same-file calls followed; deeper ones are UNKNOWN (recursion)
 CALL_STEPS = 25  # budget steps a library call (a torch op on meta tensors, ~50 µs) or a kernel call costs
@@ -76,6 +77,7 @@ class HostEvaluator(Statements, ExpressionEvaluator):
         self.origin: Site | None = None  # the call made from entry code that the current work is part of
         self.dispatch = Models(self)
         self.assumed = Assumptions()  # how the process is taken to run (host_process.py)
+        self.facts = RunFacts()  # what the run reached, for the hint of a kernel it never calls (unreached.py)
 
     # -- entry ---------------------------------------------------------------------------------------
     def run_module(self, tree: ast.Module) -> None:
@@ -118,6 +120,7 @@ class HostEvaluator(Statements, ExpressionEvaluator):
         cond = truth(self.eval(node.test))
         if cond is UNKNOWN:
             return UNKNOWN
+        self.facts.branch(node, cond)
         value = self.eval(node.body if cond else node.orelse)
         other = node.orelse if cond else node.body
         if isinstance(value, KernelRef) and isinstance(other, ast.Name | ast.Attribute):
@@ -275,6 +278,7 @@ class HostEvaluator(Statements, ExpressionEvaluator):
         if self.depth >= MAX_CALL_DEPTH:
             return UNKNOWN
         node = fn.node
+        self.facts.entered.add(id(node))
         frame = Frame({}, fn.scope, entry=fn.name == "main" and fn.scope is None)
         _bind_params(frame.vars, node.args, fn, args, kwargs)
         outer, self.frame = self.frame, frame

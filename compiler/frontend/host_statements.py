@@ -145,8 +145,11 @@ class Statements:
     def _if(self, stmt: ast.If) -> None:
         cond = truth(self.eval(stmt.test))
         if cond is not UNKNOWN:
+            self.facts.branch(stmt, cond)
             self.exec_block(stmt.body if cond else stmt.orelse)
             return
+        self.facts.branch(stmt, True)
+        self.facts.branch(stmt, False)
         self.both(stmt.body, stmt.orelse)
 
     def both(self, first: list[ast.stmt], second: list[ast.stmt]) -> None:

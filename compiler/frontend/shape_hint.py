@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import ast
 
-from ..diagnostics import Diagnostic, Fix, Position, Range, hint
+from ..diagnostics import Diagnostic, Fix, Position, Range, Related, hint
+from .unreached import Unreached
 
 PLACEHOLDER_DTYPE = "f32"
 
 
 def no_shapes_hint(fn: ast.FunctionDef, decorator: ast.expr, lines: list[str],
-                   misses: list[tuple[Range, str]]) -> Diagnostic:
-    """Information on the decorator, with a fix inserting `# helion: args(...)` above it; for a kernel that
-    takes a function (flex attention's `score_mod`) no call shows, information on that parameter instead,
-    naming it and the call whose function could not be seen (no placeholder fix: no lambda fits every one)."""
+                   misses: list[tuple[Range, str]], unreached: Unreached | None = None) -> Diagnostic:
+    """Information on the decorator, with a fix inserting `# helion: args(...)` above it, saying why no call
+    gave shapes: the first call whose arguments are not known, or why the file's run never calls the kernel
+    (`unreached`, its steps as related information); for a kernel that takes a function (flex attention's
+    `score_mod`) no call shows, information on that parameter instead, naming it and the call whose function
+    could not be seen (no placeholder fix: no lambda fits every one)."""
     wanted = _function_param(fn, misses)
     if wanted is not None:
         param, call = wanted
@@ -30,14 +33,19 @@ def no_shapes_hint(fn: ast.FunctionDef, decorator: ast.expr, lines: list[str],
     first = min([fn.lineno] + [d.lineno for d in fn.decorator_list]) - 1
     indent = lines[first][: len(lines[first]) - len(lines[first].lstrip())] if first < len(lines) else ""
     text = f"# helion: args({placeholder_args(fn)})"
-    message = f"`{fn.name}` has no shape set: no '# helion: args(...)' line above it and no call in this file " \
-              "with arguments known without running it"
+    message = f"`{fn.name}` has no shape set: no '# helion: args(...)' line above it and "
+    related: tuple[Related, ...] = ()
+    if unreached is not None and not misses:
+        message += unreached.reason
+        related = tuple(Related(rng, why) for rng, why in unreached.related)
+    else:
+        message += "no call in this file with arguments known without running it"
     if misses:
         rng, why = misses[0]
         message += f" (the call at line {rng.start.line + 1}: {why})"
     message += "; add a shape line to compile it"
     fix = Fix(f"Add a shape line: {text}", Range(Position(first, 0), Position(first, 0)), f"{indent}{text}\n")
-    return hint("HPL107", message, Range.of(decorator), fix=fix)
+    return hint("HPL107", message, Range.of(decorator), fix=fix, related=related)
 
 
 def _function_param(fn: ast.FunctionDef, misses: list[tuple[Range, str]]
