@@ -70,6 +70,9 @@ def test_a_size_read_from_offsets_written_by_slice_assignment_is_their_upper_bou
     assert shape_sets(text, "rows") == ["x=f32[84, 128], offsets=i32[13], n=84"]
     assert notes(text, "rows") == [(f"84 is the upper bound of a size computed from random data at line "
                                     f"{line_of(text, 'total = int(')}",)]
+    # the same written through `out=`
+    text = text.replace("offsets[1:] = torch.cumsum(lengths, dim=0)", "torch.cumsum(lengths, dim=0, out=offsets[1:])")
+    assert shape_sets(text, "rows") == ["x=f32[84, 128], offsets=i32[13], n=84"]
 
 
 def test_offsets_concatenated_from_a_literal_tensor_keep_bounds():
@@ -79,7 +82,8 @@ def test_offsets_concatenated_from_a_literal_tensor_keep_bounds():
         total = int(offsets[-1])
         rows(torch.randn(total, 128), offsets, total)
     """)
-    assert shape_sets(text, "rows") == ["x=f32[80, 128], offsets=i64[11], n=80"]  # cumsum of int32 is int64, as in torch
+    # the cumsum of int32 values is int64, as in torch
+    assert shape_sets(text, "rows") == ["x=f32[80, 128], offsets=i64[11], n=80"]
 
 
 def test_values_written_from_something_unknown_are_no_size():

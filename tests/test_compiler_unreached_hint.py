@@ -140,8 +140,8 @@ def test_functions_and_lambdas_the_run_never_calls(body, words):
 
 def test_a_run_cut_short_says_only_that_nothing_names_the_kernel():
     endless = "def main():\n    while True:\n        pass\n"
-    assert hint_of(endless + "\n\nmain()\n").message == PREFIX + "nothing in this file calls it; add a shape line to " \
-        "compile it"
+    assert hint_of(endless + "\n\nmain()\n").message == \
+        PREFIX + "nothing in this file calls it; add a shape line to compile it"
     # where the run would have gone after the endless loop is not known: no claim about it
-    assert hint_of(endless + "    halve(torch.randn(8, 128))\n\n\nmain()\n").message == PREFIX + "no call in this " \
-        "file with arguments known without running it; add a shape line to compile it"
+    assert hint_of(endless + "    halve(torch.randn(8, 128))\n\n\nmain()\n").message == \
+        PREFIX + "no call in this file with arguments known without running it; add a shape line to compile it"

@@ -139,8 +139,8 @@ class _Recorder:
         origin = self.ev.origin or site
         node = origin.node if origin.node is not None else site.node
         where = Range.of(node) if node is not None else call
-        found = [n for v in self._values(site) for n in approx_notes(v)] + [n for n in (note, self.ev.assumed.note()) if n]
-        notes = tuple(dict.fromkeys(found))
+        found = [n for v in self._values(site) for n in approx_notes(v)]
+        notes = tuple(dict.fromkeys([*found, *(n for n in (note, self.ev.assumed.note()) if n)]))
         label = f"from {_display(node, origin, self.lines)} at {self.line_label(where.start.line)}"
         self.result.sets.setdefault(name, []).append((specs, ShapeOrigin(label, where, call, notes)))
 

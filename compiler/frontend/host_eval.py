@@ -127,8 +127,8 @@ class HostEvaluator(Statements, ExpressionEvaluator):
             alt = self.eval(other)  # a name, read without side effects
             if isinstance(alt, KernelRef) and alt.name != value.name:
                 test = _shorten(ast.unparse(node.test))
-                note = (f"a call reaches `{alt.name}` only where `{test}` is {'false' if cond else 'true'} (line {node.lineno}); here it "
-                        f"goes to `{value.name}`")
+                note = (f"a call reaches `{alt.name}` only where `{test}` is {'false' if cond else 'true'} "
+                        f"(line {node.lineno}); here it goes to `{value.name}`")
                 return KernelChoice(value, KernelRef(alt.name, alt.closure, note))
         return value
 
@@ -353,6 +353,7 @@ class HostEvaluator(Statements, ExpressionEvaluator):
             return super().unaryop(node, v, rng)
         except (RuntimeError, TypeError):
             return UNKNOWN
+
 
 def _shorten(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"

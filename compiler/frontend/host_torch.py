@@ -2,12 +2,14 @@
 and `torch.linalg` on meta tensors, `nn.Linear`, `torch.autograd.Function.apply` and `backward()`.
 
 Only an allowlist runs: torch's ATen functions and tensor methods (on meta tensors: shapes and dtypes, no
-data, no device, no file), a list of `torch.nn.functional` functions; anything else is UNKNOWN. Sizes are
-checked before a tensor is built (limits.py for integers; more than 2**62 elements is a diagnostic).
+data, no device, no file), a list of `torch.nn.functional` functions, `torch.linalg`; anything else is
+UNKNOWN. Sizes are checked before a tensor is built (limits.py for integers; more than 2**62 elements is a
+diagnostic).
 
 Random integer tensors keep bounds (host_bounds.py), so a size computed from them (`int(offsets[-1])`) is its
-upper bound, an `Approx` that says so; the tensors built from it carry that note (`approx_notes`). Tensors also carry the autograd.Function
-applications they were computed from, so `backward()` runs those Functions' backward.
+upper bound, an `Approx` that says so; the tensors built from it carry that note (`approx_notes`). Tensors
+also carry the autograd.Function applications they were computed from, so `backward()` runs those
+Functions' backward.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..diagnostics import Range, UserError
-from .host_bounds import bincount, bounds_after, bounds_of
+from .host_bounds import bincount, bounds_after, bounds_of, written
 from .host_values import UNKNOWN, Approx, ClassValue, Closure, FakeDevice, Instance
 from .limits import MAX_SEQUENCE, check_count
 from .values import Module
@@ -51,8 +53,9 @@ NN_FUNCTIONAL = frozenset({
 })
 
 
+# torch.linalg.svd, .qr, .norm ...: their ATen names are linalg_svd, ...
 LINALG = frozenset(n.removeprefix("linalg_") for n in dir(torch._C._linalg)
-                   if n.startswith("linalg_") and not n.startswith("linalg__"))  # torch.linalg.svd, .qr, .norm ...
+                   if n.startswith("linalg_") and not n.startswith("linalg__"))
 
 
 _DENIED_METHODS = {"apply_", "map_", "map2_", "tolist", "numpy", "item", "data_ptr", "storage", "untyped_storage",
@@ -215,6 +218,13 @@ class TorchModels:
         return Instance(ClassValue("BlockMask", (), {}), table)
 
     def torch_call(self, fn: Callable, args: list, kwargs: dict, rng: Range, name: str = "") -> Any:
+        result = self._torch_call(fn, args, kwargs, rng, name)
+        out = kwargs.get("out")
+        if isinstance(out, torch.Tensor):  # `torch.cumsum(x, 0, out=offsets[1:])` writes its result there
+            written(out, result if isinstance(result, torch.Tensor) else None)
+        return result
+
+    def _torch_call(self, fn: Callable, args: list, kwargs: dict, rng: Range, name: str) -> Any:
         if has_unknown(args) or has_unknown(kwargs) or any(opaque(v) for v in (*args, *kwargs.values())):
             return UNKNOWN
         kwargs = {k: v for k, v in kwargs.items() if k not in _PLACEMENT}
