@@ -28,7 +28,7 @@ from .callable_specs import callable_spec
 from .host_eval import HostEvaluator
 from .host_statements import Exhausted, StepBudget
 from .host_torch import approx_notes, has_unknown, tensors_in
-from .host_values import UNKNOWN, Closure, KernelRef, Site
+from .host_values import UNKNOWN, Closure, KernelChoice, KernelRef, Site
 from .module import ModuleInfo
 from .unreached import RunFacts, why_unreached
 from .values import Module
@@ -203,7 +203,7 @@ def _spec(value: Any) -> tuple[ArgSpec, str]:
     elif isinstance(value, int):
         spec = int(value)
     else:
-        kind = "a function" if isinstance(value, Closure | KernelRef) else f"a {type(value).__name__}"
+        kind = "a function" if isinstance(value, Closure | KernelRef | KernelChoice) else f"a {type(value).__name__}"
         return None, f"is {kind}, which a shape line cannot say"
     if not is_spec(spec) or not _round_trips(spec):
         return None, f"is {format_spec(spec)}, which a shape line cannot say"
