@@ -145,3 +145,11 @@ def test_a_run_cut_short_says_only_that_nothing_names_the_kernel():
     # where the run would have gone after the endless loop is not known: no claim about it
     assert hint_of(endless + "    halve(torch.randn(8, 128))\n\n\nmain()\n").message == \
         PREFIX + "no call in this file with arguments known without running it; add a shape line to compile it"
+
+
+def test_a_call_whose_arguments_are_not_known_is_related_information():
+    text = "import os\n\nhalve(torch.load(os.path.join('data', 'x.pt')))\n"
+    hint = hint_of(text)
+    call = line(text, "halve(torch.load")
+    assert f"(the call at line {call}: argument `x` is not known without running the file)" in hint.message
+    assert related(hint) == [(call, "`halve` is called here: argument `x` is not known without running the file")]

@@ -43,6 +43,7 @@ def no_shapes_hint(fn: ast.FunctionDef, decorator: ast.expr, lines: list[str],
     if misses:
         rng, why = misses[0]
         message += f" (the call at line {rng.start.line + 1}: {why})"
+        related = (Related(rng, f"`{fn.name}` is called here: {why}"),)
     message += "; add a shape line to compile it"
     fix = Fix(f"Add a shape line: {text}", Range(Position(first, 0), Position(first, 0)), f"{indent}{text}\n")
     return hint("HPL107", message, Range.of(decorator), fix=fix, related=related)
