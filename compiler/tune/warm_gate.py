@@ -16,6 +16,7 @@ def warm_up() -> None:
     gc.disable()  # torch's and jax's imports: collections scanning their objects would only slow them down
     import jax  # noqa: F401
     from jax.experimental.pallas import tpu  # noqa: F401
+    from jaxlib.mlir.dialects import builtin, mhlo  # noqa: F401 - what a check's first lowering imports (~25-50 ms)
 
     from ..reference import runner  # noqa: F401 - what the eager-reference process (a fork of a check) runs
     from . import correctness  # noqa: F401
