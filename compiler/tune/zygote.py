@@ -45,7 +45,6 @@ class ZygoteExecutor(Executor):
         self._futures: dict[int, cf.Future[Any]] = {}
         self._proc: Any = None
         self._conn: Any = None
-        atexit.register(self.shutdown)  # before multiprocessing's own exit hook, which would wait for the zygote
 
     def start(self) -> None:
         """Fork the zygote now, so that its `prepare` runs while the caller goes on."""
@@ -65,6 +64,7 @@ class ZygoteExecutor(Executor):
         proc.start()
         theirs.close()
         self._proc, self._conn = proc, mine
+        atexit.register(self.shutdown)  # before multiprocessing's own exit hook, which would wait for the zygote
         threading.Thread(target=self._read, args=(mine,), name="helion-gate-reader", daemon=True).start()
 
     def submit(self, fn: Callable[..., R], *args: Any) -> cf.Future[R]:
@@ -113,6 +113,7 @@ class ZygoteExecutor(Executor):
         future.cancel()
 
     def shutdown(self, cancel: bool = True) -> None:
+        atexit.unregister(self.shutdown)
         with self._lock:
             proc, conn = self._proc, self._conn
             pending = list(self._futures.values())
