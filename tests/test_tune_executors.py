@@ -1,5 +1,4 @@
-"""Executors: inline, a local spawn pool, the gate's zygote and a real Ray cluster on this machine (one for
-the module)."""
+"""Executors: inline, a local spawn pool and a real Ray cluster on this machine (one for the module)."""
 
 from __future__ import annotations
 
@@ -21,7 +20,6 @@ from compiler.tune.executors import (
     WorkerDied,
     make_executor,
 )
-from compiler.tune.zygote import ZygoteExecutor
 
 # ---- evaluation functions (top level: pickled by reference into the workers) ----------------------------
 
@@ -66,20 +64,6 @@ def touch_later(path: str) -> str:
 def shout(x: int) -> int:
     print("noise from a worker", flush=True)
     return x
-
-
-def mark_prepared() -> None:
-    os.environ["ZYGOTE_PREPARED_IN"] = str(os.getpid())
-
-
-def lineage(_: int) -> tuple[int, int, str | None]:
-    return os.getpid(), os.getppid(), os.environ.get("ZYGOTE_PREPARED_IN")
-
-
-def a_lock(_: int) -> object:
-    import threading
-
-    return threading.Lock()  # cannot be pickled
 
 
 def overlapping(spans: list[tuple[int, float, float]]) -> bool:
@@ -167,69 +151,6 @@ def test_local_shutdown_stops_running_work():
 
 def test_local_workers_never_write_to_stdout(capfd):
     with LocalExecutor(1) as ex:
-        assert ex.submit(shout, 5).result(timeout=60) == 5
-    out, err = capfd.readouterr()
-    assert "noise from a worker" not in out and "noise from a worker" in err
-
-
-# ---- the gate's zygote: each call in a fresh fork of one prepared process ------------------------------
-
-
-@pytest.fixture(scope="module")
-def zygote():
-    with ZygoteExecutor(2, mark_prepared) as ex:
-        yield ex
-
-
-def test_zygote_results_and_errors(zygote):
-    check_results_and_errors(zygote)
-
-
-def test_zygote_calls_run_side_by_side(zygote, tmp_path):
-    pids = [r for _, r in zygote.map_unordered(rendezvous, [(str(tmp_path), 2)] * 2)]
-    assert len(set(pids)) == 2 and os.getpid() not in pids
-
-
-def test_zygote_calls_are_fresh_forks_of_the_prepared_process(zygote):
-    calls = [zygote.submit(lineage, i).result(timeout=60) for i in range(3)]
-    pids, parents, prepared = zip(*calls, strict=True)
-    assert len(set(pids)) == 3  # a new process per call
-    assert len(set(parents)) == 1 and parents[0] != os.getpid()  # all forked by the zygote...
-    assert prepared == (str(parents[0]),) * 3  # ...which ran `prepare` once, before any call
-    assert "ZYGOTE_PREPARED_IN" not in os.environ
-
-
-def test_zygote_death_of_a_call_is_blamed_on_it_alone(zygote):
-    check_worker_death_is_blamed_on_its_item(zygote)
-
-
-def test_zygote_outcome_that_cannot_be_sent_is_an_error(zygote):
-    with pytest.raises(RuntimeError, match="cannot be sent back"):
-        zygote.submit(a_lock, 0).result(timeout=60)
-
-
-def test_zygote_cancel_stops_a_running_call(tmp_path):
-    with ZygoteExecutor(1) as ex:
-        (tmp_path / "never").mkdir()
-        running = ex.submit(rendezvous, (str(tmp_path / "never"), 2))  # waits for a partner that never comes
-        while not list((tmp_path / "never").iterdir()):  # it has started
-            time.sleep(0.02)
-        ex._cancel(running)
-        assert running.cancelled()
-        assert ex.submit(square, 5).result(timeout=60) == 25  # its slot is free again: the call was killed
-
-
-def test_zygote_shutdown_stops_running_work():
-    ex = ZygoteExecutor(1)
-    future = ex.submit(span, (0, 30.0))
-    time.sleep(1.0)
-    ex.shutdown(cancel=True)
-    with pytest.raises(Exception):  # noqa: B017 - cancelled or died, but never a result
-        future.result(timeout=10)
-
-
-def test_zygote_calls_never_write_to_stdout(capfd):
-    with ZygoteExecutor(1) as ex:
         assert ex.submit(shout, 5).result(timeout=60) == 5
     out, err = capfd.readouterr()
     assert "noise from a worker" not in out and "noise from a worker" in err

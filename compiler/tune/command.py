@@ -13,10 +13,11 @@ this command is the request to do so.
 
 Where the time goes: the model search runs in this process, and so does the gate's compile of each winner
 for reduced shapes; the executor runs the gate's check (and the compile / tpu evaluators). With the model
-evaluator the default `local` executor is a zygote (zygote.py), started first — this process parses the
-file with no torch imported, forks the zygote, and only then imports torch and the tuner, so the two
-import at once — which imports torch, jax and Pallas while the search runs; each shape set's winner goes
-to it as soon as it is known and is checked in a fork of it, the checks of several shape sets side by side. A winner's verdict the analysis cache remembers (verdicts.py) is not checked again; when every
+evaluator the default `local` executor is one worker, started first — this process parses the file with
+no torch imported, starts the worker, and only then imports torch and the tuner, so the two import at
+once — and warmed up (the eager-reference process forked from it, jax and Pallas imported) while the
+search runs; each shape set's winner goes to it as soon as its search ends, while the next shape set is
+searched. A winner's verdict the analysis cache remembers (verdicts.py) is not checked again; when every
 shape set's is likely remembered, the worker starts only if a check turns out to be needed. Run from the
 command line, the process exits as soon as the results are printed (no interpreter teardown).
 """
@@ -39,14 +40,12 @@ from .. import skip_dynamo_import
 from ..api import Kernel, load
 from ..chips import canonical_name
 from ..diagnostics import CompileError, Diagnostic
-from ..forking import jax_started
 from .executors import Executor, ExecutorError, LocalExecutor, make_executor
 from .objective import VMEM_MARGIN, over_default
 from .problem import Problem
 from .store import StoreError, TuningStore
 from .verdicts import Verdicts
 from .warm_gate import warm_up
-from .zygote import ZygoteExecutor
 
 if TYPE_CHECKING:
     from .driver import TuneOptions, TuneProgress, TuneResult, TuneRun
@@ -87,16 +86,17 @@ def _run(ns: argparse.Namespace) -> int:
     restore: Callable[[], None] = lambda: None  # noqa: E731
     try:
         try:
-            executor = _gate_executor(ns)
+            # the gate's worker: forked when this process already has torch (a fork of standby.py), which
+            # only ever traces with meta tensors (no torch computation whose threads a fork would lose)
+            executor = make_executor(_gate_executor_spec(ns), {"CPU": 1.0}, fork=True)
         except ExecutorError as exc:
             raise UsageError(str(exc)) from None
         problems, failed = _problems(ns, chip)
         if not problems:
             return NOTHING_VALID
         verdicts = Verdicts()
-        if isinstance(executor, ZygoteExecutor | LocalExecutor) and not _verdicts_known(problems, ns.evaluator, verdicts):
-            # its imports run beside this process's own, then beside the search
-            executor.start() if isinstance(executor, ZygoteExecutor) else executor.submit(warm_up)
+        if isinstance(executor, LocalExecutor) and not _verdicts_known(problems, ns.evaluator, verdicts):
+            executor.submit(warm_up)  # its imports run beside this process's own, then beside the search
         import_the_tuner()
         from .driver import TuneOptions
         from .evaluators import get_evaluator, probe_tpu
@@ -153,13 +153,9 @@ def import_the_tuner() -> None:
         gc.enable()
 
 
-def _gate_executor(ns: argparse.Namespace) -> Executor:
-    """The model needs no workers, only the gate does: with `local`, a zygote (zygote.py) forked from this
-    process — which has not run jax, and has run no torch computation if it has torch (a fork of standby.py
-    traces with meta tensors only) — whose checks run side by side, one per CPU. Else what --executor says."""
-    if ns.evaluator == "model" and ns.executor == "local" and hasattr(os, "fork") and not jax_started():
-        return ZygoteExecutor(os.cpu_count() or 1, warm_up)
-    return make_executor(ns.executor, {"CPU": 1.0}, fork=True)
+def _gate_executor_spec(ns: argparse.Namespace) -> str:
+    """The model needs no workers, only the gate does, and one is enough: `local` means `local:1` then."""
+    return "local:1" if ns.evaluator == "model" and ns.executor == "local" else ns.executor
 
 
 def exit_now(status: int) -> None:
@@ -204,7 +200,7 @@ def _tune_all(
     runs: list[TuneRun] = []
     bar = _ProgressBar(sys.stderr) if sys.stderr.isatty() and not ns.json and not ns.progress else None
     workers = min(ns.jobs or os.cpu_count() or 1, len(problems)) if options.evaluator == "model" else 1
-    if jax_started():  # jax's threads do not survive a fork (tuning called in a process that ran code)
+    if "jax" in sys.modules:  # jax's threads do not survive a fork (tuning called in a process that ran code)
         workers = 1
     elsewhere = {}
     early: dict[int, tuple] = {}  # problem -> (config, its check), started during a forked search
@@ -215,7 +211,7 @@ def _tune_all(
     if workers > 1:
         with contextlib.suppress(CompileError):  # imports (torch, the tracer) before forking, not in each child
             problems[0].load_kernel().config_space(problems[0].args, problems[0].chip)
-        checks_early = options.verify and isinstance(executor, ZygoteExecutor | LocalExecutor)
+        checks_early = options.verify and isinstance(executor, LocalExecutor)
         elsewhere = search_elsewhere(problems, options, store, _progress_sink(ns, None), stop, workers,
                                      on_early if checks_early else None)
     for i, problem in enumerate(problems):

@@ -33,7 +33,7 @@ from ..api import CompiledKernel
 from ..chips import Chip, get_chip
 from ..diagnostics import CompileError
 from . import collector
-from .correctness import CorrectnessResult, GateCase, check_case, prepare_check, reference_process
+from .correctness import CorrectnessResult, GateCase, check_case, prepare_check
 from .model import estimate
 from .problem import Problem
 
@@ -308,7 +308,6 @@ def gate_case(problem: Problem, config: Mapping[str, Any]) -> GateCase | Correct
 def verify(case: GateCase, seed: int = 0) -> CorrectnessResult:
     """The second half of the gate: run the generated module and the eager reference (user code: only in a
     worker)."""
-    reference_process().start(fork=True)  # a fork when this process has run nothing yet (zygote.py)
     with collector.paused():  # (collector.py)
         return check_case(case, seed)
 

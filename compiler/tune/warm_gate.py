@@ -1,5 +1,5 @@
-"""What the correctness gate's process runs first (see zygote.py), while the tuning process imports torch
-and searches. Standard library only at import: the tuning command hands over `warm_up` before it imports
+"""What a fresh correctness-gate worker runs first (see evaluators.verify), while the tuning process imports
+torch and searches. Standard library only at import: the tuning command pickles `warm_up` before it imports
 torch itself, so that both processes import theirs at once.
 """
 
@@ -7,19 +7,18 @@ from __future__ import annotations
 
 
 def warm_up() -> None:
-    """Import everything a check runs — torch, the gate, the eager reference's runner, jax and Pallas' TPU
-    interpret mode — so that a check forked from this process pays only its own work. Nothing runs: no
-    torch computation, no jax backend, so a fork of this process (a check, and its eager-reference process
-    in turn) stays sound."""
+    """Run first in a fresh gate worker while the tuning process imports torch and searches: import torch
+    and the gate, start the eager-reference process — a fork of this one, which has torch and has run
+    nothing yet, so it imports nothing — then import jax and Pallas' TPU interpret mode, so the first check
+    pays only its own work."""
     import gc
 
     gc.disable()  # torch's and jax's imports: collections scanning their objects would only slow them down
+    from .correctness import reference_process
+
+    reference_process().start(fork=True)
     import jax  # noqa: F401
     from jax.experimental.pallas import tpu  # noqa: F401
-    from jaxlib.mlir.dialects import builtin, mhlo  # noqa: F401 - what a check's first lowering imports (~25-50 ms)
-
-    from ..reference import runner  # noqa: F401 - what the eager-reference process (a fork of a check) runs
-    from . import correctness  # noqa: F401
 
     gc.freeze()
     gc.enable()
