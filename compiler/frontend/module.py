@@ -155,9 +155,11 @@ def qualified_name(node: ast.expr, imports: dict[str, str]) -> str | None:
     return ".".join(reversed(parts))
 
 
-# `aot_kernel` is `kernel` plus ahead-of-time tuning keys (key=, batched=, collect_fn=): the same kernel here
-KERNEL_DECORATORS = frozenset({"helion.kernel", "helion.runtime.kernel", "helion.aot_kernel",
-                               "helion.experimental.aot_kernel"})
+# `aot_kernel` is `kernel` plus ahead-of-time tuning keys (key=, batched=, collect_fn=): the same kernel here;
+# upstream defines it in helion.autotuner and re-exports it (helion.experimental: its deprecated old home);
+# `jit` is upstream's alias of `kernel`. The eager reference recognises the same names (reference/prune.py).
+KERNEL_DECORATORS = frozenset({"helion.kernel", "helion.runtime.kernel", "helion.jit", "helion.aot_kernel",
+                               "helion.autotuner.aot_kernel", "helion.experimental.aot_kernel"})
 
 
 def _kernel_decorator(fn: ast.FunctionDef, imports: dict[str, str]) -> ast.expr | None:

@@ -8,7 +8,7 @@ with memory and time limits that runs only what the kernel needs.
 
 Modules: `runner` (exec a source, run a kernel), `prune` (the statements one kernel needs), `isolated` (the
 resource-limited reference process), `helion_module` (the eager `helion` and its import hook),
-`language` (eager `helion.language`), `tiles` (Tile and block-size assignment), `kernel` (the eager kernel
+`upstream_testing` (the eager `helion._testing`: the constants upstream's examples read), `language` (eager `helion.language`), `tiles` (Tile and block-size assignment), `kernel` (the eager kernel
 object), `matmul_mode` (mixed-precision addmm/baddbmm), `autotuner` (register_tunable's fragments), `uninitialized` (torch.empty filled as interpret mode fills it), `rewrite` (subscript keys that accept Tiles), `errors`, `inputs` (random inputs from specs).
 """
 

@@ -16,13 +16,17 @@ from compiler.reference.autotuner import FRAGMENTS
 from compiler.reference.kernel import EagerKernel, Runtime
 from compiler.reference.language import language_module
 from compiler.reference.tiles import cdiv, next_power_of_2
+from compiler.reference.upstream_testing import testing_module
 
-_PUBLIC = ("kernel", "Config", "cdiv", "next_power_of_2", "language", "autotuner")
+_PUBLIC = ("kernel", "jit", "aot_kernel", "Config", "cdiv", "next_power_of_2", "language", "autotuner",
+           "experimental", "_testing")
 
 
 def _kernel_decorator(runtime: Runtime) -> Callable[..., Any]:
     def kernel(fn: Callable[..., Any] | None = None, **settings: Any) -> Any:
-        """`@helion.kernel`, `@helion.kernel()` and `@helion.kernel(config=..., static_shapes=...)`."""
+        """`@helion.kernel`, `@helion.kernel()` and `@helion.kernel(config=..., static_shapes=...)`; also
+        `@helion.aot_kernel(...)`, whose own keys (key=, batched=, collect_fn=, measure_fn=) only steer which
+        config upstream picks per shape, never what the kernel computes."""
         if fn is not None:
             return EagerKernel(fn, runtime, settings)
         return lambda f: EagerKernel(f, runtime, settings)
@@ -37,21 +41,29 @@ def _missing(name: str) -> Any:
 
 
 def helion_modules(runtime: Runtime) -> dict[str, ModuleType]:
-    """{"helion": ..., "helion.language": ..., "helion.autotuner": ...} for one exec'd source."""
+    """{"helion": ..., "helion.language": ..., "helion.autotuner": ..., ...} for one exec'd source."""
+    kernel = _kernel_decorator(runtime)
     language = language_module(runtime)
-    autotuner = ModuleType("helion.autotuner", "Eager helion.autotuner: register_tunable's fragments.")
+    autotuner = ModuleType("helion.autotuner", "Eager helion.autotuner: register_tunable's fragments, aot_kernel.")
     for name, cls in FRAGMENTS.items():
         setattr(autotuner, name, cls)
+    autotuner.aot_kernel = kernel
+    experimental = ModuleType("helion.experimental", "Eager helion.experimental: aot_kernel's former home.")
+    experimental.aot_kernel = kernel
+    testing = testing_module()
     helion = ModuleType("helion", "Eager helion over torch (compiler.reference).")
-    helion.kernel = _kernel_decorator(runtime)
+    helion.kernel = helion.jit = helion.aot_kernel = kernel
     helion.Config = Config
     helion.cdiv = cdiv
     helion.next_power_of_2 = next_power_of_2
     helion.language = language
     helion.autotuner = autotuner
+    helion.experimental = experimental
+    helion._testing = testing
     helion.__path__ = []  # a package, so `import helion.language` is well formed
     helion.__getattr__ = _missing  # type: ignore[method-assign]
-    return {"helion": helion, "helion.language": language, "helion.autotuner": autotuner}
+    return {"helion": helion, "helion.language": language, "helion.autotuner": autotuner,
+            "helion.experimental": experimental, "helion._testing": testing}
 
 
 def builtins_with_helion(modules: dict[str, ModuleType]) -> dict[str, Any]:

@@ -4,8 +4,10 @@ Kept, in their original order and with their original line numbers: the kernel, 
 replaced by a bare `@helion.kernel` (so decorator arguments never run; the reference gets its block sizes
 from the caller); the same-file functions it reads, transitively, without decorators or annotations; and
 every module-level statement that binds a name one of those reads (imports, constants, classes), with
-whatever those read in turn. Dropped: all other top-level code, `if __name__ == "__main__":` blocks, other
-kernels, classes and functions nobody reads. Purely static (ast).
+whatever those read in turn; a module-level import only with the names read (`from helion._testing import
+DEVICE, run_example` keeps DEVICE: the harness function is not the reference's to run). Dropped: all other
+top-level code, `if __name__ == "__main__":` blocks, other kernels, classes and functions nobody reads.
+Purely static (ast).
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ import ast
 import copy
 
 HELION_ALIAS = "__hl_reference_helion__"  # the name the kept kernel's bare decorator uses
-KERNEL_DECORATORS = ("helion.kernel", "helion.runtime.kernel")
+# what makes a kernel; the same names as the front end's (frontend/module.py), which this may not import
+KERNEL_DECORATORS = frozenset({"helion.kernel", "helion.runtime.kernel", "helion.jit", "helion.aot_kernel",
+                               "helion.autotuner.aot_kernel", "helion.experimental.aot_kernel"})
 
 
 def _import_aliases(tree: ast.Module) -> dict[str, str]:
@@ -70,7 +74,7 @@ def _binds(stmt: ast.stmt) -> set[str]:
             names.add(node.name)
             continue
         if isinstance(node, ast.Import | ast.ImportFrom):
-            names.update((a.asname or a.name.split(".")[0]) for a in node.names)
+            names.update(_bound_name(a) for a in node.names)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             names.add(node.id)
         elif isinstance(node, ast.ExceptHandler) and node.name:
@@ -90,6 +94,17 @@ def _reads(node: ast.AST) -> set[str]:
         outer = set().union(*(_reads(d) for d in [*args.defaults, *args.kw_defaults, *node.decorator_list] if d))
         names = (names - local) | outer
     return names
+
+
+def _bound_name(alias: ast.alias) -> str:
+    return alias.asname or alias.name.split(".")[0]
+
+
+def _imports_only(stmt: ast.Import | ast.ImportFrom, needed: set[str]) -> ast.Import | ast.ImportFrom:
+    """`stmt` importing only the names in `needed` (at least one of them is)."""
+    stmt = copy.copy(stmt)
+    stmt.names = [alias for alias in stmt.names if _bound_name(alias) in needed]
+    return stmt
 
 
 def _plain_function(fn: ast.FunctionDef, decorator: ast.expr | None) -> ast.FunctionDef:
@@ -141,6 +156,9 @@ def kernel_module(tree: ast.Module, kernel: str, plain: bool = False) -> ast.Mod
         seen.add(name)
         for i in binders.get(name, []):
             keep(i)
+    for i, stmt in kept.items():
+        if isinstance(stmt, ast.Import) or (isinstance(stmt, ast.ImportFrom) and stmt.module != "__future__"):
+            kept[i] = _imports_only(stmt, seen)
     prelude: list[ast.stmt] = [s for s in body if isinstance(s, ast.ImportFrom) and s.module == "__future__"]
     helion = ast.Import([ast.alias("helion", HELION_ALIAS)])
     prelude.append(ast.copy_location(helion, target))
