@@ -131,3 +131,37 @@ def test_check_compares_an_aot_kernel_reading_half_dtype_with_the_eager_referenc
     out = capsys.readouterr().out
     row = out.splitlines()[1]
     assert code == 0 and row.split()[0] == "scaled_half" and " ok " in row and "NOT CHECKED" not in out, out
+
+
+ALIASED = _source(
+    """
+    import torch
+    import helion
+    import helion.language as hl
+
+    @helion.kernel(static_shapes=True)
+    def shifted(x: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        for tile in hl.tile(x.size(0)):
+            out[tile] = x[tile] + 1
+        return out
+
+    def negated(x: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        for tile in hl.tile(x.size(0)):
+            out[tile] = -x[tile]
+        return out
+
+    shifted_dynamic: object = helion.kernel(shifted.fn, configs=shifted.configs, static_shapes=False)
+    negated_kernel = helion.kernel(negated)
+    """
+)
+
+
+@pytest.mark.parametrize("name,expected", [("shifted_dynamic", lambda x: x + 1), ("negated_kernel", torch.neg)])
+def test_a_kernel_made_by_calling_the_decorator_is_a_kernel_for_both_sides(name: str, expected) -> None:
+    """upstream attention.py's `attention_dynamic = helion.kernel(attention.fn, configs=..., static_shapes=False)`
+    compiles; the eager reference had no kernel of that name. Its settings are dropped like a decorator's."""
+    x = torch.randn(11)
+    torch.testing.assert_close(run_reference(ALIASED, name, [x], [4]), expected(x))
+    assert name in {k.name for k in parse_module(ALIASED).kernels}

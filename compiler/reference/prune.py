@@ -2,7 +2,8 @@
 
 Kept, in their original order and with their original line numbers: the kernel, with its decorators
 replaced by a bare `@helion.kernel` (so decorator arguments never run; the reference gets its block sizes
-from the caller); the same-file functions it reads, transitively, without decorators or annotations; and
+from the caller), or a kernel made by calling the decorator (`name = helion.kernel(other.fn, ...)`) with its
+settings dropped the same way; the same-file functions it reads, transitively, without decorators or annotations; and
 every module-level statement that binds a name one of those reads (imports, constants, classes), with
 whatever those read in turn; a module-level import only with the names read (`from helion._testing import
 DEVICE, run_example` keeps DEVICE: the harness function is not the reference's to run). Dropped: all other
@@ -50,6 +51,22 @@ def is_kernel(fn: ast.FunctionDef, aliases: dict[str, str]) -> bool:
         _dotted(dec.func if isinstance(dec, ast.Call) else dec, aliases) in KERNEL_DECORATORS
         for dec in fn.decorator_list
     )
+
+
+def _kernel_alias(stmt: ast.stmt, name: str, aliases: dict[str, str]) -> ast.stmt | None:
+    """`name = helion.kernel(other.fn, static_shapes=False)` (upstream attention_dynamic: another kernel of the
+    same function) as `name = <bare kernel>(other.fn)`, its settings dropped like a decorator's; else None."""
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        target, value = stmt.targets[0], stmt.value
+    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        target, value = stmt.target, stmt.value
+    else:
+        return None
+    if not (isinstance(target, ast.Name) and target.id == name and isinstance(value, ast.Call) and value.args
+            and _dotted(value.func, aliases) in KERNEL_DECORATORS):
+        return None
+    bare = ast.Call(ast.Attribute(ast.Name(HELION_ALIAS, ast.Load()), "kernel", ast.Load()), [value.args[0]], [])
+    return ast.copy_location(ast.Assign([target], ast.copy_location(bare, value)), stmt)
 
 
 def _is_main_guard(stmt: ast.stmt) -> bool:
@@ -124,11 +141,16 @@ def kernel_module(tree: ast.Module, kernel: str, plain: bool = False) -> ast.Mod
     function that is not a kernel (a file's torch `reference`), kept the same way."""
     aliases = _import_aliases(tree)
     body = [s for s in tree.body if not _is_main_guard(s)]
-    defs = [s for s in body if isinstance(s, ast.FunctionDef) and s.name == kernel
+    defs = [i for i, s in enumerate(body) if isinstance(s, ast.FunctionDef) and s.name == kernel
             and (plain or is_kernel(s, aliases))]
+    for i, stmt in enumerate(body):
+        alias = None if plain else _kernel_alias(stmt, kernel, aliases)
+        if alias is not None:
+            body[i] = alias
+            defs.append(i)
     if not defs:
         raise KeyError(kernel)
-    target = defs[-1]
+    target = body[max(defs)]
     binders: dict[str, list[int]] = {}
     for i, stmt in enumerate(body):
         for name in _binds(stmt):
@@ -147,7 +169,7 @@ def kernel_module(tree: ast.Module, kernel: str, plain: bool = False) -> ast.Mod
         kept[i] = stmt
         todo.extend(_reads(stmt))
 
-    keep(body.index(target))
+    keep(max(defs))
     seen: set[str] = set()
     while todo:
         name = todo.pop()
