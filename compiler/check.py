@@ -55,12 +55,15 @@ def _scale(t: torch.Tensor) -> float:
     return float(finite.abs().max()) if finite.numel() else 0.0
 
 
-def compare(out: Any, expected: Any) -> str | None:
+def compare(out: Any, expected: Any, same_program: bool = False) -> str | None:
     """None when `out` matches `expected` (tensors or tuples of tensors), else why not: element by element,
     within a relative bound and an absolute one that grows with the expected output's largest magnitude
     (`tolerance`). NaN where the other side has NaN too matches (`equal_nan`): both sides run the same
     program, and NaN is what torch computes there (a softmax over no keys is 0/0); `nan_note` says when that
-    happened, and a run whose outputs are NaN everywhere compared nothing and is no pass."""
+    happened, and a run whose outputs are NaN everywhere compared nothing and is no pass. With `same_program`
+    (the eager run of the kernel) the dtypes must agree too: the compiler refuses 64-bit outputs rather than
+    narrowing them, so another dtype means the two read the program differently (a bfloat16 kernel against a
+    float16 eager run was ok), which the cast to `out`'s dtype would hide."""
     outs = out if isinstance(out, tuple) else (out,)
     exps = expected if isinstance(expected, tuple | list) else (expected,)
     if len(outs) != len(exps):
@@ -70,6 +73,8 @@ def compare(out: Any, expected: Any) -> str | None:
             if o != e:
                 return f"output {i}: {o!r} != {e!r}"
             continue
+        if same_program and o.dtype != e.dtype:
+            return f"output {i}: {o.dtype}, the eager run's is {e.dtype}"
         e = e.to(o.dtype)
         held = _held_in(e)
         if o.dtype.itemsize == 1 and o.dtype.is_floating_point:  # torch has no isfinite/abs for fp8
@@ -203,7 +208,7 @@ def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip:
                 else:
                     if in_place:
                         expected = _mutated(k, ck, ref_args)
-                    problem = compare(out, expected)
+                    problem = compare(out, expected, same_program=True)
                     if problem is None:
                         nans = nan_note(out)
                         if nans[1] and nans[0] == nans[1]:

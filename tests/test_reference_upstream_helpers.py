@@ -165,3 +165,16 @@ def test_a_kernel_made_by_calling_the_decorator_is_a_kernel_for_both_sides(name:
     x = torch.randn(11)
     torch.testing.assert_close(run_reference(ALIASED, name, [x], [4]), expected(x))
     assert name in {k.name for k in parse_module(ALIASED).kernels}
+
+
+def test_check_says_mismatch_when_the_two_sides_give_an_output_different_dtypes(tmp_path, capsys, monkeypatch) -> None:
+    """Had the two sides read HALF_DTYPE differently (here the compiler as float16, upstream's interpret-mode
+    value), the outputs would differ only in rounding, and check, casting one to the other, said ok."""
+    from compiler.check import check_file
+
+    monkeypatch.setitem(upstream_names.UPSTREAM_NAMES, "helion._testing.HALF_DTYPE", torch.float16)
+    path = tmp_path / "aot_half.py"
+    path.write_text(CHECKED)
+    code = check_file(str(path), None, "v7x", ["unroll"])
+    out = capsys.readouterr().out
+    assert code == 1 and "MISMATCH" in out and "torch.float16, the eager run's is torch.bfloat16" in out, out
