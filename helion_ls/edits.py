@@ -92,10 +92,15 @@ def _literal(value: Any, quote: str) -> str:
     return repr(value)
 
 
+# the decorators the compiler compiles (frontend/module.py): `jit` is upstream's alias of `kernel`, and
+# `aot_kernel` takes config= / configs= as `kernel` does
+KERNEL_DECORATOR_NAMES = frozenset({"kernel", "jit", "aot_kernel"})
+
+
 def _is_kernel_ref(node: ast.expr) -> bool:
     if isinstance(node, ast.Name):
-        return node.id == "kernel"
-    return isinstance(node, ast.Attribute) and node.attr == "kernel"
+        return node.id in KERNEL_DECORATOR_NAMES
+    return isinstance(node, ast.Attribute) and node.attr in KERNEL_DECORATOR_NAMES
 
 
 def find_kernel_decorator(tree: ast.Module, kernel: str) -> tuple[ast.FunctionDef, ast.expr]:

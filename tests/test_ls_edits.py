@@ -41,6 +41,14 @@ def test_other_keywords_kept():
     )
 
 
+@pytest.mark.parametrize("decorator", ["helion.aot_kernel(batched=[[0, None], None])", "helion.jit"])
+def test_aot_kernel_and_jit_decorators_take_the_config(decorator):
+    """The compiler compiles these (upstream aot_example, aot_compile_example), so Apply must find them."""
+    call = decorator if "(" in decorator else f"{decorator}()"
+    sep = "" if call.endswith("()") else ", "
+    assert edited(src(f"@{decorator}\n")) == src(f"@{call[:-1]}{sep}config={CFG_TEXT})\n")
+
+
 def test_imported_kernel_and_config_names():
     header = "from helion import Config, kernel\n\n\n"
     out = edited(src("@kernel(static_shapes=True)  # fast\n", header))
