@@ -88,6 +88,19 @@ def test_gate_detects_a_corrupted_generated_module() -> None:
     assert result.verdict == "wrong" and "exceeds" in result.message
 
 
+def test_gate_rejects_an_output_of_another_dtype_even_with_close_values() -> None:
+    """The kernel's output is bf16; a generated module returning f32 (values within every tolerance, and
+    closer than bf16's) computes another program: wrong, not ok."""
+    kernel = compiler.load(EXAMPLES / "softmax.py").kernels["softmax"]
+    config = {"block_sizes": [256]}
+    small = reduced_args(kernel, kernel.shape_sets[1], config, get_chip("v7x"))
+    f32 = kernel.compile(args=small, config=config)
+    assert f32.source.count("jnp.bfloat16") == 2
+    f32.source = f32.source.replace("jnp.bfloat16", "jnp.float32")  # the store's cast and the out_shape
+    result = check_compiled(f32)
+    assert result.verdict == "wrong" and "dtype float32 != reference bfloat16" in result.message
+
+
 def test_a_failing_generated_module_leaves_the_next_check_its_own_reference_result() -> None:
     """The reference runs while the generated code does; when the generated code raises, its reply is still
     collected, so the next check (another kernel, other shapes) compares with its own reference."""

@@ -201,6 +201,8 @@ def check_case(case: GateCase, seed: int = 0) -> CorrectnessResult:
             return done(
                 "wrong", f"{what}: shape {tuple(getattr(g, 'shape', ()))} != reference {tuple(w.shape)}"
             )
+        if g.dtype != w.dtype:  # both sides run the same program: no dtype may differ (values alone could agree)
+            return done("wrong", f"{what}: dtype {_dtype_name(g.dtype)} != reference {_dtype_name(w.dtype)}")
         error = _relative_error(g, w)
         worst = max(worst, error)
         limit = TOLERANCE.get(w.dtype, DEFAULT_TOLERANCE)
@@ -224,6 +226,10 @@ def _relative_error(got: torch.Tensor, want: torch.Tensor) -> float:
     scale = torch.where(torch.isfinite(w), w.abs(), torch.zeros_like(w)).max().item()
     worst = diff.max().item()
     return worst / max(scale, 1e-30) if math.isfinite(worst) else math.nan
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
 
 
 def _flat(result: Any) -> list[Any]:
