@@ -249,7 +249,7 @@ class RayExecutor(Executor):
         self._refs.pop(outer, None)
         if outer.done():
             return
-        if inner.cancelled():
+        if inner.cancelled() or isinstance(inner.exception(), self._ray.exceptions.TaskCancelledError):
             outer.cancel()
             return
         exc = inner.exception()
@@ -263,10 +263,10 @@ class RayExecutor(Executor):
             outer.set_exception(exc)
 
     def _cancel(self, future: cf.Future[Any]) -> None:
+        future.cancel()  # first: Ray's reply to the cancel below may arrive (on its thread) at once
         ref = self._refs.pop(future, None)
         if ref is not None:
             self._ray.cancel(ref, force=True)
-        future.cancel()
 
     def shutdown(self, cancel: bool = True) -> None:
         futures = list(self._refs)
