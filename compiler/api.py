@@ -30,6 +30,7 @@ from .frontend.shape_hint import no_shapes_hint
 from .notebook import NotebookError, NotebookModule, read_notebook
 from .plan import AccessInfo, KernelPlan, LoopInfo
 from .specs import ArgSpec, SpecError, TensorSpec, coerce_args, format_args
+from .tables import IndexTable
 from .vmem import VmemReport, fmt_bytes
 
 if TYPE_CHECKING:
@@ -607,13 +608,15 @@ class CompiledKernel:
         return {n: v for n, v in self.call_specs.items() if not isinstance(v, TensorSpec)}
 
     @cached_property
-    def index_tables(self) -> tuple[str, ...]:
-        """Integer tensor arguments the kernel reads one element at a time on the scalar core (loop bounds,
-        offsets, block numbers, positions: flex attention's `kv_num_blocks`, a jagged kernel's `offsets`). A
-        check draws these non-negative: a random negative count or position means nothing to such a kernel."""
+    def tables(self) -> tuple[IndexTable, ...]:
+        """Integer tensor arguments the kernel reads as offsets, positions or loop counts, and the values each
+        takes (compiler/table_roles.py decides from the kernel's use of them). A check draws them as such: a
+        random negative length or a position past the gathered dim means nothing to such a kernel. A table
+        read one element at a time on the scalar core (in SMEM) whose use says nothing more counts loops."""
+        found = {t.name: t for t in self.plan.tables}
         smem = {o.tensor for c in self.plan.calls for o in c.operands if o.memory == "smem" and o.kind == "input"}
-        return tuple(n for n, s in self.args.items()
-                     if n in smem and isinstance(s, TensorSpec) and s.dtype_name.startswith(("int", "uint")))
+        return tuple(found.get(n) or IndexTable(n, "counts") for n, s in self.args.items()
+                     if n in found or (n in smem and isinstance(s, TensorSpec) and s.dtype_name.startswith(("int", "uint"))))
 
     @cached_property
     def call_specs(self) -> dict[str, ArgSpec]:
@@ -683,6 +686,7 @@ def _narrowed(ir: KernelIR) -> tuple[str, ...]:
 def _kernel_plan(ir: KernelIR, layouts: list[CallLayout], chip: Chip, narrowed: tuple[str, ...] = ()) -> KernelPlan:
     from .codegen.placement import describe
     from .ir import Load, Store, walk
+    from .table_roles import table_roles
 
     flops = 0.0
     for lay in layouts:
@@ -713,7 +717,7 @@ def _kernel_plan(ir: KernelIR, layouts: list[CallLayout], chip: Chip, narrowed: 
                 accesses.append(AccessInfo(n.range, n.tensor.name, op.ref_name, isinstance(n, Store), how,
                                            lay.plan.name))
     return KernelPlan(ir.name, chip.name, tuple(lay.plan for lay in layouts), flops, hbm, tuple(loops), tuple(accesses),
-                      narrowed)
+                      narrowed, table_roles(ir))
 
 
 def _header(kernel: Kernel, specs: dict[str, ArgSpec], cfg: Config, chip: Chip, report: VmemReport,

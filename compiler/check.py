@@ -21,6 +21,7 @@ from .api import load
 from .diagnostics import CompileError
 from .reference.errors import ReferenceRunError
 from .specs import SpecError, TensorSpec, format_args, parse_spec
+from .tables import IndexTable
 
 # Shape sets with more tensor elements than this are checked at reduced shapes (see _reduced).
 REDUCE_ABOVE = 1 << 22
@@ -29,6 +30,9 @@ REDUCE_ABOVE = 1 << 22
 # steps, 67M elements) over 5 minutes.
 INTERPRET_STEPS = 4096
 INTERPRET_ELEMENTS = 1 << 25
+# Interpret mode allocates a call's VMEM buffers and temporaries in host memory: a config whose estimate is
+# past this (upstream jagged_dense_add's one-hot gather from 1.28M elements: 102 GiB) runs reduced, or not.
+INTERPRET_VMEM_BYTES = 1 << 32
 
 # Part of an output's largest magnitude an element may be off by, whatever its own size: both sides compute
 # in the same dtype but sum in different orders, so an element that is a difference of large terms (a
@@ -116,12 +120,12 @@ def nan_note(out: Any) -> tuple[int, int]:
     return sum(int(o.isnan().sum()) for o in outs), sum(o.numel() for o in outs)
 
 
-def _drawn(tables: tuple[str, ...]) -> str:
-    """How the integer tables a kernel reads element by element were drawn, for a verdict."""
+def _drawn(tables: tuple[IndexTable, ...]) -> str:
+    """How the integer tables a kernel reads as offsets, positions or counts were drawn, for a verdict."""
     if not tables:
         return ""
-    names = ", ".join(tables)
-    return f" (inputs: {names} read as loop bounds/positions, drawn at random in [1, 8]; give real ones in a test)"
+    drawn = "; ".join(t.describe() for t in tables)
+    return f" (inputs drawn from how the kernel reads them: {drawn}; give real ones in a test)"
 
 
 def check_file(path: str, kernel_name: str | None, chip: str, loop_types: list[str]) -> int:
@@ -167,7 +171,7 @@ def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip:
             start = time.perf_counter()
             try:
                 ck = k.compile(args=specs, config={"pallas_loop_type": lt} if lt != "-" else None, chip=chip)
-                if specs_text is None and _elements(specs) > REDUCE_ABOVE:
+                if specs_text is None and (_elements(specs) > REDUCE_ABOVE or _vmem_too_large(ck)):
                     ck = _reduced(k, ck, chip)
             except CompileError as exc:
                 rows.append((k.name, lt, "-", f"compile error: {exc}", "-", "-"))
@@ -185,7 +189,7 @@ def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip:
                                  f"of them; where that breaks a relation between arguments, a SMALL = {{...}} dict " \
                                  f"in the file chooses the inputs)"
             if shapes not in drawn:  # drawn once the compile says which are index tables
-                inputs = make_inputs(dict(ck.args), positive=ck.index_tables)
+                inputs = make_inputs(dict(ck.args), tables=ck.tables)
                 own = OwnReference.find(module.info.functions, k.name, len(module.kernels), inputs, call)
                 if own is not None and own.error:
                     notes.append(f"{k.name}: {own.name}() failed: {own.error}")
@@ -214,7 +218,7 @@ def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip:
                         if nans[1] and nans[0] == nans[1]:
                             problem = "NO SIGNAL: every output is NaN in both runs, nothing was compared"
                     if problem is not None:
-                        problem += _drawn(ck.index_tables)
+                        problem += _drawn(ck.tables)
                 if own is not None:
                     wanted = own.expected(k, ck, in_place)
                     own_problem = compare(out, wanted)
@@ -225,7 +229,7 @@ def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip:
                             notes.append(f"{k.name}: the eager reference and {own.name}() disagree: {differ}")
             except Exception as exc:  # noqa: BLE001 - a failing run is a table row, not a crash
                 problem = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}"
-                problem += _drawn(ck.index_tables)
+                problem += _drawn(ck.tables)
             seconds = f"{time.perf_counter() - start:.2f}"
             if unchecked is not None and problem is None:
                 eager = f"NOT CHECKED (the eager reference cannot run it: {unchecked})"
@@ -284,9 +288,16 @@ def _too_large(ck: Any) -> str | None:
     its asserts tie together, index tables), or None. Interpreting costs per grid step and element."""
     steps = sum(math.prod(c.grid) * max([lp.trips for lp in c.inner_loops] or [1]) for c in ck.plan.calls)
     elements = _elements(dict(ck.args))
+    if _vmem_too_large(ck):
+        return f"its VMEM estimate, {ck.vmem.total_bytes / 2**30:.1f} GiB at {format_args(ck.args)}, is more than " \
+               f"interpret mode can allocate here"
     if steps <= INTERPRET_STEPS and elements <= INTERPRET_ELEMENTS:
         return None
     return f"{steps} grid steps and {elements:,} tensor elements at {format_args(ck.args)} are too many to interpret here"
+
+
+def _vmem_too_large(ck: Any) -> bool:
+    return ck.vmem.total_bytes > INTERPRET_VMEM_BYTES
 
 
 def _elements(specs: dict[str, Any]) -> int:
@@ -301,7 +312,7 @@ def _reduced(kernel: Any, ck: Any, chip: str) -> Any:
     not, which the file's own reference() then reports — the note under the table says to give SMALL."""
     from .tune.shrink import reduced_args
 
-    if ck.index_tables:  # drawn in [1, 8] as positions into other arguments: those must keep their sizes
+    if any(t.keeps_shapes for t in ck.tables):  # counts in [1, 8] may be block numbers only these sizes have
         return ck
     config = dict(ck.config)
     small = reduced_args(kernel, dict(ck.args), config, ck.chip)

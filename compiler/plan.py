@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from .diagnostics import Range
+from .tables import IndexTable
 
 Memory = Literal["vmem_block", "resident", "hbm", "smem", "dma"]
 """Where an operand lives.
@@ -238,6 +239,7 @@ class KernelPlan:
     loops: tuple[LoopInfo, ...] = field(default=())
     accesses: tuple[AccessInfo, ...] = field(default=())
     narrowed: tuple[str, ...] = ()  # int64 tensor arguments read as int32; a call checks their values fit
+    tables: tuple[IndexTable, ...] = ()  # integer arguments read as offsets, positions, counts (table_roles.py)
 
     def narrowed_note(self) -> str | None:
         """What the kernel does with its int64 arguments, for the kernel hover."""

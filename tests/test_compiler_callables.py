@@ -17,6 +17,7 @@ import compiler
 from compiler.callables import CallableError, SpecFunction, callable_spec
 from compiler.diagnostics import CompileError
 from compiler.specs import CallableSpec, format_args
+from compiler.tables import IndexTable
 
 FLEX = (Path(__file__).parent / "upstream_style" / "flex.py").read_text()
 
@@ -186,15 +187,15 @@ def test_a_shape_line_gives_functions_as_lambdas():
 
 
 def test_check_and_the_tuners_gate_run_flex_on_block_tables_it_can_use(flex, tmp_path, capsys):
-    """The block-mask tables are read one element at a time (loop counts, block starts): the check draws them
-    in [1, 8], not [-8, 8] (a zero count gave a softmax over no keys, 0/0 everywhere, which the check called a
-    MISMATCH); a count past the one-block table reads its only element, as the eager reference does. The
-    tuner's gate calls the eager reference with the function arguments the compiled module leaves out."""
+    """The block-mask tables are read as a loop count and as the start of the keys' loop: the check draws the
+    count in [1, entries of the block table] and the starts inside the keys, not in [-8, 8] (a zero count gave a
+    softmax over no keys, 0/0 everywhere, which the check called a MISMATCH). The tuner's gate calls the eager
+    reference with the function arguments the compiled module leaves out."""
     from compiler.check import check_file
     from compiler.tune.correctness import check_compiled
 
     ck = flex.kernels["flex_kernel"].compile(shape_set=0, config={"pallas_loop_type": "fori_loop"})
-    assert ck.index_tables == ("num_blocks", "indices")
+    assert ck.tables == (IndexTable("num_blocks", "counts", 1), IndexTable("indices", "positions", 128))
     gate = check_compiled(ck)
     assert gate.verdict == "ok" and gate.max_error, gate.message  # real numbers compared (all NaN gives 0)
     path = tmp_path / "flex.py"
@@ -204,13 +205,37 @@ def test_check_and_the_tuners_gate_run_flex_on_block_tables_it_can_use(flex, tmp
     assert code == 0 and out.splitlines()[1].split()[-3:-1] == ["ok", "-"], out
 
 
-def test_check_keeps_the_shapes_of_a_kernel_that_reads_index_tables(flex):
-    """The tables are drawn in [1, 8] as counts and positions into the other arguments: `check` does not
-    shrink such a kernel's shapes (a block index past a shrunk dimension would be out of bounds), however
-    large; a kernel without tables is shrunk (test_compiler_cli)."""
+def test_check_shrinks_a_kernel_whose_tables_follow_its_shapes(flex):
+    """The tables are drawn from the shapes they index (starts inside the keys, a count within the block
+    table): `check` shrinks such a kernel like any other, and the tables of the shrunk compile follow the
+    shrunk keys. A count whose loop indexes nothing (drawn in [1, 8]: block numbers only these sizes may
+    have) keeps the kernel's shapes."""
     from compiler.check import _reduced
 
     kernel = flex.kernels["flex_kernel"]
     ck = kernel.compile(args={**kernel.shape_sets[0], "q": "f32[4, 2, 4096, 64]", "k": "f32[4, 2, 4096, 64]",
                               "v": "f32[4, 2, 4096, 64]"}, config={"pallas_loop_type": "fori_loop"})
-    assert ck.index_tables and _reduced(kernel, ck, "v7x") is ck
+    small = _reduced(kernel, ck, "v7x")
+    assert small.args["k"].shape[2] < 4096
+    assert small.tables[1] == IndexTable("indices", "positions", small.args["k"].shape[2])
+    repeat = compiler.load(REPEAT, "repeat.py").kernels["repeat_rows"]
+    big = repeat.compile(args={"x": "f32[2048, 4096]", "reps": "i32[2048]"})
+    assert big.tables == (IndexTable("reps", "counts"),) and _reduced(repeat, big, "v7x") is big
+
+
+REPEAT = """
+import helion
+import helion.language as hl
+import torch
+
+
+@helion.kernel(static_shapes=True)
+def repeat_rows(x: torch.Tensor, reps: torch.Tensor) -> torch.Tensor:
+    out = torch.zeros_like(x)
+    for g in hl.grid(x.size(0)):
+        acc = hl.zeros([x.size(1)], dtype=torch.float32)
+        for _ in hl.tile(reps[g], block_size=1):
+            acc = acc + x[g, :]
+        out[g, :] = acc
+    return out
+"""

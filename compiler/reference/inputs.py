@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from compiler.specs import ArgSpec, TensorSpec, runtime_value
+from compiler.tables import LEGACY_HIGH, IndexTable
 
 POSITIVE_BY_NAME = frozenset({"rstd"})  # inverse standard deviations: the kernels divide by / scale with them
 
@@ -26,27 +27,78 @@ def _tensor(spec: TensorSpec, gen: torch.Generator, positive: bool) -> torch.Ten
     return torch.randint(low, 9, spec.shape, generator=gen, dtype=torch.int64).to(dtype)
 
 
-def make_inputs(specs: dict[str, ArgSpec], seed: int = 0, positive: Iterable[str] = ()) -> list[Any]:
+def _ints(low: int, high: int, shape: Any, gen: torch.Generator) -> torch.Tensor:
+    """Uniform in [low, high] (both included)."""
+    return torch.randint(low, high + 1, shape, generator=gen, dtype=torch.int64)
+
+
+def _offsets(rows: int, table: IndexTable, top: int, gen: torch.Generator) -> torch.Tensor:
+    """A jagged layout of `rows` rows: 0 first, never decreasing. Rows bounded by a dense dim (`longest`) are
+    each up to min(longest, extent // rows) long; other rows cut [0, extent] at random places, so the last
+    entry is the extent (the data tensor's length is the last offset, as in every real layout: a row past it
+    is written by nothing, and the file's own reference() would see 0 there), and so do rows bounded by a
+    dense dim when there are more rows than elements."""
+    if rows <= 0:
+        return torch.zeros(max(rows + 1, 0), dtype=torch.int64)
+    if table.extent is None:
+        return torch.cat([torch.zeros(1, dtype=torch.int64), _ints(0, LEGACY_HIGH, (rows,), gen).cumsum(0)])
+    extent = min(table.extent, top)
+    if table.longest is not None and extent // rows:
+        lengths = _ints(0, min(table.longest, extent // rows), (rows,), gen)
+    else:
+        cuts = _ints(0, extent, (rows - 1,), gen).sort().values
+        lengths = torch.cat([cuts, torch.tensor([extent])]).diff(prepend=torch.zeros(1, dtype=torch.int64))
+        if table.longest is not None:
+            lengths = lengths.clamp(max=table.longest)
+    return torch.cat([torch.zeros(1, dtype=torch.int64), lengths.cumsum(0)])
+
+
+def _table(spec: TensorSpec, table: IndexTable, gen: torch.Generator) -> torch.Tensor:
+    """Values of the kind `table` says (compiler/tables.py), within what the dtype holds."""
+    top = torch.iinfo(spec.dtype).max
+    extent = None if table.extent is None else min(table.extent, top)
+    if table.kind == "offsets" and len(spec.shape) == 1:
+        values = _offsets(spec.shape[0] - 1, table, top, gen)
+    elif table.kind == "positions" and extent is not None:
+        values = _ints(0, max(extent - 1, 0), spec.shape, gen)
+    elif extent is not None:
+        values = _ints(min(1, extent), extent, spec.shape, gen)
+    else:
+        values = _ints(1, LEGACY_HIGH, spec.shape, gen)
+    return values.to(spec.dtype)
+
+
+def make_inputs(specs: dict[str, ArgSpec], seed: int = 0, positive: Iterable[str] = (),
+                tables: Iterable[IndexTable] = ()) -> list[Any]:
     """One value per spec in order: random normal floats, small random ints, scalars as given.
 
-    Tensors named `rstd` or listed in `positive` are drawn positive (floats `abs() + 0.5`, ints in [1, 8]:
-    counts, offsets and positions a kernel reads as loop bounds, see CompiledKernel.index_tables)."""
+    Tensors named `rstd` or listed in `positive` are drawn positive (floats `abs() + 0.5`, ints in [1, 8]).
+    Integer tables the kernel reads as offsets, positions or loop counts (`tables`, see
+    CompiledKernel.tables) are drawn as such, within the extents the compiler found for them."""
     gen = torch.Generator().manual_seed(seed)
     wanted = POSITIVE_BY_NAME | set(positive)
-    return [
-        _tensor(spec, gen, name in wanted) if isinstance(spec, TensorSpec) else runtime_value(spec)
-        for name, spec in specs.items()
-    ]
+    kinds = {t.name: t for t in tables}
+    out = []
+    for name, spec in specs.items():
+        if not isinstance(spec, TensorSpec):
+            out.append(runtime_value(spec))
+        elif name in kinds and not spec.dtype.is_floating_point and spec.dtype != torch.bool:
+            out.append(_table(spec, kinds[name], gen))
+        else:
+            out.append(_tensor(spec, gen, name in wanted))
+    return out
 
 
 @dataclass(frozen=True)
 class Drawn:
-    """The arguments of `make_inputs(specs, seed, positive)`, picklable: a process that is sent this draws
-    the very values its sender drew from it (a seeded CPU generator) without the tensors crossing a pipe."""
+    """The arguments of `make_inputs(specs, seed, positive, tables)`, picklable: a process that is sent this
+    draws the very values its sender drew from it (a seeded CPU generator) without the tensors crossing a
+    pipe."""
 
     specs: dict[str, ArgSpec]
     seed: int = 0
     positive: tuple[str, ...] = ()
+    tables: tuple[IndexTable, ...] = ()
 
     def values(self) -> list[Any]:
-        return make_inputs(self.specs, self.seed, self.positive)
+        return make_inputs(self.specs, self.seed, self.positive, self.tables)

@@ -32,6 +32,7 @@ from ..diagnostics import CompileError
 from ..reference import ReferenceProcess, ReferenceRunError
 from ..reference.inputs import Drawn
 from ..specs import ArgSpec, format_args
+from ..tables import IndexTable
 from .shrink import reduced_args
 
 # Largest error allowed, relative to the largest magnitude of the reference output, by output dtype. Both
@@ -100,7 +101,7 @@ class GateCase:
     # every parameter of the kernel in order, as the eager reference is called: function arguments (flex
     # attention's score_mod) are compiled into the module, so `args` leaves them out; empty: same as `args`
     reference_args: dict[str, ArgSpec] = field(default_factory=dict)
-    index_tables: tuple[str, ...] = ()  # CompiledKernel.index_tables: drawn non-negative
+    tables: tuple[IndexTable, ...] = ()  # CompiledKernel.tables: drawn as the offsets, positions, counts they are
 
     @staticmethod
     def of(ck: CompiledKernel, config: Mapping[str, Any] | None = None, prepare_seconds: float = 0.0) -> GateCase:
@@ -111,7 +112,7 @@ class GateCase:
         reference_args = {p.arg: full[p.arg] for p in k.definition.node.args.args if p.arg in full}
         return GateCase(ck.source, ck.entry, tuple(ck.call_specs), dict(ck.call_specs), ck.chip.name, tuple(ck.mutated),
                         k.source, k.name, k.path, blocks, dict(config if config is not None else ck.config),
-                        prepare_seconds, reference_args, ck.index_tables)  # fmt: skip
+                        prepare_seconds, reference_args, ck.tables)  # fmt: skip
 
 
 def prepare_check(
@@ -150,7 +151,7 @@ def check_case(case: GateCase, seed: int = 0) -> CorrectnessResult:
     start = time.perf_counter()
     shapes = format_args(case.args)
     every = case.reference_args or case.args
-    drawn = Drawn(dict(every), seed, tuple(case.index_tables))  # the reference process draws the same values
+    drawn = Drawn(dict(every), seed, tables=tuple(case.tables))  # the reference process draws the same values
     inputs = dict(zip(every, drawn.values(), strict=True))  # a function argument draws nothing
     ours = [inputs[p] for p in case.params]  # the generated code's own: it may write into them
     written_back = [i for i, name in enumerate(every) if name in case.mutated]
