@@ -236,14 +236,24 @@ import torch
 
 
 @helion.kernel(static_shapes=True)
-def paired(x: torch.Tensor) -> torch.Tensor:
-    out = torch.empty([x.size(0), x.size(1), 2], dtype=x.dtype, device=x.device)
-    for t in hl.tile(x.size(0)):
-        out[t, :, :] = hl.join(x[t, :], x[t, :] * 2)
+def ragged_softmax(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    out = torch.zeros_like(x)
+    for tile_b in hl.tile(x.size(0)):
+        for tile_k in hl.jagged_tile(lengths[tile_b]):
+            out[tile_b, tile_k] = torch.softmax(x[tile_b, tile_k], dim=1)
     return out
 {reference}
 
-SMALL = {{"x": "f32[16, 128]"}}
+SMALL = {{"x": "f32[16, 128]", "lengths": "i32[16]"}}
+"""
+
+RAGGED_SOFTMAX = """
+
+def reference(x, lengths):
+    out = torch.zeros_like(x)
+    for b in range(x.size(0)):
+        out[b, : int(lengths[b])] = torch.softmax(x[b, : int(lengths[b])], 0)
+    return out
 """
 
 
@@ -251,7 +261,7 @@ def test_check_says_when_the_eager_reference_cannot_run_a_kernel(tmp_path, capsy
     """Not a MISMATCH: nothing was compared with it. The file's own reference() still judges the kernel; with
     none, nothing compared the kernel at all and the row does not pass."""
     judged = tmp_path / "judged.py"
-    judged.write_text(UNSEEN.format(reference="\n\ndef reference(x):\n    return torch.stack([x, x * 2], -1)\n"))
+    judged.write_text(UNSEEN.format(reference=RAGGED_SOFTMAX))
     code, out = _check(judged, capsys)
     row = out.splitlines()[1]
     assert code == 0 and "NOT CHECKED (the eager reference cannot run it: " in row and row.split()[-2] == "ok", out

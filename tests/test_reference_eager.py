@@ -696,3 +696,95 @@ def test_what_a_kernel_never_writes_reads_as_interpret_mode_leaves_it() -> None:
     torch.testing.assert_close(out[:8], x[:8])
     assert bool(out[8:].isnan().all()) and bool((count[8:] == torch.iinfo(torch.int32).max).all())
     assert bool((count[:8] == 1).all()) and not bool(zeros.isnan().any())
+
+
+JAGGED = _source(
+    """
+    import torch, helion, helion.language as hl
+
+    @helion.kernel
+    def ragged_stats(values, offsets, widths, dense):
+        m = values.size(1)
+        flat = values.view(-1)
+        rows = offsets.size(0) - 1
+        centered_sq = torch.zeros([rows, m], dtype=values.dtype)
+        peak = torch.zeros([rows, m], dtype=values.dtype)
+        stretched = dense.clone()
+        for tb in hl.tile(rows):
+            lo = offsets[tb]
+            n = offsets[tb.index + 1] - lo
+            for tm in hl.tile(m):
+                sq = hl.zeros([tb, tm], dtype=values.dtype)
+                top = hl.full([tb, tm], float("-inf"), dtype=values.dtype)
+                for tk in hl.jagged_tile(n):
+                    at = (lo[:, None] + tk.index[None, :])[:, :, None] * m + tm.index[None, None, :]
+                    v = hl.load(flat, [at])
+                    sq = sq + ((v - 1.0) * (v - 1.0)).sum(dim=1)
+                    top = torch.maximum(top, v.amax(dim=1))
+                centered_sq[tb, tm] = sq
+                peak[tb, tm] = top
+            for tc in hl.jagged_tile(widths[tb]):
+                stretched[tb, tc] = dense[tb, tc] * 3.0
+        return centered_sq, peak, stretched
+    """
+)
+
+
+def test_jagged_tile_masks_loads_stores_and_reductions_per_lane() -> None:
+    """hl.jagged_tile(lanes) (upstream jagged_mean / jagged_sum / jagged_layer_norm): the loop runs to the
+    longest lane and position k of lane i is valid below lanes[i]. An invalid position reads 0 (yet
+    `(v - 1) ** 2` is 1 there: a reduction must leave it out, as must amax of values all below 0), a store
+    leaves it alone, and a lane's loop over no rows reduces to the identity."""
+    torch.manual_seed(0)
+    offsets = torch.tensor([0, 3, 3, 10, 11, 19])  # rows of 3, 0, 7, 1 and 8: several blocks of 4
+    values = -torch.rand(19, 6) - 0.5  # all negative: an invalid 0 would win an amax
+    widths = torch.tensor([2, 0, 5, 8, 1], dtype=torch.int32)
+    dense = torch.randn(5, 8)
+    sq, peak, stretched = run_reference(JAGGED, "ragged_stats", [values, offsets, widths, dense], [2, 4, 4, 4])
+    for i in range(5):
+        rows = values[offsets[i]:offsets[i + 1]]
+        torch.testing.assert_close(sq[i], ((rows - 1.0) ** 2).sum(0))
+        torch.testing.assert_close(peak[i], rows.amax(0) if rows.numel() else torch.full([6], float("-inf")))
+        w = int(widths[i])
+        torch.testing.assert_close(stretched[i], torch.cat([dense[i, :w] * 3.0, dense[i, w:]]))
+
+
+def test_jagged_tile_refuses_what_it_cannot_mask() -> None:
+    """An op that mixes positions along the jagged axis and is not a reduction the reference masks (softmax
+    over a ragged row) raises, naming it, rather than computing over the invalid positions."""
+    src = _source(
+        """
+        import torch, helion, helion.language as hl
+
+        @helion.kernel
+        def ragged_softmax(x, lengths):
+            out = torch.zeros_like(x)
+            for tb in hl.tile(x.size(0)):
+                for tk in hl.jagged_tile(lengths[tb]):
+                    out[tb, tk] = torch.softmax(x[tb, tk], dim=1)
+            return out
+        """
+    )
+    with pytest.raises(ReferenceRunError, match="cannot mask `softmax` along a jagged tile's axis"):
+        run_reference(src, "ragged_softmax", [torch.randn(4, 8), torch.tensor([1, 8, 0, 3])], [2, 4])
+
+
+def test_split_and_join_pair_up_a_last_dim_of_two() -> None:
+    """hl.split / hl.join (upstream rope, blackwell_attention): join puts two tensors side by side on a new
+    last dim of 2 (broadcast first), split takes such a dim apart."""
+    src = _source(
+        """
+        import torch, helion, helion.language as hl
+
+        @helion.kernel
+        def rotate_pairs(x, scale):
+            out = torch.empty_like(x)
+            for t in hl.tile(x.size(0)):
+                first, second = hl.split(x[t, :, :])
+                out[t, :, :] = hl.join(-second * scale[None, :], first)
+            return out
+        """
+    )
+    x, scale = torch.randn(6, 5, 2), torch.randn(5)
+    out = run_reference(src, "rotate_pairs", [x, scale], [4])
+    torch.testing.assert_close(out, torch.stack([-x[..., 1] * scale, x[..., 0]], -1))

@@ -2,20 +2,23 @@
 
 One `Runtime` belongs to one exec'd module; `helion.language` functions ask it for the current `Launch`.
 Exceptions raised while a kernel runs come back as `ReferenceRunError` with the kernel source line.
-While a kernel runs, `MixedPrecisionMatmul` gives `addmm`/`baddbmm` Helion's f32-accumulator semantics and
-`UninitializedAsNaN` fills `torch.empty` as interpret mode fills unwritten memory.
+While a kernel runs, `MixedPrecisionMatmul` gives `addmm`/`baddbmm` Helion's f32-accumulator semantics,
+`UninitializedAsNaN` fills `torch.empty` as interpret mode fills unwritten memory and, in a kernel that calls
+`hl.jagged_tile`, `AxesMode` masks the jagged positions (jagged.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
+from types import CodeType
 from typing import Any
 
 from compiler.config import Config, as_config
 from compiler.reference.errors import ReferenceRunError, deepest_line, describe
+from compiler.reference.jagged import Axes, AxesMode
 from compiler.reference.matmul_mode import MixedPrecisionMatmul
-from compiler.reference.tiles import Launch
+from compiler.reference.tiles import Launch, index_key
 from compiler.reference.uninitialized import UninitializedAsNaN
 
 
@@ -27,6 +30,10 @@ class Runtime:
         self.source_lines = source_lines
         self._launches: list[Launch] = []
 
+    @property
+    def running(self) -> bool:
+        return bool(self._launches)
+
     def current(self, what: str) -> Launch:
         if not self._launches:
             raise RuntimeError(f"{what} may only be used inside a @helion.kernel function")
@@ -35,13 +42,27 @@ class Runtime:
     @contextmanager
     def launch(self, fn: Callable[..., Any], block_sizes: Sequence[int] | None,
                tunables: Mapping[str, Any] | None = None) -> Iterator[Launch]:
-        launch = Launch(fn.__code__, block_sizes, tunables)
+        axes = Axes() if _calls_jagged_tile(fn.__code__) else None
+        launch = Launch(fn.__code__, block_sizes, tunables, axes)
         self._launches.append(launch)
         try:
-            with MixedPrecisionMatmul(), UninitializedAsNaN():
+            with MixedPrecisionMatmul(), UninitializedAsNaN(), AxesMode(axes) if axes else nullcontext():
                 yield launch
         finally:
             self._launches.pop()
+
+    def index_key(self, key: object, base: object = None) -> object:
+        """`index_key`, remembering the Tiles of a jagged kernel's keys (its stores and loads are masked)."""
+        converted = index_key(key, base)
+        if self._launches and self._launches[-1].axes is not None:
+            self._launches[-1].axes.remember_key(converted, key)
+        return converted
+
+
+def _calls_jagged_tile(code: CodeType) -> bool:
+    """Does the kernel's code (nested functions included) name `jagged_tile`?"""
+    return "jagged_tile" in code.co_names or any(
+        _calls_jagged_tile(c) for c in code.co_consts if isinstance(c, CodeType))
 
 
 class EagerKernel:

@@ -9,19 +9,21 @@ import itertools
 import operator
 import sys
 from collections.abc import Iterator
+from contextlib import AbstractContextManager, nullcontext
 from types import ModuleType
 from typing import Any
 
 import torch
 
 from compiler.reference.autotuner import Fragment
+from compiler.reference.jagged import JaggedTile
 from compiler.reference.kernel import Runtime
 from compiler.reference.matmul_mode import accumulate_dtype
 from compiler.reference.tiles import Tile, default_block_size, index_key, iter_tiles
 
 INDEX_DTYPE = torch.int32
 
-_PUBLIC = ("tile", "grid", "register_block_size", "register_tunable", "barrier", "load", "store", "specialize", "zeros", "full", "arange", "dot", "rand",
+_PUBLIC = ("tile", "jagged_tile", "split", "join", "grid", "register_block_size", "register_tunable", "barrier", "load", "store", "specialize", "zeros", "full", "arange", "dot", "rand",
            "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg",
            "atomic_cas")
 _U32 = 0xFFFFFFFF
@@ -95,8 +97,8 @@ class Language:
         else:
             given = [block_size] * len(ends)
         missing = [i for i, size in enumerate(given) if size is None]
+        launch = self._runtime.current("hl.tile")
         if missing:
-            launch = self._runtime.current("hl.tile")
             defaults = [default_block_size(ends[i] - begins[i]) for i in missing]
             for i, size in zip(
                 missing, launch.block_sizes(launch.site(sys._getframe(1)), defaults), strict=True
@@ -105,9 +107,26 @@ class Language:
         sizes = [operator.index(s) for s in given]
         if any(s <= 0 for s in sizes):
             raise ValueError(f"hl.tile: block sizes must be positive, got {sizes}")
-        return _combine(
-            [list(iter_tiles(b, e, s)) for b, e, s in zip(begins, ends, sizes, strict=True)], several
-        )
+        per_dim = [list(iter_tiles(b, e, s)) for b, e, s in zip(begins, ends, sizes, strict=True)]
+        for tiles in per_dim if launch.axes is not None else ():
+            for t in tiles:
+                t.axes = launch.axes
+        return _combine(per_dim, several)
+
+    def jagged_tile(self, lanes: Any) -> Iterator[Tile]:
+        """Blocks of positions up to the longest lane; position k of lane i is valid below `lanes[i]`, each
+        axis of `lanes` running along an enclosing tile (jagged.py masks what reads, writes and reduces)."""
+        launch = self._runtime.current("hl.jagged_tile")
+        parents = launch.axes.of(lanes) if launch.axes is not None else None
+        if not isinstance(lanes, torch.Tensor) or lanes.dim() == 0 or not parents or None in parents:
+            raise ValueError("hl.jagged_tile(lanes) takes a tensor of per-lane ends whose every axis runs along an "
+                             "enclosing hl.tile (e.g. `lengths[tile_b]`)")
+        end = max(int(lanes.max()), 0) if lanes.numel() else 0
+        size = launch.block_sizes(launch.site(sys._getframe(1)), [default_block_size(end)])[0]
+        tiles = [JaggedTile(t.begin, t.end, size, t.count, lanes, parents) for t in iter_tiles(0, end, size)]
+        for t in tiles:
+            t.axes = launch.axes
+        return iter(tiles)
 
     def grid(self, begin_or_end: Any, end_or_none: Any = None, step: Any = None) -> Iterator[Any]:
         """Scalar indices (ints, or tuples of ints for a list of extents)."""
@@ -145,10 +164,38 @@ class Language:
 
     def zeros(self, shape: Any, dtype: torch.dtype = torch.float32, device: Any = None) -> torch.Tensor:
         """(`device` as Helion takes it: the kernel's device, here the CPU.)"""
-        return torch.zeros(_shape(shape), dtype=dtype)
+        return self._labelled(torch.zeros(_shape(shape), dtype=dtype), [(e,) if isinstance(e, Tile) else (None,)
+                                                                        for e in _dims(shape)[0]])
 
     def full(self, shape: Any, value: Any, dtype: torch.dtype = torch.float32, device: Any = None) -> torch.Tensor:
-        return torch.full(_shape(shape), value, dtype=dtype)
+        return self._labelled(torch.full(_shape(shape), value, dtype=dtype), [(e,) if isinstance(e, Tile) else (None,)
+                                                                             for e in _dims(shape)[0]])
+
+    def _labelled(self, t: torch.Tensor, per_item: list[tuple[Any, ...]], mask: bool = False) -> torch.Tensor:
+        """In a jagged kernel, `t` with its axes labelled by the index items (or shape entries) that made it,
+        its invalid jagged positions 0 when `mask`."""
+        axes = self._axes()
+        if axes is None:
+            return t
+        labels = tuple(lab for item in per_item for lab in item)
+        return axes.masked(t, labels) if mask else axes.set(t, labels)
+
+    def _axes(self) -> Any:
+        """The running launch's jagged.Axes (None outside a jagged kernel)."""
+        return self._runtime.current("hl").axes if self._runtime.running else None
+
+    def split(self, tensor: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The two halves of a last dim of size 2."""
+        if tensor.shape[-1:] != (2,):
+            raise ValueError(f"hl.split takes a tensor whose last dim is 2, got shape {list(tensor.shape)}")
+        first, second = torch.unbind(tensor, dim=-1)
+        return first, second
+
+    def join(self, first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
+        """The two tensors side by side along a new last dim of size 2 (broadcast to one shape first)."""
+        if first.dtype != second.dtype:
+            raise TypeError(f"hl.join takes two tensors of one dtype, got {first.dtype} and {second.dtype}")
+        return torch.stack(torch.broadcast_tensors(first, second), dim=-1)
 
     def arange(self, *args: Any, dtype: torch.dtype | None = None, **kwargs: Any) -> torch.Tensor:
         return torch.arange(*args, dtype=dtype or INDEX_DTYPE, **kwargs)
@@ -186,21 +233,47 @@ class Language:
     def load(self, tensor: torch.Tensor, index: list[Any], extra_mask: Any = None, eviction_policy: Any = None) -> torch.Tensor:
         """`tensor[index]` where each index item adds its own dims (a tile or a 1-D position tensor: one), read
         masked: a position outside the tensor (a tile running past it) or where `extra_mask` is False reads 0."""
-        positions, valid = _gather_positions(tensor, index)
-        if extra_mask is not None:
-            valid = valid & torch.as_tensor(extra_mask, dtype=torch.bool)
-        values = tensor[tuple(positions)]
-        return torch.where(valid, values, torch.zeros((), dtype=tensor.dtype))
+        with self._quiet():
+            positions, valid = _gather_positions(tensor, index)
+            if extra_mask is not None:
+                valid = valid & torch.as_tensor(extra_mask, dtype=torch.bool)
+            values = torch.where(valid, tensor[tuple(positions)], torch.zeros((), dtype=tensor.dtype))
+        return self._labelled(values, self._item_labels(index), mask=True)
+
+    def _quiet(self) -> AbstractContextManager[Any]:
+        """What an hl function computes with torch is not a value of the kernel's (jagged.Axes.unlabelled)."""
+        axes = self._axes()
+        return nullcontext() if axes is None else axes.unlabelled()
+
+    def _item_labels(self, index: list[Any]) -> list[tuple[Any, ...]]:
+        """The tiles each hl.load / hl.store index item's dims run along (a jagged kernel's)."""
+        axes = self._axes()
+        if axes is None:
+            return []
+        out: list[tuple[Any, ...]] = []
+        for item in index:
+            if isinstance(item, Tile):
+                out.append((item,))
+            elif isinstance(item, torch.Tensor):
+                out.append(axes.of(item) or (None,) * item.dim())
+            elif isinstance(item, slice):
+                out.append((None,))
+        return out
 
     def store(self, tensor: torch.Tensor, index: list[Any], value: Any, extra_mask: Any = None) -> None:
         """`tensor[index] = value`, masked as `load` reads: positions outside the tensor or where `extra_mask`
-        is False are left alone."""
-        positions, valid = _gather_positions(tensor, index)
-        if extra_mask is not None:
-            valid = valid & torch.as_tensor(extra_mask, dtype=torch.bool)
-        valid = valid.expand(positions[0].shape) if positions else valid
-        value = torch.as_tensor(value, dtype=tensor.dtype).expand(valid.shape)
-        tensor[tuple(p[valid] for p in positions)] = value[valid]
+        is False are left alone, and so are a jagged tile's invalid positions."""
+        axes = self._axes()
+        labels = tuple(lab for item in self._item_labels(index) for lab in item)
+        with self._quiet():
+            positions, valid = _gather_positions(tensor, index)
+            if extra_mask is not None:
+                valid = valid & torch.as_tensor(extra_mask, dtype=torch.bool)
+            valid = valid.expand(positions[0].shape) if positions else valid
+            jagged = axes.valid(labels, valid.shape) if axes is not None else None
+            valid = valid if jagged is None else valid & jagged
+            value = torch.as_tensor(value, dtype=tensor.dtype).expand(valid.shape)
+            tensor[tuple(p[valid] for p in positions)] = value[valid]
 
     def _atomic(self, target: torch.Tensor, index: Any, new: Any) -> torch.Tensor:
         key = index_key(tuple(index) if isinstance(index, list) else index, target)

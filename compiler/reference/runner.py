@@ -16,7 +16,6 @@ from compiler.reference.helion_module import builtins_with_helion, helion_module
 from compiler.reference.kernel import EagerKernel, Runtime
 from compiler.reference.prune import kernel_module
 from compiler.reference.rewrite import KEY_NAME, SLICE_NAME, rewrite_module
-from compiler.reference.tiles import index_key
 from compiler.syntax import parse
 
 DEFAULT_FILENAME = "<helion kernel source>"
@@ -64,7 +63,7 @@ def load_module(source: str, filename: str = DEFAULT_FILENAME, kernel: str | Non
         "__name__": "helion_reference_module",
         "__file__": filename,
         "__builtins__": builtins_with_helion(helion_modules(runtime)),
-        KEY_NAME: index_key,
+        KEY_NAME: runtime.index_key,
         SLICE_NAME: slice,
     }
     try:

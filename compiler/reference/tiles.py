@@ -33,13 +33,14 @@ def default_block_size(extent: int) -> int:
 class Tile:
     """One block [begin, end) of a tiled loop of `count` blocks, each `block_size` long (the last may be short)."""
 
-    __slots__ = ("begin", "end", "block_size", "count")
+    __slots__ = ("begin", "end", "block_size", "count", "axes")
 
     def __init__(self, begin: int, end: int, block_size: int, count: int):
         self.begin = begin
         self.end = end
         self.block_size = block_size
         self.count = count
+        self.axes: Any = None  # a jagged kernel's jagged.Axes: `index` is labelled as running along this tile
 
     @property
     def id(self) -> int:
@@ -48,7 +49,8 @@ class Tile:
 
     @property
     def index(self) -> torch.Tensor:
-        return torch.arange(self.begin, self.end, dtype=torch.int32)
+        positions = torch.arange(self.begin, self.end, dtype=torch.int32)
+        return positions if self.axes is None else self.axes.set(positions, (self,))
 
     def as_slice(self) -> slice:
         return slice(self.begin, self.end)
@@ -96,12 +98,14 @@ def iter_tiles(begin: int, end: int, block_size: int) -> Iterator[Tile]:
 class Launch:
     """Block-size bookkeeping for one kernel call."""
 
-    def __init__(self, code: CodeType, block_sizes: Sequence[int] | None, tunables: Mapping[str, Any] | None = None):
+    def __init__(self, code: CodeType, block_sizes: Sequence[int] | None, tunables: Mapping[str, Any] | None = None,
+                 axes: Any = None):
         for size in block_sizes or ():
             if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
                 raise ValueError(f"block sizes must be positive integers, got {list(block_sizes or ())}")
         self._code = code
         self.tunables = dict(tunables or {})  # hl.register_tunable values by name (the config's)
+        self.axes = axes  # jagged.Axes when the kernel calls hl.jagged_tile: which tile each value's axes run along
         self._requested = list(block_sizes or ())
         self._sites: dict[tuple[tuple[CodeType, int], ...], list[int]] = {}
         self.resolved: list[int] = []  # block size per slot, in order of first appearance
