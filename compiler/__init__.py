@@ -7,7 +7,9 @@ workers stay light; parsing a file and its kernels' keys import no torch. `resul
 results across processes (in a `sqlite_file`, as `tune.store` keeps tuning results). `syntax.parse` is
 the one (locked) way to parse Python; `lifeline` makes child processes end with their parent, and
 `forking` says when a fork of this process makes a worker that skips torch's import;
-`callables` turns Python functions given as kernel arguments into specs (their source) and back.
+`callables` turns Python functions given as kernel arguments into specs (their source) and back;
+`table_roles` reads off the IR which integer arguments are offsets, positions or loop counts (`tables`, the
+plain data a check draws them from).
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ import torch
 from .frontend.values import NamedConst
 from .index_exprs import affine
 from .ir import GridLoop, HostTensor, InnerLoop, KernelIR, Load, Op, Store, TileDim, Value, viewed, walk
-from .tables import IndexTable, TableKind
+from .tables import IndexTable
 
 _PASS = frozenset({"to", "index", "broadcast_to", "reshape", "permute", "transpose", "clone", "mask"})
 _DEPTH = 64
@@ -61,25 +61,24 @@ def _is(tensor: HostTensor, arg: Value) -> bool:
 def _role(ir: KernelIR, name: str, arg: Value, loads: list[Load]) -> IndexTable | None:
     scale = _Scale(arg)
     extents = list(_position_extents(ir, arg, scale))
-    kind: TableKind
     if _offsets(loads):
         longest = list(_tile_extents(ir, _bounded_loops(ir, scale.length)))
-        return IndexTable(name, "offsets", min(extents) if extents else None, min(longest) if longest else None)
+        return IndexTable(name, "offsets", _least(extents), _least(longest))
     if extents:
-        kind = "positions"
-    else:
-        loops = _bounded_loops(ir, lambda v: scale.of(v) == 1)
-        if not loops:
-            return None
-        extents = list(_tile_extents(ir, loops))
-        kind = "counts"
-    return IndexTable(name, kind, min(extents) if extents else None)
+        return IndexTable(name, "positions", _least(extents))
+    loops = _bounded_loops(ir, lambda v: scale.of(v) == 1)
+    return IndexTable(name, "counts", _least(list(_tile_extents(ir, loops)))) if loops else None
+
+
+def _least(extents: list[int]) -> int | None:
+    return min(extents) if extents else None
 
 
 def _offsets(loads: list[Load]) -> bool:
-    """Two loads of a 1-D table at p and p + 1 of the same loop positions."""
+    """Two loads of a 1-D table at p and p + 1 of the same loop positions (`t[0]` and `t[1]` alone are two
+    constants, not a layout)."""
     starts = [_start(ld) for ld in loads if len(ld.tensor.value.shape) == 1 and len(ld.index) == 1]
-    forms = [s for s in starts if s is not None]
+    forms = [s for s in starts if s is not None and s[0]]
     return any(a[0] == b[0] and b[1] == a[1] + 1 for a in forms for b in forms)
 
 
@@ -141,10 +140,10 @@ class _Scale:
             return None
         if p.kind in _PASS:
             return self.of(p.args[0], depth + 1)
-        if p.kind in ("iota", "tile_begin", "tile_end"):
-            d = p.args[0][1] if p.kind == "iota" and p.args and isinstance(p.args[0], tuple) else \
-                p.args[0] if p.kind != "iota" and p.args else None
-            return self.tile(d, depth) if isinstance(d, TileDim) else None
+        if p.kind == "iota" and p.args and isinstance(p.args[0], tuple):  # `tile.index`
+            return self.tile(p.args[0][1], depth) if isinstance(p.args[0][1], TileDim) else None
+        if p.kind in ("tile_begin", "tile_end"):
+            return self.tile(p.args[0], depth)
         if p.kind == "neg":
             c = self.of(p.args[0], depth + 1)
             return None if c is None else -c
@@ -184,6 +183,7 @@ def _accesses(ir: KernelIR) -> Iterator[tuple[Load | Store, tuple, int]]:
 
 
 def _position_extents(ir: KernelIR, arg: Value, scale: _Scale) -> Iterator[int]:
+    """`dim // scale` for every index of another tensor the table's values reach with a positive scale."""
     for n, item, extent in _accesses(ir):
         if _is(n.tensor, arg):
             continue
