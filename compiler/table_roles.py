@@ -22,6 +22,7 @@ directly: jagged + dense adds row i to row i of a dense `[rows, N]` tensor, whic
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 
 import torch
@@ -102,23 +103,38 @@ def _start(load: Load) -> tuple[frozenset, int] | None:
 
 
 class _Scale:
-    """The constant a value is a multiple of one table's loaded values by, plus terms free of them (None:
-    the value does not follow the table linearly, or does not read it)."""
+    """How a value follows one table's loaded values: `c * value + rest`, as (c, stride) where `rest` is always
+    a multiple of `stride` (0: no rest). None: it does not read the table, or not linearly."""
 
     def __init__(self, table: Value):
         self.table = table
-        self._memo: dict[int, int | None] = {}
+        self._memo: dict[int, tuple[int, int] | None] = {}
 
-    def of(self, v: object, depth: int = 0) -> int | None:
+    def of(self, v: object) -> int | None:
+        """The constant `c` (None: no linear use)."""
+        term = self.term(v)
+        return None if term is None else term[0]
+
+    def extent(self, v: object, dim: int) -> int | None:
+        """How far the table's values may go for `v` to index a dim of `dim` inside it: `dim // c`, and within
+        one stride when the rest steps by more than `c` (`row * V + label`: a label stays in its row)."""
+        term = self.term(v)
+        if term is None or term[0] <= 0:
+            return None
+        c, stride = term
+        return min(dim // c, stride // c) if stride > c else dim // c
+
+    def tile(self, d: TileDim, depth: int = 0) -> tuple[int, int] | None:
+        """A tile's positions: those of a loop starting at a table value follow it, plus 0, 1, 2, ..."""
+        lo = self.term(d.lo, depth + 1) if isinstance(d.lo, Value) else None
+        return None if lo is None else (lo[0], 1)
+
+    def term(self, v: object, depth: int = 0) -> tuple[int, int] | None:
         if not isinstance(v, Value) or depth > _DEPTH:
             return None
         if v.id not in self._memo:
             self._memo[v.id] = self._follow(v, depth)
         return self._memo[v.id]
-
-    def tile(self, d: TileDim, depth: int = 0) -> int | None:
-        """The scale of a tile's positions: those of a loop starting at a table value follow it."""
-        return self.of(d.lo, depth + 1) if isinstance(d.lo, Value) else None
 
     def length(self, v: object, depth: int = 0) -> bool:
         """Is the value a difference of two table values (`ends - starts`), or the largest / smallest such?"""
@@ -128,39 +144,60 @@ class _Scale:
         if p.kind in _PASS or p.kind in ("amax", "amin", "max", "min"):
             return self.length(p.args[0], depth + 1)
         if p.kind == "sub":
-            a, b = (self.of(x, depth + 1) for x in p.args[:2])
-            return a is not None and a == b
+            a, b = (self.term(x, depth + 1) for x in p.args[:2])
+            return a is not None and b is not None and a[0] == b[0]
         return False
 
-    def _follow(self, v: Value, depth: int) -> int | None:
+    def _follow(self, v: Value, depth: int) -> tuple[int, int] | None:
         p = v.producer
         if isinstance(p, Load):
-            return 1 if _is(p.tensor, self.table) else None
+            return (1, 0) if _is(p.tensor, self.table) else None
         if not isinstance(p, Op):
             return None
         if p.kind in _PASS:
-            return self.of(p.args[0], depth + 1)
+            return self.term(p.args[0], depth + 1)
         if p.kind == "iota" and p.args and isinstance(p.args[0], tuple):  # `tile.index`
             return self.tile(p.args[0][1], depth) if isinstance(p.args[0][1], TileDim) else None
         if p.kind in ("tile_begin", "tile_end"):
             return self.tile(p.args[0], depth)
         if p.kind == "neg":
-            c = self.of(p.args[0], depth + 1)
-            return None if c is None else -c
+            t = self.term(p.args[0], depth + 1)
+            return None if t is None else (-t[0], t[1])
         if p.kind in ("add", "sub"):
-            a, b = (self.of(x, depth + 1) for x in p.args[:2])
+            a, b = (self.term(x, depth + 1) for x in p.args[:2])
             if a is None and b is None:
                 return None
-            total = (a or 0) + (b or 0) * (1 if p.kind == "add" else -1)
-            return total or None  # `ends - starts`: a length, no position
+            sign = 1 if p.kind == "add" else -1
+            if a is not None and b is not None:
+                c = a[0] + sign * b[0]
+                return (c, math.gcd(a[1], b[1])) if c else None  # `ends - starts`: a length, no position
+            c, stride = a if a is not None else (sign * b[0], b[1])
+            return c, math.gcd(stride, _multiple(p.args[1] if a is not None else p.args[0]))
         if p.kind == "mul":
-            a, b = (self.of(x, depth + 1) for x in p.args[:2])
+            a, b = (self.term(x, depth + 1) for x in p.args[:2])
             ka, kb = _const(p.args[0]), _const(p.args[1])
-            if a is not None and kb is not None:
-                return a * kb or None
-            if b is not None and ka is not None:
-                return b * ka or None
+            if a is not None and kb:
+                return a[0] * kb, a[1] * abs(kb)
+            if b is not None and ka:
+                return b[0] * ka, b[1] * abs(ka)
         return None
+
+
+def _multiple(v: object, depth: int = 0) -> int:
+    """A number a value free of the table is always a multiple of (`tile.index * V`: V; 1 when unknown)."""
+    k = _const(v)
+    if k is not None:
+        return abs(k)
+    if not isinstance(v, Value) or not isinstance(v.producer, Op) or depth > _DEPTH:
+        return 1
+    p = v.producer
+    if p.kind in _PASS or p.kind == "neg":
+        return _multiple(p.args[0], depth + 1)
+    if p.kind == "mul":
+        return _multiple(p.args[0], depth + 1) * _multiple(p.args[1], depth + 1)
+    if p.kind in ("add", "sub"):
+        return math.gcd(_multiple(p.args[0], depth + 1), _multiple(p.args[1], depth + 1))
+    return 1
 
 
 def _const(a: object) -> int | None:
@@ -189,13 +226,14 @@ def _position_extents(ir: KernelIR, arg: Value, scale: _Scale) -> Iterator[int]:
             continue
         kind = item[0]
         if kind == "tile":
-            c = scale.tile(item[1])
+            term = scale.tile(item[1])
+            found = extent // term[0] if term is not None and term[0] > 0 else None
         elif kind in ("gather", "scalar", "window"):
-            c = scale.of(item[1])
+            found = scale.extent(item[1], extent)
         else:
-            c = None
-        if c is not None and c > 0:
-            yield extent // c
+            found = None
+        if found is not None:
+            yield found
 
 
 def _bounded_loops(ir: KernelIR, bound: Callable[[object], bool]) -> list[TileDim]:

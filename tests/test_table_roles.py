@@ -53,6 +53,17 @@ def pick_blocks(blocks: torch.Tensor, picks: torch.Tensor) -> torch.Tensor:
         which = picks[t.index // s]
         out[t, :] = flat[which * s + t.index % s, :] * 2
     return out
+
+
+# helion: args(scores=f32[32, 96], labels=i64[32])
+@helion.kernel(static_shapes=True)
+def picked(scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    v = scores.size(1)
+    flat = scores.view(-1)
+    out = torch.empty([scores.size(0)], dtype=scores.dtype, device=scores.device)
+    for t in hl.tile(scores.size(0)):
+        out[t] = hl.load(flat, [t.index * v + labels[t]])
+    return out
 """
 
 
@@ -63,10 +74,12 @@ def _compiled(name: str):
 def test_the_kernels_use_decides_each_tables_kind_and_extent():
     """Offsets: read at p and p + 1 (an hl.grid position and a tile's positions alike); their extent is the
     dim their values index (rows of `values`; elements of the 1-D `data`), and a loop over a row's length
-    that indexes `dense` bounds every row by its width. Positions: scaled by s into a [b * s, d] view: [0, b)."""
+    that indexes `dense` bounds every row by its width. Positions: scaled by s into a [b * s, d] view: [0, b);
+    added to a row's start in a flat view (`t.index * v + labels[t]`, upstream cross_entropy): inside the row."""
     assert _compiled("segment_sums").tables == (IndexTable("bounds", "offsets", 64),)
     assert _compiled("pad_rows").tables == (IndexTable("offs", "offsets", 200, longest=24),)
     assert _compiled("pick_blocks").tables == (IndexTable("picks", "positions", 6),)
+    assert _compiled("picked").tables == (IndexTable("labels", "positions", 96),)
 
 
 def test_tables_are_drawn_as_their_kind():
@@ -93,8 +106,8 @@ def test_check_and_the_gate_run_jagged_and_gathering_kernels_on_tables_they_can_
     path = tmp_path / "tables.py"
     path.write_text(KERNELS)
     code = check_file(str(path), None, "v7x", ["fori_loop"])
-    rows = capsys.readouterr().out.splitlines()[1:4]
-    assert code == 0 and [r.split()[-3] for r in rows] == ["ok", "ok", "ok"], rows
-    for name in ("segment_sums", "pad_rows", "pick_blocks"):
+    rows = capsys.readouterr().out.splitlines()[1:5]
+    assert code == 0 and [r.split()[-3] for r in rows] == ["ok", "ok", "ok", "ok"], rows
+    for name in ("segment_sums", "pad_rows", "pick_blocks", "picked"):
         gate = check_compiled(_compiled(name))
         assert gate.verdict == "ok" and gate.max_error is not None, (name, gate.message)
