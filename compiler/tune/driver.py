@@ -254,20 +254,24 @@ class TuneRun:
 
         early = options.verify and options.evaluator == "model" and (
             early_sink is not None or not isinstance(self.executor, InlineExecutor))
-        standing: list[Any] = [None, 0]  # the best config so far, and the evaluation count it became best at
+        # the best config so far, its objective, and the evaluations counted when it became best: followed at
+        # every result (progress comes at most every 0.25 s, which let a winner stand unnoticed to the end)
+        standing: list[Any] = [None, float("inf"), 0]
+        evaluations = [0]
 
         def on_progress(p: SearchProgress) -> None:
             best = None if p.best_config is None else dict(p.best_config)
             seconds = (p.best_info or {}).get("seconds", p.best_score)  # the estimate, not the objective
             self._emit("search", p.evaluated, p.pruned, p.total_estimate, seconds, best)
-            if best != standing[0]:
-                standing[:] = [best, p.evaluated]
-            elif early and best is not None and p.evaluated - standing[1] >= EARLY_AFTER:
-                self._check_early(best)
 
         def on_result(r: Evaluated) -> None:  # the score is the objective; the trial keeps the seconds
             seconds = r.info.get("seconds", r.score) if r.score is not None else None
             trials.append((dict(r.config), seconds, "ok" if seconds is not None else "failed", r.info))
+            evaluations[0] += 1
+            if r.score is not None and r.score < standing[1]:  # strictly better: the first of equals stays best
+                standing[:] = [dict(r.config), r.score, evaluations[0]]
+            elif early and standing[0] is not None and evaluations[0] - standing[2] >= EARLY_AFTER:
+                self._check_early(standing[0])
 
         def on_pruned(config: Mapping[str, Any], reason: str) -> None:
             trials.append((dict(config), None, "pruned", {"reason": reason}))
