@@ -788,3 +788,27 @@ def test_split_and_join_pair_up_a_last_dim_of_two() -> None:
     x, scale = torch.randn(6, 5, 2), torch.randn(5)
     out = run_reference(src, "rotate_pairs", [x, scale], [4])
     torch.testing.assert_close(out, torch.stack([-x[..., 1] * scale, x[..., 0]], -1))
+
+
+def test_tiles_in_shapes_are_their_lengths() -> None:
+    """A tile among the sizes of a reshape, view, expand or torch.zeros (upstream rope: `cos[tile_b, tile_t, :]
+    .reshape([tile_b, tile_t, 2, half])`) is its block as the eager run holds it: `end - begin` elements,
+    fewer in a partial last tile (7 rows in blocks of 4). hl.zeros keeps taking the tiles themselves."""
+    src = _source(
+        """
+        import torch, helion, helion.language as hl
+
+        @helion.kernel
+        def halves_swapped(x):
+            rows, cols = x.size()
+            out = torch.empty_like(x)
+            for t in hl.tile(rows):
+                pairs = x[t, :].reshape([t, 2, cols // 2]).view(t, 2, cols // 2)
+                zero = torch.zeros([t, cols], dtype=x.dtype) + hl.zeros([t, cols], dtype=x.dtype)
+                out[t, :] = torch.cat([pairs[:, 1, :], pairs[:, 0, :]], dim=1) + zero.expand(t, cols)
+            return out
+        """
+    )
+    x = torch.randn(7, 6)
+    out = run_reference(src, "halves_swapped", [x], [4])
+    torch.testing.assert_close(out, torch.cat([x[:, 3:], x[:, :3]], dim=1))

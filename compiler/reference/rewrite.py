@@ -1,7 +1,9 @@
-"""Source rewrite that lets Tiles act as indices: `x[tile_m, :]` becomes `x[__hl_key__((tile_m, slice(None)), x)]`.
+"""Source rewrite that lets Tiles act as indices: `x[tile_m, :]` becomes `x[__hl_key__((tile_m, slice(None)), x)]`,
+and as sizes: `t.reshape([tile_b, 2, half])` becomes `t.reshape(__hl_sizes__([tile_b, 2, half]))`.
 
-Only the subscript key is wrapped, so loads, stores, `+=` and `del` keep Python's own evaluation order;
-the key function is the identity for anything that holds no Tile. Annotations are left alone.
+Only the subscript key and the size arguments of torch's shape-taking calls are wrapped, so loads, stores,
+`+=` and `del` keep Python's own evaluation order; the key and size functions are the identity for anything
+that holds no Tile. Annotations are left alone.
 """
 
 from __future__ import annotations
@@ -10,6 +12,11 @@ import ast
 
 KEY_NAME = "__hl_key__"
 SLICE_NAME = "__hl_slice__"
+SIZES_NAME = "__hl_sizes__"
+# shape-taking tensor methods, and torch functions (`torch.zeros(...)`): a Tile among their sizes is a length
+SIZE_METHODS = frozenset({"reshape", "view", "expand", "broadcast_to", "unflatten", "new_zeros", "new_ones",
+                          "new_empty", "new_full"})
+SIZE_FUNCTIONS = frozenset({"zeros", "ones", "empty", "full", "reshape", "broadcast_to"})
 
 
 def _slice_call(node: ast.Slice) -> ast.expr:
@@ -17,7 +24,31 @@ def _slice_call(node: ast.Slice) -> ast.expr:
     return ast.copy_location(ast.Call(ast.Name(SLICE_NAME, ast.Load()), parts, []), node)
 
 
+def _sizes_call(node: ast.expr) -> ast.expr:
+    if isinstance(node, ast.Starred):
+        node.value = _sizes_call(node.value)
+        return node
+    return ast.copy_location(ast.Call(ast.Name(SIZES_NAME, ast.Load()), [node], []), node)
+
+
+def _takes_sizes(func: ast.expr) -> bool:
+    if not isinstance(func, ast.Attribute):
+        return False
+    torch_function = isinstance(func.value, ast.Name) and func.value.id == "torch" and func.attr in SIZE_FUNCTIONS
+    return torch_function or func.attr in SIZE_METHODS  # hl.zeros is not one: it takes the Tiles themselves
+
+
 class _WrapKeys(ast.NodeTransformer):
+    def visit_Call(self, node: ast.Call) -> ast.Call:
+        self.generic_visit(node)
+        if _takes_sizes(node.func):
+            full = node.func.attr in ("full", "new_full")  # only the size: the fill value is a value
+            node.args = [_sizes_call(a) if not full or i == 0 else a for i, a in enumerate(node.args)]
+            for kw in node.keywords:
+                if kw.arg in ("size", "shape"):
+                    kw.value = _sizes_call(kw.value)
+        return node
+
     def visit_Subscript(self, node: ast.Subscript) -> ast.Subscript:
         self.generic_visit(node)
         key = node.slice

@@ -15,7 +15,8 @@ from compiler.reference.errors import ReferenceRunError, deepest_line, describe
 from compiler.reference.helion_module import builtins_with_helion, helion_modules
 from compiler.reference.kernel import EagerKernel, Runtime
 from compiler.reference.prune import kernel_module
-from compiler.reference.rewrite import KEY_NAME, SLICE_NAME, rewrite_module
+from compiler.reference.rewrite import KEY_NAME, SIZES_NAME, SLICE_NAME, rewrite_module
+from compiler.reference.tiles import sizes
 from compiler.syntax import parse
 
 DEFAULT_FILENAME = "<helion kernel source>"
@@ -65,6 +66,7 @@ def load_module(source: str, filename: str = DEFAULT_FILENAME, kernel: str | Non
         "__builtins__": builtins_with_helion(helion_modules(runtime)),
         KEY_NAME: runtime.index_key,
         SLICE_NAME: slice,
+        SIZES_NAME: sizes,
     }
     try:
         exec(code, namespace)

@@ -82,6 +82,16 @@ def index_key(key: object, base: object = None) -> object:
     return tuple(out) if type(key) is tuple else out[0]
 
 
+def sizes(value: object) -> object:
+    """A size argument with each Tile as its length: Helion reads a tile in a shape (`x.reshape([tile_b, 2, h])`)
+    as its block, and the eager block of a tile holds `end - begin` elements (fewer in a partial last tile)."""
+    if isinstance(value, Tile):
+        return value.end - value.begin
+    if type(value) in (list, tuple):
+        return type(value)(v.end - v.begin if isinstance(v, Tile) else v for v in value)
+    return value
+
+
 def _position(k: object) -> bool:
     """One position: an int, or a 0-d integer tensor."""
     if isinstance(k, torch.Tensor):
