@@ -287,3 +287,36 @@ def test_reduced_shapes_keep_what_the_kernels_asserts_tie_together():
     args = coerce_args("x=f32[4096, 2048], normalized_shape=[2048], w=f32[2048]")
     small = reduced_args(kernel, args, {"block_sizes": [256]}, get_chip("v7x"))
     assert small["x"].shape == (512, 2048) and small["w"].shape == (2048,)
+
+
+PACKED = """
+@helion.kernel(static_shapes=True)
+def packed_rows(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    m, k = a.shape
+    _, n = b.shape
+    out = torch.zeros([m, n], dtype=torch.float32, device=a.device)
+    block_k = hl.register_block_size(k // 2)
+    for tile_m, tile_n in hl.tile([m, n]):
+        acc = hl.zeros([tile_m, tile_n], dtype=torch.float32)
+        for tile_k in hl.tile(k // 2, block_size=block_k):
+            start = tile_k.begin * 2
+            pairs = a[tile_m, start:start + block_k * 2].reshape(tile_m, block_k, 2).sum(-1)
+            acc = hl.dot(pairs, b[tile_k, tile_n], acc=acc)
+        out[tile_m, tile_n] = acc
+    return out
+"""
+
+
+def test_reduced_shapes_keep_a_walked_dim_equal_to_the_loop_over_another_argument():
+    """upstream int4_gemm walks B's rows with a loop over A's K // 2 and asserts nothing: B's rows (4096) and A's
+    K (8192) shrank each on its own (to 128 and 128), so the file's own reference could not multiply them. A
+    dim an inner loop walks that was exactly the loop's extent stays so; the two sizes then shrink together,
+    by a common factor."""
+    from compiler.chips import get_chip
+    from compiler.specs import coerce_args
+    from compiler.tune.shrink import reduced_args
+
+    kernel = compiler.load(HEADER + textwrap.dedent(PACKED)).kernels["packed_rows"]
+    args = coerce_args("a=bf16[8, 8192], b=bf16[4096, 1024]")
+    small = reduced_args(kernel, args, {"block_sizes": [16, 64, 256], "pallas_loop_type": "unroll"}, get_chip("v7x"))
+    assert small["a"].shape[1] == 2 * small["b"].shape[0] < 8192, small

@@ -14,6 +14,7 @@ shorter than keys, for instance). Lane and sublane dimensions are not taken belo
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -46,11 +47,16 @@ def _structure(plan: KernelPlan) -> _Structure:
         shape.append((lp.kind, lp.api, lp.block_sizes, lp.strategy, ragged))
         counts.extend(lp.steps)
     for call in plan.calls:
+        walkers = {lp.index: lp for lp in call.inner_loops}
         for op in call.operands:
             full = tuple(
                 None if b is None else b >= a for b, a in zip(op.block_shape, op.array_shape, strict=True)
             )
-            shape.append((op.name, op.kind, op.memory, op.buffer_count, op.grid_axes, op.inner_loop, full))
+            # a dim an inner loop walks that is exactly the loop's extent stays so: the extent may come from
+            # another argument (int4_gemm walks B's K // 2 rows with a loop over A's K // 2)
+            walker = walkers.get(op.inner_loop)
+            exact = tuple(op.array_shape[d] == walker.extent for d in op.inner_axes) if walker else ()
+            shape.append((op.name, op.kind, op.memory, op.buffer_count, op.grid_axes, op.inner_loop, full, exact))
         shape.append(tuple((s.name, s.role) for s in call.scratch))
         for lp in call.inner_loops:
             shape.append((lp.strategy, lp.block_size))
@@ -151,7 +157,30 @@ def reduced_args(
             if accept(trial):
                 sizes = trial
                 break
+    # 3. two sizes that shrink only together (int4_gemm's K and K // 2, `assert nchunks == cdiv(seqlen, chunk)`):
+    # by a common factor, largest first
+    stuck = sorted({args[n].shape[i] for n, i in positions if (n, i) not in sizes and args[n].shape[i] > 1},
+                   reverse=True)
+    for a, b in itertools.combinations(stuck, 2):
+        together = [(n, i) for n, i in positions if args[n].shape[i] in (a, b)]
+        if any(pos in sizes for pos in together):
+            continue  # one of them shrank with an earlier pair
+        for factor in _common_factors(a, b, layouts[a], layouts[b]):
+            trial = {**sizes, **{(n, i): args[n].shape[i] // factor for n, i in together}}
+            if accept(trial):
+                sizes = trial
+                break
     return _apply(args, sizes)
+
+
+def _common_factors(a: int, b: int, layout_a: _Layout, layout_b: _Layout) -> list[int]:
+    """The factors dividing both sizes that leave each within its layout, largest first."""
+
+    def fits(size: int, layout: _Layout) -> bool:
+        return size >= layout.floor and size % layout.unit == 0
+
+    return [f for f in range(math.gcd(a, b), 1, -1)
+            if a % f == 0 and b % f == 0 and fits(a // f, layout_a) and fits(b // f, layout_b)]
 
 
 def work_ratio(original: Mapping[str, ArgSpec], reduced: Mapping[str, ArgSpec]) -> float:
