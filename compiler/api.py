@@ -26,7 +26,7 @@ from .diagnostics import ArgRankError, CompileError, Diagnostic, Position, Range
 from .frontend.call_shapes import InferredShapes, ShapeOrigin
 from .frontend.limits import too_deep
 from .frontend.module import KernelDef, ModuleInfo, parse_module, source_hash, used_helpers
-from .frontend.shape_hint import no_shapes_hint
+from .frontend.shape_hint import no_shapes_hint, required_params
 from .notebook import NotebookError, NotebookModule, read_notebook
 from .plan import AccessInfo, KernelPlan, LoopInfo
 from .specs import ArgSpec, SpecError, TensorSpec, coerce_args, format_args
@@ -222,7 +222,20 @@ class Kernel:
             return None
         found = self._call_shapes()
         return no_shapes_hint(self.definition.node, self.definition.decorator, self.source.splitlines(),
-                              found.misses.get(self.name, []), found.unreached.get(self.name))
+                              found.misses.get(self.name, []), found.unreached.get(self.name), self._alike(found))
+
+    def _alike(self, found: InferredShapes) -> tuple[str, list[dict[str, ArgSpec]]] | None:
+        """Another kernel of the file that takes the same arguments and has shape sets (its shape lines, else its
+        calls'), with those sets: upstream's attention.py calls `attention` and none of its five variants."""
+        mine = required_params(self.definition.node)
+        for other in self.info.kernels:
+            if other.name == self.name or required_params(other.node) != mine:
+                continue
+            sets = other.shape_sets or [specs for specs, _ in found.sets.get(other.name, [])]
+            sets = [{name: s[name] for name in mine} for s in sets if all(name in s for name in mine)]
+            if sets:
+                return other.name, sets
+        return None
 
     def resolve_args(self, args: Any = None, shape_set: int | None = None) -> dict[str, ArgSpec]:
         if args is None:

@@ -93,14 +93,16 @@ def test_a_kernel_nothing_calls_gets_an_information_hint_with_a_shape_line_fix(r
     assert (hint.code, hint.severity) == ("HPL107", Severity.INFORMATION)
     assert hint.range == kernel.decorator_range
     decorator = line_of(ROWS, "@helion.kernel()\ndef never_called")
-    assert hint.fix.range.start.line == decorator and hint.fix.new_text == "# helion: args(x=f32[1024, 1024])\n"
+    # row_softmax takes the same x: its shape sets (from check()), not placeholders
+    copied = "# helion: args(x=bf16[64, 256])\n# helion: args(x=bf16[128, 512])\n"
+    assert hint.fix.range.start.line == decorator and hint.fix.new_text == copied
     assert not any(d.code == "HPL107" for d in rows.diagnostics)  # a compile hint, not a file problem
     # the fix, applied as the editor would, gives a kernel that compiles
     lines = ROWS.splitlines(keepends=True)
     fixed = "".join(lines[:decorator]) + hint.fix.new_text + "".join(lines[decorator:])
     again = compiler.load(fixed).kernels["never_called"]
-    assert [format_args(s) for s in again.shape_sets] == ["x=f32[1024, 1024]"]
-    assert again.shape_set_origins == [None]
+    assert [format_args(s) for s in again.shape_sets] == ["x=bf16[64, 256]", "x=bf16[128, 512]"]
+    assert again.shape_set_origins == [None, None]
     again.compile(emit=False)
 
 

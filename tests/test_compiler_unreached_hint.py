@@ -153,3 +153,25 @@ def test_a_call_whose_arguments_are_not_known_is_related_information():
     call = line(text, "halve(torch.load")
     assert f"(the call at line {call}: argument `x` is not known without running the file)" in hint.message
     assert related(hint) == [(call, "`halve` is called here: argument `x` is not known without running the file")]
+
+
+def test_the_fix_copies_the_shape_sets_of_a_kernel_taking_the_same_arguments():
+    """upstream's attention.py runs `attention` and none of its five variants, which take the same q, k, v: the
+    variants' fix writes attention's shape lines (real shapes the file uses), not placeholders. A kernel taking
+    other arguments keeps the placeholder line."""
+    text = "double(torch.randn(8, 128))\ndouble(torch.randn(4, 256, dtype=torch.bfloat16))\n"
+    fix = hint_of(text).fix
+    assert fix.title == "Add double's shape lines (the same arguments): # helion: args(x=f32[8, 128])"
+    assert fix.new_text == "# helion: args(x=f32[8, 128])\n# helion: args(x=bf16[4, 256])\n"
+    module = compiler.load(KERNELS + text + "\n\n" + textwrap.dedent("""\
+        @helion.kernel()
+        def scaled(x: torch.Tensor, s: float) -> torch.Tensor:
+            out = torch.empty_like(x)
+            for tile in hl.tile(x.size()):
+                out[tile] = x[tile] * s
+            return out
+        """))
+    assert module.kernels["scaled"].shape_hint.fix.title.startswith("Add a shape line: # helion: args(x=f32[")
+    with_lines = compiler.load(KERNELS.replace("@helion.kernel()\ndef double",
+                                               "# helion: args(x=f16[2, 128])\n@helion.kernel()\ndef double"))
+    assert with_lines.kernels["halve"].shape_hint.fix.new_text == "# helion: args(x=f16[2, 128])\n"

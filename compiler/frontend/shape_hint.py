@@ -1,7 +1,9 @@
 """The hint for a kernel with no shape set: no `# helion: args(...)` line above it and no call to it that
 the file's own code makes with known arguments (call_shapes.py). It is information, not an error — the
-kernel is fine, the compiler only lacks shapes — and carries a quick fix that writes a shape line with a
-placeholder per parameter, from its annotation and from how the body unpacks its size.
+kernel is fine, the compiler only lacks shapes — and carries a quick fix that writes shape lines: those of
+another kernel of the file that takes the same arguments (upstream's attention variants, which nothing calls,
+beside the `attention` the file runs), else one with a placeholder per parameter, from its annotation and
+from how the body unpacks its size.
 """
 
 from __future__ import annotations
@@ -9,18 +11,21 @@ from __future__ import annotations
 import ast
 
 from ..diagnostics import Diagnostic, Fix, Position, Range, Related, hint
+from ..specs import ArgSpec, SpecError, coerce_args, format_args
 from .unreached import Unreached
 
 PLACEHOLDER_DTYPE = "f32"
 
 
 def no_shapes_hint(fn: ast.FunctionDef, decorator: ast.expr, lines: list[str],
-                   misses: list[tuple[Range, str]], unreached: Unreached | None = None) -> Diagnostic:
+                   misses: list[tuple[Range, str]], unreached: Unreached | None = None,
+                   alike: tuple[str, list[dict[str, ArgSpec]]] | None = None) -> Diagnostic:
     """Information on the decorator, with a fix inserting `# helion: args(...)` above it, saying why no call
     gave shapes: the first call whose arguments are not known, or why the file's run never calls the kernel
     (`unreached`, its steps as related information); for a kernel that takes a function (flex attention's
     `score_mod`) no call shows, information on that parameter instead, naming it and the call whose function
-    could not be seen (no placeholder fix: no lambda fits every one)."""
+    could not be seen (no placeholder fix: no lambda fits every one). `alike`: another kernel taking the same
+    arguments and its shape sets, which the fix copies."""
     wanted = _function_param(fn, misses)
     if wanted is not None:
         param, call = wanted
@@ -45,8 +50,36 @@ def no_shapes_hint(fn: ast.FunctionDef, decorator: ast.expr, lines: list[str],
         message += f" (the call at line {rng.start.line + 1}: {why})"
         related = (Related(rng, f"`{fn.name}` is called here: {why}"),)
     message += "; add a shape line to compile it"
-    fix = Fix(f"Add a shape line: {text}", Range(Position(first, 0), Position(first, 0)), f"{indent}{text}\n")
+    copied = _shape_lines(alike[1]) if alike is not None else None
+    at = Range(Position(first, 0), Position(first, 0))
+    if alike is not None and copied is not None:  # the same arguments as `alike[0]`: its shapes, not placeholders
+        plural = "s" if len(copied) > 1 else ""
+        fix = Fix(f"Add {alike[0]}'s shape line{plural} (the same arguments): {copied[0]}", at,
+                  "".join(f"{indent}{line}\n" for line in copied))
+    else:
+        fix = Fix(f"Add a shape line: {text}", at, f"{indent}{text}\n")
     return hint("HPL107", message, Range.of(decorator), fix=fix, related=related)
+
+
+def _shape_lines(sets: list[dict[str, ArgSpec]]) -> list[str] | None:
+    """`# helion: args(...)` for each set, or None when one does not read back as itself."""
+    lines = []
+    for specs in sets:
+        text = format_args(specs)
+        try:
+            if coerce_args(text) != specs:
+                return None
+        except SpecError:
+            return None
+        lines.append(f"# helion: args({text})")
+    return lines
+
+
+def required_params(fn: ast.FunctionDef) -> list[str]:
+    """The parameters a call must pass: those without a default."""
+    a = fn.args
+    params = [*a.posonlyargs, *a.args]
+    return [p.arg for p in params[: len(params) - len(a.defaults)]]
 
 
 def _function_param(fn: ast.FunctionDef, misses: list[tuple[Range, str]]
