@@ -9,7 +9,11 @@ plan's structure.
 
 Dimensions are shrunk by value first (every dimension of size 8192 becomes the same smaller size, which
 keeps shapes that must agree in agreement), then position by position where a kernel allows it (queries
-shorter than keys, for instance). Lane and sublane dimensions are not taken below 128 (or their size).
+shorter than keys, for instance), then in pairs by a common factor where neither moves alone (a matmul's K
+in x and in w once N, of the same size, has kept its two tiles; int4_gemm's K in A and K // 2 in B). A
+dimension an inner loop walks that was exactly the loop's extent stays so: the extent may come from another
+argument, and the file's own reference needs the two to agree. Lane and sublane dimensions are not taken
+below 128 (or their size).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from ..specs import ArgSpec, TensorSpec
 LANE_FLOOR = 128  # the lane width: a minor dimension keeps at least this many elements (or all it has)
 SUBLANE_UNIT = 16  # rows of a packed 16-bit tile (a multiple of the 8 rows of a 32-bit one)
 TILES = 2  # tiles kept along each tiled dimension that had at least this many
+PAIR_TRIALS = 24  # compiles spent on dimensions that shrink only in pairs (each ~1-10 ms)
 
 
 @dataclass(frozen=True)
@@ -149,6 +154,7 @@ def reduced_args(
                 sizes = trial
                 break
     # 2. position by position, where the kernel lets one dimension differ from its equals
+    stuck = []
     for pos in positions:
         name, i = pos
         current = sizes.get(pos, args[name].shape[i])
@@ -157,29 +163,42 @@ def reduced_args(
             if accept(trial):
                 sizes = trial
                 break
-    # 3. two sizes that shrink only together (int4_gemm's K and K // 2, `assert nchunks == cdiv(seqlen, chunk)`):
-    # by a common factor, largest first
-    stuck = sorted({args[n].shape[i] for n, i in positions if (n, i) not in sizes and args[n].shape[i] > 1},
-                   reverse=True)
-    for a, b in itertools.combinations(stuck, 2):
-        together = [(n, i) for n, i in positions if args[n].shape[i] in (a, b)]
-        if any(pos in sizes for pos in together):
-            continue  # one of them shrank with an earlier pair
-        for factor in _common_factors(a, b, layouts[a], layouts[b]):
-            trial = {**sizes, **{(n, i): args[n].shape[i] // factor for n, i in together}}
-            if accept(trial):
-                sizes = trial
+        else:
+            stuck.append(pos)
+    # 3. two dimensions that shrink only together (int4_gemm's A[:, K] and B[K // 2, :]; a matmul's x[:, K] and
+    # w[K, :] when N is as large), by the largest common factor that keeps the structure: equal sizes first, at
+    # most PAIR_TRIALS compiles
+    def size(pos: tuple[str, int]) -> int:
+        return sizes.get(pos, args[pos[0]].shape[pos[1]])
+
+    pairs = sorted(itertools.combinations([p for p in stuck if size(p) > 1], 2),
+                   key=lambda pq: size(pq[0]) != size(pq[1]))
+    trials, moved = 0, set()
+    for p, q in pairs:
+        if p in moved or q in moved or trials >= PAIR_TRIALS:
+            continue
+        a, b = size(p), size(q)
+        best = None
+        for factor in _common_factors(a, b, _layout(args[p[0]], p[1]), _layout(args[q[0]], q[1])):
+            if trials >= PAIR_TRIALS:
                 break
+            trials += 1  # smallest factor first: a pair that cannot shrink by it costs one compile
+            trial = {**sizes, p: a // factor, q: b // factor}
+            if not accept(trial):
+                break
+            best = trial
+        if best is not None:
+            sizes, moved = best, moved | {p, q}
     return _apply(args, sizes)
 
 
 def _common_factors(a: int, b: int, layout_a: _Layout, layout_b: _Layout) -> list[int]:
-    """The factors dividing both sizes that leave each within its layout, largest first."""
+    """The factors dividing both sizes that leave each within its layout, smallest first."""
 
     def fits(size: int, layout: _Layout) -> bool:
         return size >= layout.floor and size % layout.unit == 0
 
-    return [f for f in range(math.gcd(a, b), 1, -1)
+    return [f for f in range(2, math.gcd(a, b) + 1)
             if a % f == 0 and b % f == 0 and fits(a // f, layout_a) and fits(b // f, layout_b)]
 
 
