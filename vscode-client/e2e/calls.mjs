@@ -3,7 +3,8 @@
 // which runs the kernels through `run_example`) opened in the editor. Checked: every kernel check() calls gets a
 // lens per shape set labelled with the call it came from, and a Tune lens; the kernel hover lists the shape sets
 // with their VMEM tables; nothing is an error; the kernel nothing calls gets an information hint (HPL107) whose
-// quick fix writes a `# helion: args(...)` line, after which that kernel compiles.
+// quick fix writes `# helion: args(...)` lines — it takes the same `x` as center_rows, so center_rows's shape
+// sets — after which that kernel compiles.
 import { copyFileSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -179,9 +180,10 @@ export async function callsSteps({ page, url, step, shot, budget, need, log, her
     await shot("13c-shapes-from-calls-problems");
     await runCommand("View: Hide Panel");
 
-    // Its quick fix writes a shape line above the kernel, which then compiles and gets a Tune lens.
+    // Its quick fix writes shape lines above the kernel (center_rows's: the same argument), which then compiles
+    // and gets a Tune lens per shape set.
     await goToLine(lineOf(`def ${UNCALLED}(`) - 1, 2);
-    const menu = page.locator(".action-widget .monaco-list-row.action", { hasText: "Add a shape line" }).first();
+    const menu = page.locator(".action-widget .monaco-list-row.action", { hasText: "shape line" }).first();
     for (let attempt = 1; ; attempt++) {
       // Asked again as a user would if the first answer comes back empty (a busy machine).
       await page.keyboard.press("Control+.");
@@ -199,10 +201,11 @@ export async function callsSteps({ page, url, step, shot, budget, need, log, her
     // Chosen with the keyboard, as 07c does: the menu's rows move while it opens.
     for (let i = 0; i < offered.findIndex((t) => t.trim() === fix); i++) await page.keyboard.press("ArrowDown");
     await page.keyboard.press("Enter");
-    const written = fix.replace(/^Add a shape line: /, "");
-    need(/^# helion: args\(x=\w+\[\d+, \d+\]\)$/.test(written), `not a shape line: ${written}`);
-    // The lenses follow the text at once; diagnostics are refreshed on save (as for any .py file).
-    await waitFor(UNCALLED, "info", `(k) => k.above.trim() === ${JSON.stringify(written)} && k.lensesAbove.some((t) => /^Tune on /.test(t))`, 90_000);
+    need(/^Add center_rows's shape lines \(the same arguments\): # helion: args\(x=\w+\[\d+, \d+\]\)$/.test(fix),
+      `not center_rows's shape lines: ${fix}`);
+    // The lenses follow the text at once (the line right above the decorator is the last shape line written);
+    // diagnostics are refreshed on save (as for any .py file).
+    await waitFor(UNCALLED, "info", `(k) => k.above.trim().startsWith("# helion: args(x=") && k.lensesAbove.some((t) => /^Tune on /.test(t))`, 90_000);
     await page.keyboard.press("Control+S");
     await page.locator(".tab.active.dirty").waitFor({ state: "detached", timeout: budget(10_000) });
     await waitFor(UNCALLED, "info", "(k) => k.squiggles.length === 0", 60_000);
