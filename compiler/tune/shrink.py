@@ -11,8 +11,9 @@ Dimensions are shrunk by value first (every dimension of size 8192 becomes the s
 keeps shapes that must agree in agreement), then position by position where a kernel allows it (queries
 shorter than keys, for instance), then in pairs by a common factor where neither moves alone (a matmul's K
 in x and in w once N, of the same size, has kept its two tiles; int4_gemm's K in A and K // 2 in B). A
-dimension an inner loop walks that was exactly the loop's extent stays so: the extent may come from another
-argument, and the file's own reference needs the two to agree. Lane and sublane dimensions are not taken
+dimension an inner loop walks that was exactly the loop's extent stays so, and dimensions one inner loop walks
+that were the same size stay the same size: the extent may come from another argument, and the kernel (or the
+file's own reference) needs them to agree. Lane and sublane dimensions are not taken
 below 128 (or their size).
 """
 
@@ -66,6 +67,10 @@ def _structure(plan: KernelPlan) -> _Structure:
         for lp in call.inner_loops:
             shape.append((lp.strategy, lp.block_size))
             counts.append(lp.trips)
+            # dims one loop walks that were the same size stay the same size: upstream rms_norm_bwd walks x's,
+            # grad_out's and rsqrt's rows with one loop over x's, and grad_out's alone shrank (384 rows of 512)
+            walked = [op.array_shape[d] for op in call.operands if op.inner_loop == lp.index for d in op.inner_axes]
+            shape.append(tuple(a == b for a, b in itertools.combinations(walked, 2)))
     return _Structure(tuple(shape), tuple(counts))
 
 
