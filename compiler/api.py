@@ -154,6 +154,7 @@ class Kernel:
         self.decorator_config = definition.decorator_config
         self.decorator_configs = definition.decorator_configs
         self._call_shapes = lambda: module.call_shapes
+        self._siblings = lambda: module.kernels.values()
         self.config_ranges: list[Range] = list(definition.configs_ranges)
         self.config_range_all: Range | None = definition.config_range
         self.params = [a.arg for a in definition.node.args.args]
@@ -222,17 +223,16 @@ class Kernel:
             return None
         found = self._call_shapes()
         return no_shapes_hint(self.definition.node, self.definition.decorator, self.source.splitlines(),
-                              found.misses.get(self.name, []), found.unreached.get(self.name), self._alike(found))
+                              found.misses.get(self.name, []), found.unreached.get(self.name), self._alike())
 
-    def _alike(self, found: InferredShapes) -> tuple[str, list[dict[str, ArgSpec]]] | None:
+    def _alike(self) -> tuple[str, list[dict[str, ArgSpec]]] | None:
         """Another kernel of the file that takes the same arguments and has shape sets (its shape lines, else its
         calls'), with those sets: upstream's attention.py calls `attention` and none of its five variants."""
         mine = required_params(self.definition.node)
-        for other in self.info.kernels:
-            if other.name == self.name or required_params(other.node) != mine:
+        for other in self._siblings():
+            if other is self or required_params(other.definition.node) != mine:
                 continue
-            sets = other.shape_sets or [specs for specs, _ in found.sets.get(other.name, [])]
-            sets = [{name: s[name] for name in mine} for s in sets if all(name in s for name in mine)]
+            sets = [{name: s[name] for name in mine} for s in other.shape_sets if all(name in s for name in mine)]
             if sets:
                 return other.name, sets
         return None

@@ -1,6 +1,7 @@
 """Bad input yields diagnostics with exact source ranges; nothing a user can type escapes as an exception."""
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -320,27 +321,13 @@ def test_reduced_shapes_keep_a_walked_dim_equal_to_the_loop_over_another_argumen
     args = coerce_args("a=bf16[8, 8192], b=bf16[4096, 1024]")
     small = reduced_args(kernel, args, {"block_sizes": [16, 64, 256], "pallas_loop_type": "unroll"}, get_chip("v7x"))
     assert small["a"].shape[1] == 2 * small["b"].shape[0] < 8192, small
-    # a matmul whose K is as large as N: x's K and w's K, each stuck alone once N has its two tiles, go together
-    matmul = next(iter(compiler.load(HEADER + textwrap.dedent(MATMUL)).kernels.values()))
-    square = coerce_args("x=bf16[8192, 8192], w=bf16[8192, 8192]")
+    # a matmul whose K is as large as N (tests/kernels/matmul.py, which asserts the two K equal): x's K and y's
+    # K, each stuck alone once N has its two tiles, go together
+    matmul = compiler.load(Path(__file__).parent / "kernels" / "matmul.py").kernels["matmul"]
+    square = coerce_args("x=bf16[8192, 8192], y=bf16[8192, 8192]")
     small = reduced_args(matmul, square, {"block_sizes": [256, 1024, 512], "pallas_loop_type": "unroll"},
                          get_chip("v7x"))
-    assert (small["x"].shape, small["w"].shape) == ((512, 1024), (1024, 2048)), small
-
-
-MATMUL = """
-@helion.kernel(static_shapes=True)
-def matmul(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    m, k = x.size()
-    _, n = w.size()
-    out = torch.empty([m, n], dtype=torch.float32, device=x.device)
-    for tile_m, tile_n in hl.tile([m, n]):
-        acc = hl.zeros([tile_m, tile_n], dtype=torch.float32)
-        for tile_k in hl.tile(k):
-            acc = torch.addmm(acc, x[tile_m, tile_k], w[tile_k, tile_n])
-        out[tile_m, tile_n] = acc
-    return out
-"""
+    assert (small["x"].shape, small["y"].shape) == ((512, 1024), (1024, 2048)), small
 
 
 ROWS_IN_BLOCKS = """

@@ -76,20 +76,23 @@ def _shape_lines(sets: list[dict[str, ArgSpec]]) -> list[str] | None:
 
 
 def required_params(fn: ast.FunctionDef) -> list[str]:
-    """The parameters a call must pass: those without a default."""
+    """The names of the parameters a call must pass."""
+    return [p.arg for p in _required(fn)]
+
+
+def _required(fn: ast.FunctionDef) -> list[ast.arg]:
+    """The parameters without a default."""
     a = fn.args
     params = [*a.posonlyargs, *a.args]
-    return [p.arg for p in params[: len(params) - len(a.defaults)]]
+    return params[: len(params) - len(a.defaults)]
 
 
 def _function_param(fn: ast.FunctionDef, misses: list[tuple[Range, str]]
                     ) -> tuple[ast.arg, tuple[Range, str] | None] | None:
     """The parameter taking a function (annotated `Callable`, or one a call passed an unseen function for)
     that keeps the kernel from a shape set, with that call's miss; None when no such parameter."""
-    a = fn.args
-    params = [*a.posonlyargs, *a.args]
-    required = params[: len(params) - len(a.defaults)]
-    for p in params:
+    required = _required(fn)
+    for p in [*fn.args.posonlyargs, *fn.args.args]:
         miss = next((m for m in misses if m[1].startswith(f"argument `{p.arg}` ")), None)
         takes_function = "Callable" in (ast.unparse(p.annotation) if p.annotation is not None else "")
         if miss is not None and (takes_function or "function" in miss[1]):
@@ -101,10 +104,7 @@ def _function_param(fn: ast.FunctionDef, misses: list[tuple[Range, str]]
 
 def placeholder_args(fn: ast.FunctionDef) -> str:
     """`x=f32[1024, 1024], eps=1.0`: one placeholder per parameter without a default."""
-    a = fn.args
-    params = [*a.posonlyargs, *a.args]
-    required = params[: len(params) - len(a.defaults)]
-    return ", ".join(f"{p.arg}={_placeholder(p, fn)}" for p in required)
+    return ", ".join(f"{p.arg}={_placeholder(p, fn)}" for p in _required(fn))
 
 
 def _placeholder(param: ast.arg, fn: ast.FunctionDef) -> str:

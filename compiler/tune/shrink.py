@@ -158,12 +158,14 @@ def reduced_args(
             if accept(trial):
                 sizes = trial
                 break
+    def size(pos: tuple[str, int]) -> int:
+        return sizes.get(pos, args[pos[0]].shape[pos[1]])
+
     # 2. position by position, where the kernel lets one dimension differ from its equals
     stuck = []
     for pos in positions:
         name, i = pos
-        current = sizes.get(pos, args[name].shape[i])
-        for cand in _candidates(current, blocks, _layout(args[name], i)):
+        for cand in _candidates(size(pos), blocks, _layout(args[name], i)):
             trial = {**sizes, pos: cand}
             if accept(trial):
                 sizes = trial
@@ -173,9 +175,6 @@ def reduced_args(
     # 3. two dimensions that shrink only together (int4_gemm's A[:, K] and B[K // 2, :]; a matmul's x[:, K] and
     # w[K, :] when N is as large), by the largest common factor that keeps the structure: equal sizes first, at
     # most PAIR_TRIALS compiles
-    def size(pos: tuple[str, int]) -> int:
-        return sizes.get(pos, args[pos[0]].shape[pos[1]])
-
     pairs = sorted(itertools.combinations([p for p in stuck if size(p) > 1], 2),
                    key=lambda pq: size(pq[0]) != size(pq[1]))
     trials, moved = 0, set()
