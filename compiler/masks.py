@@ -8,7 +8,8 @@ this pass inserts a `mask` op — `where(begin + iota < end, x, fill)` — with 
 - reductions over the dim: sum/mean/any -> 0, amax/argmax/logsumexp -> -inf, amin/argmin -> +inf, prod/all
   -> 1 (mean then divides by the valid count, not the block);
 - softmax / log_softmax along the dim: -inf; cumsum / cumprod along it: 0 / 1 (a device-bounded window starts
-  before its step's first position, so padding can precede valid positions);
+  before its step's first position, and a reverse scan runs from the padded tail, so padding can precede valid
+  positions);
 - dots contracting the dim: both operands 0 (0 * NaN would still be NaN);
 - a value carried by an inner loop and updated elementwise over the loop's own partial tile: its padding
   keeps the carried value (`where(valid, next, phi)`), and iterations that lie wholly past the end (sub-tiles
@@ -407,8 +408,9 @@ class _Rewriter:
             if not axes:
                 return []
             self._no_opaque(axes, op)
-            # a scan's padding only follows the valid positions at a partial tail, but a device-bounded window
-            # starts before its step's first position: padding is the scan's identity
+            # a scan's padding follows the valid positions at a partial tail, but a device-bounded window starts
+            # before its step's first position, and a reverse scan (hl.cumsum(reverse=True)) runs from the tail:
+            # padding is the scan's identity
             fill = -math.inf if k in ("softmax", "log_softmax") else 0 if k == "cumsum" else 1
             m, out = self.mask(x, axes, fill, op.range)
             op.args = (out,) + tuple(a[1:])

@@ -62,6 +62,18 @@ HELPERS = {
         "        shift *= 2\n"
         "    return x\n"
     ),
+    "suffix": (
+        "def _suffix(x, axis, combine, identity):\n"
+        '    """Inclusive scan along `axis` from its end (hl.cumsum / cumprod with reverse=True): each step combines\n'
+        "    every element with the one `shift` after it, rotated in by pltpu.roll.\"\"\"\n"
+        "    n = x.shape[axis]\n"
+        "    pos = jax.lax.broadcasted_iota(jnp.int32, x.shape, axis)\n"
+        "    shift = 1\n"
+        "    while shift < n:\n"
+        "        x = combine(x, jnp.where(pos < n - shift, pltpu.roll(x, n - shift, axis), identity))\n"
+        "        shift *= 2\n"
+        "    return x\n"
+    ),
     "topk": (
         "def _topk(x, k, axis, largest):\n"
         "    \"\"\"torch.topk by k rounds of max (TPUs have no sort): values and indices, best first. Like torch,\n"
@@ -237,12 +249,13 @@ class ExprWriter:
                 text += f".astype({dtype_text(out.dtype)})"
             return text, True
         if k in ("cumsum", "cumprod"):
-            self.helpers.add("prefix")
+            helper = "suffix" if kw.get("reverse") else "prefix"
+            self.helpers.add(helper)
             x = self.arg(a[0])
             if a[0].dtype != out.dtype:
                 x = f"{x}.astype({dtype_text(out.dtype)})"
             combine, identity = ("jnp.add", 0) if k == "cumsum" else ("jnp.multiply", 1)
-            return f"_prefix({x}, {kw['dim']}, {combine}, {identity})", True
+            return f"_{helper}({x}, {kw['dim']}, {combine}, {identity})", True
         if k in ("softmax", "log_softmax"):
             self.helpers.add(k)
             x = self.arg(a[0])

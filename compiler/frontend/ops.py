@@ -173,11 +173,17 @@ class OpBuilder:
         fn = torch.softmax if name == "softmax" else torch.log_softmax
         return self.make(name, (x,), {"dim": dim, "dtype": dtype}, lambda t, dim, dtype: fn(t, dim, dtype=dtype), rng)
 
-    def scan(self, name: str, x: Value, dim: int, rng: Range) -> Value:
-        """`torch.cumsum` / `torch.cumprod` along `dim` (an inclusive prefix combine)."""
+    def scan(self, name: str, x: Value, dim: int, rng: Range, reverse: bool = False, same_dtype: bool = False) -> Value:
+        """`torch.cumsum` / `torch.cumprod` along `dim` (an inclusive prefix combine); `hl.cumsum` / `hl.cumprod`
+        keep the input's dtype (torch's promote integers to int64) and may run from the end (`reverse`)."""
         dim = _check_dim(dim, len(x.shape), name, rng)
         fn = torch.cumsum if name == "cumsum" else torch.cumprod
-        return self.make(name, (x,), {"dim": dim}, lambda t, dim: fn(t, dim), rng)
+
+        def meta(t: torch.Tensor, dim: int, reverse: bool = False) -> torch.Tensor:
+            out = fn(t, dim, dtype=t.dtype) if same_dtype else fn(t, dim)
+            return out.flip(dim) if reverse else out
+
+        return self.make(name, (x,), {"dim": dim, **({"reverse": True} if reverse else {})}, meta, rng)
 
     def dot(self, a: Value, b: Value, acc: Value | None, out_dtype: torch.dtype | None, rng: Range) -> Value:
         if not (isinstance(a, Value) and isinstance(b, Value)):

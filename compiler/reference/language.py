@@ -24,7 +24,7 @@ from compiler.reference.tiles import Tile, default_block_size, index_key, iter_t
 INDEX_DTYPE = torch.int32
 
 _PUBLIC = ("tile", "jagged_tile", "split", "join", "grid", "register_block_size", "register_tunable", "barrier", "load", "store", "specialize", "zeros", "full", "arange", "dot", "rand",
-           "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg",
+           "cumsum", "cumprod", "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg",
            "atomic_cas")
 _U32 = 0xFFFFFFFF
 _RAND_MIX = (1, 0x9E3779B1, 0x85EBCA77, 0xC2B2AE3D)  # the compiler's per-dim counter multipliers, as uint32
@@ -219,6 +219,14 @@ class Language:
         dtype = out_dtype or (acc.dtype if acc is not None else _dot_result_dtype(mat1, mat2))
         return result.to(dtype)
 
+    def cumsum(self, input_tensor: torch.Tensor, dim: int, reverse: bool = False) -> torch.Tensor:
+        """Inclusive sums along `dim` in the input's dtype, from the end when `reverse`."""
+        return _scan(torch.cumsum, input_tensor, dim, reverse)
+
+    def cumprod(self, input_tensor: torch.Tensor, dim: int, reverse: bool = False) -> torch.Tensor:
+        """Inclusive products along `dim` in the input's dtype, from the end when `reverse`."""
+        return _scan(torch.cumprod, input_tensor, dim, reverse)
+
     def rand(self, shape: Any, seed: Any) -> torch.Tensor:
         """Uniform [0, 1) from a hash of (seed, element index): the same values as the compiled kernel."""
         entries, _ = _dims(shape)
@@ -334,6 +342,12 @@ def _gather_positions(tensor: torch.Tensor, index: list[Any]) -> tuple[list[torc
     full = torch.broadcast_shapes(*(p.shape for p in shaped)) if shaped else ()
     clamped = [p.clamp(0, max(tensor.shape[d] - 1, 0)).expand(full) for d, p in enumerate(shaped)]
     return clamped, valid.expand(full)
+
+
+def _scan(fn: Any, x: torch.Tensor, dim: int, reverse: bool) -> torch.Tensor:
+    if reverse:
+        return fn(x.flip(dim), dim, dtype=x.dtype).flip(dim)
+    return fn(x, dim, dtype=x.dtype)
 
 
 def _missing(name: str) -> Any:
