@@ -9,7 +9,7 @@ this pass inserts a `mask` op — `where(begin + iota < end, x, fill)` — with 
   -> 1 (mean then divides by the valid count, not the block);
 - softmax / log_softmax along the dim: -inf; cumsum / cumprod along it: 0 / 1 (a device-bounded window starts
   before its step's first position, and a reverse scan runs from the padded tail, so padding can precede valid
-  positions);
+  positions); hl.associative_scan has no identity: its validity flags (`scan_valid`) are 0 there (scans.py);
 - dots contracting the dim: both operands 0 (0 * NaN would still be NaN);
 - a value carried by an inner loop and updated elementwise over the loop's own partial tile: its padding
   keeps the carried value (`where(valid, next, phi)`), and iterations that lie wholly past the end (sub-tiles
@@ -174,7 +174,7 @@ class _Analysis:
             else:
                 tags = tuple(t for i, t in enumerate(x) if i not in dims)
             return [tags] * len(outs)
-        if k in ("softmax", "log_softmax", "cumsum", "cumprod"):
+        if k in ("softmax", "log_softmax", "cumsum", "cumprod", "roll", "scan_valid"):
             return [self.of(a[0])]
         if k == "dot":
             ta, tb = self.of(a[0]), self.of(a[1])
@@ -401,6 +401,14 @@ class _Rewriter:
             op.args = (out,) + tuple(a[1:])
             if k == "mean":
                 op.kwargs["valid"] = tuple(sorted({d for _, d in axes}, key=_order))
+            return [m]
+        if k == "scan_valid":  # hl.associative_scan's validity flags: 0 where the scanned dim holds padding
+            axes = self.partial_axes(a[0], {op.kwargs["dim"]})
+            if not axes:
+                return []
+            self._no_opaque(axes, op)
+            m, out = self.mask(a[0], axes, 0, op.range)
+            op.args = (out,)
             return [m]
         if k in ("softmax", "log_softmax", "cumsum", "cumprod"):
             x = a[0]

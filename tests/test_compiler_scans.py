@@ -1,4 +1,4 @@
-"""`torch.cumsum` / `cumprod` and `hl.cumsum` / `hl.cumprod`: a log-step scan with pltpu.roll (jnp.cumsum has no
+"""`torch.cumsum` / `cumprod`, `hl.cumsum` / `hl.cumprod` and `hl.associative_scan`: a log-step scan with pltpu.roll (jnp.cumsum has no
 Mosaic lowering), masked where its dim holds positions outside the range (a device-bounded window starts before its
 step's rows; a reverse scan's ragged last tile holds them before its valid positions)."""
 
@@ -121,3 +121,148 @@ def test_hl_scan_reverse_must_be_a_constant():
     """
     with pytest.raises(compiler.CompileError, match="reverse must be a constant"):
         kernel(source).compile(args="x=f32[16, 128]")
+
+
+COMBINES = """
+def add_fn(a, b):
+    return a + b
+
+
+def max_fn(a, b):
+    return torch.maximum(a, b)
+
+
+def segment_fn(left_values, left_ids, right_values, right_ids):
+    return torch.where(left_ids == right_ids, left_values + right_values, right_values), right_ids
+
+
+def affine_fn(left, right):  # x -> a * x + b, `left` applied first: not commutative
+    return right[0] * left[0], right[0] * left[1] + right[1]
+"""
+
+ASSOCIATIVE = COMBINES + """
+
+@helion.kernel()
+def scans(x: torch.Tensor, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    total, peak, segment, affine = torch.empty_like(x), torch.empty_like(x), torch.empty_like(x), torch.empty_like(x)
+    for tm, tn in hl.tile(x.size()):
+        xb = x[tm, tn]
+        total[tm, tn] = hl.associative_scan(add_fn, xb, {dim}, reverse={reverse})
+        peak[tm, tn] = hl.associative_scan(max_fn, xb, dim={dim}, reverse={reverse})
+        values, _ = hl.associative_scan(segment_fn, (xb, ids[tm, tn].float()), {dim}, {reverse})
+        segment[tm, tn] = values
+        _, shifted = hl.associative_scan(affine_fn, (0.5 + 0.25 * xb, xb), {dim}, reverse={reverse})
+        affine[tm, tn] = shifted
+    return total, peak, segment, affine
+"""
+
+
+def _sequential(x: torch.Tensor, ids: torch.Tensor, dim: int, reverse: bool) -> list[torch.Tensor]:
+    """Plain torch, one position after another with the running value on the left (upstream's meaning)."""
+    n = x.size(dim)
+    rows: list[list[torch.Tensor]] = [[], [], [], []]
+    acc = None
+    for k in (reversed(range(n)) if reverse else range(n)):
+        v, i = x.select(dim, k), ids.select(dim, k).float()
+        a = 0.5 + 0.25 * v
+        if acc is None:
+            acc = (v, v, (v, i), (a, v))
+        else:
+            total, peak, (sv, si), (fa, fb) = acc
+            acc = (total + v, torch.maximum(peak, v), (torch.where(si == i, sv + v, v), i), (a * fa, a * fb + v))
+        rows[0].append(acc[0])
+        rows[1].append(acc[1])
+        rows[2].append(acc[2][0])
+        rows[3].append(acc[3][1])
+    if reverse:
+        rows = [r[::-1] for r in rows]
+    return [torch.stack(r, dim) for r in rows]
+
+
+@pytest.mark.parametrize(("dim", "reverse"), [(1, False), (1, True), (0, False), (0, True)])
+def test_associative_scan_matches_sequential_torch_on_ragged_tiles(dim, reverse):
+    """100 x 300 in 64 x 128 blocks: ragged on both dims; the padding (NaN in interpret mode) must never enter a
+    combine, in either direction, and tuple scans (unpacked and tuple-style combine functions) keep their pairs."""
+    source = HEADER + textwrap.dedent(ASSOCIATIVE.format(dim=dim, reverse=reverse))
+    ck = compiler.load(source).kernels["scans"].compile(args="x=f32[100, 300], ids=i32[100, 300]",
+                                                        config={"block_sizes": [64, 128]})
+    assert ck.check_lowering() == [], ck.source
+    x = torch.randn(100, 300)
+    ids = torch.randint(0, 2, (100, 300)).cumsum(dim).to(torch.int32) // 3  # runs of equal ids
+    block = 64 if dim == 0 else 128
+    parts = [_sequential(x.narrow(dim, s, min(block, x.size(dim) - s)), ids.narrow(dim, s, min(block, x.size(dim) - s)),
+                         dim, reverse) for s in range(0, x.size(dim), block)]
+    want = [torch.cat([p[j] for p in parts], dim) for j in range(4)]
+    for got, expected in zip(ck(x.clone(), ids.clone()), want, strict=True):
+        torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
+    from compiler.reference import run_reference
+
+    eager = run_reference(source, "scans", [x.clone(), ids.clone()], block_sizes=[64, 128])
+    for got, expected in zip(eager, want, strict=True):
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_associative_scan_in_a_device_bounded_window():
+    """The window clamped at the end of the rows starts inside the previous segment: those rows are not valid
+    positions of this step and must not enter the scan (there is no identity to pad them with)."""
+    source = COMBINES + """
+
+@helion.kernel()
+def segment_scan(x: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+    out = torch.zeros_like(x)
+    for g in hl.grid(offsets.size(0) - 1):
+        for t in hl.tile(offsets[g], offsets[g + 1]):
+            out[t, :] = hl.associative_scan(max_fn, x[t, :], 0)
+    return out
+"""
+    x = torch.randn(40, 128)
+    offsets = torch.tensor([0, 5, 5, 19, 40], dtype=torch.int32)
+    ck = compiler.load(HEADER + source).kernels["segment_scan"].compile(args="x=f32[40, 128], offsets=i32[5]",
+                                                                      config={"block_sizes": [8]})
+    assert ck.check_lowering() == [], ck.source
+    want = torch.cat([torch.cat([x[s:min(s + 8, b)].cummax(0).values for s in range(a, b, 8)])
+                      for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist(), strict=True) if b > a])
+    torch.testing.assert_close(ck(x.clone(), offsets), want)
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    ("hl.associative_scan(add_fn, (x[tm, :], x[tm, :64]), 1)", "must have one shape"),
+    ("hl.associative_scan(add_fn, (x[tm, :], x[tm, :]), 1)[0]", "must return 2 tensors"),  # tuple + tuple: 4
+    ("hl.associative_scan(add_fn, x[tm, :], 1, reverse=x[tm, :].sum() > 0)", "reverse must be a constant"),
+])
+def test_associative_scan_misuse_is_diagnosed(call, message):
+    source = COMBINES + f"""
+
+@helion.kernel()
+def bad(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tm in hl.tile(x.size(0)):
+        out[tm, :] = {call}
+    return out
+"""
+    with pytest.raises(compiler.CompileError, match=message):
+        compiler.load(HEADER + source).kernels["bad"].compile(args="x=f32[16, 128]")
+
+
+def test_torch_scan_is_helion_scan_in_a_kernel():
+    """Upstream kernels call `torch._higher_order_ops.associative_scan` (upstream replaces it by
+    hl.associative_scan); torch's own needs a GPU, so the eager reference stands in for it too."""
+    source = COMBINES + """
+
+@helion.kernel()
+def torch_scan(x: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tm in hl.tile(x.size(0)):
+        values, _ = torch._higher_order_ops.associative_scan(segment_fn, (x[tm, :], ids[tm, :].float()), 1)
+        out[tm, :] = values
+    return out
+"""
+    x = torch.randn(16, 256)
+    ids = torch.randint(0, 2, (16, 256)).cumsum(1).to(torch.int32) // 3
+    want = _sequential(x, ids, 1, False)[2]
+    ck = compiler.load(HEADER + source).kernels["torch_scan"].compile(args="x=f32[16, 256], ids=i32[16, 256]",
+                                                                    config={"block_sizes": [8]})
+    torch.testing.assert_close(ck(x.clone(), ids.clone()), want, rtol=1e-4, atol=1e-4)
+    from compiler.reference import run_reference
+
+    torch.testing.assert_close(run_reference(HEADER + source, "torch_scan", [x, ids], [8]), want, rtol=1e-5, atol=1e-5)

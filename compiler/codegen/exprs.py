@@ -248,6 +248,10 @@ class ExprWriter:
             if k in ("argmax", "argmin") or out.dtype != a[0].dtype and k not in ("any", "all"):
                 text += f".astype({dtype_text(out.dtype)})"
             return text, True
+        if k == "roll":
+            return f"pltpu.roll({self.arg(a[0])}, {kw['shift']}, {kw['dim']})", True
+        if k == "scan_valid":  # its argument, masked where the scanned dim holds padding (masks.py)
+            return self.arg(a[0]), True
         if k in ("cumsum", "cumprod"):
             helper = "suffix" if kw.get("reverse") else "prefix"
             self.helpers.add(helper)

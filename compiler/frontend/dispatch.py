@@ -13,6 +13,7 @@ from ..diagnostics import Range, UserError
 from ..ir import Value
 from .hl_calls import HelionCalls
 from .limits import check_product, check_range, check_round
+from .scans import TORCH_SCANS
 from .static_args import as_int, unwrap
 from .torch_calls import TorchCalls
 from .tunables import FRAGMENTS, make_fragment
@@ -126,6 +127,8 @@ class Dispatcher(HelionCalls, TorchCalls):
             return self.hl(q.rsplit(".", 1)[1], args, kwargs, rng)
         if q.startswith("builtins."):
             return self.builtin(q[9:], args, kwargs, rng)
+        if q in TORCH_SCANS:  # upstream Helion replaces torch's scan by its own
+            return self.hl("associative_scan", args, kwargs, rng)
         if q in NUM_SM_CALLS:  # persistent kernels size their worker grid by it
             return num_sm(self.t.chip)
         if q.startswith("helion.autotuner.") and q.rsplit(".", 1)[1] in FRAGMENTS:

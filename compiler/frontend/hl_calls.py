@@ -1,6 +1,6 @@
 """Calls of `helion.language` (`hl.*`) in a kernel: sizes (cdiv, register_block_size, ...), loops (as
 loop_specs.py specs), blocks (zeros, full, arange), hl.load/hl.store (indexing.py), hl.dot, hl.rand,
-hl.cumsum/hl.cumprod, atomics, split/join (pairs.py) and tunables.
+hl.cumsum/hl.cumprod, hl.associative_scan (scans.py), atomics, split/join (pairs.py) and tunables.
 
 `HelionCalls` is mixed into `Dispatcher` (dispatch.py); it needs from it: t (the tracer), ops.
 """
@@ -16,6 +16,7 @@ from ..ir import Value
 from . import pairs
 from .jagged import jagged_spec
 from .loop_specs import loop_spec
+from .scans import associative_scan
 from .static_args import as_int, shape_arg, shape_tiles, unwrap
 from .tunables import tunable_value
 from .values import BlockSize, Tile
@@ -108,6 +109,8 @@ class HelionCalls:
             return self.rand(args, kwargs, rng)
         if name in ("cumsum", "cumprod"):
             return self.scan(name, args, kwargs, rng)
+        if name == "associative_scan":
+            return associative_scan(self, args, kwargs, rng)
         if name in ATOMICS:
             return self.atomic(name, args, kwargs, rng)
         raise UserError("HPL102", f"`hl.{name}` is not supported by the Pallas backend", rng)

@@ -185,6 +185,10 @@ class OpBuilder:
 
         return self.make(name, (x,), {"dim": dim, **({"reverse": True} if reverse else {})}, meta, rng)
 
+    def roll(self, x: Value, shift: int, dim: int, rng: Range) -> Value:
+        """`pltpu.roll`: element i moves to (i + shift) mod n along `dim` (a scan step's partners)."""
+        return self.make("roll", (x,), {"shift": shift, "dim": dim}, lambda t, shift, dim: torch.roll(t, shift, dim), rng)
+
     def dot(self, a: Value, b: Value, acc: Value | None, out_dtype: torch.dtype | None, rng: Range) -> Value:
         if not (isinstance(a, Value) and isinstance(b, Value)):
             raise UserError("HPL105", "dot needs two tensors", rng)

@@ -18,6 +18,7 @@ from compiler.config import Config, as_config
 from compiler.reference.errors import ReferenceRunError, deepest_line, describe
 from compiler.reference.jagged import Axes, AxesMode
 from compiler.reference.matmul_mode import MixedPrecisionMatmul
+from compiler.reference.scans import torch_scan_replaced
 from compiler.reference.tiles import Launch, index_key
 from compiler.reference.uninitialized import UninitializedAsNaN
 
@@ -46,7 +47,8 @@ class Runtime:
         launch = Launch(fn.__code__, block_sizes, tunables, axes)
         self._launches.append(launch)
         try:
-            with MixedPrecisionMatmul(), UninitializedAsNaN(), AxesMode(axes) if axes else nullcontext():
+            with MixedPrecisionMatmul(), UninitializedAsNaN(), torch_scan_replaced(), \
+                    AxesMode(axes) if axes else nullcontext():
                 yield launch
         finally:
             self._launches.pop()

@@ -1,0 +1,115 @@
+"""`hl.associative_scan(combine_fn, input, dim, reverse=False)`: an inclusive scan with the user's combine
+function, traced into log2(n) steps of existing ops (TPUs have no scan instruction; `jnp` scans do not lower).
+
+Step `shift` (1, 2, 4, ...) combines every position with the one `shift` before it (after it, in reverse),
+rotated in by `pltpu.roll`; the partner is the left operand, as in upstream Helion, whose reverse scan is the
+scan of the flipped dim (`f(x[n-1], x[n-2])`, ...). A combine function has no identity to pad with, so each position carries a
+validity flag as well: a position whose tile holds padding there (a ragged tile, a device-bounded window
+starting before its rows; `scan_valid`, masked by masks.py) takes part in no combine, and a pair combines
+only when both sides are valid — `(a, fa) + (b, fb) = (fa & fb ? a + b : fa ? a : b, fa | fb)`, which is
+associative whenever the combine function is. Valid positions get the scan of the valid positions up to them.
+
+The combine function is called as upstream Helion calls it: `f(left, right)` for one tensor; for a tuple,
+`f(left_tuple, right_tuple)` when it has fewer than four parameters, else `f(*left, *right)`.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ..diagnostics import Range, UserError
+from ..ir import Value
+from .static_args import as_int, unwrap
+from .values import Closure
+
+if TYPE_CHECKING:
+    from .dispatch import Dispatcher
+
+
+# torch's own scan, which upstream Helion replaces by hl.associative_scan in kernels (same arguments, `xs` for
+# the input; its combine_mode does not change the result)
+TORCH_SCANS = frozenset({"torch._higher_order_ops.associative_scan",
+                         "torch._higher_order_ops.associative_scan.associative_scan"})
+
+
+def associative_scan(d: Dispatcher, args: list, kwargs: dict, rng: Range) -> Value | tuple[Value, ...]:
+    combine = args[0] if args else kwargs.get("combine_fn")
+    given = args[1] if len(args) > 1 else kwargs.get("input_tensor", kwargs.get("xs"))
+    dim = unwrap(args[2] if len(args) > 2 else kwargs.get("dim"))
+    reverse = unwrap(args[3] if len(args) > 3 else kwargs.get("reverse", False))
+    several = isinstance(given, tuple | list)
+    xs = tuple(given) if several else (given,)
+    if combine is None or not xs or not all(isinstance(x, Value) for x in xs):
+        raise UserError("HPL103", "hl.associative_scan(combine_fn, input_tensor, dim, reverse=False) scans a tensor "
+                                  "or a tuple of tensors", rng)
+    if any(x.shape != xs[0].shape for x in xs):
+        raise UserError("HPL105", "hl.associative_scan: the tensors of a tuple must have one shape, got "
+                                  + ", ".join(str(list(x.shape)) for x in xs), rng)
+    if dim is None or isinstance(dim, Value):
+        raise UserError("HPL103", "hl.associative_scan needs a constant dim", rng)
+    if not isinstance(reverse, bool):
+        raise UserError("HPL106", "hl.associative_scan: reverse must be a constant True or False", rng)
+    ndim = len(xs[0].shape)
+    dim = as_int(dim, "dim", rng)
+    if not -ndim <= dim < max(ndim, 1):
+        raise UserError("HPL105", f"hl.associative_scan: dim {dim} is out of range for {ndim} dims", rng)
+    dim %= max(ndim, 1)
+    return _scan(d, combine, xs, dim, reverse, several, rng)
+
+
+def _scan(d: Dispatcher, combine: Any, xs: tuple[Value, ...], dim: int, reverse: bool, several: bool,
+          rng: Range) -> Value | tuple[Value, ...]:
+    ops = d.ops
+    n = xs[0].shape[dim]
+    valid = ops.make("scan_valid", (ops.full(xs[0].shape, 1, torch.int32, rng, like=xs[0]),), {"dim": dim},
+                     lambda t, dim: t, rng)
+    positions = ops.index(ops.arange(n, torch.int32, None, rng),
+                          tuple(slice(None) if i == dim else None for i in range(len(xs[0].shape))), rng)
+    shift = 1
+    while shift < n:
+        amount = n - shift if reverse else shift  # pltpu.roll: element i moves to i + amount (mod n)
+        other = tuple(ops.roll(x, amount, dim, rng) for x in xs)
+        other_valid = ops.roll(valid, amount, dim, rng)
+        inside = ops.binary("lt", positions, n - shift, rng) if reverse else ops.binary("ge", positions, shift, rng)
+        takes = ops.binary("logical_and", inside, ops.binary("ne", other_valid, 0, rng), rng)
+        both = ops.binary("logical_and", takes, ops.binary("ne", valid, 0, rng), rng)
+        combined = _call(d, combine, other, xs, several, rng)  # the partner on the left: earlier (later in reverse)
+        xs = tuple(ops.where(both, c, ops.where(takes, o, x, rng), rng)
+                   for c, o, x in zip(combined, other, xs, strict=True))
+        valid = ops.where(takes, 1, valid, rng)
+        shift *= 2
+    return xs if several else xs[0]
+
+
+def _call(d: Dispatcher, combine: Any, left: tuple[Value, ...], right: tuple[Value, ...], several: bool,
+          rng: Range) -> tuple[Value, ...]:
+    """`combine` on one step's pairs, in the calling convention its parameters ask for; results cast to the
+    inputs' dtypes (a scan keeps them)."""
+    fn = combine.fn if isinstance(combine, Closure) else combine
+    if several:
+        params = len(fn.args.args) if isinstance(fn, ast.FunctionDef) else 2
+        call_args = [*left, *right] if params >= 4 else [left, right]
+    else:
+        call_args = [left[0], right[0]]
+    if isinstance(combine, Closure) and combine.foreign:
+        raise UserError("HPL101", "hl.associative_scan: the combine function must be defined in this file", rng)
+    if isinstance(fn, ast.FunctionDef):
+        out = d.t.inline(fn, call_args, {}, rng, combine.env if isinstance(combine, Closure) else None)
+    else:
+        out = d.call(combine, call_args, {}, rng)
+    outs = tuple(out) if isinstance(out, tuple | list) else (out,)
+    if len(outs) != len(left) or not all(isinstance(o, Value) for o in outs):
+        raise UserError("HPL105", f"hl.associative_scan: the combine function must return {len(left)} tensor"
+                                  f"{'s' if len(left) > 1 else ''}, one per input", rng)
+    return tuple(o if o.dtype == x.dtype and o.shape == x.shape else _like(d, o, x, rng)
+                 for o, x in zip(outs, left, strict=True))
+
+
+def _like(d: Dispatcher, o: Value, x: Value, rng: Range) -> Value:
+    if o.shape != x.shape:
+        raise UserError("HPL105", f"hl.associative_scan: the combine function returned shape {list(o.shape)} for "
+                                  f"inputs of shape {list(x.shape)}; it must work elementwise", rng)
+    return d.ops.cast(o, x.dtype, rng)

@@ -1,0 +1,57 @@
+"""The eager `hl.associative_scan`, and torch's own scan replaced by it while a kernel runs.
+
+One position after another (from the end when `reverse`), the running value on the left — `f(acc, x[i])` —
+as upstream Helion's eager mode does. Upstream kernels also call `torch._higher_order_ops.associative_scan`
+(upstream replaces it by hl.associative_scan in kernels), whose own implementation needs a GPU: during a
+kernel launch that name is this function too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+import torch._higher_order_ops as higher_order_ops
+
+
+def associative_scan(combine_fn: Callable[..., Any], input_tensor: Any, dim: int, reverse: bool = False) -> Any:
+    """Inclusive scan of a tensor or a tuple of tensors of one shape, in their dtypes. A tuple's combine
+    function takes (left_tuple, right_tuple), or with four or more parameters the tensors unpacked."""
+    several = isinstance(input_tensor, tuple | list)
+    leaves = tuple(input_tensor) if several else (input_tensor,)
+    unpacked = several and len(inspect.signature(combine_fn).parameters) >= 4
+
+    def combine(left: tuple[torch.Tensor, ...], right: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+        if not several:
+            return (combine_fn(left[0], right[0]),)
+        return tuple(combine_fn(*left, *right) if unpacked else combine_fn(left, right))
+
+    dim %= leaves[0].dim()
+    n = leaves[0].size(dim)
+    acc: tuple[torch.Tensor, ...] | None = None
+    out: list[tuple[torch.Tensor, ...]] = [()] * n
+    for k in (reversed(range(n)) if reverse else range(n)):
+        cur = tuple(leaf.select(dim, k) for leaf in leaves)
+        acc = cur if acc is None else tuple(c.to(x.dtype) for c, x in zip(combine(acc, cur), cur, strict=True))
+        out[k] = acc
+    result = tuple(torch.stack(column, dim) for column in zip(*out, strict=True)) if n else leaves
+    return result if several else result[0]
+
+
+def _torch_scan(combine_fn: Callable[..., Any], xs: Any, dim: int, reverse: bool = False,
+                combine_mode: str = "pointwise") -> Any:
+    return associative_scan(combine_fn, xs, dim, reverse)
+
+
+@contextlib.contextmanager
+def torch_scan_replaced() -> Iterator[None]:
+    """`torch._higher_order_ops.associative_scan` is the eager scan for the duration of a kernel call."""
+    saved = higher_order_ops.associative_scan
+    higher_order_ops.associative_scan = _torch_scan
+    try:
+        yield
+    finally:
+        higher_order_ops.associative_scan = saved
