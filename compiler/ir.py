@@ -164,7 +164,7 @@ class Store(Node):
     tensor: HostTensor
     index: tuple[IndexItem, ...]
     value: Value
-    accumulate: str | None = None  # "add" for `x[...] += v`
+    accumulate: str | None = None  # "add" for `x[...] += v`; "atomic_add": hl.atomic_add at tensor positions
     pred: Value | None = None  # under `if` on device values: a 0-d bool; elsewhere the old values stay
     # a scatter at a partial tile's positions: (axis of the index tensor, tile) whose padding positions write
     # nothing (set by compiler/masks.py)

@@ -1,5 +1,5 @@
 """Device ops beyond elementwise math: F.pad, torch.cat / torch.stack, torch.gather, torch.topk, hl.rand,
-hl.atomic_*, view_as, starred unpacking. Each matches plain torch in TPU interpret mode and lowers for TPU."""
+hl.atomic_* (hl.atomic_add also at tensor-valued positions), view_as, starred unpacking. Each matches plain torch in TPU interpret mode and lowers for TPU."""
 
 import math
 
@@ -225,6 +225,58 @@ def swap_in(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     assert torch.equal(run_reference(src, "swap_in", [x.clone(), y], block_sizes=[128]), want)
     ck = compile_for(src[len(HEADER):], [x, y])
     assert torch.equal(ck(x.clone(), y), want)
+
+
+SCATTER_ADD = """
+@helion.kernel(config=helion.Config(block_sizes=[32, 128]))
+def scatter_add(idx: torch.Tensor, vals: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    for te, tf in hl.tile(vals.size()):
+        hl.atomic_add(out, [idx[te], tf], vals[te, tf])
+    return out
+"""
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32])
+def test_atomic_add_at_tensor_positions_sums_the_duplicates(dtype):
+    """100 rows into 40 (every row given ~2.5 times) in 32 x 128 blocks, ragged on both dims; int32 wraps like
+    an int32 atomic. Plain torch: index_add_."""
+    idx = torch.randint(0, 40, (100,), dtype=torch.int32)
+    if dtype == torch.int32:
+        vals, out = (torch.randint(-2**30, 2**30, shape, dtype=dtype) for shape in ((100, 200), (40, 200)))
+    else:
+        vals, out = (4 * torch.randn(100, 200)).to(dtype), torch.randn(40, 200).to(dtype)
+    want = out.long() if dtype == torch.int32 else out.double()
+    want = want.index_add_(0, idx.long(), vals.long() if dtype == torch.int32 else vals.double())
+    if dtype == torch.int32:
+        want = ((want + 2**31) % 2**32 - 2**31).to(dtype)
+    tolerance = {torch.float32: 1e-5, torch.bfloat16: 2e-2, torch.int32: 0}[dtype] * want.double().abs().max().item()
+    ck = compile_for(SCATTER_ADD, [idx, vals, out])
+    assert not ck.check_lowering()
+    got = ck(idx, vals, out.clone())
+    torch.testing.assert_close(got.double(), want.double(), rtol=0, atol=tolerance)
+    eager = run_reference(HEADER + SCATTER_ADD, "scatter_add", [idx, vals, out.clone()], block_sizes=[32, 128])
+    torch.testing.assert_close(eager.double(), want.double(), rtol=0, atol=tolerance)
+
+
+def test_atomic_add_at_tensor_positions_adds_non_finite_values_like_ieee():
+    idx = torch.tensor([0, 1, 1, 2, 2, 3] * 16, dtype=torch.int32)
+    vals = torch.tensor([1.0, math.inf, 2.0, math.inf, -math.inf, math.nan] * 16)[:, None].expand(96, 128).contiguous()
+    out = torch.zeros(4, 128)
+    got = compile_for(SCATTER_ADD, [idx, vals, out])(idx, vals, out.clone())
+    want = out.index_add(0, idx.long(), vals)
+    torch.testing.assert_close(got, want, equal_nan=True)
+
+
+def test_other_atomics_at_tensor_positions_are_refused():
+    source = """
+@helion.kernel()
+def scatter_max(idx: torch.Tensor, vals: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    for te in hl.tile(vals.size(0)):
+        hl.atomic_max(out, [idx[te], slice(None)], vals[te, :])
+    return out
+"""
+    with pytest.raises(CompileError, match="HPL202.*hl.atomic_add can"):
+        kernel_of(source).compile(args="idx=i32[64], vals=f32[64, 128], out=f32[8, 128]")
 
 
 def test_view_as_and_starred_unpacking():

@@ -184,7 +184,7 @@ class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
             block = self.names.fresh(f"{op.tensor.name}_block")
             self.out.add(indent, f"{block} = {current}", n.range)
             current = block
-        if n.accumulate:
+        if n.accumulate and n.accumulate != "atomic_add":
             sym = {"add": "+", "sub": "-", "mul": "*", "div": "/"}.get(n.accumulate)
             if sym is None:
                 raise UserError("HPL101", f"in-place `{n.accumulate}` stores are not supported", n.range)
@@ -199,17 +199,19 @@ class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
             atomic = True
         if n.value.dtype != dtype:
             value = f"{value if atomic else '(' + value + ')'}.astype({dtype_text(dtype)})"
+        adds = n.accumulate == "atomic_add"
         if spills:  # the padding of a partial tile would land on valid elements: keep their old values there
             shape = tuple(region)
             cond = " & ".join(f"({self.writer.valid(td, shape, axis, self.store_lanes(n, td))})"
                               for axis, td in spills)
-            value = f"jnp.where({cond}, {value}, {current})"
+            value = f"jnp.where({cond}, {value}, {0 if adds else current})"
         if gathered is not None:
-            self.use_helper("scatter")
+            helper = "scatter_add" if adds else "scatter"
+            self.use_helper(helper)
             axis, index = gathered
             valid = " & ".join(f"({self.writer.valid(td, tuple(index.shape), a)})" for a, td in n.padding)
             valid = f", valid={valid}" if valid else ""
-            value = f"_scatter({current}, {self.ref(index)[0]}, {value}, axis={axis}{valid})"
+            value = f"_{helper}({current}, {self.ref(index)[0]}, {value}, axis={axis}{valid})"
         if n.pred is not None:  # under `if` on a device value: the old values stay where it is false
             value = f"jnp.where({self.ref(n.pred)[0]}, {value}, {current})"
         parts = self.index_parts(op, n) if op.memory != "smem" else []

@@ -169,12 +169,20 @@ class HelionCalls:
             raise UserError("HPL101", f"hl.{name} updates a host tensor inside a device loop", rng)
         index = tuple(index) if isinstance(index, list) else index
         old = self.t.load(target, index, rng)
-        if any(it[0] == "gather" for it in old.producer.index):
+        scattered = any(it[0] == "gather" for it in old.producer.index)
+        if scattered and name != "atomic_add":
             raise UserError("HPL202", f"hl.{name} at tensor-valued positions is not supported (positions given "
-                                      "twice would have to combine, which a one-hot scatter cannot do)", rng)
+                                      "twice would have to combine in order, which a one-hot scatter cannot do; "
+                                      "hl.atomic_add can)", rng)
         values = [unwrap(v) for v in values[: want - 2]]
         if len(values) != want - 2:
             raise UserError("HPL103", f"hl.{name}: missing value", rng)
+        if scattered:  # every position adds its value, a position given twice both (a one-hot matmul sums them)
+            add = values[0]
+            if isinstance(add, Value) and add.dtype != target.dtype:
+                add = self.ops.cast(add, target.dtype, rng)
+            self.t.store_at(target, index, add, "atomic_add", rng)
+            return old
         combine = ATOMICS[name]
         if name == "atomic_cas":
             new = self.ops.where(self.ops.binary("eq", old, values[0], rng), values[1], old, rng)

@@ -294,7 +294,16 @@ class Language:
         return old
 
     def atomic_add(self, target: torch.Tensor, index: Any, value: Any, sem: str = "relaxed") -> torch.Tensor:
-        return self._atomic(target, index, lambda old: old + value)
+        """Each selected element gets its value added; at tensor-valued positions one given twice gets both."""
+        key = index_key(tuple(index) if isinstance(index, list) else index, target)
+        old = target[key].clone()
+        element = torch.arange(target.numel()).view(target.shape)[key]  # which element each selection is
+        flat = target.contiguous().view(-1)
+        added = torch.as_tensor(value).to(target.dtype).expand(element.shape)
+        flat.index_add_(0, element.reshape(-1), added.reshape(-1))
+        if flat.data_ptr() != target.data_ptr():
+            target.copy_(flat.view(target.shape))
+        return old
 
     def atomic_max(self, target: torch.Tensor, index: Any, value: Any, sem: str = "relaxed") -> torch.Tensor:
         return self._atomic(target, index, lambda old: torch.maximum(old, torch.as_tensor(value, dtype=old.dtype)))
