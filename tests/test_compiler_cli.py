@@ -124,6 +124,36 @@ def test_check_reports_a_failing_reference(tmp_path, capsys):
     assert "add: reference() failed: RuntimeError" in out and out.strip().endswith("1 passed, 1 failed")
 
 
+NOT_ASSOCIATIVE = """
+import helion
+import helion.language as hl
+import torch
+
+
+def minus(a, b):
+    return a - b
+
+
+# helion: args(x=f32[16, 128])
+@helion.kernel(config=helion.Config(block_sizes=[16]))
+def differences(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in hl.tile(x.size(0)):
+        out[t, :] = hl.associative_scan(minus, x[t, :], 1)
+    return out
+"""
+
+
+def test_check_says_a_scan_mismatch_may_be_the_combine_function(tmp_path, capsys):
+    """`a - b` is not associative: the compiled scan's tree and the eager reading's sequence differ, and the row
+    says that this, not the compiler, may be why."""
+    path = tmp_path / "not_associative.py"
+    path.write_text(NOT_ASSOCIATIVE)
+    code, out = _check(path, capsys)
+    assert code == 1 and "MISMATCH" in out
+    assert "they agree only where the combine function is associative on these inputs" in out
+
+
 def test_check_without_a_reference(tmp_path, capsys):
     plain = tmp_path / "no_reference.py"
     plain.write_text((EXAMPLES / "add.py").read_text().replace("def reference(", "def other("))
