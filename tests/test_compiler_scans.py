@@ -1,4 +1,4 @@
-"""`torch.cumsum` / `cumprod`, `hl.cumsum` / `hl.cumprod` and `hl.associative_scan`: a log-step scan with pltpu.roll (jnp.cumsum has no
+"""`torch.cumsum` / `cumprod`, `hl.cumsum` / `hl.cumprod`, `hl.associative_scan` and `hl.reduce`: a log-step scan with pltpu.roll (jnp.cumsum has no
 Mosaic lowering), masked where its dim holds positions outside the range (a device-bounded window starts before its
 step's rows; a reverse scan's ragged last tile holds them before its valid positions)."""
 
@@ -266,3 +266,45 @@ def torch_scan(x: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     from compiler.reference import run_reference
 
     torch.testing.assert_close(run_reference(HEADER + source, "torch_scan", [x, ids], [8]), want, rtol=1e-5, atol=1e-5)
+
+
+REDUCE = COMBINES + """
+
+def argmax_fn(left_value, left_index, right_value, right_index):
+    take = (right_value > left_value) | ((right_value == left_value) & (right_index < left_index))
+    return torch.where(take, right_value, left_value), torch.where(take, right_index, left_index)
+
+
+@helion.kernel(config=helion.Config(block_sizes=[64, 128]))
+def reductions(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    sums = torch.zeros([x.size(1)], dtype=x.dtype, device=x.device)
+    peaks = torch.full([x.size(1)], float("-inf"), dtype=x.dtype, device=x.device)
+    per_block = torch.zeros([2, x.size(1)], dtype=x.dtype, device=x.device)
+    where = torch.zeros([2, 1, x.size(1)], dtype=torch.int32, device=x.device)
+    for tm, tn in hl.tile(x.size()):
+        block = x[tm, tn]
+        hl.atomic_add(sums, [tn], hl.reduce(add_fn, block, 0))
+        hl.atomic_max(peaks, [tn], hl.reduce(max_fn, block, dim=0, other=float("-inf")))
+        per_block[tm.id, tn] = hl.reduce(add_fn, block, dim=0)
+        rows = (tm.index[:, None] + 0 * tn.index[None, :]).float()
+        _, at = hl.reduce(argmax_fn, (block, rows), 0, other=(float("-inf"), -1.0), keep_dims=True)
+        where[tm.id, :, tn] = at.to(torch.int32)
+    return sums, peaks, per_block, where
+"""
+
+
+def test_reduce_with_a_combine_function_on_ragged_tiles():
+    """100 x 300 in 64 x 128 blocks: the second row block holds 36 rows and 28 of padding (NaN in interpret mode),
+    which must not enter any combine; a tuple reduction (argmax) keeps its pairs and its size-1 dim."""
+    source = HEADER + textwrap.dedent(REDUCE)
+    ck = compiler.load(source).kernels["reductions"].compile(args="x=f32[100, 300]")
+    assert ck.check_lowering() == [], ck.source
+    x = torch.randn(100, 300)
+    halves = (x[:64], x[64:])
+    want = (x.sum(0), x.amax(0), torch.stack([h.sum(0) for h in halves]),
+            torch.stack([halves[0].argmax(0), 64 + halves[1].argmax(0)]).to(torch.int32)[:, None, :])
+    from compiler.reference import run_reference
+
+    for got in (ck(x), run_reference(source, "reductions", [x], block_sizes=[64, 128])):
+        for g, w in zip(got, want, strict=True):
+            torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-4)

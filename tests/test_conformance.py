@@ -68,8 +68,10 @@ def test_runner_classifies_and_counts(tmp_path):
     _case(tmp_path, "wrong_dtype", "x[t] * 2.0", "\ndef reference(x):\n    return (x * 2.0).double()\n")
     _case(tmp_path, "writes_input", "x[t] * 2.0",
           "\ndef reference(x):\n    y = x * 2.0\n    x.zero_()\n    return y\n")
-    _case(tmp_path, "refused", "hl.associative_scan(torch.add, x[t], 0)", "\ndef reference(x):\n    return x.cumsum(0)\n")
-    _case(tmp_path, "rejected", "hl.associative_scan(torch.add, x[t], 0)", "\nREJECT = r'HPL102 .*associative_scan'\n")
+    _case(tmp_path, "refused", "hl.inline_asm_elementwise('', '', [x[t]], torch.float32, True, 1)",
+          "\ndef reference(x):\n    return x\n")
+    _case(tmp_path, "rejected", "hl.inline_asm_elementwise('', '', [x[t]], torch.float32, True, 1)",
+          "\nREJECT = r'HPL102 .*inline_asm_elementwise'\n")
     _case(tmp_path, "accepted", "x[t] + 1.0", "\nREJECT = r'HPL102'\n")
     results = {r.name: r for r in run_all(discover(directory=tmp_path))}
     status = {name: r.status for name, r in results.items()}

@@ -1,6 +1,6 @@
 """Calls of `helion.language` (`hl.*`) in a kernel: sizes (cdiv, register_block_size, ...), loops (as
 loop_specs.py specs), blocks (zeros, full, arange), hl.load/hl.store (indexing.py), hl.dot, hl.rand,
-hl.cumsum/hl.cumprod, hl.associative_scan (scans.py), atomics, split/join (pairs.py) and tunables.
+hl.cumsum/hl.cumprod, hl.associative_scan and hl.reduce (scans.py), atomics, split/join (pairs.py) and tunables.
 
 `HelionCalls` is mixed into `Dispatcher` (dispatch.py); it needs from it: t (the tracer), ops.
 """
@@ -16,7 +16,7 @@ from ..ir import Value
 from . import pairs
 from .jagged import jagged_spec
 from .loop_specs import loop_spec
-from .scans import associative_scan
+from .scans import associative_scan, reduce
 from .static_args import as_int, shape_arg, shape_tiles, unwrap
 from .tunables import tunable_value
 from .values import BlockSize, Tile
@@ -111,6 +111,8 @@ class HelionCalls:
             return self.scan(name, args, kwargs, rng)
         if name == "associative_scan":
             return associative_scan(self, args, kwargs, rng)
+        if name == "reduce":
+            return reduce(self, args, kwargs, rng)
         if name in ATOMICS:
             return self.atomic(name, args, kwargs, rng)
         raise UserError("HPL102", f"`hl.{name}` is not supported by the Pallas backend", rng)

@@ -1,5 +1,6 @@
 """`hl.associative_scan(combine_fn, input, dim, reverse=False)`: an inclusive scan with the user's combine
-function, traced into log2(n) steps of existing ops (TPUs have no scan instruction; `jnp` scans do not lower).
+function, traced into log2(n) steps of existing ops (TPUs have no scan instruction; `jnp` scans do not lower);
+`hl.reduce(combine_fn, input, dim, other, keep_dims)`: the same scan's last position.
 
 Step `shift` (1, 2, 4, ...) combines every position with the one `shift` before it (after it, in reverse),
 rotated in by `pltpu.roll`; the partner is the left operand, as in upstream Helion, whose reverse scan is the
@@ -8,6 +9,9 @@ validity flag as well: a position whose tile holds padding there (a ragged tile,
 starting before its rows; `scan_valid`, masked by masks.py) takes part in no combine, and a pair combines
 only when both sides are valid — `(a, fa) + (b, fb) = (fa & fb ? a + b : fa ? a : b, fa | fb)`, which is
 associative whenever the combine function is. Valid positions get the scan of the valid positions up to them.
+
+A reduction is the scan's last position: it holds the combination of every valid position (padding passes the
+running value on), or `other` where the dim had none.
 
 The combine function is called as upstream Helion calls it: `f(left, right)` for one tensor; for a tuple,
 `f(left_tuple, right_tuple)` when it has fewer than four parameters, else `f(*left, *right)`.
@@ -36,32 +40,68 @@ TORCH_SCANS = frozenset({"torch._higher_order_ops.associative_scan",
 
 
 def associative_scan(d: Dispatcher, args: list, kwargs: dict, rng: Range) -> Value | tuple[Value, ...]:
-    combine = args[0] if args else kwargs.get("combine_fn")
-    given = args[1] if len(args) > 1 else kwargs.get("input_tensor", kwargs.get("xs"))
+    combine, xs, several = _inputs("associative_scan", args, kwargs, rng)
     dim = unwrap(args[2] if len(args) > 2 else kwargs.get("dim"))
     reverse = unwrap(args[3] if len(args) > 3 else kwargs.get("reverse", False))
-    several = isinstance(given, tuple | list)
-    xs = tuple(given) if several else (given,)
-    if combine is None or not xs or not all(isinstance(x, Value) for x in xs):
-        raise UserError("HPL103", "hl.associative_scan(combine_fn, input_tensor, dim, reverse=False) scans a tensor "
-                                  "or a tuple of tensors", rng)
-    if any(x.shape != xs[0].shape for x in xs):
-        raise UserError("HPL105", "hl.associative_scan: the tensors of a tuple must have one shape, got "
-                                  + ", ".join(str(list(x.shape)) for x in xs), rng)
     if dim is None or isinstance(dim, Value):
         raise UserError("HPL103", "hl.associative_scan needs a constant dim", rng)
     if not isinstance(reverse, bool):
         raise UserError("HPL106", "hl.associative_scan: reverse must be a constant True or False", rng)
-    ndim = len(xs[0].shape)
+    xs, _ = _scan(d, combine, xs, _dim("associative_scan", dim, xs[0], rng), reverse, several, rng)
+    return xs if several else xs[0]
+
+
+def reduce(d: Dispatcher, args: list, kwargs: dict, rng: Range) -> Value | tuple[Value, ...]:
+    """`hl.reduce(combine_fn, input_tensor, dim=None, other=0, keep_dims=False)`."""
+    combine, xs, several = _inputs("reduce", args, kwargs, rng)
+    dim = unwrap(args[2] if len(args) > 2 else kwargs.get("dim"))
+    other = unwrap(args[3] if len(args) > 3 else kwargs.get("other", 0))
+    keep = unwrap(args[4] if len(args) > 4 else kwargs.get("keep_dims", False))
+    others = tuple(other) if isinstance(other, tuple | list) else (other,) * len(xs)
+    if len(others) != len(xs) or not all(isinstance(o, int | float | bool) for o in others):
+        raise UserError("HPL106", "hl.reduce: other must be a number (a tuple of one per tensor for a tuple)", rng)
+    if isinstance(dim, Value) or not isinstance(keep, bool):
+        raise UserError("HPL103", "hl.reduce needs a constant dim (or None) and keep_dims", rng)
+    dims = range(len(xs[0].shape)) if dim is None else [_dim("reduce", dim, xs[0], rng)]
+    for axis in sorted(dims, reverse=True):  # the last dim first: the others keep their positions
+        scanned, valid = _scan(d, combine, xs, axis, False, several, rng)
+        ndim = len(xs[0].shape)
+        # the last position, by an int index: a size-1 slice would still look like the (partial) tile's dim
+        pick = tuple(xs[0].shape[axis] - 1 if i == axis else slice(None) for i in range(ndim))
+        last_valid = d.ops.binary("ne", d.ops.index(valid, pick, rng), 0, rng)
+        xs = tuple(d.ops.where(last_valid, d.ops.index(x, pick, rng), o, rng) for x, o in zip(scanned, others,
+                                                                                             strict=True))
+        if keep:
+            xs = tuple(d.ops.index(x, tuple(None if i == axis else slice(None) for i in range(ndim)), rng)
+                       for x in xs)
+    return xs if several else xs[0]
+
+
+def _inputs(what: str, args: list, kwargs: dict, rng: Range) -> tuple[Any, tuple[Value, ...], bool]:
+    combine = args[0] if args else kwargs.get("combine_fn")
+    given = args[1] if len(args) > 1 else kwargs.get("input_tensor", kwargs.get("xs"))
+    several = isinstance(given, tuple | list)
+    xs = tuple(given) if several else (given,)
+    if combine is None or not xs or not all(isinstance(x, Value) for x in xs):
+        raise UserError("HPL103", f"hl.{what}(combine_fn, input_tensor, dim, ...) takes a tensor or a tuple of "
+                                  "tensors", rng)
+    if any(x.shape != xs[0].shape for x in xs):
+        raise UserError("HPL105", f"hl.{what}: the tensors of a tuple must have one shape, got "
+                                  + ", ".join(str(list(x.shape)) for x in xs), rng)
+    return combine, xs, several
+
+
+def _dim(what: str, dim: Any, x: Value, rng: Range) -> int:
+    ndim = len(x.shape)
     dim = as_int(dim, "dim", rng)
     if not -ndim <= dim < max(ndim, 1):
-        raise UserError("HPL105", f"hl.associative_scan: dim {dim} is out of range for {ndim} dims", rng)
-    dim %= max(ndim, 1)
-    return _scan(d, combine, xs, dim, reverse, several, rng)
+        raise UserError("HPL105", f"hl.{what}: dim {dim} is out of range for {ndim} dims", rng)
+    return dim % max(ndim, 1)
 
 
 def _scan(d: Dispatcher, combine: Any, xs: tuple[Value, ...], dim: int, reverse: bool, several: bool,
-          rng: Range) -> Value | tuple[Value, ...]:
+          rng: Range) -> tuple[tuple[Value, ...], Value]:
+    """The scanned values and the validity flags after the scan (1 where some valid position was combined in)."""
     ops = d.ops
     n = xs[0].shape[dim]
     valid = ops.make("scan_valid", (ops.full(xs[0].shape, 1, torch.int32, rng, like=xs[0]),), {"dim": dim},
@@ -81,7 +121,7 @@ def _scan(d: Dispatcher, combine: Any, xs: tuple[Value, ...], dim: int, reverse:
                    for c, o, x in zip(combined, other, xs, strict=True))
         valid = ops.where(takes, 1, valid, rng)
         shift *= 2
-    return xs if several else xs[0]
+    return xs, valid
 
 
 def _call(d: Dispatcher, combine: Any, left: tuple[Value, ...], right: tuple[Value, ...], several: bool,

@@ -19,13 +19,13 @@ from compiler.reference.autotuner import Fragment
 from compiler.reference.jagged import JaggedTile
 from compiler.reference.kernel import Runtime
 from compiler.reference.matmul_mode import accumulate_dtype
-from compiler.reference.scans import associative_scan
+from compiler.reference.scans import associative_scan, reduce
 from compiler.reference.tiles import Tile, default_block_size, index_key, iter_tiles
 
 INDEX_DTYPE = torch.int32
 
 _PUBLIC = ("tile", "jagged_tile", "split", "join", "grid", "register_block_size", "register_tunable", "barrier", "load", "store", "specialize", "zeros", "full", "arange", "dot", "rand",
-           "cumsum", "cumprod", "associative_scan", "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg",
+           "cumsum", "cumprod", "associative_scan", "reduce", "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg",
            "atomic_cas")
 _U32 = 0xFFFFFFFF
 _RAND_MIX = (1, 0x9E3779B1, 0x85EBCA77, 0xC2B2AE3D)  # the compiler's per-dim counter multipliers, as uint32
@@ -230,6 +230,10 @@ class Language:
 
     def associative_scan(self, combine_fn: Any, input_tensor: Any, dim: int, reverse: bool = False) -> Any:
         return associative_scan(combine_fn, input_tensor, dim, reverse)
+
+    def reduce(self, combine_fn: Any, input_tensor: Any, dim: int | None = None, other: Any = 0,
+               keep_dims: bool = False) -> Any:
+        return reduce(combine_fn, input_tensor, dim, other, keep_dims)
 
     def rand(self, shape: Any, seed: Any) -> torch.Tensor:
         """Uniform [0, 1) from a hash of (seed, element index): the same values as the compiled kernel."""

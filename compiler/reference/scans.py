@@ -1,4 +1,4 @@
-"""The eager `hl.associative_scan`, and torch's own scan replaced by it while a kernel runs.
+"""The eager `hl.associative_scan` and `hl.reduce`, and torch's own scan replaced by the first while a kernel runs.
 
 One position after another (from the end when `reverse`), the running value on the left — `f(acc, x[i])` —
 as upstream Helion's eager mode does. Upstream kernels also call `torch._higher_order_ops.associative_scan`
@@ -39,6 +39,21 @@ def associative_scan(combine_fn: Callable[..., Any], input_tensor: Any, dim: int
         out[k] = acc
     result = tuple(torch.stack(column, dim) for column in zip(*out, strict=True)) if n else leaves
     return result if several else result[0]
+
+
+def reduce(combine_fn: Callable[..., Any], input_tensor: Any, dim: int | None = None, other: Any = 0,
+           keep_dims: bool = False) -> Any:
+    """The combination of every element along `dim` (every element when None), folded one after another; the
+    eager tensors hold no padding, so `other` (the padding's value in compiled code) is not used."""
+    several = isinstance(input_tensor, tuple | list)
+    leaves = tuple(input_tensor) if several else (input_tensor,)
+    dims = range(leaves[0].dim()) if dim is None else [dim % max(leaves[0].dim(), 1)]
+    for axis in sorted(dims, reverse=True):
+        scanned = associative_scan(combine_fn, leaves if several else leaves[0], axis)
+        scanned = tuple(scanned) if several else (scanned,)
+        n = leaves[0].size(axis)
+        leaves = tuple(x.narrow(axis, n - 1, 1) if keep_dims else x.select(axis, n - 1) for x in scanned)
+    return leaves if several else leaves[0]
 
 
 def _torch_scan(combine_fn: Callable[..., Any], xs: Any, dim: int, reverse: bool = False,
