@@ -110,19 +110,6 @@ def test_hl_scan_eager_reference_matches_plain_torch():
     torch.testing.assert_close(got, _blockwise(x, torch.cumsum, 1, 128, True), rtol=1e-5, atol=1e-5)
 
 
-def test_hl_scan_reverse_must_be_a_constant():
-    source = """
-        @helion.kernel()
-        def scan(x: torch.Tensor) -> torch.Tensor:
-            out = torch.empty_like(x)
-            for tm in hl.tile(x.size(0)):
-                out[tm, :] = hl.cumsum(x[tm, :], 1, reverse=x[tm, :].sum() > 0)
-            return out
-    """
-    with pytest.raises(compiler.CompileError, match="reverse must be a constant"):
-        kernel(source).compile(args="x=f32[16, 128]")
-
-
 COMBINES = """
 def add_fn(a, b):
     return a + b
@@ -229,8 +216,9 @@ def segment_scan(x: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
     ("hl.associative_scan(add_fn, (x[tm, :], x[tm, :64]), 1)", "must have one shape"),
     ("hl.associative_scan(add_fn, (x[tm, :], x[tm, :]), 1)[0]", "must return 2 tensors"),  # tuple + tuple: 4
     ("hl.associative_scan(add_fn, x[tm, :], 1, reverse=x[tm, :].sum() > 0)", "reverse must be a constant"),
+    ("hl.cumsum(x[tm, :], 1, reverse=x[tm, :].sum() > 0)", "reverse must be a constant"),
 ])
-def test_associative_scan_misuse_is_diagnosed(call, message):
+def test_scan_misuse_is_diagnosed(call, message):
     source = COMBINES + f"""
 
 @helion.kernel()

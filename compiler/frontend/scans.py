@@ -4,10 +4,10 @@ function, traced into log2(n) steps of existing ops (TPUs have no scan instructi
 
 Step `shift` (1, 2, 4, ...) combines every position with the one `shift` before it (after it, in reverse),
 rotated in by `pltpu.roll`; the partner is the left operand, as in upstream Helion, whose reverse scan is the
-scan of the flipped dim (`f(x[n-1], x[n-2])`, ...). A combine function has no identity to pad with, so each position carries a
-validity flag as well: a position whose tile holds padding there (a ragged tile, a device-bounded window
-starting before its rows; `scan_valid`, masked by masks.py) takes part in no combine, and a pair combines
-only when both sides are valid — `(a, fa) + (b, fb) = (fa & fb ? a + b : fa ? a : b, fa | fb)`, which is
+scan of the flipped dim (`f(x[n-1], x[n-2])`, ...). A combine function has no identity to pad with, so each
+position carries a validity flag as well: a position whose tile holds padding there (a ragged tile, a
+device-bounded window starting before its rows; `scan_valid`, masked by masks.py) takes part in no combine,
+and a pair combines only when both sides are valid — `(a, fa) + (b, fb) = (fa & fb ? a + b : fa ? a : b, fa | fb)`, which is
 associative whenever the combine function is. Valid positions get the scan of the valid positions up to them.
 
 A reduction is the scan's last position: it holds the combination of every valid position (padding passes the
