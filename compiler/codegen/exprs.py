@@ -52,25 +52,16 @@ HELPERS = {
         "    return shifted - jnp.log(jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True))\n"
     ),
     "prefix": (
-        "def _prefix(x, axis, combine, identity):\n"
-        '    """Inclusive scan along `axis` (torch.cumsum / cumprod) in log2(n) steps, each combining every element\n'
-        "    with the one `shift` before it, rotated in by pltpu.roll (jnp.cumsum has no TPU lowering).\"\"\"\n"
-        "    pos = jax.lax.broadcasted_iota(jnp.int32, x.shape, axis)\n"
-        "    shift = 1\n"
-        "    while shift < x.shape[axis]:\n"
-        "        x = combine(x, jnp.where(pos >= shift, pltpu.roll(x, shift, axis), identity))\n"
-        "        shift *= 2\n"
-        "    return x\n"
-    ),
-    "suffix": (
-        "def _suffix(x, axis, combine, identity):\n"
-        '    """Inclusive scan along `axis` from its end (hl.cumsum / cumprod with reverse=True): each step combines\n'
-        "    every element with the one `shift` after it, rotated in by pltpu.roll.\"\"\"\n"
+        "def _prefix(x, axis, combine, identity, reverse=False):\n"
+        '    """Inclusive scan along `axis` (torch.cumsum / cumprod; hl.cumsum / cumprod, from the end when `reverse`) in\n'
+        "    log2(n) steps, each combining every element with the one `shift` before it (after it), rotated in by\n"
+        "    pltpu.roll (jnp.cumsum has no TPU lowering).\"\"\"\n"
         "    n = x.shape[axis]\n"
         "    pos = jax.lax.broadcasted_iota(jnp.int32, x.shape, axis)\n"
         "    shift = 1\n"
         "    while shift < n:\n"
-        "        x = combine(x, jnp.where(pos < n - shift, pltpu.roll(x, n - shift, axis), identity))\n"
+        "        partner = pltpu.roll(x, n - shift if reverse else shift, axis)\n"
+        "        x = combine(x, jnp.where(pos < n - shift if reverse else pos >= shift, partner, identity))\n"
         "        shift *= 2\n"
         "    return x\n"
     ),
@@ -253,13 +244,13 @@ class ExprWriter:
         if k == "scan_valid":  # its argument, masked where the scanned dim holds padding (masks.py)
             return self.arg(a[0]), True
         if k in ("cumsum", "cumprod"):
-            helper = "suffix" if kw.get("reverse") else "prefix"
-            self.helpers.add(helper)
+            self.helpers.add("prefix")
             x = self.arg(a[0])
             if a[0].dtype != out.dtype:
                 x = f"{x}.astype({dtype_text(out.dtype)})"
             combine, identity = ("jnp.add", 0) if k == "cumsum" else ("jnp.multiply", 1)
-            return f"_{helper}({x}, {kw['dim']}, {combine}, {identity})", True
+            reverse = ", reverse=True" if kw.get("reverse") else ""
+            return f"_prefix({x}, {kw['dim']}, {combine}, {identity}{reverse})", True
         if k in ("softmax", "log_softmax"):
             self.helpers.add(k)
             x = self.arg(a[0])
