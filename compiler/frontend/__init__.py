@@ -5,7 +5,7 @@ module.py finds kernels, imports and `# helion: args(...)` lines. tracer.py trac
 (device_loops.py), subscripts of host tensors into loads/stores (tensor_access.py), whose index items
 indexing.py builds on the position arithmetic of positions.py (value_indexing.py and composed_reads.py
 index computed values). dispatch.py resolves calls and attributes (tiles, modules, math, builtins) and
-hands hl.* to hl_calls.py (loops: loop_specs.py; hl.associative_scan: scans.py) and torch.* and tensor
+hands hl.* to hl_calls.py (loops: loop_specs.py; scans and combine-function reductions: scans.py) and torch.* and tensor
 methods to torch_calls.py, which
 read compile-time arguments through static_args.py.
 ops.py types torch operations — the plain cases directly (fast_types.py), the rest on meta tensors,

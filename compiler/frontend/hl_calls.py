@@ -1,6 +1,6 @@
 """Calls of `helion.language` (`hl.*`) in a kernel: sizes (cdiv, register_block_size, ...), loops (as
 loop_specs.py specs), blocks (zeros, full, arange), hl.load/hl.store (indexing.py), hl.dot, hl.rand,
-hl.cumsum/hl.cumprod, hl.associative_scan and hl.reduce (scans.py), atomics, split/join (pairs.py) and tunables.
+scans (hl.cumsum/hl.cumprod, hl.associative_scan, hl.reduce: scans.py), atomics, split/join (pairs.py) and tunables.
 
 `HelionCalls` is mixed into `Dispatcher` (dispatch.py); it needs from it: t (the tracer), ops.
 """
@@ -16,7 +16,7 @@ from ..ir import Value
 from . import pairs
 from .jagged import jagged_spec
 from .loop_specs import loop_spec
-from .scans import associative_scan, reduce
+from .scans import associative_scan, cumulative, reduce
 from .static_args import as_int, shape_arg, shape_tiles, unwrap
 from .tunables import tunable_value
 from .values import BlockSize, Tile
@@ -108,7 +108,7 @@ class HelionCalls:
         if name == "rand":
             return self.rand(args, kwargs, rng)
         if name in ("cumsum", "cumprod"):
-            return self.scan(name, args, kwargs, rng)
+            return cumulative(self, name, args, kwargs, rng)
         if name == "associative_scan":
             return associative_scan(self, args, kwargs, rng)
         if name == "reduce":
@@ -116,20 +116,6 @@ class HelionCalls:
         if name in ATOMICS:
             return self.atomic(name, args, kwargs, rng)
         raise UserError("HPL102", f"`hl.{name}` is not supported by the Pallas backend", rng)
-
-    def scan(self, name: str, args: list, kwargs: dict, rng: Range) -> Value:
-        """`hl.cumsum(x, dim, reverse=False)` / `hl.cumprod`: an inclusive scan in x's own dtype, from the end of
-        `dim` when `reverse` (upstream: `hl.associative_scan(torch.add / torch.mul, x, dim, reverse)`)."""
-        x = args[0] if args else kwargs.get("input_tensor")
-        dim = unwrap(args[1] if len(args) > 1 else kwargs.get("dim"))
-        reverse = unwrap(args[2] if len(args) > 2 else kwargs.get("reverse", False))
-        if not isinstance(x, Value):
-            raise UserError("HPL103", f"hl.{name}(input_tensor, dim, reverse=False) scans a tensor", rng)
-        if dim is None or isinstance(dim, Value):
-            raise UserError("HPL103", f"hl.{name} needs a constant dim", rng)
-        if not isinstance(reverse, bool):
-            raise UserError("HPL106", f"hl.{name}: reverse must be a constant True or False", rng)
-        return self.ops.scan(name, x, as_int(dim, "dim", rng), rng, reverse=reverse, same_dtype=True)
 
     def rand(self, args: list, kwargs: dict, rng: Range) -> Value:
         """`hl.rand(shape, seed)`: each element hashes its global index, so the values do not depend on blocks."""

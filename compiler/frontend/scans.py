@@ -1,4 +1,5 @@
-"""`hl.associative_scan(combine_fn, input, dim, reverse=False)`: an inclusive scan with the user's combine
+"""Scans in kernels. `hl.cumsum` / `hl.cumprod` are torch's cumsum/cumprod ops (with `reverse`, in the input's
+dtype). `hl.associative_scan(combine_fn, input, dim, reverse=False)`: an inclusive scan with the user's combine
 function, traced into log2(n) steps of existing ops (TPUs have no scan instruction; `jnp` scans do not lower);
 `hl.reduce(combine_fn, input, dim, other, keep_dims)`: the same scan's last position.
 
@@ -39,14 +40,19 @@ TORCH_SCANS = frozenset({"torch._higher_order_ops.associative_scan",
                          "torch._higher_order_ops.associative_scan.associative_scan"})
 
 
+def cumulative(d: Dispatcher, name: str, args: list, kwargs: dict, rng: Range) -> Value:
+    """`hl.cumsum(x, dim, reverse=False)` / `hl.cumprod`: torch's scan op in x's own dtype, from the end of `dim`
+    when `reverse` (upstream: `hl.associative_scan(torch.add / torch.mul, x, dim, reverse)`)."""
+    x = args[0] if args else kwargs.get("input_tensor")
+    if not isinstance(x, Value):
+        raise UserError("HPL103", f"hl.{name}(input_tensor, dim, reverse=False) scans a tensor", rng)
+    dim, reverse = _dim_and_reverse(name, args, kwargs, 1, rng)
+    return d.ops.scan(name, x, dim, rng, reverse=reverse, same_dtype=True)
+
+
 def associative_scan(d: Dispatcher, args: list, kwargs: dict, rng: Range) -> Value | tuple[Value, ...]:
     combine, xs, several = _inputs("associative_scan", args, kwargs, rng)
-    dim = unwrap(args[2] if len(args) > 2 else kwargs.get("dim"))
-    reverse = unwrap(args[3] if len(args) > 3 else kwargs.get("reverse", False))
-    if dim is None or isinstance(dim, Value):
-        raise UserError("HPL103", "hl.associative_scan needs a constant dim", rng)
-    if not isinstance(reverse, bool):
-        raise UserError("HPL106", "hl.associative_scan: reverse must be a constant True or False", rng)
+    dim, reverse = _dim_and_reverse("associative_scan", args, kwargs, 2, rng)
     xs, _ = _scan(d, combine, xs, _dim("associative_scan", dim, xs[0], rng), reverse, several, rng)
     return xs if several else xs[0]
 
@@ -91,7 +97,19 @@ def _inputs(what: str, args: list, kwargs: dict, rng: Range) -> tuple[Any, tuple
     return combine, xs, several
 
 
+def _dim_and_reverse(what: str, args: list, kwargs: dict, at: int, rng: Range) -> tuple[int, bool]:
+    """A scan's constant `dim` and `reverse`, positional from `at` or by keyword."""
+    dim = unwrap(args[at] if len(args) > at else kwargs.get("dim"))
+    reverse = unwrap(args[at + 1] if len(args) > at + 1 else kwargs.get("reverse", False))
+    if dim is None or isinstance(dim, Value):
+        raise UserError("HPL103", f"hl.{what} needs a constant dim", rng)
+    if not isinstance(reverse, bool):
+        raise UserError("HPL106", f"hl.{what}: reverse must be a constant True or False", rng)
+    return as_int(dim, "dim", rng), reverse
+
+
 def _dim(what: str, dim: Any, x: Value, rng: Range) -> int:
+    """`dim` of `x`, checked and made non-negative."""
     ndim = len(x.shape)
     dim = as_int(dim, "dim", rng)
     if not -ndim <= dim < max(ndim, 1):

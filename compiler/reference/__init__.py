@@ -9,7 +9,7 @@ a separate process with memory and time limits that runs only what the kernel ne
 Modules: `runner` (exec a source, run a kernel), `prune` (the statements one kernel needs), `isolated` (the
 resource-limited reference process), `helion_module` (the eager `helion` and its import hook),
 `upstream_testing` (the eager `helion._testing`: the constants upstream's examples read), `language` (eager
-`helion.language`), `scans` (hl.associative_scan, also standing in for torch's scan), `tiles` (Tile and block-size assignment), `jagged` (hl.jagged_tile's per-lane masks),
+`helion.language`), `scans` (hl.cumsum/cumprod, hl.associative_scan, also standing in for torch's scan, and hl.reduce), `tiles` (Tile and block-size assignment), `jagged` (hl.jagged_tile's per-lane masks),
 `kernel` (the eager kernel object), `matmul_mode` (mixed-precision addmm/baddbmm), `autotuner`
 (register_tunable's fragments), `uninitialized` (torch.empty filled as interpret mode fills it), `rewrite`
 (subscript keys that accept Tiles), `errors`, `inputs` (random inputs from specs, integer tables drawn as

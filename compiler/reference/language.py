@@ -19,7 +19,7 @@ from compiler.reference.autotuner import Fragment
 from compiler.reference.jagged import JaggedTile
 from compiler.reference.kernel import Runtime
 from compiler.reference.matmul_mode import accumulate_dtype
-from compiler.reference.scans import associative_scan, reduce
+from compiler.reference.scans import associative_scan, cumulative, reduce
 from compiler.reference.tiles import Tile, default_block_size, index_key, iter_tiles
 
 INDEX_DTYPE = torch.int32
@@ -222,11 +222,11 @@ class Language:
 
     def cumsum(self, input_tensor: torch.Tensor, dim: int, reverse: bool = False) -> torch.Tensor:
         """Inclusive sums along `dim` in the input's dtype, from the end when `reverse`."""
-        return _scan(torch.cumsum, input_tensor, dim, reverse)
+        return cumulative(torch.cumsum, input_tensor, dim, reverse)
 
     def cumprod(self, input_tensor: torch.Tensor, dim: int, reverse: bool = False) -> torch.Tensor:
         """Inclusive products along `dim` in the input's dtype, from the end when `reverse`."""
-        return _scan(torch.cumprod, input_tensor, dim, reverse)
+        return cumulative(torch.cumprod, input_tensor, dim, reverse)
 
     def associative_scan(self, combine_fn: Any, input_tensor: Any, dim: int, reverse: bool = False) -> Any:
         return associative_scan(combine_fn, input_tensor, dim, reverse)
@@ -359,12 +359,6 @@ def _gather_positions(tensor: torch.Tensor, index: list[Any]) -> tuple[list[torc
     full = torch.broadcast_shapes(*(p.shape for p in shaped)) if shaped else ()
     clamped = [p.clamp(0, max(tensor.shape[d] - 1, 0)).expand(full) for d, p in enumerate(shaped)]
     return clamped, valid.expand(full)
-
-
-def _scan(fn: Any, x: torch.Tensor, dim: int, reverse: bool) -> torch.Tensor:
-    if reverse:
-        return fn(x.flip(dim), dim, dtype=x.dtype).flip(dim)
-    return fn(x, dim, dtype=x.dtype)
 
 
 def _missing(name: str) -> Any:

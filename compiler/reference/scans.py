@@ -1,9 +1,10 @@
-"""The eager `hl.associative_scan` and `hl.reduce`, and torch's own scan replaced by the first while a kernel runs.
+"""The eager scans: `hl.cumsum` / `hl.cumprod` (torch's, in the input's dtype), `hl.associative_scan` and
+`hl.reduce`, and torch's own scan replaced by hl.associative_scan while a kernel runs.
 
-One position after another (from the end when `reverse`), the running value on the left — `f(acc, x[i])` —
-as upstream Helion's eager mode does. Upstream kernels also call `torch._higher_order_ops.associative_scan`
-(upstream replaces it by hl.associative_scan in kernels), whose own implementation needs a GPU: during a
-kernel launch that name is this function too.
+A combine function is applied one position after another (from the end when `reverse`), the running value on
+the left — `f(acc, x[i])` — as upstream Helion's eager mode does. Upstream kernels also call
+`torch._higher_order_ops.associative_scan` (upstream replaces it by hl.associative_scan in kernels), whose own
+implementation needs a GPU: during a kernel launch that name is hl.associative_scan too.
 """
 
 from __future__ import annotations
@@ -15,6 +16,13 @@ from typing import Any
 
 import torch
 import torch._higher_order_ops as higher_order_ops
+
+
+def cumulative(fn: Callable[..., torch.Tensor], x: torch.Tensor, dim: int, reverse: bool) -> torch.Tensor:
+    """torch.cumsum / torch.cumprod (`fn`) in x's dtype, from the end of `dim` when `reverse`."""
+    if reverse:
+        return fn(x.flip(dim), dim, dtype=x.dtype).flip(dim)
+    return fn(x, dim, dtype=x.dtype)
 
 
 def associative_scan(combine_fn: Callable[..., Any], input_tensor: Any, dim: int, reverse: bool = False) -> Any:
