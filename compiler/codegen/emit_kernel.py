@@ -184,7 +184,8 @@ class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
             block = self.names.fresh(f"{op.tensor.name}_block")
             self.out.add(indent, f"{block} = {current}", n.range)
             current = block
-        if n.accumulate and n.accumulate != "atomic_add":
+        adds = n.accumulate == "atomic_add"  # hl.atomic_add at tensor positions: values added, duplicates summed
+        if n.accumulate and not adds:
             sym = {"add": "+", "sub": "-", "mul": "*", "div": "/"}.get(n.accumulate)
             if sym is None:
                 raise UserError("HPL101", f"in-place `{n.accumulate}` stores are not supported", n.range)
@@ -199,7 +200,6 @@ class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
             atomic = True
         if n.value.dtype != dtype:
             value = f"{value if atomic else '(' + value + ')'}.astype({dtype_text(dtype)})"
-        adds = n.accumulate == "atomic_add"
         if spills:  # the padding of a partial tile would land on valid elements: keep their old values there
             shape = tuple(region)
             cond = " & ".join(f"({self.writer.valid(td, shape, axis, self.store_lanes(n, td))})"
