@@ -698,7 +698,7 @@ def _narrowed(ir: KernelIR) -> tuple[str, ...]:
 
 def _kernel_plan(ir: KernelIR, layouts: list[CallLayout], chip: Chip, narrowed: tuple[str, ...] = ()) -> KernelPlan:
     from .codegen.placement import describe
-    from .ir import Load, Store, walk
+    from .ir import Load, Op, Store, walk
     from .table_roles import table_roles
 
     flops = 0.0
@@ -707,7 +707,8 @@ def _kernel_plan(ir: KernelIR, layouts: list[CallLayout], chip: Chip, narrowed: 
         flops += lay.plan.outer_work.mxu_flops * steps
         for lp in lay.plan.inner_loops:
             flops += lp.work.mxu_flops * lp.trips * steps
-    accessed = {id(n.tensor) for n in walk(ir.host) if isinstance(n, Load | Store)}
+    nodes = list(walk(ir.host))
+    accessed = {id(n.tensor) for n in nodes if isinstance(n, Load | Store)}
     hbm = float(sum(t.value.meta.numel() * t.value.dtype.itemsize for t in ir.tensors if id(t) in accessed))
     loops, accesses = [], []
     for lay in layouts:
@@ -729,8 +730,9 @@ def _kernel_plan(ir: KernelIR, layouts: list[CallLayout], chip: Chip, narrowed: 
                 how = copies.describe() if copies is not None else describe(n, lay.modes.get(id(n), ()))
                 accesses.append(AccessInfo(n.range, n.tensor.name, op.ref_name, isinstance(n, Store), how,
                                            lay.plan.name))
+    tree_scans = any(isinstance(n, Op) and n.kind == "scan_valid" for n in nodes)
     return KernelPlan(ir.name, chip.name, tuple(lay.plan for lay in layouts), flops, hbm, tuple(loops), tuple(accesses),
-                      narrowed, table_roles(ir))
+                      narrowed, table_roles(ir), tree_scans)
 
 
 def _header(kernel: Kernel, specs: dict[str, ArgSpec], cfg: Config, chip: Chip, report: VmemReport,

@@ -120,14 +120,14 @@ def nan_note(out: Any) -> tuple[int, int]:
     return sum(int(o.isnan().sum()) for o in outs), sum(o.numel() for o in outs)
 
 
-def _scan_note(source: str) -> str:
-    """A file with hl.associative_scan: the compiled scan combines in a tree (log2(n) steps), the eager reading
+def _scan_note(plan: Any) -> str:
+    """A kernel scanning or reducing with a combine function combines in a tree (log2(n) steps), the eager reading
     one position after another, so a combine function that is not associative on the drawn inputs (upstream's
     segment_reduction on unsorted ids) gives two answers without either being a compiler fault."""
-    if "associative_scan" not in source:
+    if not plan.tree_scans:
         return ""
-    return (" (hl.associative_scan combines in a tree, the eager reading one position after another: they agree "
-            "only where the combine function is associative on these inputs)")
+    return (" (hl.associative_scan and hl.reduce combine in a tree, the eager reading one position after another: "
+            "they agree only where the combine function is associative on these inputs)")
 
 
 def _drawn(tables: tuple[IndexTable, ...]) -> str:
@@ -228,7 +228,7 @@ def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip:
                         if nans[1] and nans[0] == nans[1]:
                             problem = "NO SIGNAL: every output is NaN in both runs, nothing was compared"
                     if problem is not None:
-                        problem += _drawn(ck.tables) + _scan_note(source)
+                        problem += _drawn(ck.tables) + _scan_note(ck.plan)
                 if own is not None:
                     wanted = own.expected(k, ck, in_place)
                     own_problem = compare(out, wanted)

@@ -240,6 +240,7 @@ class KernelPlan:
     accesses: tuple[AccessInfo, ...] = field(default=())
     narrowed: tuple[str, ...] = ()  # int64 tensor arguments read as int32; a call checks their values fit
     tables: tuple[IndexTable, ...] = ()  # integer arguments read as offsets, positions, counts (table_roles.py)
+    tree_scans: bool = False  # hl.associative_scan / hl.reduce with a combine function: combined in log2(n) steps
 
     def narrowed_note(self) -> str | None:
         """What the kernel does with its int64 arguments, for the kernel hover."""

@@ -144,11 +144,13 @@ def differences(x: torch.Tensor) -> torch.Tensor:
 """
 
 
-def test_check_says_a_scan_mismatch_may_be_the_combine_function(tmp_path, capsys):
-    """`a - b` is not associative: the compiled scan's tree and the eager reading's sequence differ, and the row
-    says that this, not the compiler, may be why."""
+@pytest.mark.parametrize("call", ["hl.associative_scan(minus, x[t, :], 1)",
+                                  "hl.reduce(minus, x[t, :], 1, keep_dims=True).expand_as(x[t, :])"])
+def test_check_says_a_scan_mismatch_may_be_the_combine_function(tmp_path, capsys, call):
+    """`a - b` is not associative: the compiled scan's (or reduction's) tree and the eager reading's sequence
+    differ, and the row says that this, not the compiler, may be why."""
     path = tmp_path / "not_associative.py"
-    path.write_text(NOT_ASSOCIATIVE)
+    path.write_text(NOT_ASSOCIATIVE.replace("hl.associative_scan(minus, x[t, :], 1)", call))
     code, out = _check(path, capsys)
     assert code == 1 and "MISMATCH" in out
     assert "they agree only where the combine function is associative on these inputs" in out
