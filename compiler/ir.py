@@ -215,6 +215,11 @@ class KernelIR:
     loads: list[Load]  # in source order
     range: Range
     observed_blocks: frozenset[int] = frozenset()  # config block sizes the kernel reads (tile.block_size/.id/.count)
+    # (ast node, what the trace found it to be) for every expression evaluated and every name bound, in order;
+    # read by compiler/facts.py for the editor's hovers, never by code generation
+    seen: list[tuple[Any, Any]] = field(default_factory=list)
+    block_extents: list[int] = field(default_factory=list)  # per config block size: the extent it tiles
+    block_ranges: list[Range] = field(default_factory=list)  # per config block size: where it was registered
 
 
 def tensor_params(ir: KernelIR) -> list[str]:

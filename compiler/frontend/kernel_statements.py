@@ -1,7 +1,7 @@
 """Statements of a kernel body (tracer.py): assignment and unpacking, `op=`, `if` (on a device value:
 branches.py), `return`, and same-file helper functions traced inline; `for` goes to device_loops.py.
 
-`KernelStatements` is mixed into `Tracer`; it needs from it: env, current, arg_values, depth, statements,
+`KernelStatements` is mixed into `Tracer`; it needs from it: env, current, arg_values, depth, statements, seen,
 eval/binop/lookup (expressions.py), exec_for (device_loops.py), store (tensor_access.py), in_device.
 """
 
@@ -111,6 +111,7 @@ class KernelStatements:
             if isinstance(value, float) and not self.in_device:
                 value = NamedConst(target.id, value)
             self.env[target.id] = value
+            self.seen.append((target, value))
         elif isinstance(target, ast.Tuple | ast.List):
             starred = [i for i, t in enumerate(target.elts) if isinstance(t, ast.Starred)]
             if len(starred) > 1:
@@ -176,6 +177,7 @@ class KernelStatements:
         if isinstance(result, Value):
             result.hint = stmt.target.id
         self.env[stmt.target.id] = result
+        self.seen.append((stmt.target, result))
 
     def inline(self, fn: ast.FunctionDef, args: list, kwargs: dict, rng: Range,
                captured: dict[str, Any] | None = None) -> Any:

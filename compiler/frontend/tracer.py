@@ -74,6 +74,7 @@ class Tracer(KernelStatements, DeviceLoops, TensorAccess, ExpressionEvaluator):
         self.depth = 0
         self.statements = 0
         self.budget = Budget()  # evaluation steps (see limits.py)
+        self.seen: list[tuple[ast.AST, Any]] = []  # (node, value) of each evaluation and binding (KernelIR.seen)
         self.current = Range.of(fn)
         self.ops = OpBuilder(self._emit)
         self.dispatch = Dispatcher(self)
@@ -97,6 +98,12 @@ class Tracer(KernelStatements, DeviceLoops, TensorAccess, ExpressionEvaluator):
         return NamedConst(name, value) if isinstance(value, float) else value
 
     # -- set-up ----------------------------------------------------------------------------------------
+
+    def eval(self, node: ast.expr) -> Any:
+        """An expression's value, remembered with its node (what the editor's hover on it says)."""
+        value = super().eval(node)
+        self.seen.append((node, value))
+        return value
 
     def _bind_args(self, specs: dict[str, ArgSpec]) -> None:
         a = self.fn.args
@@ -162,6 +169,7 @@ class Tracer(KernelStatements, DeviceLoops, TensorAccess, ExpressionEvaluator):
         return KernelIR(
             self.fn.name, list(self.arg_values), self.arg_values, self.host, tensors,
             list(self.blocks.values), dims, self.inner_loops, self.loads, Range.of(self.fn), frozenset(self.observed_blocks),
+            self.seen, list(self.blocks.extents), list(self.blocks.ranges),
         )
 
     def _add_return(self, ret: Any) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 from ..chips import Chip
 from ..config import Config
 from ..diagnostics import Diagnostic, Range
+from ..facts import BodyFacts, expression_facts
 from ..plan import KernelPlan
 from ..vmem import VmemReport
 from .keys import UnitKey
@@ -31,10 +32,12 @@ class CompiledSnapshot:
     chip: Chip
     plan: KernelPlan
     vmem: VmemReport
+    facts: BodyFacts | None = None  # what each name, call and subscript of the body is (compiler/facts.py)
 
     @staticmethod
     def of(ck: Any) -> CompiledSnapshot:
-        return CompiledSnapshot(ck.source, tuple(ck.source_map), ck.config, ck.chip, ck.plan, ck.vmem)
+        facts = expression_facts(ck) if ck.source else None  # emit=False compiles are never shown in an editor
+        return CompiledSnapshot(ck.source, tuple(ck.source_map), ck.config, ck.chip, ck.plan, ck.vmem, facts)
 
 
 @dataclasses.dataclass(frozen=True)
