@@ -4,8 +4,9 @@ On the kernel's name or decorator: per shape set, the config in use, its estimat
 the TPU compiler's when the tuning store has it: read from the answers the lenses already fetched, never
 from the store itself), the VMEM table with a bar against the scoped limit and the capacity, and the generated device kernel and pallas_call site (with a link
 that opens the whole module). On a tensor access: its BlockSpec, where it lives and its VMEM bytes. On
-`hl.tile` / `hl.grid`: extents, block sizes, steps and the loop strategy. Each part comes from the
-compiled kernel's plan, so it describes exactly the generated code.
+`hl.tile` / `hl.grid`: extents, block sizes, steps and the loop strategy. On any other name, call or
+subscript of the body: what the compiler found it to be (fact_hover.py). Each part comes from the compiled
+kernel's plan and facts, so it describes exactly the generated code.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from compiler.vmem import fmt_bytes as compiler_fmt_bytes
 
 from ..documents import KernelView, Loaded
 from ..server import HelionServer
+from . import fact_hover
 
 BAR_CELLS = 24
 CODE_LINES = 30  # per excerpt; the full module is one click away
@@ -324,12 +326,16 @@ def hover_at(ls: HelionServer, loaded: Loaded, pos: Position) -> tuple[str, Rang
         where = view.name_range if view.name_range.contains(pos) else view.decorator_range
         return kernel_markdown(ls, loaded, view), where
     access = _find(ls, view, pos, "accesses")
+    units = _units_with_results(ls, view)
+    fact = fact_hover.find(units, pos)
+    if fact_hover.prefer_fact(fact, access):
+        return fact_hover.fact_markdown(view, fact[1]), fact[0]
     if access is not None:
         return access_markdown(view, access[1]), access[0]
     loop = _find(ls, view, pos, "loops")
     if loop is not None:
         return loop_markdown(view, loop[1]), loop[0]
-    return None
+    return fact_hover.not_evaluated(view, units, pos)
 
 
 def register(ls: HelionServer) -> None:
