@@ -142,9 +142,11 @@ async def test_tune_from_the_lens_with_progress_then_apply(client: LanguageClien
     assert apply is not None, titles
     assert any(t.startswith("Best: ") and "× vs current" in t for t in titles), titles
     assert apply.command.arguments[0]["config"] == best
-    await rec(client).wait(
-        lambda: any("Tuned softmax (shape set 0) on v7x [model]" in m.message for m in client.messages), 5
+    tuned = await rec(client).wait(
+        lambda: next((m.message for m in client.messages if "Tuned softmax (shape set 0) on v7x [model]" in m.message),
+                     None), 5
     )
+    assert "× vs current). Click *Apply* on its Best lens" in tuned, tuned  # the lens it points at is there
     out = await execute(client, "helion.applyConfig", apply.command.arguments[0])
     assert out["applied"] is True
     kept = config_text({"block_sizes": [8]})

@@ -5,7 +5,8 @@ kernel without shape lines, whose shape sets come from the file's calls, has the
   says that tuning runs the kernel's code; "Tuning off: <why>" where that is not allowed, see trust.py)
   "Tuning… n/N" while a tuner searches, "Verifying best…" while it checks the winner (click to cancel)
   "Best: <short config> — <est. time, TF/s or GB/s> (× vs current)" · "Apply" (only for a gain of at least
-  APPLY_GAIN, compiler/tune/objective.py); "(current)" once applied
+  APPLY_GAIN, compiler/tune/objective.py; decided in offer.py, which the message after a tuning reads too);
+  "(current)" once applied
   "Retune on <chip> (shapes|chip changed)" when the last tuning of the shape set was for other shapes or
   another chip: a result is shown only for the shape set's text and chip it was tuned for
   "Not tunable: …" (no command) for a shape set that does not compile
@@ -38,6 +39,7 @@ from ..trust import WHY_TUNING_RUNS_CODE
 from ..tuning import TuneJob
 from . import apply_plan, compiler_check
 from .hover import SHOW_GENERATED
+from .offer import apply_offer
 
 log = logging.getLogger(__name__)
 ARGS_INSIDE = re.compile(r"\bargs\((.*)\)\s*$")
@@ -88,20 +90,6 @@ def trial_key(unit: Unit) -> TrialKey:
     return TrialKey(unit.key.source_hash, unit.key.shape_key, unit.key.chip)
 
 
-def worth_applying(summary: Summary, current: Config | None) -> bool:
-    """Apply is offered when the best is not the current config and, where the current config's figure is
-    known, gains at least APPLY_GAIN over it by tuning's objective (compiler/tune/objective.py)."""
-    best = summary.best
-    if current is not None and Config(best.config) == current:
-        return False
-    now = summary.current
-    if now is None or not now.seconds or not best.seconds:
-        return True
-    return objective.worth_applying(
-        objective.objective(best.seconds, best.metrics), objective.objective(now.seconds, now.metrics)
-    )
-
-
 def best_title(summary: Summary, current: Config | None, compiled: Any, chip: str) -> str:
     """The best config and its figures; an estimate (any evaluator but a TPU measurement) always says so,
     with the chip it estimates, whether or not the config is the current one."""
@@ -110,14 +98,7 @@ def best_title(summary: Summary, current: Config | None, compiled: Any, chip: st
     rate = throughput(best.seconds, best.metrics, compiled)
     if rate:
         title += f", {rate}"
-    if current is not None and Config(best.config) == current:
-        title += " (current)"
-    elif summary.current is not None and summary.current.seconds:
-        ratio = summary.current.seconds / best.seconds
-        if worth_applying(summary, current):
-            title += f" ({ratio:.2f}× vs current)"
-        else:  # said in percent: "1.02×" could be 1.9 %
-            title += f" ({100 * (ratio - 1):.1f} % faster than current, under the {objective.APPLY_GAIN:.0%} worth applying)"
+    title += apply_offer(summary, current).note()
     if best.evaluator != "tpu":
         title += f" [{best.evaluator}, {chip}]"
     return title
@@ -250,7 +231,7 @@ def unit_lenses(
     note, why = compiler_check.lens_note(ls, uri, view.name, unit.index, summary)
     title = best_title(summary, current, compiled, chip) + ("" if stored else " (not stored)") + note
     lenses.append(_lens(rng, title, "helion.tune", target, f"{why} {again}".strip()))
-    if current is None or worth_applying(summary, current):
+    if apply_offer(summary, current).apply:
         apply = {**target, "config": summary.best.config}
         lenses.append(_lens(rng, apply_title, "helion.applyConfig", apply))
     return lenses
@@ -305,7 +286,7 @@ async def _apply_title(
     never waits on a compile (lenses fetched slowly lag behind what they show): until the compiles the plan
     needs are known (`_plan_soon`), the title is "Apply"."""
     current = current_config(ls, view, unit)[0]
-    if summary is None or len(view.units) < 2 or not worth_applying(summary, current):
+    if summary is None or len(view.units) < 2 or not apply_offer(summary, current).apply:
         return "Apply"
     try:
         plan = await apply_plan.plan_for(ls, loaded, view, unit.index, summary.best.config, bests, known_only=True)

@@ -32,6 +32,7 @@ from ..server import HelionServer
 from ..trust import WHY_TUNING_RUNS_CODE
 from ..tuning import FINAL, TuneJob, TuneSpec
 from . import apply_plan, codelens, compiler_check, diagnostics
+from .offer import Offer, apply_offer, tuned_message
 
 log = logging.getLogger(__name__)
 
@@ -197,26 +198,67 @@ def connect_tuner(ls: HelionServer) -> None:
         name = f"{job.spec.kernel} (shape set {job.spec.shape_set})"
         if job.state == "done":
             compiler_check.after_tuning(ls, job)
-            best = job.best or {}
-            text = f"Tuned {name} on {job.spec.chip} [{job.spec.evaluator}]"
-            if best.get("config") is not None:
-                text += f": best {Config(best['config']).short()}"
-                if best.get("seconds"):
-                    text += f" — {codelens.fmt_seconds(best['seconds'])}"
-                text += ". Use the Apply lens to put it in the decorator."
-            not_stored = (job.result or {}).get("store_error")
-            if not_stored:
-                text += (
-                    f" These results were NOT stored ({not_stored}): the lens shows them until the server "
-                    "restarts; set helion.storePath to a writable file to keep them."
-                )
-            ls.tell_user(text, types.MessageType.Warning if not_stored else types.MessageType.Info)
+            asyncio.create_task(tell_tuned(ls, job, name))
         elif job.state == "failed":
             ls.tell_user(f"Tuning {name} failed: {job.message}", types.MessageType.Warning)
         elif job.state == "stale":
             ls.log_to_client(f"Tuning {name} stopped: {job.message}", types.MessageType.Warning)
 
     ls.tuner.on_change = changed
+
+
+async def tell_tuned(ls: HelionServer, job: TuneJob, name: str) -> None:
+    """The message after a tuning: its best, and what the lenses show about applying it (offer.py, the
+    lens's own decision, on the summary the lens reads)."""
+    head = f"Tuned {name} on {job.spec.chip} [{job.spec.evaluator}]"
+    try:
+        shown = await lens_offer(ls, job)
+    except Exception:  # the message must come whatever the store or the document do
+        log.exception("reading the tuned result of %s failed", name)
+        shown = None
+    best = job.best or {}
+    if shown is not None:
+        summary, offer = shown
+        text = tuned_message(head, _best_text(summary.best.config, summary.best.seconds), offer)
+    elif best.get("config") is not None:
+        text = tuned_message(head, _best_text(best["config"], best.get("seconds")), None)
+    else:
+        text = head + "."
+    not_stored = (job.result or {}).get("store_error")
+    if not_stored:
+        text += (
+            f" These results were NOT stored ({not_stored}): the lens shows them until the server "
+            "restarts; set helion.storePath to a writable file to keep them."
+        )
+    ls.tell_user(text, types.MessageType.Warning if not_stored else types.MessageType.Info)
+
+
+def _best_text(config: dict, seconds: float | None) -> str:
+    return Config(config).short() + (f" — {codelens.fmt_seconds(seconds)}" if seconds else "")
+
+
+async def lens_offer(ls: HelionServer, job: TuneJob) -> tuple[Any, Offer] | None:
+    """(summary, offer) as the Best lens of the job's shape set shows them now; None when
+    the document no longer has that kernel as it was tuned."""
+    state = ls.analyzer.state(job.spec.uri)
+    if state is None:
+        return None
+    loaded = await ls.analyzer.load(state.uri, ls.settings.for_uri(state.uri).chip)
+    view = loaded.kernels.get(job.spec.kernel) if loaded is not None else None
+    if view is None or job.spec.shape_set >= len(view.units) or view.source_hash != job.spec.source_hash:
+        return None
+    unit = view.units[job.spec.shape_set]
+    if not codelens.same_problem(job, view, unit, job.spec.chip) or unit.key.chip != job.spec.chip:
+        return None
+    current, _ = codelens.current_config(ls, view, unit)
+    store = ls.store_for(ls.settings.for_uri(loaded.uri))
+    request = (codelens.trial_key(unit), current)
+    summary = (await ls.pool.call(store.summaries, [request])).get(request)
+    if summary is None and job.best and job.best.get("config"):
+        summary = codelens.unstored_summary(job)  # as the lens shows a result the store did not keep
+    if summary is None:
+        return None
+    return summary, apply_offer(summary, current)
 
 
 # -- apply --------------------------------------------------------------------------------------------
