@@ -170,18 +170,17 @@ def measure(target: Target, chip: str, interpret: bool, warmup: int, repeats: in
 
 def detect_chip() -> str:
     """The chip jax sees (compiler.chips name), or exit with why not."""
-    from compiler.chips import CHIP_NAMES, get_chip
-    from compiler.tune.evaluators import _tpu_device_files
+    from compiler.runtime import ChipBusy, claim_tpu, machine_chip, tpu_device
 
-    if not _tpu_device_files():
-        sys.exit("tpu_measure: no TPU on this machine (use --interpret --chip NAME to exercise the script)")
-    import jax
-
-    kind = jax.devices()[0].device_kind
-    for name in CHIP_NAMES:
-        if get_chip(name).device_kind == kind:
-            return name
-    sys.exit(f"tpu_measure: jax sees {kind!r}, which compiler.chips does not know")
+    try:
+        if not claim_tpu():
+            sys.exit("tpu_measure: no TPU on this machine (use --interpret --chip NAME to exercise the script)")
+        name = machine_chip()
+    except ChipBusy as exc:
+        sys.exit(f"tpu_measure: {exc}")
+    if name is None:
+        sys.exit(f"tpu_measure: jax sees {tpu_device().device_kind!r}, which compiler.chips does not know")
+    return name
 
 
 def main(argv: list[str] | None = None) -> int:

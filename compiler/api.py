@@ -318,6 +318,7 @@ class Kernel:
     # -- internals ------------------------------------------------------------------------------------
 
     def _trace(self, specs: dict[str, ArgSpec], config: Config, chip: Chip) -> tuple[KernelIR, list[BlockUse], BlockSizeTable]:
+        from .frontend import dot_precision
         from .frontend.tracer import Tracer
         from .frontend.values import BlockSizeTable, BlockTooLong
         from .masks import insert_masks
@@ -335,6 +336,7 @@ class Kernel:
         if self._too_deep is not None:
             raise CompileError([self._too_deep])
         try:
+            precision = dot_precision.setting(self.definition.decorator)
             caps: dict[tuple[int, int], int] = {}
             while True:  # a device-bounded loop's block longer than a dim it indexes is cut to it (BlockTooLong)
                 provisional = BlockSizeTable(given, lambda i, extent: min(extent, 128))
@@ -346,6 +348,7 @@ class Kernel:
                         raise
                     caps[cut.dim] = cut.size
             insert_masks(ir)
+            dot_precision.stamp(ir, precision)
         except ArgRankError as exc:
             raise CompileError([self._rank_diagnostic(exc, specs)]) from None
         except UserError as exc:
@@ -731,8 +734,9 @@ def _kernel_plan(ir: KernelIR, layouts: list[CallLayout], chip: Chip, narrowed: 
                 accesses.append(AccessInfo(n.range, n.tensor.name, op.ref_name, isinstance(n, Store), how,
                                            lay.plan.name))
     tree_scans = any(isinstance(n, Op) and n.kind == "scan_valid" for n in nodes)
+    precisions = frozenset(n.kwargs["precision"] for n in nodes if isinstance(n, Op) and n.kind == "dot")
     return KernelPlan(ir.name, chip.name, tuple(lay.plan for lay in layouts), flops, hbm, tuple(loops), tuple(accesses),
-                      narrowed, table_roles(ir), tree_scans)
+                      narrowed, table_roles(ir), tree_scans, precisions)
 
 
 def _header(kernel: Kernel, specs: dict[str, ArgSpec], cfg: Config, chip: Chip, report: VmemReport,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,10 @@ import torch
 from .api import load
 from .diagnostics import CompileError
 from .reference.errors import ReferenceRunError
+from .runtime import ChipRejected
 from .specs import SpecError, TensorSpec, format_args, parse_spec
 from .tables import IndexTable
+from .truth import compile_code
 
 # Shape sets with more tensor elements than this are checked at reduced shapes (see _reduced).
 REDUCE_ABOVE = 1 << 22
@@ -138,21 +141,84 @@ def _drawn(tables: tuple[IndexTable, ...]) -> str:
     return f" (inputs drawn from how the kernel reads them: {drawn}; give real ones in a test)"
 
 
-def check_file(path: str, kernel_name: str | None, chip: str, loop_types: list[str]) -> int:
-    from .reference import ReferenceProcess
+@dataclass
+class Row:
+    """One kernel x loop strategy of a check. `verdict` is what a machine compares (recorded chip truth):
+    ok | mismatch | rejected HPLnnn (the TPU compiler refused it) | failed (compile error or crash) |
+    not run | unchecked."""
 
+    kernel: str
+    loop_type: str
+    config: str
+    eager: str
+    mine: str
+    seconds: str
+    verdict: str
+    max_error: float | None = None  # worst |kernel - expected| over the outputs compared (eager, else own)
+
+
+@dataclass
+class CheckReport:
+    rows: list[Row]
+    notes: list[str]  # failures that are not one run, and shapes run that are not the kernel's own
+    where: str  # where the kernels ran, and whether the TPU compiler was asked
+
+    @property
+    def failures(self) -> int:
+        return sum(r.verdict != "ok" for r in self.rows) + sum(n.startswith(_FAILED) for n in self.notes)
+
+
+_FAILED = "FAILED: "  # prefix of a note that counts as a failure
+
+
+def check_file(path: str, kernel_name: str | None, chip: str, loop_types: list[str]) -> int:
+    """Print the check table of `path`; 0 when every row passed, 1 otherwise, 2 for a missing kernel."""
     module = load(Path(path))
-    small = module.info.constants.get("SMALL")  # read statically: the module itself is never run whole
-    kernels = [module.kernels[kernel_name]] if kernel_name else list(module.kernels.values())
     if kernel_name and kernel_name not in module.kernels:
         print(f"helion-pallas: no kernel {kernel_name} in {path}")
         return 2
+    report = check_rows(path, kernel_name, chip, loop_types, module)
+    print(report.where)
+    rows = [("kernel", "loop type", "config", "vs eager", "vs reference()", "seconds")]
+    rows += [(r.kernel, r.loop_type, r.config, r.eager, r.mine, r.seconds) for r in report.rows]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    for note in report.notes:
+        print(note.removeprefix(_FAILED))
+    failed = report.failures
+    print(f"{len(report.rows) - sum(r.verdict != 'ok' for r in report.rows)} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+def check_rows(path: str, kernel_name: str | None, chip: str, loop_types: list[str], module: Any = None
+               ) -> CheckReport:
+    """Run the check of `path` (every kernel, or `kernel_name`) and return its rows: on this machine's TPU
+    when it is `chip`, else in interpret mode with the deviceless libtpu compile's verdict first."""
+    from .reference import ReferenceProcess
+    from .runtime import runs_on_chip
+
+    module = module or load(Path(path))
+    small = module.info.constants.get("SMALL")  # read statically: the module itself is never run whole
+    kernels = [module.kernels[kernel_name]] if kernel_name else list(module.kernels.values())
+    from .chips import get_chip
+
+    on_chip = runs_on_chip(get_chip(chip))
     with ReferenceProcess() as reference:
-        return _check_kernels(module, kernels, path, small, chip, loop_types, reference)
+        report = _check_kernels(module, kernels, path, small, chip, loop_types, reference, on_chip)
+    if on_chip:
+        report.where = f"on the chip: {get_chip(chip).device_kind} ({chip})"
+    else:
+        from .checks import libtpu_available
+
+        asked = ("the TPU compiler's verdict from the deviceless libtpu compile" if libtpu_available() else
+                 "libtpu is not installed, so the TPU compiler was not asked (pip install 'helion-ls[tpu]')")
+        report.where = f"interpret mode on this CPU for {chip}; {asked}"
+    return report
 
 
 def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip: str, loop_types: list[str],
-                   reference: Any) -> int:
+                   reference: Any, on_chip: bool) -> CheckReport:
     from .reference import make_inputs
 
     source = module.source
@@ -162,17 +228,15 @@ def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip:
         args[:] = after
         return result
 
-    failures = 0  # table rows that failed
     notes: list[str] = []  # failures that are not one run: the file's reference raised or disagrees
     ran_at: dict[str, str] = {}  # shapes run that are not the kernel's own shape set: what and why
-    rows = [("kernel", "loop type", "config", "vs eager", "vs reference()", "seconds")]
+    rows: list[Row] = []
     for k in kernels:
         specs_text = small if isinstance(small, dict) and len(kernels) == 1 else None
         try:
             specs = k.with_defaults({n: parse_spec(v) for n, v in specs_text.items()} if specs_text else k.resolve_args())
         except (SpecError, CompileError) as exc:
-            rows.append((k.name, "-", "-", f"bad inputs: {exc}", "-", "-"))
-            failures += 1
+            rows.append(Row(k.name, "-", "-", f"bad inputs: {exc}", "-", "-", "failed"))
             continue
         drawn: dict[str, tuple[list[Any], OwnReference | None]] = {}  # per shapes run: inputs, own reference
         disagreement_checked = False
@@ -184,14 +248,18 @@ def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip:
                 if specs_text is None and (_elements(specs) > REDUCE_ABOVE or _vmem_too_large(ck) or _jagged(ck)):
                     ck = _reduced(k, ck, chip)
             except CompileError as exc:
-                rows.append((k.name, lt, "-", f"compile error: {exc}", "-", "-"))
-                failures += 1
+                rows.append(Row(k.name, lt, "-", f"compile error: {exc}", "-", "-", "failed"))
+                continue
+            rejected = None if on_chip else _tpu_compile_problem(ck, notes)
+            if rejected is not None:
+                code, text = rejected
+                rows.append(Row(k.name, lt, ck.config.short(), f"REJECTED BY THE TPU COMPILER {text}", "-",
+                                f"{time.perf_counter() - start:.2f}", f"rejected {code}"))
                 continue
             too_large = _too_large(ck)
             if too_large:
-                rows.append((k.name, lt, ck.config.short(), f"NOT RUN ({too_large}; a SMALL = {{...}} dict in the file "
-                                                            f"chooses smaller inputs)", "-", "-"))
-                failures += 1
+                rows.append(Row(k.name, lt, ck.config.short(), f"NOT RUN ({too_large}; a SMALL = {{...}} dict in the "
+                                                               f"file chooses smaller inputs)", "-", "-", "not run"))
                 continue
             shapes = format_args(ck.args)
             if ck.args != specs and shapes not in ran_at:
@@ -202,12 +270,14 @@ def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip:
                 inputs = make_inputs(dict(ck.args), tables=ck.tables)
                 own = OwnReference.find(module.info.functions, k.name, len(module.kernels), inputs, call)
                 if own is not None and own.error:
-                    notes.append(f"{k.name}: {own.name}() failed: {own.error}")
+                    notes.append(f"{_FAILED}{k.name}: {own.name}() failed: {own.error}")
                     own = None
                 drawn[shapes] = (inputs, own)
             inputs, own = drawn[shapes]
             args = _clone(inputs)
             own_problem = problem = unchecked = None
+            verdict = None
+            worst = None
             nans = (0, 0)
             try:
                 out = ck(*args)
@@ -223,6 +293,7 @@ def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip:
                     if in_place:
                         expected = _mutated(k, ck, ref_args)
                     problem = compare(out, expected, same_program=True)
+                    worst = max_error(out, expected)
                     if problem is None:
                         nans = nan_note(out)
                         if nans[1] and nans[0] == nans[1]:
@@ -232,31 +303,62 @@ def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip:
                 if own is not None:
                     wanted = own.expected(k, ck, in_place)
                     own_problem = compare(out, wanted)
+                    worst = max_error(out, wanted) if worst is None else worst
                     if expected is not None and not disagreement_checked:
                         disagreement_checked = True
                         differ = compare(expected, wanted)
                         if differ:
-                            notes.append(f"{k.name}: the eager reference and {own.name}() disagree: {differ}")
+                            notes.append(f"{_FAILED}{k.name}: the eager reference and {own.name}() disagree: {differ}")
+            except ChipRejected as exc:  # the chip's own compile: the same verdict as libtpu's on a CPU
+                code = compile_code(exc.kind)
+                problem, verdict = f"{code} (on the chip): {exc.key_line[:300]}", f"rejected {code}"
             except Exception as exc:  # noqa: BLE001 - a failing run is a table row, not a crash
                 problem = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}"
                 problem += _drawn(ck.tables)
+                verdict = "failed"
             seconds = f"{time.perf_counter() - start:.2f}"
-            if unchecked is not None and problem is None:
+            if verdict is not None and verdict.startswith("rejected"):
+                eager = f"REJECTED BY THE TPU COMPILER {problem}"
+            elif unchecked is not None and problem is None:
                 eager = f"NOT CHECKED (the eager reference cannot run it: {unchecked})"
             else:
                 eager = ("ok" if not nans[0] else f"ok (NaN in both at {nans[0]} of {nans[1]})") if problem is None \
                     else problem if problem.startswith("NO SIGNAL") else f"MISMATCH {problem}"
             mine = "-" if own is None else "ok" if own_problem is None else f"MISMATCH {own_problem}"
-            rows.append((k.name, lt, ck.config.short(), eager, mine, seconds))
-            # nothing compared at all (no eager reference, no reference() of the file's own) is no pass either
-            failures += problem is not None or own_problem is not None or (unchecked is not None and own is None)
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
-    for note in [*ran_at.values(), *notes]:
-        print(note)
-    print(f"{len(rows) - 1 - failures} passed, {failures + len(notes)} failed")
-    return 1 if failures or notes else 0
+            if verdict is None:
+                # nothing compared at all (no eager reference, no reference() of the file's own) is no pass either
+                verdict = ("mismatch" if problem is not None or own_problem is not None
+                           else "unchecked" if unchecked is not None and own is None else "ok")
+            rows.append(Row(k.name, lt, ck.config.short(), eager, mine, seconds, verdict, worst))
+    return CheckReport(rows, [*ran_at.values(), *notes], "")
+
+
+def _tpu_compile_problem(ck: Any, notes: list[str]) -> tuple[str, str] | None:
+    """The deviceless libtpu compile's verdict on `ck`: (HPL code, where and what) when the TPU compiler
+    rejects it, else None. When libtpu cannot answer (not installed, timed out) a note says so once."""
+    diagnostics = ck.check_tpu_compile()
+    errors = [d for d in diagnostics if d.is_error]
+    if errors:
+        d = errors[0]
+        return d.code, f"{d.code} line {d.range.start.line + 1}: {d.message}"
+    for d in diagnostics:  # HPL402 (no libtpu) or an HPL401 warning (timed out, crashed): the verdict is unknown
+        note = f"{ck.kernel.name}: the TPU compiler gave no verdict: {d.message}"
+        if note not in notes:
+            notes.append(note)
+    return None
+
+
+def max_error(out: Any, expected: Any) -> float | None:
+    """The largest |out - expected| over the floating-point tensors compared (None when there are none)."""
+    pairs = [(o, e) for o, e in zip(out if isinstance(out, tuple) else (out,),
+                                    expected if isinstance(expected, tuple | list) else (expected,), strict=False)
+             if isinstance(o, torch.Tensor) and isinstance(e, torch.Tensor) and o.dtype.is_floating_point
+             and o.shape == e.shape and o.numel()]
+    if not pairs:
+        return None
+    diffs = [(o.double() - e.double()).abs() for o, e in pairs]
+    finite = [d[torch.isfinite(d)] for d in diffs]
+    return max((float(d.max()) for d in finite if d.numel()), default=0.0)
 
 
 class OwnReference:

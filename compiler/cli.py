@@ -47,11 +47,13 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--emit", choices=["pallas", "json", "vmem", "mosaic"], default="pallas")
     c.set_defaults(handler=cmd_compile)
 
-    k = sub.add_parser("check", help="run kernels on small inputs in interpret mode against the eager reference "
-                                     "and the file's own reference()")
+    k = sub.add_parser("check", help="run kernels on small inputs (on this machine's TPU, else in interpret mode "
+                                     "after the TPU compiler's verdict) against the eager reference and the "
+                                     "file's own reference()")
     k.add_argument("file", help=FILE_HELP)
     k.add_argument("-k", "--kernel")
-    k.add_argument("--chip", default="v7x")
+    k.add_argument("--chip", help="the chip to compile for (default: this machine's TPU, else v7x); on that "
+                                  "TPU the kernels run on it, elsewhere in interpret mode")
     k.add_argument("--loop-types", default="unroll,emit_pipeline,fori_loop")
     k.set_defaults(handler=cmd_check)
 
@@ -265,6 +267,7 @@ def _emit_mosaic(ck: CompiledKernel, module: Module, path: str) -> int:
 
 def cmd_check(ns: argparse.Namespace) -> int:
     from .check import check_file
+    from .runtime import ChipBusy, claim_tpu, machine_chip
 
     problem = source_problem(ns.file)
     if problem is not None:
@@ -277,7 +280,13 @@ def cmd_check(ns: argparse.Namespace) -> int:
         return 1 if any(d.is_error for d in module.diagnostics) else 2
     broken = broken_cells(module, ns.file)
     loops = [s.strip() for s in ns.loop_types.split(",") if s.strip()]
-    return check_file(ns.file, ns.kernel, ns.chip, loops) or int(broken)
+    try:
+        claim_tpu()  # this process alone: the eager reference's process stays on the CPU
+        chip = canonical_name(ns.chip) if ns.chip else machine_chip() or "v7x"
+    except ChipBusy as exc:
+        print(f"helion-pallas: {exc}", file=sys.stderr)
+        return 2
+    return check_file(ns.file, ns.kernel, chip, loops) or int(broken)
 
 
 if __name__ == "__main__":

@@ -241,6 +241,15 @@ class KernelPlan:
     narrowed: tuple[str, ...] = ()  # int64 tensor arguments read as int32; a call checks their values fit
     tables: tuple[IndexTable, ...] = ()  # integer arguments read as offsets, positions, counts (table_roles.py)
     tree_scans: bool = False  # hl.associative_scan / hl.reduce with a combine function: combined in log2(n) steps
+    dot_precisions: frozenset[str] = frozenset()  # plans of the kernel's dots (frontend/dot_precision.py)
+
+    @property
+    def chip_rounds_f32(self) -> bool:
+        """Does a TPU compute some of this kernel's f32 values less exactly than torch's f32 on a CPU, and than
+        interpret mode: transcendentals on its EUP (exp, log, tanh, erf agree to 4-5 digits on a v5e) or f32
+        dots as three bf16 passes (about 2**-16 of each product)? A judge of the results must allow for it."""
+        works = [c.outer_work for c in self.calls] + [lp.work for c in self.calls for lp in c.inner_loops]
+        return "bf16x3" in self.dot_precisions or any(w.eup_elems for w in works)
 
     def narrowed_note(self) -> str | None:
         """What the kernel does with its int64 arguments, for the kernel hover."""

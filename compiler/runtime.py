@@ -1,7 +1,9 @@
-"""Run a generated module: torch tensors in, torch tensors out (zero-copy DLPack both ways).
+"""Run a generated module: torch tensors in, torch tensors out.
 
-On a machine whose jax sees a TPU the kernel runs there; otherwise it runs in TPU interpret mode on the
-CPU inside an abstract mesh of the chosen chip (emit_pipeline and TPU lowering rules need the chip).
+On a machine whose jax sees a TPU of the chip the kernel was compiled for, the kernel runs there: the
+arguments are copied onto that TPU and the results (and arguments written in place) come back as torch CPU
+tensors. Otherwise it runs in TPU interpret mode on the CPU (zero-copy DLPack both ways) inside an abstract
+mesh of the chosen chip (emit_pipeline and TPU lowering rules need the chip).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import functools
+import glob
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -37,14 +40,80 @@ def prefer_fast_cpu_compiles() -> None:
     os.environ["XLA_FLAGS"] = flags
 
 
+class ChipBusy(RuntimeError):
+    """Another program holds this machine's TPU: libtpu lets one process at a time open it."""
+
+
+def tpu_device_files() -> list[str]:
+    """TPU device nodes of this machine: /dev/accel* (v4, v5p) or /dev/vfio/N (v5e and later). Looked up
+    without touching libtpu: on a machine without them, initialising the TPU backend only produces errors."""
+    return sorted(glob.glob("/dev/accel*") + [p for p in glob.glob("/dev/vfio/*") if p.rsplit("/", 1)[1].isdigit()])
+
+
+def claim_tpu() -> bool:
+    """Let jax in this process find the machine's TPU, if it has one. The CLI pins JAX_PLATFORMS=cpu in its
+    environment so that every process it starts (the eager reference, compile workers) stays off the chip,
+    which only one process can hold; the one process that runs kernels lifts the pin for itself alone,
+    before jax starts a backend. True when this process may now use a TPU."""
+    if not tpu_device_files():
+        return False
+    import jax
+    from jax._src import xla_bridge
+
+    if not xla_bridge.backends_are_initialized():
+        jax.config.update("jax_platforms", "")
+    return tpu_device() is not None
+
+
+class ChipRejected(RuntimeError):
+    """The TPU's own compile of the kernel failed on the chip (Mosaic or XLA): the same verdict the deviceless
+    libtpu compile gives on a CPU, classified the same way (kind: vmem_oom, alignment, vector_layout, ...)."""
+
+    def __init__(self, chip: Chip, message: str):
+        from .checks.libtpu_compile import classify_compile_error
+
+        found = classify_compile_error(message)
+        self.kind: str = found["kind"]
+        self.key_line: str = found["key_line"]
+        self.message = message
+        super().__init__(f"the TPU compiler rejected the kernel on the chip ({chip.name}, {self.kind}): "
+                         f"{self.key_line[:300]}")
+
+
+_BUSY = ("lockfile", "already in use", "TPU is in use")
+
+
 @functools.cache
-def has_tpu() -> bool:
+def tpu_device() -> Any:
+    """The TPU jax sees in this process, or None. ChipBusy when another program holds it (libtpu's
+    multi-process lockfile): a run must not quietly fall back to interpret mode then."""
     import jax
 
     try:
-        return any(d.platform == "tpu" for d in jax.devices())
-    except RuntimeError:
-        return False
+        devices = jax.devices()
+    except RuntimeError as exc:
+        if any(b in str(exc) for b in _BUSY):
+            raise ChipBusy("another program holds this machine's TPU (libtpu's multi-process lockfile): only one "
+                           "process at a time can use it; end that program, or run with JAX_PLATFORMS=cpu to "
+                           "interpret kernels on the CPU") from None
+        return None
+    return next((d for d in devices if d.platform == "tpu"), None)
+
+
+def machine_chip() -> str | None:
+    """The compiler.chips name of the TPU this process can use, or None (no TPU, or one it does not know)."""
+    from .chips import CHIP_NAMES, get_chip
+
+    device = tpu_device()
+    kind = device.device_kind if device is not None else None
+    return next((name for name in CHIP_NAMES if get_chip(name).device_kind == kind), None)
+
+
+def runs_on_chip(chip: Chip) -> bool:
+    """Does a kernel compiled for `chip` run on a TPU here (rather than in interpret mode)? Only on that very
+    chip: a v7x kernel on a v5e machine is interpreted, as on a laptop."""
+    device = tpu_device()
+    return device is not None and device.device_kind == chip.device_kind
 
 
 @contextlib.contextmanager
@@ -162,9 +231,10 @@ def check_call_args(params: list[str], specs: dict[str, ArgSpec], args: Sequence
             raise ValueError(f"{name}: compiled for the constant {spec!r}, called with {value!r}")
 
 
-def to_jax(t: torch.Tensor, name: str = "an argument") -> Any:
-    """A contiguous jax view of `t`. int64 becomes int32 (TPUs have no 64-bit vector types; the kernel reads
-    it as int32), after checking every value fits: jax itself would wrap 2**40 to 0 without a word."""
+def to_jax(t: torch.Tensor, name: str = "an argument", device: Any = None) -> Any:
+    """A contiguous jax array of `t`: a zero-copy view on the CPU, or a copy on `device` (a TPU). int64
+    becomes int32 (TPUs have no 64-bit vector types; the kernel reads it as int32), after checking every value
+    fits: jax itself would wrap 2**40 to 0 without a word."""
     import jax
 
     t = t.detach()
@@ -172,7 +242,9 @@ def to_jax(t: torch.Tensor, name: str = "an argument") -> Any:
         t = t.cpu()
     if t.dtype == torch.int64:
         t = narrow_int64(t, name)
-    return jax.dlpack.from_dlpack(t.contiguous())
+    array = jax.dlpack.from_dlpack(t.contiguous())
+    # DLPack gives an array committed to jax's CPU device, where a TPU pallas_call cannot run
+    return array if device is None else jax.device_put(array, device)
 
 
 INT32 = torch.iinfo(torch.int32)
@@ -190,6 +262,11 @@ def narrow_int64(t: torch.Tensor, name: str) -> torch.Tensor:
 
 
 def to_torch(a: Any) -> torch.Tensor:
+    """A torch CPU tensor of a jax array: zero-copy from the CPU, copied back from a TPU first."""
+    import jax
+
+    if any(d.platform != "cpu" for d in a.devices()):
+        a = jax.device_put(a, jax.devices("cpu")[0])
     return torch.from_dlpack(a)
 
 
@@ -201,10 +278,17 @@ def run(fn: Callable[..., Any], params: list[str], specs: dict[str, ArgSpec], ch
     from jax.experimental.pallas import tpu as pltpu
 
     check_call_args(params, specs, args)
-    tensors = [to_jax(a, f"`{n}`") for n, a in zip(params, args, strict=True) if isinstance(specs[n], TensorSpec)]
+    device = tpu_device() if runs_on_chip(chip) else None
+    tensors = [to_jax(a, f"`{n}`", device) for n, a in zip(params, args, strict=True)
+               if isinstance(specs[n], TensorSpec)]
     scalars = {n: a for n, a in zip(params, args, strict=True) if not isinstance(specs[n], TensorSpec)}
-    if has_tpu():
-        result = fn(*tensors, **scalars)
+    if device is not None:
+        try:
+            result = fn(*tensors, **scalars)
+            jax.block_until_ready(result)
+        except Exception:
+            _raise_if_rejected(fn, tensors, scalars, chip)
+            raise
     else:
         skip_gpu_interpreter()
         with chip_context(chip):
@@ -224,6 +308,15 @@ def run(fn: Callable[..., Any], params: list[str], specs: dict[str, ArgSpec], ch
             return None
         result = tuple(rest) if len(rest) > 1 else rest[0]
     return _convert(result)
+
+
+def _raise_if_rejected(fn: Callable[..., Any], tensors: list[Any], scalars: dict[str, Any], chip: Chip) -> None:
+    """After a failed call on the chip: ChipRejected when compiling the kernel alone fails (the compiler's
+    verdict), else return and let the caller re-raise the run's own error."""
+    try:
+        fn.lower(*tensors, **scalars).compile()
+    except Exception as exc:  # noqa: BLE001 - whatever the TPU compiler raises is its verdict
+        raise ChipRejected(chip, str(exc)) from None
 
 
 def _convert(result: Any) -> Any:

@@ -313,6 +313,9 @@ def _call_to_specs(call: ast.expr, col_shift: int) -> dict[str, ArgSpec]:
     return out
 
 
+_KEYWORD_CONSTANTS = frozenset({"True", "False", "None"})  # spec text for constants, as `flag=True` is in a shape line
+
+
 def coerce_args(args: object) -> dict[str, ArgSpec]:
     """Accept the forms `compile(args=...)` allows: text, a dict of text/specs/numbers."""
     if isinstance(args, str):
@@ -322,7 +325,7 @@ def coerce_args(args: object) -> dict[str, ArgSpec]:
         for k, v in args.items():
             if is_spec(v):
                 out[k] = v
-            elif isinstance(v, str) and v.isidentifier() and v not in DTYPES:
+            elif isinstance(v, str) and v.isidentifier() and v not in DTYPES and v not in _KEYWORD_CONSTANTS:
                 out[k] = v  # a string constant (reduction="sum"); spec text is never a bare name
             elif isinstance(v, str):
                 out[k] = parse_spec(v)

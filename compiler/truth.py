@@ -97,6 +97,12 @@ def _overflow(ck: CompiledKernel, target: Any, stage: str) -> Any:
                            "more dims", target, data={"stage": stage, "kind": "int32_overflow"})
 
 
+def compile_code(kind: str | None) -> str:
+    """The diagnostic code of a TPU compiler rejection of this kind, the same from libtpu on a CPU and from
+    the chip's own compile: HPL302 out of VMEM, HPL203 a dtype the chip lacks, HPL401 anything else."""
+    return {"vmem_oom": "HPL302", "unsupported_dtype": "HPL203"}.get(kind or "", "HPL401")
+
+
 def check_tpu_compile(ck: CompiledKernel, compiler: Any = None) -> TruthResult:
     """The real TPU compiler (libtpu, no TPU needed). Absent libtpu gives one info diagnostic, never a failure."""
     from .checks import LibtpuUnavailable, libtpu_available, tpu_compile
@@ -132,7 +138,7 @@ def check_tpu_compile(ck: CompiledKernel, compiler: Any = None) -> TruthResult:
                 detail += f", limit {fmt_bytes(n['limit_bytes'])}"
         calls = ck.plan.calls
         related = list(contributors(max(calls, key=call_total), ck.chip)) if calls else []
-        diag = error("HPL302", f"the TPU compiler ran out of VMEM on {ck.chip.name}{detail} "
+        diag = error(compile_code("vmem_oom"), f"the TPU compiler ran out of VMEM on {ck.chip.name}{detail} "
                      f"({result.oom_limit or 'scoped'} limit): {result.key_line[:300]}", call_range,
                      related=tuple(related), data={"stage": "libtpu", "kind": "vmem_oom", **n})
     elif result.kind in ("timeout", "crash"):
@@ -141,7 +147,7 @@ def check_tpu_compile(ck: CompiledKernel, compiler: Any = None) -> TruthResult:
     else:
         what = {"vector_layout": "vector layout not supported", "alignment": "unaligned access",
                 "unsupported_dtype": f"dtype not supported on {ck.chip.name}"}.get(result.kind or "", "compile failed")
-        code = "HPL203" if result.kind == "unsupported_dtype" else "HPL401"
+        code = compile_code(result.kind)
         diag = error(code, f"TPU compile ({ck.chip.name}): {what}: {(result.key_line or result.error)[:300]}",
                      loc_rng or call_range, data={"stage": "libtpu", "kind": result.kind})
     return TruthResult(False, [diag], result, result.seconds, facts)

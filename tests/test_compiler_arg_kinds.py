@@ -144,3 +144,32 @@ def test_a_dtype_argument_reaches_the_kernel_as_a_torch_dtype():
     ck = compiler.load(text).kernels["cast"].compile()
     x = torch.randn(16, 128)
     assert ck(x, torch.bfloat16).dtype == torch.bfloat16
+
+
+BOOL_FLAG = '''
+import torch
+import helion
+import helion.language as hl
+
+
+@helion.kernel(static_shapes=True)
+def maybe_double(x: torch.Tensor, flag: bool = True) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in hl.tile(x.size(0)):
+        if flag:
+            out[t, :] = x[t, :] * 2.0
+        else:
+            out[t, :] = x[t, :]
+    return out
+'''
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_a_bool_given_as_spec_text_is_the_bool_the_call_passes(flag):
+    """Spec text "True" (a SMALL dict, a harness's args) is the constant True, not the string 'True': the call
+    with True was refused ("compiled for the constant 'True', called with True")."""
+    kernel = compiler.load(BOOL_FLAG).kernels["maybe_double"]
+    ck = kernel.compile(args={"x": "f32[16, 128]", "flag": str(flag)}, chip="v5e")
+    assert ck.args["flag"] is flag
+    x = torch.randn(16, 128)
+    torch.testing.assert_close(ck(x, flag), x * 2.0 if flag else x)

@@ -41,6 +41,19 @@ HELPERS = {
         "    r = um1 * x / jnp.log(jnp.where(edge, 2.0, u))\n"
         "    return jnp.where(um1 == 0.0, x, jnp.where(edge, um1, r))\n"
     ),
+    "dot_bf16x3": (
+        "def _dot_bf16x3(a, b):\n"
+        '    """An f32 product (2-D, or batched 3-D) as three bf16 MXU passes with f32 sums, hi*hi + (hi*lo + lo*hi):\n'
+        "    ~16 significant bits, more than the tf32 that dot_precision='tf32' asks for (a TPU's default f32 dot\n"
+        '    is one bf16 pass; Mosaic has no Precision.HIGH)."""\n'
+        "    a, b = a.astype(jnp.float32), b.astype(jnp.float32)\n"
+        "    a_hi, b_hi = a.astype(jnp.bfloat16), b.astype(jnp.bfloat16)\n"
+        "    a_lo = (a - a_hi.astype(jnp.float32)).astype(jnp.bfloat16)\n"
+        "    b_lo = (b - b_hi.astype(jnp.float32)).astype(jnp.bfloat16)\n"
+        "    spell = jnp.dot if a.ndim == 2 else functools.partial(jnp.einsum, \"bmk,bkn->bmn\")\n"
+        "    dot = functools.partial(spell, precision=jax.lax.Precision.DEFAULT, preferred_element_type=jnp.float32)\n"
+        "    return dot(a_hi, b_hi) + (dot(a_hi, b_lo) + dot(a_lo, b_hi))\n"
+    ),
     "softmax": (
         "def _softmax(x, axis):\n"
         "    e = jnp.exp(x - jnp.max(x, axis=axis, keepdims=True))\n"
@@ -395,16 +408,22 @@ class ExprWriter:
         return ", ".join(self.arg(it, False) if isinstance(it, Value) else _index_text((it,)) for it in items)
 
     def dot(self, op: Op) -> tuple[str, bool]:
+        """A dot names its precision (frontend/dot_precision.py): a TPU's default for an f32 dot is one bf16
+        pass, far from what torch computes."""
         a, b = op.args[0], op.args[1]
         acc = op.args[2] if len(op.args) > 2 else None
         out = op.outputs()[0]
         nd = len(a.shape)
         compute = torch.float32 if out.dtype.is_floating_point else torch.int32
-        if nd == 2:
-            text = f"jnp.dot({self.arg(a, False)}, {self.arg(b, False)}, preferred_element_type={dtype_text(compute)})"
+        plan = op.kwargs["precision"]
+        operands = f"{self.arg(a, False)}, {self.arg(b, False)}"
+        if plan == "bf16x3":
+            self.helpers.add("dot_bf16x3")
+            text = f"_dot_bf16x3({operands})"
         else:
-            text = (f"jnp.einsum(\"bmk,bkn->bmn\", {self.arg(a, False)}, {self.arg(b, False)}, "
-                    f"preferred_element_type={dtype_text(compute)})")
+            precision = f"precision=jax.lax.Precision.{'HIGHEST' if plan == 'highest' else 'DEFAULT'}"
+            spell = "jnp.dot(" if nd == 2 else 'jnp.einsum("bmk,bkn->bmn", '
+            text = f"{spell}{operands}, {precision}, preferred_element_type={dtype_text(compute)})"
         if acc is not None:
             text = f"{self.arg(acc)} + {text}"
             if out.dtype != compute:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import torch
 
+from ..frontend.dot_precision import PASSES
 from ..frontend.ops import TRANSCENDENTAL
 from ..ir import InnerLoop, Load, Node, Op, Store, Value
 from ..plan import SHORT_LHS_ROWS, Work
@@ -71,6 +72,13 @@ def op_work(op: Op) -> Work:
         acc_work = _vreg_elems(outs[0]) if len(op.args) > 2 else 0.0
         padded = 2.0 * bsz * pm * pn * pk
         kind = mxu_operand_class(a.dtype, b.dtype)
+        passes = PASSES.get(op.kwargs.get("precision", "default"), 1)
+        if passes > 1:  # an f32 dot as bf16 passes (frontend/dot_precision.py): each costs a bf16 dot, and
+            kind = "bf16"  # splitting each operand into two bf16 halves is vector work on its padded tiles
+            rows = sublane_rows(torch.bfloat16)
+            pm = -(-m // rows) * rows
+            padded = passes * 2.0 * bsz * pm * pn * pk
+            acc_work += 3.0 * bsz * (pm * pk + pk * pn)
         short = {"mxu_short": padded, "mxu_short_weights": 2.0 * bsz * pn * pk} if pm < SHORT_LHS_ROWS else {}
         return Work(flops, padded, acc_work, 0.0, **({f"mxu_{kind}": padded} if kind != "bf16" else {}), **short)
     ins = [a for a in op.args if isinstance(a, Value)]

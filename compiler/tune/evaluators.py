@@ -22,7 +22,6 @@ itself needs no worker: the driver runs it in-process on each config's one compi
 
 from __future__ import annotations
 
-import glob
 import statistics
 import time
 from collections.abc import Callable, Mapping
@@ -196,7 +195,7 @@ class TpuEvaluator(Evaluator):
         from ..reference import make_inputs
         from ..runtime import load_entry, to_jax
 
-        _require_tpu(ck.chip)
+        device = _require_tpu(ck.chip)
         fn = load_entry(ck.source, ck.entry, f"<pallas {ck.kernel.name}>")
         values = make_inputs(ck.call_specs, seed=0)
         arrays, scalars = [], {}
@@ -204,13 +203,13 @@ class TpuEvaluator(Evaluator):
             if name in ck.scalar_args():
                 scalars[name] = value
             else:
-                arrays.append(jax.device_put(to_jax(value, f"`{name}`")))
+                arrays.append(to_jax(value, f"`{name}`", device))
         times = time_calls(lambda: jax.block_until_ready(fn(*arrays, **scalars)), self.warmup, self.repeats)
         seconds = statistics.median(times)
         metrics = _figures(seconds, ck, False) | {
             "repeats": self.repeats,
             "min_seconds": min(times),
-            "device_kind": jax.devices()[0].device_kind,
+            "device_kind": device.device_kind,
         }
         return Measurement(seconds, metrics)
 
@@ -228,46 +227,29 @@ def time_calls(call: Callable[[], object], warmup: int, repeats: int) -> list[fl
     return times
 
 
-def _tpu_device_files() -> list[str]:
-    """TPU device nodes of this machine: /dev/accel* (v4, v5p) or /dev/vfio/N (v5e and later)."""
-    return sorted(
-        glob.glob("/dev/accel*") + [p for p in glob.glob("/dev/vfio/*") if p.rsplit("/", 1)[1].isdigit()]
-    )
+def _require_tpu(chip: Chip) -> Any:
+    """The TPU device of `chip` that jax in this process can use, else EvaluatorUnavailable saying why."""
+    from ..runtime import ChipBusy, claim_tpu, tpu_device, tpu_device_files
 
-
-def _require_tpu(chip: Chip) -> None:
-    """Raise EvaluatorUnavailable unless jax in this process can use a TPU of `chip`.
-
-    Checked without touching libtpu first: on a machine without TPU device nodes, initialising the TPU
-    backend only produces errors (and may wait on a metadata server).
-    """
-    if not _tpu_device_files():
+    if not tpu_device_files():
         raise EvaluatorUnavailable(
             "no TPU on this machine (no /dev/accel* or /dev/vfio/N device); the tpu evaluator measures "
             "wall-clock time on a real TPU — use --evaluator model or compile here, or --executor ray:ADDRESS "
             "with TPU workers"
         )
-    import jax
-    from jax._src import xla_bridge
-
-    if not xla_bridge.backends_are_initialized():
-        jax.config.update("jax_platforms", "")  # the CLI pins jax to the CPU; let this worker find the TPU
     try:
-        devices = jax.devices("tpu")
-    except RuntimeError:
-        devices = []
-    if not devices:
-        kinds = ", ".join(sorted({d.device_kind for d in jax.devices()})) or "none"
+        claim_tpu()
+        device = tpu_device()
+    except ChipBusy as exc:
+        raise EvaluatorUnavailable(str(exc)) from None
+    if device is None:
+        raise EvaluatorUnavailable("this machine has TPU device nodes but jax sees no TPU")
+    if device.device_kind != chip.device_kind:
         raise EvaluatorUnavailable(
-            f"this machine has TPU device nodes but jax sees no TPU (devices: {kinds}); is another process "
-            "holding it?"
-        )
-    kind = devices[0].device_kind
-    if kind != chip.device_kind:
-        raise EvaluatorUnavailable(
-            f"jax sees a {kind!r} TPU, but the tuning is for {chip.name} "
+            f"jax sees a {device.device_kind!r} TPU, but the tuning is for {chip.name} "
             f"({chip.device_kind!r}); pass --chip for the TPU you have"
         )
+    return device
 
 
 EVALUATORS: dict[str, type[Evaluator]] = {
