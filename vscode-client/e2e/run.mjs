@@ -1,8 +1,9 @@
 // End-to-end check of the extension in a real VS Code: code-server (from e2e/setup.sh) with the built
 // helion-ls.vsix installed, driven by playwright-core through Debian's chromium. It opens a copy of the repo's
 // examples/attention.py and checks what a user sees, step by step, saving a screenshot of each step in
-// e2e/screenshots/; one step opens a Jupyter notebook (e2e/notebook.mjs); the last step starts a second
-// code-server with workspace trust on (Restricted Mode).
+// e2e/screenshots/; steps 07f* hover inside kernel bodies and read the message after a tuning (e2e/hovers.mjs);
+// one step opens a Jupyter notebook (e2e/notebook.mjs); the last step starts a second code-server with
+// workspace trust on (Restricted Mode).
 // Exits non-zero when any step does not show what it should.
 //
 // Env: HELION_PYTHON (default python3) runs the server; CODE_SERVER_PORT (default: a free port);
@@ -16,6 +17,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 import { callsSteps, prepareCalls } from "./calls.mjs";
+import { hoverSteps, prepareHovers } from "./hovers.mjs";
 import { notebookSteps, prepareNotebook } from "./notebook.mjs";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -115,6 +117,7 @@ const exampleCopy = join(workspace, "attention.py");
 copyFileSync(EXAMPLE, exampleCopy);
 prepareNotebook(REPO, workspace);
 prepareCalls(HERE, workspace);
+prepareHovers(HERE, workspace);
 const exampleLines = readFileSync(exampleCopy, "utf8").split("\n");
 
 writeFileSync(
@@ -638,6 +641,8 @@ async function runSteps(page, url) {
   });
 
   await applyTwoShapeSets(page, step, runCommand, shot);
+  // Hovers inside kernel bodies and the message after a tuning within the Apply margin (e2e/hovers.mjs).
+  await hoverSteps({ page, step, shot, budget, need, log, here: HERE, python: PYTHON, repo: REPO, storePath, runCommand });
 
   await step("08-cancel-tuning", ["01-open-example"], async () => {
     // Tune the second shape set, then press Cancel on the progress notification: the run stops (the status
