@@ -166,3 +166,25 @@ async def test_a_block_read_only_for_its_shape_says_it_is_not_loaded(client: Lan
     # the accumulator it shapes is a device value of that shape
     count = await hover(client, uri, WELFORD, "count = torch.zeros_like", 0)
     assert count.startswith("**`count`** — f32[") and "on the device" in count, count
+
+
+BROKEN = '''import helion
+import helion.language as hl
+import torch
+
+
+# helion: args(x=f32[64, 128])
+@helion.kernel
+def broken(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile, :] = x[tile, :] * scale
+    return out
+'''
+
+
+async def test_a_token_of_a_kernel_that_does_not_compile_says_why(client: LanguageClient):
+    uri = await opened(client, "broken.py", BROKEN)
+    text = await hover(client, uri, BROKEN, "torch.empty_like(x)", 7)
+    assert text.startswith("**`torch.empty_like`** — **Does not compile** (line 11): `HPL102`"), text
+    assert "scale" in text, text

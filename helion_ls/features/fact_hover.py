@@ -127,6 +127,8 @@ def token_at(view: KernelView, pos: Position) -> tuple[str, Range] | None:
     node = view.kernel.definition.node
     best: ast.AST | None = None
     for stmt in node.body:
+        if not Range.of(stmt).contains(pos):  # only the statement under the position is walked
+            continue
         for n in ast.walk(stmt):
             if isinstance(n, ast.Name | ast.Attribute | ast.Call | ast.Subscript):
                 rng = Range.of(n)

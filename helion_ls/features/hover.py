@@ -335,7 +335,21 @@ def hover_at(ls: HelionServer, loaded: Loaded, pos: Position) -> tuple[str, Rang
     loop = _find(ls, view, pos, "loops")
     if loop is not None:
         return loop_markdown(view, loop[1]), loop[0]
-    return fact_hover.not_evaluated(view, units, pos)
+    if units:
+        return fact_hover.not_evaluated(view, units, pos)
+    return _not_compiled(ls, loaded, view, pos)
+
+
+def _not_compiled(ls: HelionServer, loaded: Loaded, view: KernelView, pos: Position) -> tuple[str, Range] | None:
+    """A token of a kernel no shape set of which has compiled: why (still compiling, its first error, or no
+    shapes), rather than no answer."""
+    found = fact_hover.token_at(view, pos)
+    if found is None:
+        return None
+    text, rng = found
+    unit = next((u for u in view.units if u.args), None)
+    why = NO_SHAPES if unit is None else _compile_failure(ls, loaded, view, unit.index)
+    return f"**`{text}`** — {why}", rng
 
 
 def register(ls: HelionServer) -> None:
