@@ -22,6 +22,7 @@ itself needs no worker: the driver runs it in-process on each config's one compi
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable, Mapping
@@ -182,6 +183,9 @@ def vector_seconds(categories: Mapping[str, int], chip: str) -> float:
     return (ops + eup) * c.llo_vector_op_seconds
 
 
+TIMED_SECONDS = 0.5  # how long the tpu evaluator's timed calls of one config last, roughly
+
+
 class TpuEvaluator(Evaluator):
     name = "tpu"
     estimated = False
@@ -204,10 +208,21 @@ class TpuEvaluator(Evaluator):
                 scalars[name] = value
             else:
                 arrays.append(to_jax(value, f"`{name}`", device))
-        times = time_calls(lambda: jax.block_until_ready(fn(*arrays, **scalars)), self.warmup, self.repeats)
+        try:  # the chip's own compile first: a config it rejects (VMEM, alignment) is a result, not a crash
+            fn.lower(*arrays, **scalars).compile()
+        except Exception as exc:  # noqa: BLE001 - whatever the TPU compiler raises is its verdict
+            from ..runtime import ChipRejected
+
+            return Measurement(None, error=f"the TPU compiler rejects it: {ChipRejected(ck.chip, str(exc)).key_line[:300]}")
+        call = lambda: jax.block_until_ready(fn(*arrays, **scalars))  # noqa: E731
+        first = time_calls(call, 1, 1)[0]  # warm (the jit's own compile), then one timed call
+        # a kernel of a second (attention at 32k) needs no 20 repeats to swamp dispatch: ~0.5 s of calls, 3 at least
+        repeats = max(3, min(self.repeats, math.ceil(TIMED_SECONDS / max(first, 1e-9))))
+        times = time_calls(call, self.warmup if first < TIMED_SECONDS / self.repeats else 0, repeats)
         seconds = statistics.median(times)
         metrics = _figures(seconds, ck, False) | {
-            "repeats": self.repeats,
+            "repeats": repeats,
+            "max_seconds": max(times),
             "min_seconds": min(times),
             "device_kind": device.device_kind,
         }
