@@ -6,11 +6,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from conftest import EXAMPLES
+from test_checks_libtpu import libtpu
 
 import compiler
 from compiler.chips import get_chip
 from compiler.tune.constants import SEED_UNROLL
-from compiler.tune.correctness import check_compiled
+from compiler.tune.correctness import CorrectnessResult, check_compiled, prepare_check
 from compiler.tune.driver import TuneOptions, tune
 from compiler.tune.evaluators import Problem, probe_tpu
 from compiler.tune.executors import Executor, InlineExecutor
@@ -409,3 +410,18 @@ def test_the_gate_runs_the_eager_reference_with_the_configs_tunables():
     assert "* 4" in ck.source
     verdict = check_compiled(ck)
     assert verdict.verdict == "ok", verdict.message
+
+
+@libtpu
+def test_gate_fails_a_config_the_tpu_compiler_rejects_at_the_real_shapes() -> None:
+    """Attention 8k at [1, 4096, 1024] unroll: 117 MiB by the VMEM report (fits v5e's 128), 168.66 MiB to the
+    TPU compiler, and it failed on a v5e. The reduced shapes the gate runs fit; the real ones do not, so the
+    gate asks libtpu at the real shapes and the runner-up is tried instead of reporting this one."""
+    problem = _problem("attention", 0)
+    kernel = problem.load_kernel()
+    config = {"block_sizes": [1, 4096, 1024], "pallas_loop_type": "unroll"}
+    case = prepare_check(kernel, problem.args, config, get_chip("v5e"))
+    assert isinstance(case, CorrectnessResult) and case.verdict == "failed", case
+    assert "the TPU compiler rejects it" in case.message and "HPL302" in case.message, case.message
+    small = {"block_sizes": [1, 256, 256], "pallas_loop_type": "unroll"}
+    assert not isinstance(prepare_check(kernel, problem.args, small, get_chip("v5e")), CorrectnessResult)

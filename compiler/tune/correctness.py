@@ -118,7 +118,8 @@ class GateCase:
 def prepare_check(
     kernel: Kernel, args: Mapping[str, ArgSpec], config: Mapping[str, Any], chip: Chip
 ) -> GateCase | CorrectnessResult:
-    """Shrink the shapes and compile `config` for them; a config that does not compile is failed here."""
+    """Shrink the shapes and compile `config` for them; a config that does not compile is failed here, and so
+    is one the TPU compiler rejects at the real shapes (tpu_rejects)."""
     start = time.perf_counter()
     try:
         small = reduced_args(kernel, args, config, chip)
@@ -128,7 +129,29 @@ def prepare_check(
         return CorrectnessResult(
             "failed", f"does not compile: {message}", format_args(args), seconds=time.perf_counter() - start
         )
+    rejected = tpu_rejects(kernel, args, config, chip)
+    if rejected is not None:
+        return CorrectnessResult("failed", rejected, format_args(args), seconds=time.perf_counter() - start)
     return GateCase.of(ck, config, time.perf_counter() - start)
+
+
+def tpu_rejects(kernel: Kernel, args: Mapping[str, ArgSpec], config: Mapping[str, Any], chip: Chip) -> str | None:
+    """Why the TPU compiler (libtpu's deviceless compile for `chip`) rejects `config` at the real shapes, or
+    None when it accepts it or cannot say (no libtpu). The reduced run cannot show what only the real
+    shapes have: attention 8k's [1, 4096, 1024] unroll, 117 MiB by the VMEM report, needs 168.66 MiB of the
+    v5e's 128 to the TPU compiler and failed on the chip."""
+    from ..checks import libtpu_available
+
+    if not libtpu_available():
+        return None
+    try:
+        ck = kernel.compile(args=dict(args), config=dict(config), chip=chip)
+    except CompileError:
+        return None  # the search compiled it at these shapes; the reduced compile above says what is wrong
+    errors = [d for d in ck.check_tpu_compile() if d.is_error]
+    if not errors:
+        return None
+    return f"the TPU compiler rejects it at {format_args(args)}: {errors[0].code} {errors[0].message}"
 
 
 def check_config(
