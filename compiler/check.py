@@ -178,12 +178,12 @@ def check_file(path: str, kernel_name: str | None, chip: str, loop_types: list[s
         print(f"helion-pallas: no kernel {kernel_name} in {path}")
         return 2
     report = check_rows(path, kernel_name, chip, loop_types, module)
-    print(report.where)
     rows = [("kernel", "loop type", "config", "vs eager", "vs reference()", "seconds")]
     rows += [(r.kernel, r.loop_type, r.config, r.eager, r.mine, r.seconds) for r in report.rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    print(f"(ran {report.where})")
     for note in report.notes:
         print(note.removeprefix(_FAILED))
     failed = report.failures

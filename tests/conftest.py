@@ -4,6 +4,8 @@ no analysis results are remembered unless a test asks for it."""
 import os
 from pathlib import Path
 
+import pytest
+
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
 # Servers and commands started by the tests remember no analysis results (so no test sees another's, nor the
@@ -22,3 +24,12 @@ def kernel_files() -> list[Path]:
     if SHARED_KERNELS.is_dir():
         files += sorted(SHARED_KERNELS.glob("*.py"))
     return files
+
+
+@pytest.fixture
+def without_libtpu(monkeypatch):
+    """As on a machine without the libtpu wheel: `check` and the gate get no TPU compiler verdict. For tests of
+    interpret-mode behaviour whose kernels the TPU compiler rejects (a dynamic unaligned row offset, f16)."""
+    import compiler.checks.libtpu_compile as libtpu_compile
+
+    monkeypatch.setattr(libtpu_compile, "libtpu_available", lambda: False)

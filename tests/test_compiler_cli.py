@@ -7,6 +7,7 @@ import sys
 import pytest
 import torch
 from conftest import EXAMPLES
+from test_checks_libtpu import libtpu
 
 import compiler
 
@@ -289,7 +290,20 @@ def reference(x, lengths):
 """
 
 
-def test_check_says_when_the_eager_reference_cannot_run_a_kernel(tmp_path, capsys):
+@libtpu
+def test_check_fails_a_row_the_tpu_compiler_rejects_before_interpreting_it(tmp_path, capsys):
+    """Interpret mode runs this ragged softmax and the file's reference() agrees, but the TPU compiler cannot
+    prove its dynamic row offsets aligned (E2003), as a v5e said of the same kind of kernel on the chip: the
+    row is the compiler's verdict on the kernel's line, not an `ok` the chip would contradict."""
+    path = tmp_path / "ragged.py"
+    path.write_text(UNSEEN.format(reference=RAGGED_SOFTMAX))
+    code, out = _check(path, capsys)
+    row = out.splitlines()[1]
+    assert code == 1 and "REJECTED BY THE TPU COMPILER HPL401 line 12: " in row and "E2003" in row, out
+    assert "(ran interpret mode on this CPU for v7x; the TPU compiler's verdict from the deviceless libtpu" in out
+
+
+def test_check_says_when_the_eager_reference_cannot_run_a_kernel(tmp_path, capsys, without_libtpu):
     """Not a MISMATCH: nothing was compared with it. The file's own reference() still judges the kernel; with
     none, nothing compared the kernel at all and the row does not pass."""
     judged = tmp_path / "judged.py"

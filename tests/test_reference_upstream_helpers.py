@@ -167,7 +167,7 @@ def test_a_kernel_made_by_calling_the_decorator_is_a_kernel_for_both_sides(name:
     assert name in {k.name for k in parse_module(ALIASED).kernels}
 
 
-def test_check_says_mismatch_when_the_two_sides_give_an_output_different_dtypes(tmp_path, capsys, monkeypatch) -> None:
+def test_check_says_mismatch_when_the_two_sides_give_an_output_different_dtypes(tmp_path, capsys, monkeypatch, without_libtpu) -> None:
     """Had the two sides read HALF_DTYPE differently (here the compiler as float16, upstream's interpret-mode
     value), the outputs would differ only in rounding, and check, casting one to the other, said ok."""
     from compiler.check import check_file

@@ -96,7 +96,7 @@ def test_tables_are_drawn_as_their_kind():
     assert picks.min() >= 0 and picks.max() < 6
 
 
-def test_check_and_the_gate_run_jagged_and_gathering_kernels_on_tables_they_can_use(tmp_path, capsys):
+def test_check_and_the_gate_run_jagged_and_gathering_kernels_on_tables_they_can_use(tmp_path, capsys, without_libtpu):
     """Drawn in [-8, 8] these were negative lengths and positions outside the gathered dim: the eager
     reference raised (NOT CHECKED) or both sides read garbage. Drawn as what they are, every kernel is
     compared, with no NaN, in check and in the tuner's gate (the reference process draws the same tables)."""

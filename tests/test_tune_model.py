@@ -183,8 +183,9 @@ def mm(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 """
 
 
-@pytest.mark.parametrize(("chip", "f32", "int8"), [("v5e", 32856 / 29433, 0.5), ("v6e", 1.0, 0.5), ("v7x", 2.0, 1.0)])
+@pytest.mark.parametrize(("chip", "f32", "int8"), [("v5e", 3.0, 0.5), ("v6e", 3.0, 0.5), ("v7x", 3.0, 1.0)])
 def test_mxu_time_depends_on_the_operand_dtype(chip: str, f32: float, int8: float) -> None:
+    """An f32 dot at the default dot_precision ("tf32") is three bf16 passes (frontend/dot_precision.py)."""
     kernel = compiler.load(MATMUL_SOURCE).kernels["mm"]
     mxu = {}
     for dtype in ("bf16", "f32", "int8"):

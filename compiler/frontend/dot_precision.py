@@ -33,7 +33,10 @@ ENV = "HELION_DOT_PRECISION"
 
 # the plan of an f32 dot under each setting; dots of narrower operands are "default"
 _F32_PLAN = {"tf32": "bf16x3", "tf32x3": "highest", "ieee": "highest"}
-PASSES = {"default": 1, "bf16x3": 3, "highest": 6}  # bf16 MXU passes per product
+# bf16 MXU passes a product costs. HIGHEST is six passes by its definition, but on a TPU v5e (2026-12-06,
+# bench/dot_precision.py, f32 4096^3) it took 5.52 ms, 7.9 times a bf16 pass at the chip's peak (0.70 ms);
+# the three written-out passes took 2.79 ms, the rest of it the vector work of splitting (op_work counts that).
+PASSES = {"default": 1, "bf16x3": 3, "highest": 8}
 
 
 def setting(decorator: ast.expr) -> str:
