@@ -90,8 +90,9 @@ class Work:
     mxu_padded: the same with m padded to the sublane tile and n, k to 128 (what the MXU really does).
     vpu_elems:  elementwise vector work in elements, each operand counted on padded (8|16, 128) tiles.
     eup_elems:  transcendental elements (exp, exp2, log, rsqrt, tanh, sigmoid, reciprocal), padded.
-    mxu_f32, mxu_int8, mxu_fp8: the parts of mxu_padded whose operands are f32 / 8-bit integers / 8-bit
-                floats (the MXU runs them at other rates than bf16); the rest of mxu_padded is bf16-class.
+    mxu_int8, mxu_fp8: the parts of mxu_padded whose operands are 8-bit integers / 8-bit floats (the MXU
+                runs them at other rates than bf16); the rest of mxu_padded is bf16-class (an f32 dot is
+                counted as its bf16 passes).
     mxu_short:  the part of mxu_padded from dots whose padded LHS block has fewer than SHORT_LHS_ROWS rows,
     mxu_short_weights: and what one LHS row of those dots costs (2*n*k, padded): the MXU loads each weight
                 tile however few rows pass through it, so short dots cost at least a chip's minimum rows.
@@ -101,7 +102,6 @@ class Work:
     mxu_padded: float = 0.0
     vpu_elems: float = 0.0
     eup_elems: float = 0.0
-    mxu_f32: float = 0.0
     mxu_int8: float = 0.0
     mxu_fp8: float = 0.0
     mxu_short: float = 0.0
@@ -113,7 +113,6 @@ class Work:
             self.mxu_padded + other.mxu_padded,
             self.vpu_elems + other.vpu_elems,
             self.eup_elems + other.eup_elems,
-            self.mxu_f32 + other.mxu_f32,
             self.mxu_int8 + other.mxu_int8,
             self.mxu_fp8 + other.mxu_fp8,
             self.mxu_short + other.mxu_short,
@@ -124,18 +123,17 @@ class Work:
     def total(works: list[Work]) -> Work:
         """Work() + works[0] + works[1] + ...: the same additions in the same order (so the same floats),
         without a Work for every partial sum (the tuner sums thousands of regions)."""
-        a = b = c = d = e = f = g = h = i = 0.0
+        a = b = c = d = f = g = h = i = 0.0
         for w in works:
             a += w.mxu_flops
             b += w.mxu_padded
             c += w.vpu_elems
             d += w.eup_elems
-            e += w.mxu_f32
             f += w.mxu_int8
             g += w.mxu_fp8
             h += w.mxu_short
             i += w.mxu_short_weights
-        return Work(a, b, c, d, e, f, g, h, i)
+        return Work(a, b, c, d, f, g, h, i)
 
     def scaled(self, k: float) -> Work:
         return Work(
@@ -143,7 +141,6 @@ class Work:
             self.mxu_padded * k,
             self.vpu_elems * k,
             self.eup_elems * k,
-            self.mxu_f32 * k,
             self.mxu_int8 * k,
             self.mxu_fp8 * k,
             self.mxu_short * k,

@@ -42,10 +42,8 @@ _FP8 = {getattr(torch, n) for n in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3
 
 
 def mxu_operand_class(a: torch.dtype, b: torch.dtype) -> str:
-    """Which MXU rate a dot runs at: "f32" when an operand is 32-bit (jnp.dot promotes the other), "int8"
-    for two 8-bit integer operands, "fp8" for two 8-bit floats, else "bf16" (bf16/f16 operands)."""
-    if torch.float32 in (a, b) or torch.float64 in (a, b):
-        return "f32"
+    """Which MXU rate a dot's passes run at: "int8" for two 8-bit integer operands, "fp8" for two 8-bit
+    floats, else "bf16" (16-bit operands, and the bf16 passes of an f32 dot: frontend/dot_precision.py)."""
     if a.itemsize == b.itemsize == 1:
         if a in _FP8 and b in _FP8:
             return "fp8"
@@ -72,10 +70,9 @@ def op_work(op: Op) -> Work:
         acc_work = _vreg_elems(outs[0]) if len(op.args) > 2 else 0.0
         padded = 2.0 * bsz * pm * pn * pk
         kind = mxu_operand_class(a.dtype, b.dtype)
-        passes = PASSES.get(op.kwargs.get("precision", "default"), 1)
+        passes = PASSES[op.kwargs["precision"]]
         if passes > 1:  # an f32 dot as bf16 passes (frontend/dot_precision.py): each costs a bf16 dot, and
-            kind = "bf16"  # splitting each operand into two bf16 halves is vector work on its padded tiles
-            rows = sublane_rows(torch.bfloat16)
+            rows = sublane_rows(torch.bfloat16)  # splitting each operand in two bf16 halves is vector work
             pm = -(-m // rows) * rows
             padded = passes * 2.0 * bsz * pm * pn * pk
             acc_work += 3.0 * bsz * (pm * pk + pk * pn)
@@ -104,8 +101,8 @@ def gather_sizes(n: Load | Store) -> tuple[int, int, int] | None:
 
 def access_work(n: Load | Store, dma: frozenset[int] = frozenset()) -> Work:
     """Moving a block between VMEM and registers; a gather / scatter adds its one-hot matmul (f32 at HIGHEST
-    precision is six bf16 passes, integers two f32 matmuls of 16-bit halves), unless its rows are copied by
-    DMA (`dma`: those accesses' node ids)."""
+    precision, PASSES["highest"] bf16 passes; integers two f32 matmuls of 16-bit halves), unless its rows are
+    copied by DMA (`dma`: those accesses' node ids)."""
     v = n.out if isinstance(n, Load) else n.value
     work = Work(0, 0, _vreg_elems(v) * 0.5, 0)
     sizes = gather_sizes(n) if id(n) not in dma else None
@@ -113,9 +110,10 @@ def access_work(n: Load | Store, dma: frozenset[int] = frozenset()) -> Work:
         return work
     k, r, rest = sizes
     dtype = n.tensor.value.dtype
-    # f32 at HIGHEST is six bf16 passes, integers two f32 matmuls; floats add one bf16 pass selecting the kind of
-    # their non-finite entries (0 * inf would be NaN in the product)
-    passes = 2 if dtype in (torch.bfloat16, torch.float16) else 7 if dtype.is_floating_point else 12
+    # integers are two f32 matmuls at HIGHEST; floats add one bf16 pass selecting the kind of their non-finite
+    # entries (0 * inf would be NaN in the product)
+    highest = PASSES["highest"]
+    passes = 2 if dtype in (torch.bfloat16, torch.float16) else highest + 1 if dtype.is_floating_point else 2 * highest
     rows = sublane_rows(dtype)
     flops = 2.0 * k * r * rest
     padded = 2.0 * (-(-k // rows) * rows) * (-(-r // 128) * 128) * (-(-rest // 128) * 128) * passes

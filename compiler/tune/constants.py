@@ -47,7 +47,6 @@ class ModelConstants:
     """Rates and overheads of one TensorCore of `chip`.
 
     mxu_efficiency:  η_mxu, the fraction of a dtype's MXU peak a large padded matmul sustains.
-    f32_mxu_ratio:   MXU rate with f32 operands relative to bf16 (Mosaic's default f32 contraction).
     mxu_min_rows:    LHS rows a dot costs at least per weight tile: the MXU loads each tile of the RHS however
                      few rows pass through it (at most compiler.plan.SHORT_LHS_ROWS).
     vpu_rate:        elementwise vector work per second, in 32-bit-lane elements (Work.vpu_elems units).
@@ -72,7 +71,6 @@ class ModelConstants:
 
     chip: str
     mxu_efficiency: float
-    f32_mxu_ratio: float
     mxu_min_rows: float
     vpu_rate: float
     eup_rate: float
@@ -89,13 +87,12 @@ class ModelConstants:
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     def mxu_rate(self, kind: str, chip: Chip) -> float:
-        """Sustained MXU FLOP/s for operands of class `kind` ("bf16", "f32", "int8", "fp8") on `chip`.
+        """Sustained MXU FLOP/s for operands of class `kind` ("bf16", "int8", "fp8") on `chip` (an f32 dot is
+        bf16 passes: frontend/dot_precision.py).
 
         int8 / fp8 run at the chip's own peak for them; where tpu_info lists none, Mosaic computes them
         at the bf16 rate ([libtpu]: same MXU pushes as bf16 on v7x)."""
-        if kind == "f32":
-            peak = chip.bf16_flops * self.f32_mxu_ratio
-        elif kind == "int8":
+        if kind == "int8":
             peak = chip.int8_flops or chip.bf16_flops
         elif kind == "fp8":
             peak = chip.fp8_flops or chip.bf16_flops
@@ -156,15 +153,6 @@ _BY_CLOCK = (
     "the TPU compiler's simulated vector-bound kernels on v5e came out ~1.4x faster than the model] [seed] fit"
 )
 
-_LIBTPU_F32 = "[libtpu] an f32 dot issues 2x the MXU pushes of the same bf16 dot on v4, v5e, v5p, v6e and v7x"
-# [schedule] ...but the pushes are not what bounds it: libtpu schedules the same (512, 512, 512)-block dot of
-# tests/kernels/matmul.py with f32 and with bf16 operands in 32,856 and 29,433 bundles per grid step on v5e and
-# 8,512 and 8,467 on v6e, its MXU slots 96-99 % busy in all four (simulated on v5e: 1,433 against 1,418 µs).
-_F32_V5E = (29433 / 32856, "[schedule] f32 and bf16 dots scheduled in 32,856 and 29,433 bundles per step on "
-                           "v5e, MXU slots 99 % busy in both (was 0.5, " + _LIBTPU_F32 + ")")
-_F32_V6E = (1.0, "[schedule] f32 and bf16 dots scheduled in 8,512 and 8,467 bundles per step on v6e, MXU slots "
-                 "96 % busy in both (was 0.5, " + _LIBTPU_F32 + ")")
-
 # [schedule] libtpu schedules one step of examples/bmm.py (bf16, blocks [4, m, 2048, 1024], unroll) in about the
 # same bundles whatever the LHS rows m below a chip's threshold: the MXU loads each weight tile however few rows
 # pass through it.
@@ -180,7 +168,6 @@ V5E = _constants(
     calibrated=True,
     mxu_efficiency=(1.0, "[guide] fit, at its bound: once the restarts of our nested K pipeline are charged "
                          "(which the guide's flat grid does not pay) no MXU inefficiency is left to fit"),
-    f32_mxu_ratio=_F32_V5E,
     mxu_min_rows=(54.0, _MIN_ROWS_V5E),
     vpu_rate=(_SEED_VPU_RATE * _V5E_SCALE, _BY_CLOCK),
     eup_rate=(_SEED_VPU_RATE * _V5E_SCALE / 4, "[assumed] a quarter of vpu_rate (one EUP slot against four "
@@ -206,7 +193,6 @@ V7X = _constants(
     "v7x",
     calibrated=True,
     mxu_efficiency=(V5E.mxu_efficiency, "[from v5e] " + V5E.sources["mxu_efficiency"]),
-    f32_mxu_ratio=(0.5, _LIBTPU_F32),
     mxu_min_rows=(128.0, "[from v6e, assumed: the same 256-wide MXU; libtpu's v7x compile of these blocks ran out "
                          "of VMEM] " + _MIN_ROWS_V6E),
     # [seed] fit from `unroll` 892 TF/s at 8k ([2, 512, 2048]): ~1.1 ps of vector work per attention score
@@ -227,7 +213,7 @@ V7X = _constants(
                                     "vpu_rate fit (bench/seed_table.py --fit-llo)"),
 )
 
-V6E = _carried(V7X, "v6e", f32_mxu_ratio=_F32_V6E, mxu_min_rows=(128.0, _MIN_ROWS_V6E))
+V6E = _carried(V7X, "v6e", mxu_min_rows=(128.0, _MIN_ROWS_V6E))
 V5P = _carried(V5E, "v5p")
 V4 = _carried(V5E, "v4")
 

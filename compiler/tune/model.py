@@ -275,9 +275,9 @@ class _CallModel:
     def _mxu_seconds(self, w: Work) -> float:
         """MXU time of the work: each operand class at its own rate (constants.ModelConstants.mxu_rate)."""
         c, chip = self.c, self.chip
-        bf16 = w.mxu_padded - w.mxu_f32 - w.mxu_int8 - w.mxu_fp8
+        bf16 = w.mxu_padded - w.mxu_int8 - w.mxu_fp8
         seconds = bf16 / c.mxu_rate("bf16", chip)
-        for kind, flops in (("f32", w.mxu_f32), ("int8", w.mxu_int8), ("fp8", w.mxu_fp8)):
+        for kind, flops in (("int8", w.mxu_int8), ("fp8", w.mxu_fp8)):
             if flops:
                 seconds += flops / c.mxu_rate(kind, chip)
         # a dot with fewer LHS rows than the MXU needs per weight load costs those rows (at the bf16 rate)
