@@ -19,9 +19,10 @@ from typing import Any
 import torch
 
 from .api import load
+from .chips import get_chip
 from .diagnostics import CompileError
 from .reference.errors import ReferenceRunError
-from .runtime import ChipRejected
+from .runtime import ChipRejected, runs_on_chip
 from .specs import SpecError, TensorSpec, format_args, parse_spec
 from .tables import IndexTable
 from .truth import compile_code
@@ -196,13 +197,10 @@ def check_rows(path: str, kernel_name: str | None, chip: str, loop_types: list[s
     """Run the check of `path` (every kernel, or `kernel_name`) and return its rows: on this machine's TPU
     when it is `chip`, else in interpret mode with the deviceless libtpu compile's verdict first."""
     from .reference import ReferenceProcess
-    from .runtime import runs_on_chip
 
     module = module or load(Path(path))
     small = module.info.constants.get("SMALL")  # read statically: the module itself is never run whole
     kernels = [module.kernels[kernel_name]] if kernel_name else list(module.kernels.values())
-    from .chips import get_chip
-
     on_chip = runs_on_chip(get_chip(chip))
     with ReferenceProcess() as reference:
         report = _check_kernels(module, kernels, path, small, chip, loop_types, reference, on_chip)
