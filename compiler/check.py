@@ -348,7 +348,7 @@ def _tpu_compile_problem(ck: Any, notes: list[str]) -> tuple[str, str] | None:
 
 def max_error(out: Any, expected: Any) -> float | None:
     """The largest |out - expected| over the floating-point tensors compared (None when there are none)."""
-    pairs = [(o, e) for o, e in zip(out if isinstance(out, tuple) else (out,),
+    pairs = [(o, e) for o, e in zip(out if isinstance(out, tuple | list) else (out,),
                                     expected if isinstance(expected, tuple | list) else (expected,), strict=False)
              if isinstance(o, torch.Tensor) and isinstance(e, torch.Tensor) and o.dtype.is_floating_point
              and o.shape == e.shape and o.numel()]

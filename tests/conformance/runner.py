@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from compiler.check import max_error
 from compiler.diagnostics import CompileError
 
 from .case import Case, load_case
@@ -244,20 +245,6 @@ def _one_run(case: Case, specs: dict[str, Any], args: list[Any], expected: Any, 
     if problem:
         return Run(config, strategy, "mismatch", problem, seconds, max_error=worst)
     return Run(config, strategy, "ok", "", seconds, max_error=worst)
-
-
-def max_error(got: Any, want: Any) -> float | None:
-    """The largest finite |got - want| over the floating-point tensors of a result (None: none compared)."""
-    pairs = list(zip(got, want, strict=False)) if isinstance(want, tuple | list) and isinstance(got, tuple | list) \
-        else [(got, want)]
-    worst = None
-    for g, w in pairs:
-        if isinstance(g, torch.Tensor) and isinstance(w, torch.Tensor) and w.dtype.is_floating_point \
-                and g.shape == w.shape and w.numel():
-            d = (g.double() - w.double()).abs()
-            d = d[torch.isfinite(d)]
-            worst = max(worst or 0.0, float(d.max()) if d.numel() else 0.0)
-    return worst
 
 
 def _refused(case: Case, config: dict[str, Any], strategy: str | None, exc: CompileError, seconds: float) -> Run:
