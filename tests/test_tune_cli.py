@@ -146,7 +146,9 @@ def test_shape_sets_searched_at_once_give_the_same_answers_and_verdicts_are_reme
     one_by_one = _tune_json(tmp_path, "--jobs", "1")
     at_once = _tune_json(tmp_path, "--jobs", "2")  # a new store: nothing to start from; the same analysis cache
     assert _answers(at_once) == _answers(one_by_one)
-    assert not any("remembered" in r["best"]["correctness"]["message"] for r in one_by_one)
+    # Within one run a shape set whose winner and reduced shapes match an earlier set's may find its verdict
+    # already kept (or not: the keeping races the next gate); the first set checked has nothing to find.
+    assert not all("remembered" in r["best"]["correctness"]["message"] for r in one_by_one)
     assert all(r["best"]["correctness"]["message"].endswith("(remembered)") for r in at_once)
 
 
