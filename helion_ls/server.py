@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -149,13 +148,6 @@ class HelionServer(LanguageServer):
         self.monitor.stop()
         if final:
             await asyncio.get_running_loop().run_in_executor(None, self.remembered.close)
-
-
-def folder_path(uri: str) -> str | None:
-    from pygls.uris import to_fs_path
-
-    path = to_fs_path(uri)
-    return path if path and os.path.isabs(path) else None
 
 
 def create_server(pool: CompilePool | None = None, remembered: Remembered | None = None) -> HelionServer:

@@ -23,9 +23,9 @@ from compiler.config import Config
 from ..analysis import compile_request
 from ..documents import KernelView, Loaded, Unit
 from ..lru import LruCache
-from ..server import HelionServer
 from ..store import Summary
 from . import codelens
+from .host import Host
 
 CLEAN: LruCache[bool] = LruCache(512)  # (unit key, config json) -> compiles without error or HPL2xx
 
@@ -49,7 +49,7 @@ def _illegal(diag: Any) -> bool:
 
 
 async def clean(
-    ls: HelionServer, loaded: Loaded, view: KernelView, unit: Unit, config: dict[str, Any], known_only: bool = False
+    ls: Host, loaded: Loaded, view: KernelView, unit: Unit, config: dict[str, Any], known_only: bool = False
 ) -> bool:
     """Whether `config` compiles for `unit` with no error (VMEM included) and nothing we call illegal;
     `known_only`: raise Unknown rather than compile."""
@@ -67,7 +67,7 @@ async def clean(
 
 
 async def plan_for(
-    ls: HelionServer,
+    ls: Host,
     loaded: Loaded,
     view: KernelView,
     shape_set: int,
@@ -108,7 +108,7 @@ async def plan_for(
     return ApplyPlan(entries, "; ".join(dict.fromkeys(reasons)))
 
 
-async def stored_bests(ls: HelionServer, loaded: Loaded, view: KernelView) -> list[Summary | None]:
+async def stored_bests(ls: Host, loaded: Loaded, view: KernelView) -> list[Summary | None]:
     """The store's best per shape set of `view` (None where nothing is stored)."""
     store = ls.store_for(ls.settings.for_uri(loaded.uri))
     keys = [(codelens.trial_key(u), None) for u in view.units]

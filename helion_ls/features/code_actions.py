@@ -21,8 +21,8 @@ from compiler.config import Config
 
 from ..edits import EditError, TextEdit
 from ..lru import LruCache
-from ..server import HelionServer
 from .commands import best_configs, config_edit, planned_edit, workspace_edit
+from .host import Host
 
 log = logging.getLogger(__name__)
 FIX_BUDGET = 3.0  # seconds a worker may spend finding and verifying VMEM fixes for one diagnostic
@@ -41,7 +41,7 @@ def _config_change(data: dict, base: Config) -> tuple[str, Config] | None:
     return None
 
 
-def config_fixes(ls: HelionServer, uri: str, diagnostics: list[types.Diagnostic]) -> list[types.CodeAction]:
+def config_fixes(ls: Host, uri: str, diagnostics: list[types.Diagnostic]) -> list[types.CodeAction]:
     state = ls.analyzer.state(uri)
     if state is None or state.loaded is None or state.loaded.text != state.text:
         return []
@@ -80,7 +80,7 @@ def config_fixes(ls: HelionServer, uri: str, diagnostics: list[types.Diagnostic]
     return out
 
 
-async def vmem_fixes(ls: HelionServer, uri: str, diagnostics: list[types.Diagnostic]) -> list[types.CodeAction]:
+async def vmem_fixes(ls: Host, uri: str, diagnostics: list[types.Diagnostic]) -> list[types.CodeAction]:
     """Verified fixes for out-of-VMEM errors, computed in a compile worker when asked for (and remembered)."""
     state = ls.analyzer.state(uri)
     if state is None or state.loaded is None or state.loaded.text != state.text:
@@ -158,7 +158,7 @@ def quick_fixes(uri: str, version: int | None, diagnostics: list[types.Diagnosti
     return out
 
 
-async def config_actions(ls: HelionServer, uri: str, position: types.Position) -> list[types.CodeAction]:
+async def config_actions(ls: Host, uri: str, position: types.Position) -> list[types.CodeAction]:
     state = ls.analyzer.state(uri)
     if state is None or state.loaded is None or state.loaded.text != state.text:
         return []
@@ -197,14 +197,14 @@ async def config_actions(ls: HelionServer, uri: str, position: types.Position) -
     return out
 
 
-def register(ls: HelionServer) -> None:
+def register(ls: Host) -> None:
     @ls.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
         types.CodeActionOptions(
             code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite]
         ),
     )
-    async def code_action(ls: HelionServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    async def code_action(ls: Host, params: types.CodeActionParams) -> list[types.CodeAction]:
         uri = params.text_document.uri
         state = ls.analyzer.state(uri)
         part = state.layout.part(uri) if state is not None else None

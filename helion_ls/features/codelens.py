@@ -33,11 +33,11 @@ from compiler.tune.keys import TrialKey
 from compiler.tune.store import Trial
 
 from ..documents import KernelView, Unit
-from ..server import HelionServer
 from ..store import Summary
 from ..trust import WHY_TUNING_RUNS_CODE
 from ..tuning import TuneJob
 from . import apply_plan, compiler_check
+from .host import Host
 from .hover import SHOW_GENERATED
 from .offer import apply_offer
 
@@ -71,7 +71,7 @@ def throughput(seconds: float, metrics: dict[str, Any], compiled: Any) -> str:
     return ""
 
 
-def current_config(ls: HelionServer, view: KernelView, unit: Unit) -> tuple[Config | None, Any]:
+def current_config(ls: Host, view: KernelView, unit: Unit) -> tuple[Config | None, Any]:
     """The config the unit compiles with now (decorator or resolved default) and its compiled kernel."""
     hit = ls.analyzer.cache.get("front", unit.key, view)
     compiled = hit[0].compiled if hit else None
@@ -80,7 +80,7 @@ def current_config(ls: HelionServer, view: KernelView, unit: Unit) -> tuple[Conf
     return (compiled.config if compiled is not None else None), compiled
 
 
-def compile_failed(ls: HelionServer, view: KernelView, unit: Unit) -> bool:
+def compile_failed(ls: Host, view: KernelView, unit: Unit) -> bool:
     """The unit was compiled and has errors: tuning it could only fail, so no Tune lens is offered."""
     hit = ls.analyzer.cache.get("front", unit.key, view)
     return hit is not None and hit[0].compiled is None
@@ -188,7 +188,7 @@ def _shapes_title(lines: list[str], view: KernelView, unit: Unit) -> str:
 
 
 def unit_lenses(
-    ls: HelionServer,
+    ls: Host,
     uri: str,
     view: KernelView,
     unit: Unit,
@@ -237,7 +237,7 @@ def unit_lenses(
     return lenses
 
 
-async def lenses_for(ls: HelionServer, uri: str, shown_in: str | None = None) -> list[types.CodeLens]:
+async def lenses_for(ls: Host, uri: str, shown_in: str | None = None) -> list[types.CodeLens]:
     """The lenses of document `uri`'s kernels that are shown in `shown_in` (one cell of a notebook; default:
     the document itself). Their commands name `uri`."""
     settings = ls.settings.for_uri(uri)
@@ -280,7 +280,7 @@ async def lenses_for(ls: HelionServer, uri: str, shown_in: str | None = None) ->
 
 
 async def _apply_title(
-    ls: HelionServer, loaded: Any, view: KernelView, unit: Unit, summary: Summary | None, bests: list
+    ls: Host, loaded: Any, view: KernelView, unit: Unit, summary: Summary | None, bests: list
 ) -> str:
     """"Apply", or what it will write when one config for every shape set would be wrong. A lens request
     never waits on a compile (lenses fetched slowly lag behind what they show): until the compiles the plan
@@ -301,7 +301,7 @@ async def _apply_title(
 _PLANNING: set[tuple] = set()  # (unit key, config) whose plan is being worked out
 
 
-def _plan_soon(ls: HelionServer, loaded: Any, view: KernelView, unit: Unit, summary: Summary, bests: list) -> None:
+def _plan_soon(ls: Host, loaded: Any, view: KernelView, unit: Unit, summary: Summary, bests: list) -> None:
     """Work out the Apply plan in the background (its compiles land in apply_plan.CLEAN), then refresh."""
     key = (unit.key, repr(Config(summary.best.config)))
     if key in _PLANNING:
@@ -322,7 +322,7 @@ def _plan_soon(ls: HelionServer, loaded: Any, view: KernelView, unit: Unit, summ
     asyncio.create_task(plan())
 
 
-def store_changed(ls: HelionServer, path: str) -> None:
+def store_changed(ls: Host, path: str) -> None:
     """The watcher saw the store at `path` change (possibly written by another process)."""
     store = ls.stores.get(path)
     if store is None:
@@ -336,9 +336,9 @@ def store_changed(ls: HelionServer, path: str) -> None:
     asyncio.create_task(check())
 
 
-def register(ls: HelionServer) -> None:
+def register(ls: Host) -> None:
     @ls.feature(types.TEXT_DOCUMENT_CODE_LENS)
-    async def code_lens(ls: HelionServer, params: types.CodeLensParams) -> list[types.CodeLens]:
+    async def code_lens(ls: Host, params: types.CodeLensParams) -> list[types.CodeLens]:
         uri = params.text_document.uri
         state = ls.analyzer.state(uri)
         if state is None or not state.open:

@@ -28,10 +28,10 @@ from compiler.config import Config
 
 from ..documents import KernelView, Loaded
 from ..edits import EditError, TextEdit, apply_edit, set_config, set_configs
-from ..server import HelionServer
 from ..trust import WHY_TUNING_RUNS_CODE
 from ..tuning import FINAL, TuneJob, TuneSpec
 from . import apply_plan, codelens, compiler_check, diagnostics
+from .host import Host
 from .offer import Offer, apply_offer, tuned_message
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ def _arg(args: tuple[Any, ...], *required: str) -> dict[str, Any]:
     return arg
 
 
-async def find_kernel(ls: HelionServer, uri: str, kernel: str) -> tuple[Loaded, KernelView]:
+async def find_kernel(ls: Host, uri: str, kernel: str) -> tuple[Loaded, KernelView]:
     """The kernel of the open document `uri` (a file, a notebook, or one of its cells: the notebook's)."""
     state = ls.analyzer.state(uri) if isinstance(uri, str) else None
     if state is None:
@@ -59,7 +59,7 @@ async def find_kernel(ls: HelionServer, uri: str, kernel: str) -> tuple[Loaded, 
 
 
 # -- tuning -------------------------------------------------------------------------------------------
-def tuning_refused(ls: HelionServer, uri: str, what: str) -> dict[str, Any] | None:
+def tuning_refused(ls: Host, uri: str, what: str) -> dict[str, Any] | None:
     """The command's answer when tuning may not run code for `uri` (the user is told why), else None."""
     refused = ls.code_execution_refusal(uri)
     if refused is None:
@@ -68,7 +68,7 @@ def tuning_refused(ls: HelionServer, uri: str, what: str) -> dict[str, Any] | No
     return {"jobs": [], "refused": refused}
 
 
-def start_tuning(ls: HelionServer, loaded: Loaded, view: KernelView, shape_set: int | None) -> list[TuneJob]:
+def start_tuning(ls: Host, loaded: Loaded, view: KernelView, shape_set: int | None) -> list[TuneJob]:
     settings = ls.settings.for_uri(loaded.uri)
     units = [u for u in view.units if u.args and (shape_set is None or u.index == shape_set)]
     if not units:
@@ -118,7 +118,7 @@ def _job_json(job: TuneJob) -> dict[str, Any]:
 class JobProgress:
     """One cancellable work-done progress per tuning job, fed in order by a queue."""
 
-    def __init__(self, ls: HelionServer, job: TuneJob):
+    def __init__(self, ls: Host, job: TuneJob):
         self.ls = ls
         self.job = job
         self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
@@ -154,7 +154,7 @@ class JobProgress:
             ls.work_done_progress.report(token, types.WorkDoneProgressReport(message=message, percentage=pct))
 
 
-def connect_tuner(ls: HelionServer) -> None:
+def connect_tuner(ls: Host) -> None:
     """Tuning state to the client. A new state or phase is told at once; new counts wait for the next lens
     refresh (`ls.lenses.before_send`) and are told with it, so the notification and the lenses fetched
     after the refresh show the same count (the job's title says the counts last told)."""
@@ -207,7 +207,7 @@ def connect_tuner(ls: HelionServer) -> None:
     ls.tuner.on_change = changed
 
 
-async def tell_tuned(ls: HelionServer, job: TuneJob, name: str) -> None:
+async def tell_tuned(ls: Host, job: TuneJob, name: str) -> None:
     """The message after a tuning: its best, and what the lenses show about applying it (offer.py, the
     lens's own decision, on the summary the lens reads)."""
     head = f"Tuned {name} on {job.spec.chip} [{job.spec.evaluator}]"
@@ -237,7 +237,7 @@ def _best_text(config: dict, seconds: float | None) -> str:
     return Config(config).short() + (f" — {codelens.fmt_seconds(seconds)}" if seconds else "")
 
 
-async def lens_offer(ls: HelionServer, job: TuneJob) -> tuple[Any, Offer] | None:
+async def lens_offer(ls: Host, job: TuneJob) -> tuple[Any, Offer] | None:
     """(summary, offer) as the Best lens of the job's shape set shows them now; None when
     the document no longer has that kernel as it was tuned."""
     state = ls.analyzer.state(job.spec.uri)
@@ -262,7 +262,7 @@ async def lens_offer(ls: HelionServer, job: TuneJob) -> tuple[Any, Offer] | None
 
 
 # -- apply --------------------------------------------------------------------------------------------
-def workspace_edit(ls: HelionServer, loaded: Loaded, edit: TextEdit) -> types.WorkspaceEdit:
+def workspace_edit(ls: Host, loaded: Loaded, edit: TextEdit) -> types.WorkspaceEdit:
     """The edit of `loaded`'s module text, on the client document that shows it (a notebook's cell) at the
     version it had in `loaded`."""
     try:
@@ -280,7 +280,7 @@ def workspace_edit(ls: HelionServer, loaded: Loaded, edit: TextEdit) -> types.Wo
     return types.WorkspaceEdit(changes={uri: [text_edit]})
 
 
-async def best_configs(ls: HelionServer, loaded: Loaded, view: KernelView) -> list[dict | None]:
+async def best_configs(ls: Host, loaded: Loaded, view: KernelView) -> list[dict | None]:
     """The store's best config per shape set (None where nothing is stored)."""
     found = await apply_plan.stored_bests(ls, loaded, view)
     return [s.best.config if s is not None else None for s in found]
@@ -298,7 +298,7 @@ def config_edit(
 
 
 async def planned_edit(
-    ls: HelionServer, loaded: Loaded, view: KernelView, arg: dict[str, Any]
+    ls: Host, loaded: Loaded, view: KernelView, arg: dict[str, Any]
 ) -> tuple[TextEdit, str]:
     """The decorator edit for an apply request, and what it does (for the user)."""
     text, shape_set, config, configs = loaded.text, arg.get("shapeSet"), arg.get("config"), arg.get("configs")
@@ -319,7 +319,7 @@ async def planned_edit(
     return set_config(text, view.name, config), f"the tuned config to {view.name} (every shape set)"
 
 
-async def apply_config(ls: HelionServer, arg: dict[str, Any]) -> dict[str, Any]:
+async def apply_config(ls: Host, arg: dict[str, Any]) -> dict[str, Any]:
     uri, kernel, shape_set = arg["uri"], arg["kernel"], arg.get("shapeSet")
     loaded, view = await find_kernel(ls, uri, kernel)
     if arg.get("configs") is None and shape_set is None and len(view.units) > 1:
@@ -348,7 +348,7 @@ async def apply_config(ls: HelionServer, arg: dict[str, Any]) -> dict[str, Any]:
     return {"applied": True}
 
 
-def after_apply(ls: HelionServer, uri: str, text: str, what: str) -> None:
+def after_apply(ls: Host, uri: str, text: str, what: str) -> None:
     """The edit is in the editor's buffer, not on disk: say so, and compile the new text now (its
     diagnostics, hovers and lenses must not wait for a save)."""
     name = os.path.basename(to_fs_path(uri) or uri)
@@ -367,11 +367,11 @@ def after_apply(ls: HelionServer, uri: str, text: str, what: str) -> None:
     ls.lenses.changed()
 
 
-def register(ls: HelionServer) -> None:
+def register(ls: Host) -> None:
     connect_tuner(ls)
 
     @ls.command("helion.tune")
-    async def tune(ls: HelionServer, *args: Any) -> dict[str, Any]:
+    async def tune(ls: Host, *args: Any) -> dict[str, Any]:
         arg = _arg(args, "uri", "kernel")
         loaded, view = await find_kernel(ls, arg["uri"], arg["kernel"])
         refused = tuning_refused(ls, loaded.uri, view.name)
@@ -381,7 +381,7 @@ def register(ls: HelionServer) -> None:
         return {"jobs": [_job_json(j) for j in jobs]}
 
     @ls.command("helion.tuneFile")
-    async def tune_file(ls: HelionServer, *args: Any) -> dict[str, Any]:
+    async def tune_file(ls: Host, *args: Any) -> dict[str, Any]:
         state = ls.analyzer.state(_arg(args, "uri")["uri"])
         if state is None:
             raise JsonRpcInvalidParams(f"{args[0]['uri']} is not open")
@@ -398,12 +398,12 @@ def register(ls: HelionServer) -> None:
         return {"jobs": [_job_json(j) for j in jobs]}
 
     @ls.command("helion.cancelTuning")
-    def cancel(ls: HelionServer, *args: Any) -> dict[str, Any]:
+    def cancel(ls: Host, *args: Any) -> dict[str, Any]:
         arg = _arg(args)
         state = ls.analyzer.state(arg["uri"]) if isinstance(arg.get("uri"), str) else None
         jobs = ls.tuner.cancel(state.uri if state is not None else arg.get("uri"), arg.get("kernel"))
         return {"cancelled": [_job_json(j) for j in jobs]}
 
     @ls.command("helion.applyConfig")
-    async def apply(ls: HelionServer, *args: Any) -> dict[str, Any]:
+    async def apply(ls: Host, *args: Any) -> dict[str, Any]:
         return await apply_config(ls, _arg(args, "uri", "kernel"))

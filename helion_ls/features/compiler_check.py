@@ -17,10 +17,10 @@ import logging
 
 from lsprotocol import types
 
-from ..server import HelionServer
 from ..settings import Settings
 from ..store import Summary
 from ..tuning import TuneJob
+from .host import Host
 
 log = logging.getLogger(__name__)
 CHECKING = "checking with the TPU compiler…"
@@ -37,7 +37,7 @@ def enabled(settings: Settings, chip: str) -> bool:
     return settings.compiler_check == "on" or chip in SIMULATED_CHIPS
 
 
-def after_tuning(ls: HelionServer, job: TuneJob) -> asyncio.Future[TuneJob | None]:
+def after_tuning(ls: Host, job: TuneJob) -> asyncio.Future[TuneJob | None]:
     """A tuning job finished with a result: queue the compiler's check of its unit, where enabled. Decided in
     a thread: the first look for libtpu imports the compiler's checks (~0.15 s), and the Best lens the
     client asks for at this moment must not wait behind that on the event loop."""
@@ -60,7 +60,7 @@ def after_tuning(ls: HelionServer, job: TuneJob) -> asyncio.Future[TuneJob | Non
 _queueing: set[asyncio.Future] = set()
 
 
-def lens_note(ls: HelionServer, uri: str, kernel: str, shape_set: int, summary: Summary | None) -> tuple[str, str]:
+def lens_note(ls: Host, uri: str, kernel: str, shape_set: int, summary: Summary | None) -> tuple[str, str]:
     """(suffix of the Best lens title, sentence for its tooltip) about the compiler's check of this unit."""
     job = ls.checker.jobs.get((uri, kernel, shape_set))
     if job is not None and job.active:
@@ -78,7 +78,7 @@ def lens_note(ls: HelionServer, uri: str, kernel: str, shape_set: int, summary: 
     return short, check.message() + "."
 
 
-def register(ls: HelionServer) -> None:
+def register(ls: Host) -> None:
     def changed(job: TuneJob) -> None:
         ls.lenses.changed()
         name = f"{job.spec.kernel} (shape set {job.spec.shape_set}) on {job.spec.chip}"

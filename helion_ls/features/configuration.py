@@ -4,25 +4,32 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 from typing import Any
 
 from lsprotocol import types
+from pygls.uris import to_fs_path
 
-from ..server import HelionServer, folder_path
 from ..settings import CLIENT_ANNOUNCEMENTS
 from ..watch import Watcher
 from . import codelens, diagnostics
+from .host import Host
 
 log = logging.getLogger(__name__)
 
 
-def _report(ls: HelionServer, problems: list[str]) -> None:
+def folder_path(uri: str) -> str | None:
+    path = to_fs_path(uri)
+    return path if path and os.path.isabs(path) else None
+
+
+def _report(ls: Host, problems: list[str]) -> None:
     for problem in problems:
         ls.tell_user(f"Helion settings: {problem}", types.MessageType.Warning)
 
 
-async def pull_configuration(ls: HelionServer) -> None:
+async def pull_configuration(ls: Host) -> None:
     """Ask the client for the "helion" section of every workspace folder (and the global one)."""
     caps = ls.client_capabilities.workspace
     if caps is None or not caps.configuration:
@@ -46,14 +53,14 @@ async def pull_configuration(ls: HelionServer) -> None:
     _report(ls, problems)
 
 
-def _root(ls: HelionServer) -> str | None:
+def _root(ls: Host) -> str | None:
     root = ls.workspace.root_uri
     return folder_path(root) if root else None
 
 
-def register(ls: HelionServer) -> None:
+def register(ls: Host) -> None:
     @ls.feature(types.INITIALIZE)
-    def initialize(ls: HelionServer, params: types.InitializeParams) -> None:
+    def initialize(ls: Host, params: types.InitializeParams) -> None:
         base = folder_path(params.root_uri) if params.root_uri else None
         options = params.initialization_options
         if isinstance(options, dict):
@@ -66,7 +73,7 @@ def register(ls: HelionServer) -> None:
         ls.tuner.set_limit(ls.settings.default.max_concurrent_tunings)
 
     @ls.feature(types.INITIALIZED)
-    async def initialized(ls: HelionServer, params: types.InitializedParams) -> None:
+    async def initialized(ls: Host, params: types.InitializedParams) -> None:
         ls.monitor.start()
         ls.pool.start()  # the compile workers import and warm up meanwhile
         _report(ls, ls.startup_problems)
@@ -88,7 +95,7 @@ def register(ls: HelionServer) -> None:
         await pull_configuration(ls)
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
-    async def did_change_configuration(ls: HelionServer, params: types.DidChangeConfigurationParams) -> None:
+    async def did_change_configuration(ls: Host, params: types.DidChangeConfigurationParams) -> None:
         settings = params.settings
         if isinstance(settings, dict) and isinstance(settings.get("helion"), dict):
             _report(ls, ls.settings.set_initial({**ls.settings.initial_raw, **settings["helion"]}, _root(ls)))
@@ -98,7 +105,7 @@ def register(ls: HelionServer) -> None:
         ls.lenses.changed()
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
-    async def folders_changed(ls: HelionServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+    async def folders_changed(ls: Host, params: types.DidChangeWorkspaceFoldersParams) -> None:
         if ls.watcher is not None:
             for folder in params.event.added:
                 path = folder_path(folder.uri)
@@ -107,7 +114,7 @@ def register(ls: HelionServer) -> None:
         await pull_configuration(ls)
 
     @ls.feature("helion/didChangeWorkspaceTrust")
-    def trust_changed(ls: HelionServer, params: Any) -> None:
+    def trust_changed(ls: Host, params: Any) -> None:
         """{trusted: bool}: the user trusted (or the editor distrusted) the workspace."""
         trusted = getattr(params, "trusted", None)
         if isinstance(trusted, bool) and trusted != ls.workspace_trusted:
@@ -116,11 +123,11 @@ def register(ls: HelionServer) -> None:
             ls.lenses.changed()
 
     @ls.feature(types.SHUTDOWN)
-    async def shutdown(ls: HelionServer, params: Any) -> None:
+    async def shutdown(ls: Host, params: Any) -> None:
         await ls.close_parts()
 
     @ls.feature("helion/stats")
-    def stats(ls: HelionServer, params: Any) -> dict:
+    def stats(ls: Host, params: Any) -> dict:
         """Loop lag, memory and cache sizes; `{"reset": true}` clears the lag record after answering."""
         out = ls.monitor.stats()
         if params is not None and getattr(params, "reset", False):

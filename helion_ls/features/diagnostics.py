@@ -15,14 +15,14 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 
 from ..documents import HELION_HINT
-from ..server import HelionServer
+from .host import Host
 
 log = logging.getLogger(__name__)
 
 EXTERNAL_DELAY = 0.3  # let the client's reload (didChange) arrive first
 
 
-def schedule(ls: HelionServer, uri: str, compile: bool, delay: float = 0.0) -> None:
+def schedule(ls: Host, uri: str, compile: bool, delay: float = 0.0) -> None:
     """(Re)start the analysis of `uri`'s current text; a pending one for an older text is dropped."""
     state = ls.analyzer.docs.get(uri)
     if state is None:
@@ -34,7 +34,7 @@ def schedule(ls: HelionServer, uri: str, compile: bool, delay: float = 0.0) -> N
     state.pending = asyncio.create_task(_run(ls, uri, compile or state.force_compile, delay))
 
 
-async def _run(ls: HelionServer, uri: str, compile: bool, delay: float) -> None:
+async def _run(ls: Host, uri: str, compile: bool, delay: float) -> None:
     if delay > 0:
         await asyncio.sleep(delay)
     state = ls.analyzer.docs.get(uri)
@@ -54,12 +54,12 @@ async def _run(ls: HelionServer, uri: str, compile: bool, delay: float) -> None:
     ls.monitor.collect_soon()
 
 
-def _sync(ls: HelionServer, uri: str) -> None:
+def _sync(ls: Host, uri: str) -> None:
     doc = ls.workspace.get_text_document(uri)
     ls.analyzer.update(uri, doc.version, doc.source)
 
 
-def external_change(ls: HelionServer, path: str, deleted: bool) -> None:
+def external_change(ls: Host, path: str, deleted: bool) -> None:
     """A Python file in the workspace changed outside the editor."""
     uri = from_fs_path(path)
     if uri is None:
@@ -75,7 +75,7 @@ def external_change(ls: HelionServer, path: str, deleted: bool) -> None:
     asyncio.create_task(_external_closed(ls, uri, path))
 
 
-async def _external_closed(ls: HelionServer, uri: str, path: str) -> None:
+async def _external_closed(ls: Host, uri: str, path: str) -> None:
     try:
         text = await ls.pool.call(_read, path)
     except OSError as exc:
@@ -95,22 +95,22 @@ def _read(path: str) -> str:
         return f.read()
 
 
-def register(ls: HelionServer) -> None:
+def register(ls: Host) -> None:
     @ls.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    def did_open(ls: HelionServer, params: types.DidOpenTextDocumentParams) -> None:
+    def did_open(ls: Host, params: types.DidOpenTextDocumentParams) -> None:
         doc = params.text_document
         ls.analyzer.update(doc.uri, doc.version, ls.workspace.get_text_document(doc.uri).source)
         schedule(ls, doc.uri, compile=True)
 
     @ls.feature(types.TEXT_DOCUMENT_DID_CHANGE)
-    def did_change(ls: HelionServer, params: types.DidChangeTextDocumentParams) -> None:
+    def did_change(ls: Host, params: types.DidChangeTextDocumentParams) -> None:
         uri = params.text_document.uri
         _sync(ls, uri)
         settings = ls.settings.for_uri(uri)
         schedule(ls, uri, compile=settings.compile_on_change, delay=settings.debounce_ms / 1000)
 
     @ls.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
-    def did_save(ls: HelionServer, params: types.DidSaveTextDocumentParams) -> None:
+    def did_save(ls: Host, params: types.DidSaveTextDocumentParams) -> None:
         uri = params.text_document.uri
         if uri not in ls.workspace.text_documents:
             log.warning("didSave for %s, which is not open; ignored", uri)
@@ -119,5 +119,5 @@ def register(ls: HelionServer) -> None:
         schedule(ls, uri, compile=True)
 
     @ls.feature(types.TEXT_DOCUMENT_DID_CLOSE)
-    def did_close(ls: HelionServer, params: types.DidCloseTextDocumentParams) -> None:
+    def did_close(ls: Host, params: types.DidCloseTextDocumentParams) -> None:
         ls.analyzer.close(params.text_document.uri)

@@ -19,10 +19,10 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
 from ..documents import KernelView
-from ..server import HelionServer
 from ..transport import Refusal
 from . import codelens
 from .commands import find_kernel
+from .host import Host
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ def _shape_set(params: Any, view: KernelView) -> int:
     return index
 
 
-async def generated_code(ls: HelionServer, params: Any) -> dict[str, Any]:
+async def generated_code(ls: Host, params: Any) -> dict[str, Any]:
     uri, kernel = _field(params, "uri"), _field(params, "kernel")
     loaded, view = await find_kernel(ls, uri, kernel)
     index = _shape_set(params, view)
@@ -86,7 +86,7 @@ async def generated_code(ls: HelionServer, params: Any) -> dict[str, Any]:
     }
 
 
-def kernel_at(ls: HelionServer, params: Any) -> dict[str, Any] | None:
+def kernel_at(ls: Host, params: Any) -> dict[str, Any] | None:
     uri = _field(params, "uri")
     state = ls.analyzer.state(uri) if isinstance(uri, str) else None
     position = _field(params, "position")
@@ -104,7 +104,7 @@ def kernel_at(ls: HelionServer, params: Any) -> dict[str, Any] | None:
     return {"kernel": view.name, "shapeSet": shape_set, "uri": loaded.uri}
 
 
-async def tuning_results(ls: HelionServer, params: Any) -> dict[str, Any]:
+async def tuning_results(ls: Host, params: Any) -> dict[str, Any]:
     uri, kernel = _field(params, "uri"), _field(params, "kernel")
     loaded, view = await find_kernel(ls, uri, kernel)
     unit = view.units[_shape_set(params, view)]
@@ -148,15 +148,15 @@ async def tuning_results(ls: HelionServer, params: Any) -> dict[str, Any]:
     return {"trials": out, "best": best, "compilerCheck": check.to_json() if check is not None else None}
 
 
-def register(ls: HelionServer) -> None:
+def register(ls: Host) -> None:
     @ls.feature("helion/generatedCode")
-    async def _generated(ls: HelionServer, params: Any) -> dict[str, Any]:
+    async def _generated(ls: Host, params: Any) -> dict[str, Any]:
         return await generated_code(ls, params)
 
     @ls.feature("helion/kernelAt")
-    def _kernel_at(ls: HelionServer, params: Any) -> dict[str, Any] | None:
+    def _kernel_at(ls: Host, params: Any) -> dict[str, Any] | None:
         return kernel_at(ls, params)
 
     @ls.feature("helion/tuningResults")
-    async def _results(ls: HelionServer, params: Any) -> dict[str, Any]:
+    async def _results(ls: Host, params: Any) -> dict[str, Any]:
         return await tuning_results(ls, params)

@@ -27,8 +27,8 @@ from compiler.tune.model import estimate
 from compiler.vmem import fmt_bytes as compiler_fmt_bytes
 
 from ..documents import KernelView, Loaded
-from ..server import HelionServer
 from . import fact_hover
+from .host import Host
 
 BAR_CELLS = 24
 CODE_LINES = 30  # per excerpt; the full module is one click away
@@ -64,7 +64,7 @@ def _shape(block: Iterable[int | str | None]) -> str:
     return "(" + ", ".join("–" if d is None else str(d) for d in block) + ")"
 
 
-def _units_with_results(ls: HelionServer, view: KernelView) -> list[tuple[int, Any, Any]]:
+def _units_with_results(ls: Host, view: KernelView) -> list[tuple[int, Any, Any]]:
     """(unit index, compiled kernel, PositionMap basis->shown) for each unit with a cached compile."""
     out = []
     for unit in view.units:
@@ -120,7 +120,7 @@ def _command_link(title: str, command: str, argument: dict) -> str:
     return f"[{title}](command:{command}?{urllib.parse.quote(json.dumps([argument]))})"
 
 
-def _errors(ls: HelionServer, loaded: Loaded, view: KernelView, index: int) -> str | None:
+def _errors(ls: Host, loaded: Loaded, view: KernelView, index: int) -> str | None:
     """The unit's first compile error, with its line in the shown text or cell (None: it compiled cleanly)."""
     hit = ls.analyzer.cache.get("front", view.units[index].key, view)
     if hit is None:
@@ -132,7 +132,7 @@ def _errors(ls: HelionServer, loaded: Loaded, view: KernelView, index: int) -> s
     return f"**Does not compile** (line {line}): `{first.code}` {first.message}"
 
 
-def _compile_failure(ls: HelionServer, loaded: Loaded, view: KernelView, index: int) -> str:
+def _compile_failure(ls: Host, loaded: Loaded, view: KernelView, index: int) -> str:
     """Why a unit has no compiled kernel: its first error diagnostic, or that it is still compiling."""
     if ls.analyzer.cache.get("front", view.units[index].key, view) is None:
         return "_Compiling…_ (the hover shows the generated code once the kernel compiled)"
@@ -154,7 +154,7 @@ def _us(seconds: float) -> str:
     return f"{seconds * 1e3:.3f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.1f} µs"
 
 
-def time_line(ls: HelionServer, loaded: Loaded, view: KernelView, index: int, ck: Any) -> str:
+def time_line(ls: Host, loaded: Loaded, view: KernelView, index: int, ck: Any) -> str:
     """The model's estimate of the config in use and, when known, the TPU compiler's, labelled apart."""
     est = estimate(ck.plan, ck.chip)
     launch = est.breakdown.get("launch", 0.0)
@@ -174,7 +174,7 @@ def time_line(ls: HelionServer, loaded: Loaded, view: KernelView, index: int, ck
     return line
 
 
-def kernel_markdown(ls: HelionServer, loaded: Loaded, view: KernelView) -> str:
+def kernel_markdown(ls: Host, loaded: Loaded, view: KernelView) -> str:
     """Per shape set: the config, the device kernel's code first (what the hover is for), then VMEM use and
     the pallas_call site, so code shows without scrolling past tables."""
     chip = view.units[0].key.chip
@@ -303,7 +303,7 @@ def loop_markdown(view: KernelView, hits: list[tuple[int, Any, Any]]) -> str:
     return "\n\n".join(parts)
 
 
-def _find(ls: HelionServer, view: KernelView, pos: Position, attr: str) -> tuple[Range, list] | None:
+def _find(ls: Host, view: KernelView, pos: Position, attr: str) -> tuple[Range, list] | None:
     """Plan entries (accesses or loops) under `pos` for each compiled unit; range in shown coordinates."""
     hits: list[tuple[int, Any, Any]] = []
     shown_range: Range | None = None
@@ -318,7 +318,7 @@ def _find(ls: HelionServer, view: KernelView, pos: Position, attr: str) -> tuple
     return (shown_range, hits) if hits and shown_range is not None else None
 
 
-def hover_at(ls: HelionServer, loaded: Loaded, pos: Position) -> tuple[str, Range] | None:
+def hover_at(ls: Host, loaded: Loaded, pos: Position) -> tuple[str, Range] | None:
     view = loaded.kernel_at(pos)
     if view is None:
         return None
@@ -340,7 +340,7 @@ def hover_at(ls: HelionServer, loaded: Loaded, pos: Position) -> tuple[str, Rang
     return _not_compiled(ls, loaded, view, pos)
 
 
-def _not_compiled(ls: HelionServer, loaded: Loaded, view: KernelView, pos: Position) -> tuple[str, Range] | None:
+def _not_compiled(ls: Host, loaded: Loaded, view: KernelView, pos: Position) -> tuple[str, Range] | None:
     """A token of a kernel no shape set of which has compiled: why (still compiling, its first error, or no
     shapes), rather than no answer."""
     found = fact_hover.token_at(view, pos)
@@ -352,9 +352,9 @@ def _not_compiled(ls: HelionServer, loaded: Loaded, view: KernelView, pos: Posit
     return f"**`{text}`** — {why}", rng
 
 
-def register(ls: HelionServer) -> None:
+def register(ls: Host) -> None:
     @ls.feature(types.TEXT_DOCUMENT_HOVER)
-    def hover(ls: HelionServer, params: types.HoverParams) -> types.Hover | None:
+    def hover(ls: Host, params: types.HoverParams) -> types.Hover | None:
         uri = params.text_document.uri
         state = ls.analyzer.state(uri)
         if state is None or state.loaded is None:

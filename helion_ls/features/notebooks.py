@@ -17,11 +17,11 @@ from lsprotocol import types
 from compiler.notebook import notebook_module
 
 from ..documents import HELION_HINT
-from ..server import HelionServer
 from .diagnostics import schedule
+from .host import Host
 
 
-def _update(ls: HelionServer, uri: str, version: int | None) -> None:
+def _update(ls: Host, uri: str, version: int | None) -> None:
     """Give the analyzer the module of the notebook's Python code cells, as the workspace has them now."""
     notebook = ls.workspace.get_notebook_document(notebook_uri=uri)
     if notebook is None:
@@ -40,9 +40,9 @@ def _update(ls: HelionServer, uri: str, version: int | None) -> None:
     ls.analyzer.update_notebook(uri, version, notebook_module(cells), versions, mentions)
 
 
-def register(ls: HelionServer) -> None:
+def register(ls: Host) -> None:
     @ls.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
-    def did_open(ls: HelionServer, params: types.DidOpenNotebookDocumentParams) -> None:
+    def did_open(ls: Host, params: types.DidOpenNotebookDocumentParams) -> None:
         notebook = params.notebook_document
         _update(ls, notebook.uri, notebook.version)
         schedule(ls, notebook.uri, compile=True)
@@ -51,16 +51,16 @@ def register(ls: HelionServer) -> None:
         ls.lenses.changed()
 
     @ls.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
-    def did_change(ls: HelionServer, params: types.DidChangeNotebookDocumentParams) -> None:
+    def did_change(ls: Host, params: types.DidChangeNotebookDocumentParams) -> None:
         notebook = params.notebook_document
         _update(ls, notebook.uri, notebook.version)
         settings = ls.settings.for_uri(notebook.uri)
         schedule(ls, notebook.uri, compile=True, delay=settings.debounce_ms / 1000)
 
     @ls.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
-    def did_save(ls: HelionServer, params: types.DidSaveNotebookDocumentParams) -> None:
+    def did_save(ls: Host, params: types.DidSaveNotebookDocumentParams) -> None:
         schedule(ls, params.notebook_document.uri, compile=True)
 
     @ls.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
-    def did_close(ls: HelionServer, params: types.DidCloseNotebookDocumentParams) -> None:
+    def did_close(ls: Host, params: types.DidCloseNotebookDocumentParams) -> None:
         ls.analyzer.close(params.notebook_document.uri)

@@ -1,0 +1,86 @@
+"""The server as features see it: `Host`, exactly the parts and methods of `server.HelionServer` that they use.
+
+Features take a `Host` and never import `server.py` (it imports them, to register them), so a feature
+depends only on what is named here. `HelionServer` provides all of it (a structural match: it does not
+name `Host`); a member a feature starts using is added here first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+if TYPE_CHECKING:  # annotations only: this module imports nothing at run time
+    from lsprotocol import types
+    from pygls.progress import Progress
+    from pygls.workspace import Workspace
+
+    from ..analysis import Analyzer
+    from ..check_client import CheckClient
+    from ..compile_pool import CompilePool
+    from ..monitor import LoopMonitor
+    from ..pacing import RefreshPacer
+    from ..remembered import Remembered
+    from ..settings import Settings, SettingsRegistry
+    from ..store import StoreView
+    from ..transport import Protocol as Wire
+    from ..tuning import Tuner
+    from ..watch import Watcher
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Host(Protocol):
+    # the parts the server owns (server.py builds them)
+    settings: SettingsRegistry
+    pool: CompilePool
+    checks: CheckClient
+    remembered: Remembered
+    analyzer: Analyzer
+    tuner: Tuner
+    checker: Tuner  # the TPU compiler's checks of finished tunings (features/compiler_check.py)
+    stores: dict[str, StoreView]
+    watcher: Watcher | None
+    monitor: LoopMonitor
+    lenses: RefreshPacer
+
+    # what the client said (features/configuration.py sets them)
+    client_shows_tuning_progress: bool
+    client_shows_apply_notice: bool
+    workspace_trusted: bool | None
+    startup_problems: list[str]
+
+    def encoding(self) -> str: ...
+
+    def store_for(self, settings: Settings) -> StoreView: ...
+
+    def code_execution_refusal(self, uri: str) -> str | None: ...
+
+    def log_to_client(self, message: str, kind: types.MessageType = ...) -> None: ...
+
+    def tell_user(self, message: str, kind: types.MessageType = ...) -> None: ...
+
+    async def close_parts(self, final: bool = False) -> None: ...
+
+    # pygls's LanguageServer
+    @property
+    def protocol(self) -> Wire: ...
+
+    @property
+    def workspace(self) -> Workspace: ...
+
+    @property
+    def client_capabilities(self) -> types.ClientCapabilities: ...
+
+    @property
+    def work_done_progress(self) -> Progress: ...
+
+    def feature(self, feature_name: str, options: Any | None = None) -> Callable[[F], F]: ...
+
+    def command(self, command_name: str) -> Callable[[F], F]: ...
+
+    async def workspace_configuration_async(self, params: types.ConfigurationParams) -> Any: ...
+
+    async def workspace_apply_edit_async(
+        self, params: types.ApplyWorkspaceEditParams
+    ) -> types.ApplyWorkspaceEditResult: ...
