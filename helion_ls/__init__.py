@@ -6,7 +6,8 @@ Layout (data flows top to bottom; lower modules never import higher ones):
   handshake.py      `initialize` answered (and messages kept) while the server's imports run.
   early.py          remembered diagnostics of files opened meanwhile, published before the server is built.
   server.py         wiring only: the server object, the parts it owns, feature registration.
-  features/         one module per request kind (see features/__init__.py).
+  features/         one module per request kind, and what they share; they see the server only as
+                    features/host.py's `Host`, never import server.py (see features/__init__.py).
   analysis.py       the staged analysis of a document version and what gets published from it.
   compose.py        a document's published diagnostics (LSP JSON) from every stage's results.
   remembered.py     the analysis cache on disk (compiler.results) seen as the server's stage results.

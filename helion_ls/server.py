@@ -63,7 +63,7 @@ class HelionServer(LanguageServer):
         )
         # features.commands connects it to the client; while it tunes, background work waits (foreground.py)
         self.tuner = Tuner(on_change=lambda job: None, foreground=self.pool.foreground, standby=True)
-        self.checker = Tuner(on_change=lambda job: None, limit=1)  # the TPU compiler's checks (compiler_check)
+        self.checker = Tuner(on_change=lambda job: None, limit=1)  # the TPU compiler's checks (features/crosscheck.py)
         self.stores: dict[str, StoreView] = {}
         self.watcher: Watcher | None = None
         self.monitor = LoopMonitor()

@@ -17,7 +17,7 @@ from compiler.checks import libtpu_available
 from helion_ls import compile_pool
 from helion_ls.analysis import Analyzer
 from helion_ls.check_client import CheckClient
-from helion_ls.features import compiler_check
+from helion_ls.features import crosscheck
 from helion_ls.foreground import Foreground
 from helion_ls.server import create_server
 from helion_ls.tuning import TuneJob, TuneSpec
@@ -109,16 +109,16 @@ async def test_a_running_tuner_is_the_servers_foreground(tmp_path):
 async def test_the_compiler_check_after_a_tuning_is_decided_off_the_event_loop(tmp_path, monkeypatch):
     server = create_server()
     threads: list[str] = []
-    real = compiler_check.enabled
-    monkeypatch.setattr(compiler_check, "enabled", lambda *a: threads.append(threading.current_thread().name) or real(*a))
+    real = crosscheck.enabled
+    monkeypatch.setattr(crosscheck, "enabled", lambda *a: threads.append(threading.current_thread().name) or real(*a))
     job = TuneJob(_spec(tmp_path, "v5e"), state="done")
     server.settings.default = dataclasses.replace(server.settings.default, compiler_check="on")
-    queued = compiler_check.after_tuning(server, job)
+    queued = crosscheck.after_tuning(server, job)
     assert threads == []  # nothing decided on the loop
-    crosscheck = await queued
+    check = await queued
     assert threads and threads != [threading.main_thread().name]
     if libtpu_available():  # else no check is queued
-        assert crosscheck is not None and crosscheck.spec.kind == "crosscheck"
-        assert crosscheck is server.checker.jobs[job.id]
-        await asyncio.wait_for(crosscheck.done.wait(), 120)  # no such kernel: it fails at once
+        assert check is not None and check.spec.kind == "crosscheck"
+        assert check is server.checker.jobs[job.id]
+        await asyncio.wait_for(check.done.wait(), 120)  # no such kernel: it fails at once
         await until(lambda: not server.checker._running)

@@ -24,8 +24,8 @@ from ..analysis import compile_request
 from ..documents import KernelView, Loaded, Unit
 from ..lru import LruCache
 from ..store import Summary
-from . import codelens
 from .host import Host
+from .kernels import current_config, trial_key
 
 CLEAN: LruCache[bool] = LruCache(512)  # (unit key, config json) -> compiles without error or HPL2xx
 
@@ -88,7 +88,7 @@ async def plan_for(
             entries.append(dict(config))
             continue
         best = bests[j].best.config if j < len(bests) and bests[j] is not None else None
-        current, _ = codelens.current_config(ls, view, unit)
+        current, _ = current_config(ls, view, unit)
         options = [
             (unit.config, f"shape set {j} keeps its applied config"),
             (best, f"shape set {j} has its own tuned best"),
@@ -111,6 +111,6 @@ async def plan_for(
 async def stored_bests(ls: Host, loaded: Loaded, view: KernelView) -> list[Summary | None]:
     """The store's best per shape set of `view` (None where nothing is stored)."""
     store = ls.store_for(ls.settings.for_uri(loaded.uri))
-    keys = [(codelens.trial_key(u), None) for u in view.units]
+    keys = [(trial_key(u), None) for u in view.units]
     found = await ls.pool.call(store.summaries, keys) if keys else {}
     return [found.get(k) if u.args else None for k, u in zip(keys, view.units, strict=True)]

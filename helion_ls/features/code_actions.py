@@ -21,7 +21,7 @@ from compiler.config import Config
 
 from ..edits import EditError, TextEdit
 from ..lru import LruCache
-from .commands import best_configs, config_edit, planned_edit, workspace_edit
+from .config_edits import best_configs, config_edit, planned_edit, workspace_edit
 from .host import Host
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ kernel without shape lines, whose shape sets come from the file's calls, has the
   another chip: a result is shown only for the shape set's text and chip it was tuned for
   "Not tunable: …" (no command) for a shape set that does not compile
 Results come from the tuning store (cached, read in a thread), so runs made elsewhere show up; the
-watcher calls `store_changed` when another process writes the store. The tuner's state is read when a
+watcher reports another process writing the store (disk_changes.py). The tuner's state is read when a
 request is answered (never cached), and refreshes are paced by `ls.lenses` (see pacing.py).
 """
 
@@ -29,30 +29,22 @@ from compiler import parse_python
 from compiler.config import Config
 from compiler.specs import TensorSpec
 from compiler.tune import objective
-from compiler.tune.keys import TrialKey
-from compiler.tune.store import Trial
 
 from ..documents import KernelView, Unit
 from ..store import Summary
 from ..trust import WHY_TUNING_RUNS_CODE
 from ..tuning import TuneJob
-from . import apply_plan, compiler_check
+from . import apply_plan, crosscheck
+from .client_commands import SHOW_GENERATED
 from .host import Host
-from .hover import SHOW_GENERATED
+from .kernels import current_config, trial_key
+from .lens_results import fmt_seconds, same_problem, unstored_summary
 from .offer import apply_offer
 
 log = logging.getLogger(__name__)
 ARGS_INSIDE = re.compile(r"\bargs\((.*)\)\s*$")
 TUNE_TOOLTIP = f"Searches configs with the performance model. {WHY_TUNING_RUNS_CODE}"
 NOT_TUNABLE = "Not tunable: these shapes do not compile (see Problems)"
-
-
-def fmt_seconds(s: float) -> str:
-    if s >= 1:
-        return f"{s:.2f} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:.2f} ms"
-    return f"{s * 1e6:.1f} µs"
 
 
 def throughput(seconds: float, metrics: dict[str, Any], compiled: Any) -> str:
@@ -71,23 +63,10 @@ def throughput(seconds: float, metrics: dict[str, Any], compiled: Any) -> str:
     return ""
 
 
-def current_config(ls: Host, view: KernelView, unit: Unit) -> tuple[Config | None, Any]:
-    """The config the unit compiles with now (decorator or resolved default) and its compiled kernel."""
-    hit = ls.analyzer.cache.get("front", unit.key, view)
-    compiled = hit[0].compiled if hit else None
-    if unit.config is not None:
-        return unit.config, compiled
-    return (compiled.config if compiled is not None else None), compiled
-
-
 def compile_failed(ls: Host, view: KernelView, unit: Unit) -> bool:
     """The unit was compiled and has errors: tuning it could only fail, so no Tune lens is offered."""
     hit = ls.analyzer.cache.get("front", unit.key, view)
     return hit is not None and hit[0].compiled is None
-
-
-def trial_key(unit: Unit) -> TrialKey:
-    return TrialKey(unit.key.source_hash, unit.key.shape_key, unit.key.chip)
 
 
 def best_title(summary: Summary, current: Config | None, compiled: Any, chip: str) -> str:
@@ -123,12 +102,6 @@ def tuned_note(summary: Summary | None, current: Config | None) -> str | None:
     )
 
 
-def same_problem(job: TuneJob, view: KernelView, unit: Unit, chip: str) -> bool:
-    """Was `job` tuning this unit as it is now: the same code, shape set text and chip?"""
-    spec = job.spec
-    return spec.source_hash == view.source_hash and spec.shape_key == unit.key.shape_key and spec.chip == chip
-
-
 def what_changed(job: TuneJob | None, view: KernelView, unit: Unit, chip: str) -> str | None:
     """"shapes" or "chip" when a finished tuning of this shape set was for other shapes or another chip."""
     if job is None or job.active or job.spec.source_hash != view.source_hash:
@@ -136,13 +109,6 @@ def what_changed(job: TuneJob | None, view: KernelView, unit: Unit, chip: str) -
     if job.spec.shape_key != unit.key.shape_key:
         return "shapes"
     return "chip" if job.spec.chip != chip else None
-
-
-def unstored_summary(job: TuneJob) -> Summary:
-    """A finished job's best as a lens summary (for results the store could not keep)."""
-    best = dict(job.best or {})
-    trial = Trial(best["config"], best.get("seconds"), "ok", best, job.spec.evaluator, job.finished or 0.0)
-    return Summary(trial, None, job.evaluated)
 
 
 def _lens(
@@ -228,7 +194,7 @@ def unit_lenses(
         return lenses
     current, compiled = current_config(ls, view, unit)
     again = refused or f"Tune again. {TUNE_TOOLTIP}"
-    note, why = compiler_check.lens_note(ls, uri, view.name, unit.index, summary)
+    note, why = crosscheck.lens_note(ls, uri, view.name, unit.index, summary)
     title = best_title(summary, current, compiled, chip) + ("" if stored else " (not stored)") + note
     lenses.append(_lens(rng, title, "helion.tune", target, f"{why} {again}".strip()))
     if apply_offer(summary, current).apply:
@@ -320,20 +286,6 @@ def _plan_soon(ls: Host, loaded: Any, view: KernelView, unit: Unit, summary: Sum
         ls.lenses.changed()
 
     asyncio.create_task(plan())
-
-
-def store_changed(ls: Host, path: str) -> None:
-    """The watcher saw the store at `path` change (possibly written by another process)."""
-    store = ls.stores.get(path)
-    if store is None:
-        return
-
-    async def check() -> None:
-        if await ls.pool.call(store.changed):
-            log.info("tuning store %s changed; refreshing code lenses", path)
-            ls.lenses.changed()
-
-    asyncio.create_task(check())
 
 
 def register(ls: Host) -> None:

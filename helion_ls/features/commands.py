@@ -1,9 +1,9 @@
 """Workspace commands (each takes one object argument) and the tuning feedback to the client.
 
 helion.tune {uri, kernel, shapeSet|null} · helion.tuneFile {uri} · helion.cancelTuning {uri|null, kernel|null}
-helion.applyConfig {uri, kernel, shapeSet|null, config, configs?}: the decorator edit (see apply_plan.py for
-when it writes one config per shape set) goes through workspace/applyEdit against the document version it
-was computed from; then the user is told the file has unsaved changes (as helion/applied {uri, message} to
+helion.applyConfig {uri, kernel, shapeSet|null, config, configs?}: the decorator edit (config_edits.py; see
+apply_plan.py for when it writes one config per shape set) goes through workspace/applyEdit against the
+document version it was computed from; then the user is told the file has unsaved changes (as helion/applied {uri, message} to
 a client that announced clientShowsApplyNotice: it drops the notice on save) and the new text compiles at
 once. Tuning runs kernel code, so the tune commands first ask `ls.code_execution_refusal` (see trust.py) and
 answer {jobs: [], refused} with a message to the user when it says no. Tuning state changes become
@@ -27,12 +27,16 @@ from pygls.uris import to_fs_path
 from compiler.config import Config
 
 from ..documents import KernelView, Loaded
-from ..edits import EditError, TextEdit, apply_edit, set_config, set_configs
+from ..edits import EditError, apply_edit
 from ..trust import WHY_TUNING_RUNS_CODE
 from ..tuning import FINAL, TuneJob, TuneSpec
-from . import apply_plan, codelens, compiler_check, diagnostics
+from . import crosscheck
+from .config_edits import best_configs, planned_edit, workspace_edit
 from .host import Host
+from .kernels import current_config, find_kernel, trial_key
+from .lens_results import fmt_seconds, same_problem, unstored_summary
 from .offer import Offer, apply_offer, tuned_message
+from .scheduling import schedule
 
 log = logging.getLogger(__name__)
 
@@ -45,17 +49,6 @@ def _arg(args: tuple[Any, ...], *required: str) -> dict[str, Any]:
     if missing:
         raise JsonRpcInvalidParams(f"missing {', '.join(missing)}")
     return arg
-
-
-async def find_kernel(ls: Host, uri: str, kernel: str) -> tuple[Loaded, KernelView]:
-    """The kernel of the open document `uri` (a file, a notebook, or one of its cells: the notebook's)."""
-    state = ls.analyzer.state(uri) if isinstance(uri, str) else None
-    if state is None:
-        raise JsonRpcInvalidParams(f"{uri} is not open")
-    loaded = await ls.analyzer.load(state.uri, ls.settings.for_uri(state.uri).chip)
-    if loaded is None or kernel not in loaded.kernels:
-        raise JsonRpcInvalidParams(f"no Helion kernel {kernel!r} in {uri}")
-    return loaded, loaded.kernels[kernel]
 
 
 # -- tuning -------------------------------------------------------------------------------------------
@@ -149,7 +142,7 @@ class JobProgress:
                 return
             message = snap["title"]
             if snap["best"] and snap["best"].get("seconds"):
-                message += f", best {codelens.fmt_seconds(snap['best']['seconds'])}"
+                message += f", best {fmt_seconds(snap['best']['seconds'])}"
             pct = int(100 * snap["evaluated"] / snap["total"]) if snap["total"] else None
             ls.work_done_progress.report(token, types.WorkDoneProgressReport(message=message, percentage=pct))
 
@@ -197,7 +190,7 @@ def connect_tuner(ls: Host) -> None:
         tell(job)
         name = f"{job.spec.kernel} (shape set {job.spec.shape_set})"
         if job.state == "done":
-            compiler_check.after_tuning(ls, job)
+            crosscheck.after_tuning(ls, job)
             asyncio.create_task(tell_tuned(ls, job, name))
         elif job.state == "failed":
             ls.tell_user(f"Tuning {name} failed: {job.message}", types.MessageType.Warning)
@@ -234,7 +227,7 @@ async def tell_tuned(ls: Host, job: TuneJob, name: str) -> None:
 
 
 def _best_text(config: dict, seconds: float | None) -> str:
-    return Config(config).short() + (f" — {codelens.fmt_seconds(seconds)}" if seconds else "")
+    return Config(config).short() + (f" — {fmt_seconds(seconds)}" if seconds else "")
 
 
 async def lens_offer(ls: Host, job: TuneJob) -> tuple[Any, Offer] | None:
@@ -248,77 +241,20 @@ async def lens_offer(ls: Host, job: TuneJob) -> tuple[Any, Offer] | None:
     if view is None or job.spec.shape_set >= len(view.units) or view.source_hash != job.spec.source_hash:
         return None
     unit = view.units[job.spec.shape_set]
-    if not codelens.same_problem(job, view, unit, job.spec.chip) or unit.key.chip != job.spec.chip:
+    if not same_problem(job, view, unit, job.spec.chip) or unit.key.chip != job.spec.chip:
         return None
-    current, _ = codelens.current_config(ls, view, unit)
+    current, _ = current_config(ls, view, unit)
     store = ls.store_for(ls.settings.for_uri(loaded.uri))
-    request = (codelens.trial_key(unit), current)
+    request = (trial_key(unit), current)
     summary = (await ls.pool.call(store.summaries, [request])).get(request)
     if summary is None and job.best and job.best.get("config"):
-        summary = codelens.unstored_summary(job)  # as the lens shows a result the store did not keep
+        summary = unstored_summary(job)  # as the lens shows a result the store did not keep
     if summary is None:
         return None
     return summary, apply_offer(summary, current)
 
 
 # -- apply --------------------------------------------------------------------------------------------
-def workspace_edit(ls: Host, loaded: Loaded, edit: TextEdit) -> types.WorkspaceEdit:
-    """The edit of `loaded`'s module text, on the client document that shows it (a notebook's cell) at the
-    version it had in `loaded`."""
-    try:
-        part, rng = loaded.layout.edit_range(loaded.text, edit.start, edit.end, ls.encoding())
-    except ValueError as exc:
-        raise EditError(str(exc)) from None
-    uri, version = part.uri, part.version
-    text_edit = types.TextEdit(range=rng, new_text=edit.new_text)
-    caps = ls.client_capabilities.workspace
-    if caps is not None and caps.workspace_edit is not None and caps.workspace_edit.document_changes:
-        doc = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
-        return types.WorkspaceEdit(
-            document_changes=[types.TextDocumentEdit(text_document=doc, edits=[text_edit])]
-        )
-    return types.WorkspaceEdit(changes={uri: [text_edit]})
-
-
-async def best_configs(ls: Host, loaded: Loaded, view: KernelView) -> list[dict | None]:
-    """The store's best config per shape set (None where nothing is stored)."""
-    found = await apply_plan.stored_bests(ls, loaded, view)
-    return [s.best.config if s is not None else None for s in found]
-
-
-def config_edit(
-    view: KernelView, text: str, shape_set: int | None, config: dict | None, configs: list[dict] | None
-) -> TextEdit:
-    if configs is not None:
-        return set_configs(text, view.name, configs)
-    if config is None:
-        raise JsonRpcInvalidParams("missing config")
-    several = len(view.units) > 1
-    return set_config(text, view.name, config, index=shape_set if several else None)
-
-
-async def planned_edit(
-    ls: Host, loaded: Loaded, view: KernelView, arg: dict[str, Any]
-) -> tuple[TextEdit, str]:
-    """The decorator edit for an apply request, and what it does (for the user)."""
-    text, shape_set, config, configs = loaded.text, arg.get("shapeSet"), arg.get("config"), arg.get("configs")
-    if configs is not None:
-        return set_configs(text, view.name, configs), f"one config per shape set to {view.name}"
-    if config is None:
-        raise JsonRpcInvalidParams("missing config")
-    if len(view.units) < 2:
-        return set_config(text, view.name, config), f"the tuned config to {view.name}"
-    bests = await apply_plan.stored_bests(ls, loaded, view)
-    try:
-        plan = await apply_plan.plan_for(ls, loaded, view, shape_set or 0, config, bests)
-    except ValueError as exc:
-        raise EditError(str(exc)) from None
-    if plan.configs is not None:
-        what = f"one config per shape set to {view.name} (configs=[…]: {plan.why})"
-        return set_configs(text, view.name, plan.configs), what
-    return set_config(text, view.name, config), f"the tuned config to {view.name} (every shape set)"
-
-
 async def apply_config(ls: Host, arg: dict[str, Any]) -> dict[str, Any]:
     uri, kernel, shape_set = arg["uri"], arg["kernel"], arg.get("shapeSet")
     loaded, view = await find_kernel(ls, uri, kernel)
@@ -363,7 +299,7 @@ def after_apply(ls: Host, uri: str, text: str, what: str) -> None:
         return
     state.force_compile = True  # the edit's didChange compiles, if it has not arrived yet
     if state.text == text:
-        diagnostics.schedule(ls, uri, compile=True)
+        schedule(ls, uri, compile=True)
     ls.lenses.changed()
 
 

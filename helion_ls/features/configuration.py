@@ -13,7 +13,7 @@ from pygls.uris import to_fs_path
 
 from ..settings import CLIENT_ANNOUNCEMENTS
 from ..watch import Watcher
-from . import codelens, diagnostics
+from . import disk_changes, scheduling
 from .host import Host
 
 log = logging.getLogger(__name__)
@@ -79,8 +79,8 @@ def register(ls: Host) -> None:
         _report(ls, ls.startup_problems)
         ls.watcher = Watcher(
             asyncio.get_running_loop(),
-            on_store=lambda path: codelens.store_changed(ls, path),
-            on_python=lambda path, deleted: diagnostics.external_change(ls, path, deleted),
+            on_store=lambda path: disk_changes.store_changed(ls, path),
+            on_python=lambda path, deleted: disk_changes.external_change(ls, path, deleted),
         )
         ls.watcher.start()
         for store in ls.stores.values():
@@ -101,7 +101,7 @@ def register(ls: Host) -> None:
             _report(ls, ls.settings.set_initial({**ls.settings.initial_raw, **settings["helion"]}, _root(ls)))
         await pull_configuration(ls)
         for uri in list(ls.analyzer.docs):
-            diagnostics.schedule(ls, uri, compile=True)
+            scheduling.schedule(ls, uri, compile=True)
         ls.lenses.changed()
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)

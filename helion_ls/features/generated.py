@@ -20,9 +20,8 @@ from pygls.uris import to_fs_path
 
 from ..documents import KernelView
 from ..transport import Refusal
-from . import codelens
-from .commands import find_kernel
 from .host import Host
+from .kernels import current_config, find_kernel, trial_key
 
 log = logging.getLogger(__name__)
 
@@ -109,10 +108,10 @@ async def tuning_results(ls: Host, params: Any) -> dict[str, Any]:
     loaded, view = await find_kernel(ls, uri, kernel)
     unit = view.units[_shape_set(params, view)]
     store = ls.store_for(ls.settings.for_uri(loaded.uri))
-    key = codelens.trial_key(unit)
+    key = trial_key(unit)
     trials = await ls.pool.call(store.trials, key)
     summaries = await ls.pool.call(store.summaries, [(key, None)])
-    _, compiled = codelens.current_config(ls, view, unit)
+    _, compiled = current_config(ls, view, unit)
 
     def rates(seconds: float | None, metrics: dict) -> dict[str, Any]:
         if not seconds or compiled is None:

@@ -63,8 +63,7 @@ class Host(Protocol):
     async def close_parts(self, final: bool = False) -> None: ...
 
     # pygls's LanguageServer
-    @property
-    def protocol(self) -> Wire: ...
+    protocol: Wire  # notify, notify_json (transport.py)
 
     @property
     def workspace(self) -> Workspace: ...

@@ -28,11 +28,11 @@ from compiler.vmem import fmt_bytes as compiler_fmt_bytes
 
 from ..documents import KernelView, Loaded
 from . import fact_hover
+from .client_commands import SHOW_GENERATED
 from .host import Host
 
 BAR_CELLS = 24
 CODE_LINES = 30  # per excerpt; the full module is one click away
-SHOW_GENERATED = "helion-ls.showGeneratedCode"
 NO_SHAPES = ("Not compiled yet: no `# helion: args(...)` line above the kernel and no call in this file with "
              "arguments known without running it. The hint's quick fix writes a shape line.")
 

@@ -17,8 +17,8 @@ from lsprotocol import types
 from compiler.notebook import notebook_module
 
 from ..documents import HELION_HINT
-from .diagnostics import schedule
 from .host import Host
+from .scheduling import schedule
 
 
 def _update(ls: Host, uri: str, version: int | None) -> None:

@@ -1,0 +1,3 @@
+"""Commands the client runs (vscode-client registers them), named by the server's lenses and hover links."""
+
+SHOW_GENERATED = "helion-ls.showGeneratedCode"  # {uri, kernel, shapeSet}: opens the generated module
