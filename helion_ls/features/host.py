@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-if TYPE_CHECKING:  # annotations only: this module imports nothing at run time
+if TYPE_CHECKING:  # annotations only: no module of pygls or helion_ls is imported at run time
     from lsprotocol import types
     from pygls.progress import Progress
     from pygls.workspace import Workspace
@@ -38,7 +38,7 @@ class Host(Protocol):
     remembered: Remembered
     analyzer: Analyzer
     tuner: Tuner
-    checker: Tuner  # the TPU compiler's checks of finished tunings (features/compiler_check.py)
+    checker: Tuner  # the TPU compiler's checks of finished tunings (crosscheck.py, compiler_check.py)
     stores: dict[str, StoreView]
     watcher: Watcher | None
     monitor: LoopMonitor
