@@ -22,6 +22,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from . import pipeline
+from .callables import coerce_args
 from .chips import Chip
 from .config import Config
 from .diagnostics import CompileError, Diagnostic, Position, Range, error, internal_error
@@ -30,7 +31,7 @@ from .frontend.limits import too_deep
 from .frontend.module import KernelDef, ModuleInfo, parse_module, source_hash, used_helpers
 from .frontend.shape_hint import no_shapes_hint, required_params
 from .notebook import NotebookError, NotebookModule, read_notebook
-from .specs import ArgSpec, SpecError, coerce_args
+from .specs import ArgSpec, SpecError
 
 if TYPE_CHECKING:
     from .compiled import CompiledKernel
