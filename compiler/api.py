@@ -106,7 +106,7 @@ class Module:
         wanted = _wanted(self.info)
         if not wanted:
             return InferredShapes()
-        from .frontend.call_shapes import infer_call_shapes
+        from .frontend.call_recorder import infer_call_shapes
 
         try:
             return infer_call_shapes(self.info, wanted, line_label=self.line_label)
