@@ -37,7 +37,7 @@ def main() -> None:
     files = ns.files or sorted((REPO / "tests" / "upstream_style").glob("*.py"))
 
     import compiler
-    from compiler.frontend.call_shapes import infer_call_shapes
+    from compiler.frontend.call_recorder import infer_call_shapes
     from compiler.frontend.module import parse_module
 
     compiler.skip_dynamo_import()  # as the compile workers do

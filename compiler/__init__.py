@@ -1,7 +1,8 @@
 """helion-ls compiler: Helion kernel source -> typed tile IR -> standalone Pallas TPU module.
 
 Data flows one way: frontend (parse, host evaluation, device loops) -> ir -> codegen (plan, emit) ->
-checks (VMEM, lowering, libtpu) -> runtime / reference -> tune. `api` and `cli` are the public face.
+checks (VMEM, lowering, libtpu) -> runtime / reference -> tune. `api` and `cli` are the public face;
+`pipeline` compiles a `Kernel` for one shape set + config + chip into a `compiled.CompiledKernel`.
 This package never imports `helion_ls`. Heavy modules (jax) load lazily so `compiler.reference`
 workers stay light; parsing a file and its kernels' keys import no torch. `results` keeps analysis
 results across processes (in a `sqlite_file`, as `tune.store` keeps tuning results). `syntax.parse` is
@@ -24,7 +25,8 @@ from .syntax import parse as parse_python
 lifeline.hold_from_env()  # a process started by one of ours ends with its parent (see lifeline.py)
 
 if TYPE_CHECKING:
-    from .api import CompiledKernel, Kernel, Module
+    from .api import Kernel, Module
+    from .compiled import CompiledKernel
 
 __all__ = ["CompileError", "CompiledKernel", "Config", "Diagnostic", "Kernel", "Module", "Position", "Range",
            "Severity", "load", "parse_python", "skip_dynamo_import"]
@@ -46,7 +48,11 @@ def skip_dynamo_import() -> int:
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("CompiledKernel", "Kernel", "Module"):
+    if name == "CompiledKernel":
+        from .compiled import CompiledKernel
+
+        return CompiledKernel
+    if name in ("Kernel", "Module"):
         from . import api
 
         return getattr(api, name)

@@ -2,8 +2,9 @@
 call the result. Nothing below this module knows about files, editors or processes.
 
 `load` and everything a `Kernel` knows before compiling (shape sets, configs, its source hash) import no
-torch: the compile machinery (tracer, codegen, VMEM layouts; torch) is imported by the methods that compile,
-so the language server can parse files and look up remembered results before torch is loaded. The one
+torch: the compile machinery (tracer, codegen, VMEM layouts; torch) is imported by the functions of
+compiler/pipeline.py when they run, so the language server can parse files and look up remembered results
+before torch is loaded. The result of a compile is a `CompiledKernel` (compiler/compiled.py). The one
 exception is the shape sets of a kernel without a shape line, found in the file's own calls on meta tensors
 (`Module.call_shapes`): a process without torch has another one find them and passes them to `load`.
 """
@@ -20,21 +21,20 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from .chips import Chip, get_chip
-from .config import HELION_KEYS, Config, ConfigError, as_config
-from .diagnostics import ArgRankError, CompileError, Diagnostic, Position, Range, Related, UserError, error
+from . import pipeline
+from .callables import coerce_args
+from .chips import Chip
+from .config import Config
+from .diagnostics import CompileError, Diagnostic, Position, Range, error, internal_error
 from .frontend.call_shapes import InferredShapes, ShapeOrigin
 from .frontend.limits import too_deep
 from .frontend.module import KernelDef, ModuleInfo, parse_module, source_hash, used_helpers
 from .frontend.shape_hint import no_shapes_hint, required_params
 from .notebook import NotebookError, NotebookModule, read_notebook
-from .plan import AccessInfo, KernelPlan, LoopInfo
-from .specs import ArgSpec, SpecError, TensorSpec, coerce_args, format_args
-from .tables import IndexTable
-from .vmem import VmemReport, fmt_bytes
+from .specs import ArgSpec, SpecError
 
 if TYPE_CHECKING:
-    from .codegen.plan_builder import CallLayout
+    from .compiled import CompiledKernel
     from .frontend.values import BlockSizeTable
     from .ir import KernelIR
     from .space import BlockUse, ConfigSpace
@@ -75,7 +75,7 @@ def load(path_or_source: str | os.PathLike | NotebookModule, name: str | None = 
         info = parse_module(text)
     except Exception:  # noqa: BLE001 - the one place internal errors become a diagnostic
         log.exception("internal error while parsing")
-        info = ModuleInfo(text, None, diagnostics=[_internal(Range.lines(0))])
+        info = ModuleInfo(text, None, diagnostics=[internal_error(Range.lines(0))])
     return Module(path, text, info, call_shapes, notebook)
 
 
@@ -106,7 +106,7 @@ class Module:
         wanted = _wanted(self.info)
         if not wanted:
             return InferredShapes()
-        from .frontend.call_shapes import infer_call_shapes
+        from .frontend.call_recorder import infer_call_shapes
 
         try:
             return infer_call_shapes(self.info, wanted, line_label=self.line_label)
@@ -282,7 +282,7 @@ class Kernel:
         emit=False skips writing the module text (the result has a plan and a VMEM report but no source and
         cannot be called): for callers that only model it, such as the tuner's search."""
         try:
-            return self._compile(args, config, chip, shape_set, emit)
+            return pipeline.compile_kernel(self, args, config, chip, shape_set, emit)
         except CompileError:
             raise
         except RecursionError:  # e.g. helpers that nest a value thousands of operations deep
@@ -291,17 +291,17 @@ class Kernel:
                                       self.range)]) from None
         except Exception as exc:  # noqa: BLE001 - internal errors must not escape to the user
             log.error("internal compiler error in %s:\n%s", self.name, traceback.format_exc())
-            raise CompileError([_internal(self.range, exc)]) from None
+            raise CompileError([internal_error(self.range, exc)]) from None
 
     def default_config(self, args: Any = None, chip: str | Chip = "v7x") -> Config:
         specs = self.with_defaults(self.resolve_args(args))
-        return self._default_blocks(specs, Config(), _chip(chip))[2]
+        return pipeline.default_blocks(self, specs, Config(), pipeline.as_chip(chip))[2]
 
     def config_space(self, args: Any = None, chip: str | Chip = "v7x") -> ConfigSpace:
         from .space import build_space
 
         specs = self.resolve_args(args)
-        ir, uses, _ = self._trace(specs, Config(), _chip(chip))
+        ir, uses, _ = pipeline.trace(self, specs, Config(), pipeline.as_chip(chip))
         space = build_space(ir, uses)
         unknown = {k: v for k, v in (self.decorator_config or {}).items() if k not in _TUNED}
         space.base = Config(unknown)
@@ -312,159 +312,8 @@ class Kernel:
         config space comes from: the tuner skips block sizes that cannot fit without tracing them."""
         from .vmem_floor import VmemFloor
 
-        ir, _, _ = self._trace(self.resolve_args(args), Config(), _chip(chip))
+        ir, _, _ = pipeline.trace(self, self.resolve_args(args), Config(), pipeline.as_chip(chip))
         return VmemFloor.of(ir)
-
-    # -- internals ------------------------------------------------------------------------------------
-
-    def _trace(self, specs: dict[str, ArgSpec], config: Config, chip: Chip) -> tuple[KernelIR, list[BlockUse], BlockSizeTable]:
-        from .frontend import dot_precision
-        from .frontend.tracer import Tracer
-        from .frontend.values import BlockSizeTable, BlockTooLong
-        from .masks import insert_masks
-        from .space import block_uses
-
-        given = config.get("block_sizes")
-        if given is not None and not (isinstance(given, list) and all(isinstance(b, int) for b in given)):
-            raise CompileError([error("HPL109", "block_sizes must be a list of integers", self.decorator_range)])
-        tunables = {k: v for k, v in config.items() if k not in HELION_KEYS}  # hl.register_tunable values
-        key = (format_args(specs), None if given is None else tuple(given), chip.name, repr(sorted(tunables.items())))
-        cached = self._traces.get(key)
-        if cached is not None:
-            self._traces.move_to_end(key)
-            return cached
-        if self._too_deep is not None:
-            raise CompileError([self._too_deep])
-        try:
-            precision = dot_precision.setting(self.definition.decorator)
-            caps: dict[tuple[int, int], int] = {}
-            while True:  # a device-bounded loop's block longer than a dim it indexes is cut to it (BlockTooLong)
-                provisional = BlockSizeTable(given, lambda i, extent: min(extent, 128))
-                try:
-                    ir = Tracer(self.info, self.definition.node, specs, provisional, caps, chip, tunables).run()
-                    break
-                except BlockTooLong as cut:
-                    if caps.get(cut.dim, cut.size + 1) <= cut.size:
-                        raise
-                    caps[cut.dim] = cut.size
-            insert_masks(ir)
-            dot_precision.stamp(ir, precision)
-        except ArgRankError as exc:
-            raise CompileError([self._rank_diagnostic(exc, specs)]) from None
-        except UserError as exc:
-            raise CompileError([exc.diagnostic(self.range)]) from None
-        except RecursionError:
-            raise CompileError([error("HPL101", "kernel nests too deeply to analyse", self.range)]) from None
-        uses = block_uses(ir, provisional.ranges, provisional.extents)
-        self._traces[key] = (ir, uses, provisional)
-        if len(self._traces) > _TRACE_CACHE_SIZE:
-            self._traces.popitem(last=False)
-        return ir, uses, provisional
-
-    def _rank_diagnostic(self, exc: ArgRankError, specs: dict[str, ArgSpec]) -> Diagnostic:
-        """On the shape line that gave the argument its rank (at the argument), else where it is unpacked."""
-        index = self._shape_set_of(specs)
-        if index is None or index >= len(self.shape_set_ranges):
-            return exc.diagnostic(self.range)
-        origin = self.shape_set_origins[index]
-        if origin is not None:  # found in the file's calls: said where the kernel unpacks it, with the call
-            return error("HPL105", f"`{exc.arg}` is {exc.rank}-D in shape set {index} ({origin.label}); the kernel "
-                         f"unpacks {exc.unpacked} dims from {exc.how}", exc.range or self.range,
-                         related=(Related(origin.range, f"shape set {index} comes from this call"),))
-        line = self.shape_set_ranges[index]
-        rng = _arg_range(self.source, line, exc.arg) or line
-        return error("HPL104", f"`{exc.arg}` is {exc.rank}-D in this shape line; the kernel unpacks {exc.unpacked} dims "
-                     f"from {exc.how}", rng, related=(Related(exc.range or self.range, f"unpacks {exc.unpacked} dims "
-                                                              f"from {exc.how}"),), data={"anchor": "shape_set"})
-
-    def _fill_defaults(self, config: Config, uses: list[BlockUse], ir: KernelIR,
-                       caps: Mapping[int, int] | None = None) -> Config:
-        """`config` with the blocks it does not give at their defaults for these uses, each at most its cap."""
-        from .space import default_block
-
-        values = dict(config)
-        given = list(values.get("block_sizes", []))
-        blocks = given[: len(uses)] + [default_block(u, (caps or {}).get(u.index)) for u in uses[len(given):]]
-        values["block_sizes"] = blocks
-        if ir.inner_loops and "pallas_loop_type" not in values:
-            values["pallas_loop_type"] = "unroll"
-        return Config(values)
-
-    def _default_blocks(self, specs: dict[str, ArgSpec], config: Config, chip: Chip,
-                        caps: Mapping[int, int] | None = None) -> tuple[KernelIR, list[BlockUse], Config]:
-        """(ir, uses, config) with the blocks `config` does not give at their defaults. A default depends on the
-        trace (a sub-tile's extent is its grid tile's block), and the first trace uses placeholder blocks: the
-        defaults are recomputed on each re-trace until they stop changing (a few rounds at most)."""
-        ir, uses, _ = self._trace(specs, config, chip)
-        filled = self._fill_defaults(config, uses, ir, caps)
-        for _ in range(_DEFAULT_ROUNDS):
-            if list(filled["block_sizes"]) == ir.block_sizes:
-                break
-            ir, uses, _ = self._trace(specs, filled, chip)
-            filled = self._fill_defaults(config, uses, ir, caps)
-        if list(filled["block_sizes"]) != ir.block_sizes:  # no fixed point: the last defaults, traced
-            ir, uses, _ = self._trace(specs, filled, chip)
-        return ir, uses, filled
-
-    def _compile(self, args: Any, config: Any, chip: str | Chip, shape_set: int | None, emit: bool = True
-                 ) -> CompiledKernel:
-        from . import space as block_space
-        from .codegen.emit import emit_module
-        from .space import check_blocks
-        from .vmem_diagnostics import vmem_diagnostics
-
-        chip = _chip(chip)
-        specs = self.resolve_args(args, shape_set)
-        if config is None and args is None:
-            config = self.config_for(shape_set or 0)
-            from_decorator = True
-        elif config is None:
-            config = self.config_for(self._shape_set_of(specs))
-            from_decorator = True
-        else:
-            from_decorator = False
-        try:
-            cfg = as_config(config)
-        except ConfigError as exc:
-            raise CompileError([error("HPL109", str(exc), self.decorator_range)]) from None
-        _check_config_kinds(cfg, self.decorator_range)
-        index = shape_set if args is None else self._shape_set_of(specs)
-        specs = self.with_defaults(specs)
-        entry = self.config_range(index) if config is not None and cfg == self.config_for(index) else None
-        given_cfg = cfg
-        ir, uses, cfg = self._default_blocks(specs, cfg, chip)
-        if len(cfg["block_sizes"]) > len(uses):
-            cfg = cfg.replace(block_sizes=list(cfg["block_sizes"])[: len(uses)])
-        diags = check_blocks(uses, list(cfg["block_sizes"]), from_decorator)
-        if any(d.is_error for d in diags):  # raised to legal sizes when that keeps the kernel's meaning, else errors
-            ir, uses, blocks, diags = block_space.raise_blocks(
-                uses, list(cfg["block_sizes"]), ir, from_decorator, diags,
-                lambda b: self._trace(specs, cfg.replace(block_sizes=b), chip)[:2])
-            cfg = cfg.replace(block_sizes=blocks)
-        layouts, report = self._layouts(ir, cfg, chip)
-        chosen = config or {}
-        if report.verdict == "out_of_vmem" and ir.inner_loops and "pallas_loop_type" not in chosen:
-            # the default strategy keeps inner operands resident; when that cannot fit, stream them instead
-            streamed = cfg.replace(pallas_loop_type="emit_pipeline")
-            alt_layouts, alt_report = self._layouts(ir, streamed, chip)
-            if alt_report.verdict != "out_of_vmem":
-                cfg, layouts, report = streamed, alt_layouts, alt_report
-        if "block_sizes" not in chosen:
-            ir, cfg, layouts, report = self._shrink_defaults(specs, given_cfg, ir, uses, cfg, layouts, report, chip)
-        diags.extend(vmem_diagnostics(layouts, chip, entry))
-        mutated = sorted({o.tensor.root.name for lay in layouts for o in lay.operands
-                          if o.kind == "inout" and o.tensor.root.origin == "arg"}, key=ir.params.index)
-        source, source_map = "", []
-        narrowed = _narrowed(ir)
-        try:
-            if emit:
-                header = _header(self, specs, cfg, chip, report, narrowed)
-                source, source_map = emit_module(ir, layouts, dict(cfg), header, self.line_label, mutated)
-        except UserError as exc:
-            raise CompileError([exc.diagnostic(self.range)]) from None
-        plan = _kernel_plan(ir, layouts, chip, narrowed)
-        return CompiledKernel(self, specs, cfg, chip, source, source_map, plan, report, diags, mutated)
-
 
     def with_defaults(self, specs: dict[str, ArgSpec]) -> dict[str, ArgSpec]:
         """Every parameter's value in order: a shape set may leave out parameters with defaults (`eps`), but the
@@ -488,172 +337,8 @@ class Kernel:
     def _shape_set_of(self, specs: dict[str, ArgSpec]) -> int | None:
         return next((i for i, s in enumerate(self.shape_sets) if s == specs), None)
 
-    def _shrink_defaults(self, specs: dict, given: Config, ir: KernelIR, uses: list[BlockUse], cfg: Config,
-                         layouts: list[CallLayout], report: VmemReport, chip: Chip) -> tuple:
-        """Default blocks that overflow the default VMEM limit are capped one legal size lower (non-lane dims
-        first, lane dims when no other is left) until they fit; the largest ones together, so loops of the same
-        shape (whose temporaries count once) shrink at once. The other defaults follow on each re-trace (a
-        sub-tile's block stays within its grid tile's). `given` is the config without default blocks."""
-        from .space import LANE, candidates, check_blocks
-
-        caps: dict[int, int] = {}
-        for _ in range(16):
-            if report.verdict == "fits":
-                break
-            blocks = list(cfg["block_sizes"])
-            smaller_exists = [u for u in uses if any(c < blocks[u.index] for c in candidates(u))]
-            shrinkable = [u for u in smaller_exists if LANE not in u.roles] or smaller_exists
-            if not shrinkable:
-                break
-            largest = max(blocks[u.index] for u in shrinkable)
-            trial = dict(caps)
-            for use in shrinkable:
-                if blocks[use.index] == largest:
-                    trial[use.index] = max(c for c in candidates(use) if c < largest)
-            ir2, uses2, smaller = self._default_blocks(specs, given, chip, trial)
-            if any(d.is_error for d in check_blocks(uses2, list(smaller["block_sizes"]), False)):
-                break
-            smaller = Config({**dict(cfg), "block_sizes": smaller["block_sizes"]})  # keeps a streaming fallback
-            layouts2, report2 = self._layouts(ir2, smaller, chip)
-            if report2.total_bytes >= report.total_bytes:
-                break
-            caps, ir, uses, cfg, layouts, report = trial, ir2, uses2, smaller, layouts2, report2
-        return ir, cfg, layouts, report
-
-    def _layouts(self, ir: KernelIR, cfg: Config, chip: Chip) -> tuple[list[CallLayout], VmemReport]:
-        """One pallas_call plan per grid loop, each requesting the VMEM its report says it needs."""
-        from .codegen.plan_builder import build_call
-        from .ir import GridLoop
-        from .vmem import with_limits
-
-        grids = [n for n in ir.host if isinstance(n, GridLoop)]
-        if not grids:
-            raise CompileError([error("HPL101", f"`{self.name}` has no hl.tile / hl.grid loop: nothing runs on the TPU",
-                                      self.name_range)])
-        try:
-            layouts = [build_call(ir, g, i, cfg, chip) for i, g in enumerate(grids)]
-        except UserError as exc:
-            raise CompileError([exc.diagnostic(self.range)]) from None
-        plans, report = with_limits([lay.plan for lay in layouts], chip)
-        for layout, plan in zip(layouts, plans, strict=True):
-            layout.plan = plan
-        return layouts, report
-
 
 _TUNED = {"block_sizes", "pallas_loop_type", "pallas_load_buffer_count"}
-_TRACE_CACHE_SIZE = 256
-_DEFAULT_ROUNDS = 4  # re-traces to settle default blocks that depend on others
-
-
-class CompiledKernel:
-    """A kernel compiled for one shape set, config and chip: generated source, plan, VMEM report, runner."""
-
-    def __init__(self, kernel: Kernel, args: dict[str, ArgSpec], config: Config, chip: Chip, source: str,
-                 source_map: list[tuple[int, Range]], plan: KernelPlan, vmem: VmemReport,
-                 diagnostics: list[Diagnostic], mutated: list[str]):
-        self.kernel = kernel
-        self.args = args
-        self.config = config
-        self.chip = chip
-        self.source = source
-        self.source_map = source_map
-        self.plan = plan
-        self.vmem = vmem
-        self.diagnostics = diagnostics
-        self.mutated = mutated
-        self.entry = kernel.name
-        self.truth: dict[str, Any] = {}  # stage -> compiler.truth.TruthResult, filled by the check_* methods
-        self._fn = None
-
-    def __repr__(self) -> str:
-        return f"<CompiledKernel {self.kernel.name} {format_args(self.args)} {self.config} on {self.chip.name}>"
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Call it as the kernel is called: positional or keyword arguments, defaulted ones left out."""
-        from .runtime import bind_call, load_entry, run
-
-        if not self.source:
-            raise RuntimeError(f"{self!r} was compiled with emit=False: it has no code to run")
-        if self._fn is None:
-            self._fn = load_entry(self.source, self.entry, f"<pallas {self.kernel.name}>")
-        params, specs, values = bind_call(self.kernel.definition.node, self.args, args, kwargs)
-        return run(self._fn, params, specs, self.chip, values, self.mutated)
-
-    def arg_structs(self) -> list[Any]:
-        """jax.ShapeDtypeStructs of the tensor arguments (for lowering / compiling without data)."""
-        import jax
-        import jax.numpy as jnp
-
-        out = []
-        for spec in self.call_specs.values():
-            if isinstance(spec, TensorSpec):  # int64 arguments are passed as int32 (runtime.to_jax)
-                dtype = jnp.int32 if spec.dtype_name == "int64" else jnp.dtype(spec.dtype_name)
-                out.append(jax.ShapeDtypeStruct(spec.shape, dtype))
-        return out
-
-    def compile_args(self) -> list[Any]:
-        """What the generated entry is compiled with: the tensors' ShapeDtypeStructs, then the scalar
-        arguments' values (static)."""
-        return self.arg_structs() + list(self.scalar_args().values())
-
-    def check_lowering(self) -> list[Diagnostic]:
-        """Mosaic lowering for the chip (always available); diagnostics on the kernel source."""
-        from .truth import check_lowering
-
-        return self._guarded(check_lowering, "lowering").diagnostics
-
-    def check_tpu_compile(self) -> list[Diagnostic]:
-        """The real libtpu compile (one HPL402 info diagnostic when libtpu is absent)."""
-        from .truth import check_tpu_compile
-
-        return self._guarded(check_tpu_compile, "libtpu").diagnostics
-
-    def _guarded(self, check: Any, stage: str) -> Any:
-        from .truth import TruthResult
-
-        try:
-            result = check(self)
-        except Exception as exc:  # noqa: BLE001 - a checker bug is one diagnostic, never a crash
-            log.error("internal error in the %s check of %s:\n%s", stage, self.kernel.name, traceback.format_exc())
-            result = TruthResult(False, [_internal(self.plan.calls[0].range, exc)])
-        self.truth[stage] = result
-        return result
-
-    def scalar_args(self) -> dict[str, Any]:
-        """The generated function's non-tensor arguments (defaulted ones included), in its order."""
-        return {n: v for n, v in self.call_specs.items() if not isinstance(v, TensorSpec)}
-
-    @cached_property
-    def tables(self) -> tuple[IndexTable, ...]:
-        """Integer tensor arguments the kernel reads as offsets, positions or loop counts, and the values each
-        takes (compiler/table_roles.py decides from the kernel's use of them). A check draws them as such: a
-        random negative length or a position past the gathered dim means nothing to such a kernel. A table
-        read one element at a time on the scalar core (in SMEM) whose use says nothing more counts loops."""
-        found = {t.name: t for t in self.plan.tables}
-        smem = {o.tensor for c in self.plan.calls for o in c.operands if o.memory == "smem" and o.kind == "input"}
-        return tuple(found.get(n) or IndexTable(n, "counts") for n, s in self.args.items()
-                     if n in found or (n in smem and isinstance(s, TensorSpec) and s.dtype_name.startswith(("int", "uint"))))
-
-    @cached_property
-    def call_specs(self) -> dict[str, ArgSpec]:
-        """Spec of each parameter the generated function takes (a defaulted one: its default)."""
-        from .runtime import bind_call
-
-        params, specs, _ = bind_call(self.kernel.definition.node, self.args, [], {}, compiled_only=True)
-        return {p: specs[p] for p in params}
-
-    def to_json(self) -> dict:
-        return {
-            "kernel": self.kernel.name,
-            "args": format_args(self.args),
-            "chip": self.chip.name,
-            "config": dict(self.config),
-            "config_text": repr(self.config),
-            "source": self.source,
-            "source_map": [{"line": line, "range": rng.to_json()} for line, rng in self.source_map],
-            "vmem": self.vmem.to_json(),
-            "diagnostics": [d.to_json() for d in self.diagnostics],
-        }
 
 
 def _wanted(info: ModuleInfo) -> list[str]:
@@ -665,122 +350,9 @@ def _bad_shape_lines(definition: KernelDef) -> list[Diagnostic]:
     return [d for d in definition.diagnostics if d.code == "HPL104"]
 
 
-def _chip(chip: str | Chip) -> Chip:
-    if isinstance(chip, Chip):
-        return chip
-    try:
-        return get_chip(chip)
-    except ValueError as exc:
-        raise CompileError([error("HPL109", str(exc), Range.lines(0))]) from None
-
-
-def _check_config_kinds(cfg: Config, rng: Range) -> None:
-    from .config import LOOP_TYPES
-
-    loop = cfg.get("pallas_loop_type")
-    loops = loop if isinstance(loop, list) else [loop] if loop is not None else []
-    for lt in loops:
-        if lt not in LOOP_TYPES:
-            raise CompileError([error("HPL109", f"pallas_loop_type {lt!r} is not one of {', '.join(LOOP_TYPES)}", rng)])
-    bufs = cfg.get("pallas_load_buffer_count")
-    items = bufs if isinstance(bufs, list) else [bufs] if bufs is not None else []
-    for b in items:
-        if b is not None and (not isinstance(b, int) or isinstance(b, bool) or not 1 <= b <= 8):
-            raise CompileError([error("HPL109", f"pallas_load_buffer_count {b!r} must be an integer from 1 to 8", rng)])
-
-
-def _narrowed(ir: KernelIR) -> tuple[str, ...]:
-    """The int64 tensor arguments, which the device reads as int32 (compiler/frontend/tensor_access.py
-    `_no_64_bit`)."""
-    import torch
-
-    from .ir import tensor_params
-
-    return tuple(p for p in tensor_params(ir) if ir.args[p].dtype == torch.int64)
-
-
-def _kernel_plan(ir: KernelIR, layouts: list[CallLayout], chip: Chip, narrowed: tuple[str, ...] = ()) -> KernelPlan:
-    from .codegen.placement import describe
-    from .ir import Load, Op, Store, walk
-    from .table_roles import table_roles
-
-    flops = 0.0
-    for lay in layouts:
-        steps = lay.plan.grid_steps
-        flops += lay.plan.outer_work.mxu_flops * steps
-        for lp in lay.plan.inner_loops:
-            flops += lp.work.mxu_flops * lp.trips * steps
-    nodes = list(walk(ir.host))
-    accessed = {id(n.tensor) for n in nodes if isinstance(n, Load | Store)}
-    hbm = float(sum(t.value.meta.numel() * t.value.dtype.itemsize for t in ir.tensors if id(t) in accessed))
-    loops, accesses = [], []
-    for lay in layouts:
-        g = lay.grid
-        loops.append(LoopInfo(g.header_range or g.range, "grid", g.dims[0].api, tuple(d.extent for d in g.dims),
-                              tuple(d.block_size for d in g.dims), tuple(d.block_index for d in g.dims),
-                              tuple(d.steps for d in g.dims), "grid", tuple(d.begin for d in g.dims),
-                              tuple(d.tail for d in g.dims)))
-        for lp in lay.plan.inner_loops:
-            node = ir.inner_loops[lp.index]
-            loops.append(LoopInfo(node.range, "inner", node.dims[0].api, tuple(d.extent for d in node.dims),
-                                  tuple(d.block_size for d in node.dims), tuple(d.block_index for d in node.dims),
-                                  tuple(d.steps for d in node.dims), lp.strategy, tuple(d.begin for d in node.dims),
-                                  tuple(d.tail for d in node.dims), tuple(d.dynamic for d in node.dims), lp.note))
-        for n in walk(g.body):
-            if isinstance(n, Load | Store):
-                op = lay.by_node[id(n)]
-                copies = lay.dma.get(id(n))
-                how = copies.describe() if copies is not None else describe(n, lay.modes.get(id(n), ()))
-                accesses.append(AccessInfo(n.range, n.tensor.name, op.ref_name, isinstance(n, Store), how,
-                                           lay.plan.name))
-    tree_scans = any(isinstance(n, Op) and n.kind == "scan_valid" for n in nodes)
-    precisions = frozenset(n.kwargs["precision"] for n in nodes if isinstance(n, Op) and n.kind == "dot")
-    return KernelPlan(ir.name, chip.name, tuple(lay.plan for lay in layouts), flops, hbm, tuple(loops), tuple(accesses),
-                      narrowed, table_roles(ir), tree_scans, precisions)
-
-
-def _header(kernel: Kernel, specs: dict[str, ArgSpec], cfg: Config, chip: Chip, report: VmemReport,
-            narrowed: tuple[str, ...]) -> str:
-    where = kernel.line_label(kernel.range.start.line, "<source>")
-    ints = (f"Pass {', '.join(narrowed)} (int64 in the kernel's signature) as int32, after checking every value fits:\n"
-            "TPUs have no 64-bit vector types (helion-ls's own call raises OverflowError when one does not fit).\n"
-            ) if narrowed else ""
-    return (
-        f'"""Pallas TPU kernel generated by helion-ls from `{kernel.name}` ({where}).\n\n'
-        f"Shapes: {format_args(specs)}\n"
-        f"Chip: {chip.name}   Config: {cfg!r}\n"
-        f"VMEM: {fmt_bytes(report.total_bytes)} of {fmt_bytes(report.limit_bytes)} requested "
-        f"({report.verdict.replace('_', ' ')})\n\n"
-        f"Standalone: needs only jax. Call {kernel.name}(...) with jax arrays; on a machine without a TPU pass\n"
-        f"interpret=pltpu.InterpretParams() inside a TPU abstract mesh.\n{ints}"
-        f'"""'
-    )
-
-
-def _arg_range(source: str, line: Range, arg: str) -> Range | None:
-    """`q=bf16[8, 32, 8192, 256]` within a shape line (UTF-8 columns, as ast reports them)."""
-    import re
-
-    from .diagnostics import Position
-
-    lines = source.splitlines()
-    if line.start.line >= len(lines):
-        return None
-    text = lines[line.start.line].encode()
-    m = re.search(rb"\b" + re.escape(arg.encode()) + rb"\s*=\s*[^\[,)]*(\[[^\]]*\])?", text)
-    if m is None:
-        return None
-    return Range(Position(line.start.line, m.start()), Position(line.start.line, m.end()))
-
-
 def _name_range(node: Any) -> Range:
     """The function name in `def name(...)` (ast gives the `def` keyword's position)."""
     from .diagnostics import Position
 
     line, col = node.lineno - 1, node.col_offset + 4
     return Range(Position(line, col), Position(line, col + len(node.name)))
-
-
-def _internal(rng: Range, exc: BaseException | None = None) -> Diagnostic:
-    detail = f" ({type(exc).__name__}: {str(exc)[:200]})" if exc else ""
-    return error("HPL900", f"internal compiler error{detail}; the traceback is in the log", rng)

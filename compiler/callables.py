@@ -6,6 +6,11 @@ Used where real objects exist: a kernel called from Python (`compiler.load(text)
 callables a file reaches only through the library (`_identity`, `noop_mask`): their source is read from the
 installed torch, never from executing the user's file. A name the body reads must be a number, a bool, a dtype
 or a module; anything else is a `CallableError` naming it. Imports no torch.
+
+Also the two ways between live values and specs: `coerce_args` (what `compile(args=...)` takes: text, specs,
+tensors, dtypes, functions) and `runtime_value` (what a kernel is called with for a non-tensor spec). They
+live here, above specs.py, because a function is made a spec and run again only here: specs.py is plain data
+and text, and imports nothing of this module.
 """
 
 from __future__ import annotations
@@ -21,7 +26,17 @@ import textwrap
 import types
 from typing import Any
 
-from .specs import CallableSpec, SpecError
+from .specs import (
+    DTYPES,
+    ArgSpec,
+    CallableSpec,
+    DtypeSpec,
+    SpecError,
+    TensorSpec,
+    is_spec,
+    parse_args_text,
+    parse_spec,
+)
 from .syntax import parse
 
 # torch's own callables a flex-attention wrapper picks when the caller gives none (`score_mod = _identity`,
@@ -76,6 +91,53 @@ def _value(kind: str, value: Any) -> Any:
     except ImportError:
         parent, _, attr = value.rpartition(".")
         return getattr(importlib.import_module(parent), attr)
+
+
+def runtime_value(spec: ArgSpec) -> Any:
+    """What a kernel is called with for a non-tensor spec (a dtype spec is the torch dtype, a function's the
+    function)."""
+    if isinstance(spec, CallableSpec):
+        return SpecFunction(spec)
+    return spec.dtype if isinstance(spec, DtypeSpec) else spec
+
+
+_KEYWORD_CONSTANTS = frozenset({"True", "False", "None"})  # spec text for constants, as `flag=True` is in a shape line
+
+
+def coerce_args(args: object) -> dict[str, ArgSpec]:
+    """Accept the forms `compile(args=...)` allows: text, a dict of text/specs/numbers."""
+    if isinstance(args, str):
+        return parse_args_text(args)
+    if isinstance(args, dict):
+        out = {}
+        for k, v in args.items():
+            if is_spec(v):
+                out[k] = v
+            elif isinstance(v, str) and v.isidentifier() and v not in DTYPES and v not in _KEYWORD_CONSTANTS:
+                out[k] = v  # a string constant (reduction="sum"); spec text is never a bare name
+            elif isinstance(v, str):
+                out[k] = parse_spec(v)
+            elif _is_tensor(v):
+                out[k] = TensorSpec(v.dtype, tuple(v.shape))
+            elif _is_dtype(v):
+                out[k] = DtypeSpec(str(v).removeprefix("torch."))
+            elif callable(v):
+                out[k] = callable_spec(v, k)  # SpecError (a CallableError) when it reads what cannot be known
+            else:
+                raise SpecError(f"{k}: unsupported argument spec {v!r}")
+        return out
+    raise SpecError("args must be a dict or a string like 'x=f32[8, 128]'")
+
+
+def _is_tensor(value: Any) -> bool:
+    """A torch.Tensor (without importing torch: a process that has not imported it has none)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
+
+
+def _is_dtype(value: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.dtype)
 
 
 def callable_spec(fn: Any, param: str = "") -> CallableSpec:

@@ -18,8 +18,9 @@ from typing import Any
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")  # libtpu, when installed, must not claim this process
 
-from .api import CompiledKernel, Kernel, Module, load  # noqa: E402
+from .api import Kernel, Module, load  # noqa: E402
 from .chips import canonical_name  # noqa: E402
+from .compiled import CompiledKernel  # noqa: E402
 from .config import Config, ConfigError, check_keys  # noqa: E402
 from .diagnostics import CompileError, Diagnostic  # noqa: E402
 from .specs import SpecError, format_args, parse_args_text  # noqa: E402

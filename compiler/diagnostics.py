@@ -124,6 +124,12 @@ def hint(code: str, message: str, rng: Range, **kw) -> Diagnostic:
     return Diagnostic(Severity.INFORMATION, rng, code, message, **kw)
 
 
+def internal_error(rng: Range, exc: BaseException | None = None) -> Diagnostic:
+    """HPL900 for a compiler bug (the traceback goes to the log): what a caught internal exception becomes."""
+    detail = f" ({type(exc).__name__}: {str(exc)[:200]})" if exc else ""
+    return error("HPL900", f"internal compiler error{detail}; the traceback is in the log", rng)
+
+
 class CompileError(Exception):
     """Raised by `Kernel.compile` when the kernel cannot be compiled; carries the diagnostics."""
 

@@ -76,8 +76,10 @@ def expression_facts(ck: Any) -> BodyFacts:
     """The facts of a CompiledKernel's body, from the trace it was compiled from (the kernel keeps its traces:
     asking again right after the compile costs a lookup). Empty when the trace cannot be had again, and when
     describing it fails: a fault here costs hovers, never the compile result that carries them."""
+    from .pipeline import trace
+
     try:
-        ir, _, _ = ck.kernel._trace(ck.args, ck.config, ck.chip)
+        ir, _, _ = trace(ck.kernel, ck.args, ck.config, ck.chip)
         return facts_of(ir, ck.plan)
     except Exception:  # CompileError, or a bug in this module
         log.warning("no expression facts for %s", getattr(ck.kernel, "name", "?"), exc_info=True)

@@ -19,8 +19,9 @@ from typing import Any
 
 import torch
 
+from .callables import runtime_value
 from .chips import Chip
-from .specs import ArgSpec, CallableSpec, TensorSpec, format_spec, runtime_value
+from .specs import ArgSpec, CallableSpec, TensorSpec, format_spec
 
 # XLA's CPU backend compiles an interpret-mode kernel (its body, the grid loop, the simulated DMAs) about
 # twice as fast with its elemental emitters as with the newer MLIR fusion emitters: 0.45 -> 0.25 s for each

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .codegen.plan_builder import multi_dim_tile_loops, pipelinable
+from .codegen.loops import multi_dim_tile_loops, pipelinable
 from .config import LOOP_TYPES, Config
 from .diagnostics import CompileError, Diagnostic, Range, error, hint, warning
 from .frontend.row_views import ROWS_MIN, fits_as_rows, rank1_legal

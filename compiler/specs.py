@@ -4,7 +4,8 @@ A kernel argument is a tensor (`bf16[8, 128]`; a 0-d tensor, such as a scale, is
 tensor left out), a list or tuple of ints (`normalized_shape=[8192]`) or a dtype (`torch.bfloat16`, or
 `bf16`). The same text appears in `# helion: args(...)` lines above a kernel, in `--args` on the command
 line and in `compile(args=...)`; shapes inferred from a file's own calls (frontend/call_shapes.py) are
-the same values. Parsing is static (ast), never `eval`.
+the same values. Parsing is static (ast), never `eval`. Live values (tensors, dtypes, functions) become
+specs, and specs the values a kernel is called with, in callables.py (`coerce_args`, `runtime_value`).
 
 Imports no torch: a spec keeps its dtype by name and `TensorSpec.dtype` gives the torch dtype on first
 use, so files can be parsed and their results' keys computed before torch is loaded (the language
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import ast
 import re
-import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -168,16 +168,6 @@ def is_spec(value: object) -> bool:
     return isinstance(value, tuple | list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
 
 
-def runtime_value(spec: ArgSpec) -> Any:
-    """What a kernel is called with for a non-tensor spec (a dtype spec is the torch dtype, a function's the
-    function)."""
-    if isinstance(spec, CallableSpec):
-        from .callables import SpecFunction
-
-        return SpecFunction(spec)
-    return spec.dtype if isinstance(spec, DtypeSpec) else spec
-
-
 def format_args(args: dict[str, ArgSpec]) -> str:
     return ", ".join(f"{k}={format_spec(v)}" for k, v in args.items())
 
@@ -311,44 +301,3 @@ def _call_to_specs(call: ast.expr, col_shift: int) -> dict[str, ArgSpec]:
             end = None if exc.end_col is None else exc.end_col + col_shift
             raise SpecError(f"{kw.arg}: {exc}", col, end) from None
     return out
-
-
-_KEYWORD_CONSTANTS = frozenset({"True", "False", "None"})  # spec text for constants, as `flag=True` is in a shape line
-
-
-def coerce_args(args: object) -> dict[str, ArgSpec]:
-    """Accept the forms `compile(args=...)` allows: text, a dict of text/specs/numbers."""
-    if isinstance(args, str):
-        return parse_args_text(args)
-    if isinstance(args, dict):
-        out = {}
-        for k, v in args.items():
-            if is_spec(v):
-                out[k] = v
-            elif isinstance(v, str) and v.isidentifier() and v not in DTYPES and v not in _KEYWORD_CONSTANTS:
-                out[k] = v  # a string constant (reduction="sum"); spec text is never a bare name
-            elif isinstance(v, str):
-                out[k] = parse_spec(v)
-            elif _is_tensor(v):
-                out[k] = TensorSpec(v.dtype, tuple(v.shape))
-            elif _is_dtype(v):
-                out[k] = DtypeSpec(str(v).removeprefix("torch."))
-            elif callable(v):
-                from .callables import callable_spec
-
-                out[k] = callable_spec(v, k)  # SpecError (a CallableError) when it reads what cannot be known
-            else:
-                raise SpecError(f"{k}: unsupported argument spec {v!r}")
-        return out
-    raise SpecError("args must be a dict or a string like 'x=f32[8, 128]'")
-
-
-def _is_tensor(value: Any) -> bool:
-    """A torch.Tensor (without importing torch: a process that has not imported it has none)."""
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(value, torch.Tensor)
-
-
-def _is_dtype(value: Any) -> bool:
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(value, torch.dtype)

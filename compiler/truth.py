@@ -13,7 +13,7 @@ from .vmem import call_total, fmt_bytes
 from .vmem_diagnostics import contributors
 
 if TYPE_CHECKING:
-    from .api import CompiledKernel
+    from .compiled import CompiledKernel
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,8 @@ from .diagnostics import CompileError
 from .specs import TensorSpec
 
 if TYPE_CHECKING:
-    from .api import CompiledKernel, Kernel
+    from .api import Kernel
+    from .compiled import CompiledKernel
 
 MAX_SHRINK_STEPS = 24
 

@@ -14,7 +14,8 @@ import math
 from ..ir import HostTensor, InnerLoop, Load, Node, Store
 from .dma import CHUNK, DmaAccess, ScalarIndex
 from .exprs import dtype_text, literal
-from .plan_builder import CallLayout, shortest_indexed_dim
+from .loops import shortest_indexed_dim
+from .plan_builder import CallLayout
 
 HELPERS = {
     "pick_lanes": (

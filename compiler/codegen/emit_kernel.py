@@ -12,15 +12,8 @@ from .emit_base import RESERVED, Names, Output, RegionWriter, about, flat
 from .emit_dma import DmaWriter
 from .emit_index import IndexWriter
 from .exprs import dtype_text, literal
-from .plan_builder import (
-    STEP,
-    CallLayout,
-    OperandLayout,
-    alias_param,
-    loop_strategy,
-    py_name,
-    shortest_indexed_dim,
-)
+from .loops import loop_strategy, shortest_indexed_dim
+from .plan_builder import STEP, CallLayout, OperandLayout, alias_param, py_name
 
 
 class KernelWriter(DmaWriter, IndexWriter, RegionWriter):

@@ -12,10 +12,10 @@ ops.py types torch operations — the plain cases directly (fast_types.py), the 
 memoised by input types in meta_cache.py (the tuner re-traces a kernel for each choice of block sizes);
 values.py holds the tracer's non-tensor values; dynamo_free.py lets a compile-only process run torch's
 meta kernels without importing torch._dynamo.
-call_shapes.py finds the shapes kernels without a shape line are called with, by a bounded abstract
-evaluation of the module's own code (host_eval.py, host_statements.py, host_models.py,
-host_builtins.py, host_operators.py, host_torch.py, host_values.py); shape_hint.py is the hint for a kernel
-with no shape set at all. Functions passed as kernel arguments (flex attention's `score_mod`):
+call_recorder.py finds the shapes kernels without a shape line are called with (call_shapes.py holds
+them, torch-free), by a bounded abstract evaluation of the module's own code (host_eval.py,
+host_statements.py, host_models.py, host_builtins.py, host_operators.py, host_torch.py, host_values.py);
+shape_hint.py is the hint for a kernel with no shape set at all. Functions passed as kernel arguments (flex attention's `score_mod`):
 callable_args.py traces a spec's body inline where the kernel calls it, callable_specs.py makes specs of
 the functions the file's own calls pass.
 May import compiler.ir, compiler.diagnostics, compiler.config, compiler.specs, compiler.callables; nothing

@@ -1,11 +1,12 @@
-"""Records the kernel calls the module-level evaluation (host_eval.py) makes: each call's arguments as
-specs (`call_shapes.InferredShapes`), the call it came from, and what could not be said. Needs torch."""
+"""Finds a module's shape sets in its own calls (`infer_call_shapes`, see call_shapes.py): records the kernel
+calls the module-level evaluation (host_eval.py) makes, each call's arguments as specs
+(`call_shapes.InferredShapes`), the call it came from, and what could not be said. Needs torch."""
 
 from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
@@ -36,6 +37,19 @@ from .values import Module
 MAX_SETS = 8  # shape sets per kernel (each is compiled, hovered and tuned on its own)
 MAX_NOTES = 5  # diagnostics about limits hit while following the calls
 LABEL_CHARS = 60
+MAX_STEPS = 100_000  # evaluation steps for a whole module (upstream's examples need 100-1,000): under ~0.5 s
+
+
+def infer_call_shapes(info: ModuleInfo, wanted: Iterable[str], budget: int = MAX_STEPS,
+                      line_label: Callable[[int], str] | None = None) -> InferredShapes:
+    """Shape sets of the kernels named in `wanted`, from the calls the module's code makes. Never raises
+    for bad code; limits reached become warnings (the shape sets found before them are kept). Imports
+    torch (the evaluation works on meta tensors). `line_label` names lines in the labels (`line 12`, or a
+    notebook's `cell 3:12`)."""
+    wanted = set(wanted) & {k.name for k in info.kernels}
+    if info.tree is None or not wanted:
+        return InferredShapes()
+    return record_calls(info, wanted, budget, *([line_label] if line_label is not None else []))
 
 
 def record_calls(info: ModuleInfo, wanted: set[str], budget: int,

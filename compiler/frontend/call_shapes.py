@@ -2,30 +2,27 @@
 
 Upstream Helion files say which shapes they run — `main()` calls `check(4096, 2560)`, which builds
 `x = torch.randn([m, n], device=DEVICE, dtype=HALF_DTYPE)` and passes it to the kernels through
-`run_example` — but carry no `# helion: args(...)` line. `infer_call_shapes` follows that code with the
-bounded abstract evaluation of host_eval.py (module-level code, `main()`, `if __name__ == "__main__":`,
-same-file functions, lambdas, `functools.partial`, dicts of kernels, `for` loops, autograd.Function
-`.apply` and `backward()`), never importing or running anything, and records each kernel call whose
-arguments it knows. Each distinct set of arguments is a shape set, labelled with the call in the entry code
-that led to it ("from `check(4096, 2560)` at line 201").
+`run_example` — but carry no `# helion: args(...)` line. `call_recorder.infer_call_shapes` follows that
+code with the bounded abstract evaluation of host_eval.py (module-level code, `main()`,
+`if __name__ == "__main__":`, same-file functions, lambdas, `functools.partial`, dicts of kernels, `for`
+loops, autograd.Function `.apply` and `backward()`), never importing or running anything, and records each
+kernel call whose arguments it knows. Each distinct set of arguments is a shape set, labelled with the call
+in the entry code that led to it ("from `check(4096, 2560)` at line 201").
 
 It works on a module text (source + parsed tree in `ModuleInfo`), whatever that text came from: a file,
-an editor buffer or a notebook's cells joined in order. The results (`InferredShapes`) import no torch and
-pickle, so a process without torch (the language server) can have another one compute them; the
-evaluation itself (call_recorder.py and the host_*.py modules it drives) needs torch.
+an editor buffer or a notebook's cells joined in order. This module holds the results (`InferredShapes`):
+they import no torch and pickle, so a process without torch (the language server) can have another one
+compute them; the evaluation itself (call_recorder.py and the host_*.py modules it drives) needs torch and
+imports this module, never the other way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ..diagnostics import Diagnostic, Range
 from ..specs import ArgSpec
-from .module import ModuleInfo
 from .unreached import Unreached
-
-MAX_STEPS = 100_000  # evaluation steps for a whole module (upstream's examples need 100-1,000): under ~0.5 s
 
 
 @dataclass(frozen=True)
@@ -48,17 +45,3 @@ class InferredShapes:
     unreached: dict[str, Unreached] = field(default_factory=dict)  # why the run never calls a kernel it names
     diagnostics: list[Diagnostic] = field(default_factory=list)
     steps: int = 0
-
-
-def infer_call_shapes(info: ModuleInfo, wanted: Iterable[str], budget: int = MAX_STEPS,
-                      line_label: Callable[[int], str] | None = None) -> InferredShapes:
-    """Shape sets of the kernels named in `wanted`, from the calls the module's code makes. Never raises
-    for bad code; limits reached become warnings (the shape sets found before them are kept). Imports
-    torch (the evaluation works on meta tensors). `line_label` names lines in the labels (`line 12`, or a
-    notebook's `cell 3:12`)."""
-    from .call_recorder import record_calls
-
-    wanted = set(wanted) & {k.name for k in info.kernels}
-    if info.tree is None or not wanted:
-        return InferredShapes()
-    return record_calls(info, wanted, budget, *([line_label] if line_label is not None else []))

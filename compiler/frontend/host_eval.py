@@ -2,7 +2,7 @@
 
 It follows module-level statements, `main()` and same-file calls the way Python would — scopes, closures,
 lambdas, classes, loops, comprehensions — with torch tensors as meta tensors, so that the arguments each
-`@helion.kernel` is called with come out with their shapes and dtypes (call_shapes.py records them).
+`@helion.kernel` is called with come out with their shapes and dtypes (call_recorder.py records them).
 Anything it cannot know becomes `UNKNOWN` instead of an error: an `if` on an unknown condition runs both
 branches, a loop over an unknown iterable runs its body once. Library calls go through host_models.py,
 which only ever calls an allowlist of pure functions (torch on meta tensors, math). The evaluation is

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 
 from ..diagnostics import Diagnostic, Fix, Position, Range, Related, hint
-from ..specs import ArgSpec, SpecError, coerce_args, format_args
+from ..specs import ArgSpec, SpecError, format_args, parse_args_text
 from .unreached import Unreached
 
 PLACEHOLDER_DTYPE = "f32"
@@ -67,7 +67,7 @@ def _shape_lines(sets: list[dict[str, ArgSpec]]) -> list[str] | None:
     for specs in sets:
         text = format_args(specs)
         try:
-            if coerce_args(text) != specs:
+            if parse_args_text(text) != specs:
                 return None
         except SpecError:
             return None

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from ..callables import runtime_value
 from ..chips import Chip, get_chip
 from ..diagnostics import Range, UserError
 from ..ir import (
@@ -29,7 +30,7 @@ from ..ir import (
     drop_unused_loads,
     walk,
 )
-from ..specs import ArgSpec, CallableSpec, TensorSpec, runtime_value
+from ..specs import ArgSpec, CallableSpec, TensorSpec
 from .callable_args import closure_of
 from .device_loops import DeviceLoops
 from .dispatch import TORCH_DTYPES, Dispatcher

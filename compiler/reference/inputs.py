@@ -8,7 +8,8 @@ from typing import Any
 
 import torch
 
-from compiler.specs import ArgSpec, TensorSpec, runtime_value
+from compiler.callables import runtime_value
+from compiler.specs import ArgSpec, TensorSpec
 from compiler.tables import LEGACY_HIGH, IndexTable
 
 POSITIVE_BY_NAME = frozenset({"rstd"})  # inverse standard deviations: the kernels divide by / scale with them

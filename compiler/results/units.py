@@ -13,7 +13,8 @@ from .keys import UnitKey
 from .records import CompiledSnapshot, StageRecord
 
 if TYPE_CHECKING:
-    from ..api import CompiledKernel, Kernel
+    from ..api import Kernel
+    from ..compiled import CompiledKernel
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,9 @@ from typing import Any, Literal
 
 import torch
 
-from ..api import CompiledKernel, Kernel
+from ..api import Kernel
 from ..chips import Chip, get_chip
+from ..compiled import CompiledKernel
 from ..diagnostics import CompileError
 from ..reference import ReferenceProcess, ReferenceRunError
 from ..reference.inputs import Drawn

@@ -29,8 +29,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..api import CompiledKernel
 from ..chips import Chip, get_chip
+from ..compiled import CompiledKernel
 from ..diagnostics import CompileError
 from . import collector
 from .correctness import CorrectnessResult, GateCase, check_case, prepare_check

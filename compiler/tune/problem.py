@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..api import CompiledKernel, Kernel, load
+from ..api import Kernel, load
+from ..compiled import CompiledKernel
 from ..config import as_config
 from ..specs import ArgSpec, format_args
 

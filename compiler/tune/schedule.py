@@ -44,8 +44,8 @@ from ..chips import SIMULATED_CHIPS
 from ..codegen.exprs import literal
 
 if TYPE_CHECKING:
-    from ..api import CompiledKernel
     from ..checks.libtpu_compile import ScheduleMode, TpuCompiler, TpuCompileResult
+    from ..compiled import CompiledKernel
     from ..plan import KernelPlan
 
 LABEL = "TPU compiler estimate"
