@@ -36,8 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from published import REPO, TABLES, Point, points  # noqa: E402
 
 import compiler  # noqa: E402
-from compiler.chips import get_chip  # noqa: E402
-from compiler.plan import KernelPlan  # noqa: E402
+from compiler.ir.chips import get_chip  # noqa: E402
+from compiler.ir.plan import KernelPlan  # noqa: E402
 from compiler.tune.constants import ModelConstants, constants_for, with_values  # noqa: E402
 from compiler.tune.model import estimate  # noqa: E402
 
@@ -132,7 +132,7 @@ def geomean_error(errors: Sequence[float]) -> float:
 
 def mxu_dtypes() -> None:
     """[libtpu]: MXU pushes of one 256x512x256 dot per operand dtype and chip, from the deviceless compile."""
-    from compiler.checks import libtpu_available, tpu_compile
+    from compiler.tpu.libtpu_compile import libtpu_available, tpu_compile
 
     if not libtpu_available():
         print("libtpu is not installed (pip install libtpu==0.0.42.1)")

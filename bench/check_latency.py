@@ -16,9 +16,9 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
 
 import compiler  # noqa: E402
-from compiler.checks import libtpu_available  # noqa: E402
-from compiler.diagnostics import CompileError  # noqa: E402
-from compiler.vmem import vmem_report  # noqa: E402
+from compiler.support.diagnostics import CompileError  # noqa: E402
+from compiler.tpu.libtpu_compile import libtpu_available  # noqa: E402
+from compiler.vmem.report import vmem_report  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 CHIPS = sys.argv[1:] or ["v7x", "v6e"]

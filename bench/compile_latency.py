@@ -20,7 +20,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("HELION_BACKEND", "pallas")  # upstream Helion (optional extra) uses its Pallas backend
 
 import compiler  # noqa: E402
-from compiler.diagnostics import CompileError  # noqa: E402
+from compiler.support.diagnostics import CompileError  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 REPEATS = 20

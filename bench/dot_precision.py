@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     import compiler
-    from compiler.runtime import claim_tpu, machine_chip, to_jax, to_torch, tpu_device
+    from compiler.tpu.runtime import claim_tpu, machine_chip, to_jax, to_torch, tpu_device
     from compiler.tune.evaluators import time_calls
 
     if not claim_tpu():
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     for setting in ("tf32", "ieee"):
         os.environ["HELION_DOT_PRECISION"] = setting
         ck = compiler.load(source).kernels["matmul"].compile(config={"block_sizes": blocks}, chip=chip)
-        fn = compiler.runtime.load_entry(ck.source, ck.entry)
+        fn = compiler.tpu.runtime.load_entry(ck.source, ck.entry)
         seconds = statistics.median(time_calls(lambda fn=fn: jax.block_until_ready(fn(xa, ya)), 3, ns.repeats))
         rows.append((f"kernel dot_precision={setting!r}", seconds, float((to_torch(fn(xa, ya)) - want).abs().max())))
     base = rows[0][1]

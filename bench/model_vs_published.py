@@ -28,7 +28,7 @@ from calibrate import Modelled, compile_point, geomean_error  # noqa: E402
 from published import REPO, TABLES, points  # noqa: E402
 
 import compiler  # noqa: E402
-from compiler.chips import get_chip  # noqa: E402
+from compiler.ir.chips import get_chip  # noqa: E402
 from compiler.tune.constants import SEED_POINTS  # noqa: E402
 from compiler.tune.model import estimate  # noqa: E402
 

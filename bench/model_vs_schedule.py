@@ -40,9 +40,9 @@ sys.path.insert(0, str(REPO))
 
 import compiler  # noqa: E402
 from compiler.api import Kernel  # noqa: E402
-from compiler.config import Config  # noqa: E402
-from compiler.diagnostics import CompileError  # noqa: E402
-from compiler.specs import ArgSpec, TensorSpec  # noqa: E402
+from compiler.ir.config import Config  # noqa: E402
+from compiler.ir.specs import ArgSpec, TensorSpec  # noqa: E402
+from compiler.support.diagnostics import CompileError  # noqa: E402
 from compiler.tune.driver import stored_outcomes  # noqa: E402
 from compiler.tune.evaluators import Problem, ScheduleEvaluator  # noqa: E402
 from compiler.tune.executors import InlineExecutor  # noqa: E402

@@ -26,7 +26,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
 
 import compiler  # noqa: E402
-from compiler.chips import get_chip  # noqa: E402
+from compiler.ir.chips import get_chip  # noqa: E402
 from compiler.tune.constants import SEED_POINTS, SEED_SPEEDUPS, V7X, ModelConstants  # noqa: E402
 from compiler.tune.driver import TuneOptions, tune  # noqa: E402
 from compiler.tune.evaluators import Problem  # noqa: E402
@@ -136,7 +136,7 @@ def fit(with_llo: bool) -> None:
     for (p, _), e in zip(points, errors(c), strict=True):
         print(f"  {p.label:<30} error {100 * e:+.2f}%")
     if with_llo:
-        from compiler.checks import tpu_compile
+        from compiler.tpu.libtpu_compile import tpu_compile
         from compiler.tune.evaluators import vector_seconds
 
         p, ck = points[0]

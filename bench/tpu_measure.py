@@ -77,8 +77,8 @@ def _attention_targets(tiny: bool) -> Iterator[Target]:
 
 def _kernel_targets(chip: str, tiny: bool, tune_evals: int) -> Iterator[Target]:
     import compiler
+    from compiler.ir.specs import format_args
     from compiler.reference import load_module
-    from compiler.specs import format_args
     from compiler.tune.driver import TuneOptions, tune
     from compiler.tune.evaluators import Problem
 
@@ -131,8 +131,8 @@ def targets(chip: str, groups: list[str], tiny: bool, tune_evals: int) -> list[T
 def measure(target: Target, chip: str, interpret: bool, warmup: int, repeats: int) -> dict[str, Any]:
     """Compile, check, time and model one target: its JSON record."""
     import compiler
-    from compiler.chips import get_chip
-    from compiler.diagnostics import CompileError
+    from compiler.ir.chips import get_chip
+    from compiler.support.diagnostics import CompileError
     from compiler.tune.correctness import check_config
     from compiler.tune.evaluators import TpuEvaluator, time_calls
     from compiler.tune.model import estimate
@@ -169,8 +169,8 @@ def measure(target: Target, chip: str, interpret: bool, warmup: int, repeats: in
 
 
 def detect_chip() -> str:
-    """The chip jax sees (compiler.chips name), or exit with why not."""
-    from compiler.runtime import ChipBusy, claim_tpu, machine_chip, tpu_device
+    """The chip jax sees (compiler.ir.chips name), or exit with why not."""
+    from compiler.tpu.runtime import ChipBusy, claim_tpu, machine_chip, tpu_device
 
     try:
         if not claim_tpu():
@@ -179,7 +179,7 @@ def detect_chip() -> str:
     except ChipBusy as exc:
         sys.exit(f"tpu_measure: {exc}")
     if name is None:
-        sys.exit(f"tpu_measure: jax sees {tpu_device().device_kind!r}, which compiler.chips does not know")
+        sys.exit(f"tpu_measure: jax sees {tpu_device().device_kind!r}, which compiler.ir.chips does not know")
     return name
 
 
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--interpret needs --chip")
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
         os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
-    from compiler.chips import canonical_name
+    from compiler.ir.chips import canonical_name
 
     chip = canonical_name(args.chip) if args.chip else detect_chip()
     groups = args.only or list(GROUPS)

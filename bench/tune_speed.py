@@ -80,7 +80,7 @@ def cli_run(tmp: Path, cache: Path) -> tuple[float, list[dict[str, Any]]]:
 def check_answers(results: list[dict[str, Any]]) -> list[str]:
     """One line per shape set: the best config, its estimate, and the reference config's estimate."""
     import compiler
-    from compiler.chips import get_chip
+    from compiler.ir.chips import get_chip
     from compiler.tune.model import estimate
 
     kernel = compiler.load(ATTENTION.read_text()).kernels["attention"]
@@ -100,8 +100,8 @@ def check_answers(results: list[dict[str, Any]]) -> list[str]:
 
 def libtpu_check(results: list[dict[str, Any]]) -> list[str]:
     import compiler
-    from compiler.checks import libtpu_available, tpu_compile
-    from compiler.chips import get_chip
+    from compiler.ir.chips import get_chip
+    from compiler.tpu.libtpu_compile import libtpu_available, tpu_compile
 
     if not libtpu_available():
         return ["  libtpu is not installed: winners not compiled"]

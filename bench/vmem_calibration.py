@@ -13,8 +13,8 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
 
 import compiler  # noqa: E402
-from compiler.checks import libtpu_available  # noqa: E402
-from compiler.vmem import MiB  # noqa: E402
+from compiler.tpu.libtpu_compile import libtpu_available  # noqa: E402
+from compiler.vmem.report import MiB  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 CASES = [

@@ -144,7 +144,7 @@ def run(case: Case, chip: str, interpret: bool, tiny: bool, given: dict[str, str
 
     import compiler
     from compiler.reference import make_inputs
-    from compiler.runtime import to_jax, to_torch, tpu_device
+    from compiler.tpu.runtime import to_jax, to_torch, tpu_device
     from compiler.tune.evaluators import TIMED_SECONDS, time_calls
 
     kernel = compiler.load((REPO / case.file).read_text()).kernels[case.kernel]
@@ -160,11 +160,11 @@ def run(case: Case, chip: str, interpret: bool, tiny: bool, given: dict[str, str
         first = time_calls(call, 1, 1)[0]
         return statistics.median(time_calls(call, 1, max(3, min(20, math.ceil(TIMED_SECONDS / first)))))
 
-    ours_fn = compiler.runtime.load_entry(ck.source, ck.entry)
+    ours_fn = compiler.tpu.runtime.load_entry(ck.source, ck.entry)
     if interpret:
         from jax.experimental.pallas import tpu as pltpu
 
-        from compiler.runtime import chip_context
+        from compiler.tpu.runtime import chip_context
 
         with chip_context(ck.chip):
             ours_fn = jax.jit(ours_fn, static_argnames=("interpret",)).lower(
@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["JAX_PLATFORMS"] = "cpu"
         if not ns.chip:
             parser.error("--interpret needs --chip")
-    from compiler.runtime import claim_tpu, machine_chip, tpu_device
+    from compiler.tpu.runtime import claim_tpu, machine_chip, tpu_device
 
     if not ns.interpret and not claim_tpu():
         sys.exit("vs_xla: no TPU here (use --interpret --chip NAME --tiny to exercise the script)")

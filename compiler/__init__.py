@@ -1,28 +1,35 @@
 """helion-ls compiler: Helion kernel source -> typed tile IR -> standalone Pallas TPU module.
 
-Data flows one way: frontend (parse, host evaluation, device loops) -> ir -> codegen (plan, emit) ->
-checks (VMEM, lowering, libtpu) -> runtime / reference -> tune. `api` and `cli` are the public face;
-`pipeline` compiles a `Kernel` for one shape set + config + chip into a `compiled.CompiledKernel`.
-This package never imports `helion_ls`. Heavy modules (jax) load lazily so `compiler.reference`
-workers stay light; parsing a file and its kernels' keys import no torch. `results` keeps analysis
-results across processes (in a `sqlite_file`, as `tune.store` keeps tuning results). `syntax.parse` is
-the one (locked) way to parse Python; `lifeline` makes child processes end with their parent, and
-`forking` says when a fork of this process makes a worker that skips torch's import;
-`callables` turns Python functions given as kernel arguments into specs (their source) and back;
-`table_roles` reads off the IR which integer arguments are offsets, positions or loop counts (`tables`, the
-plain data a check draws them from).
+The stages are packages, in the order the data goes through them; each imports only those before it
+(tests/test_import_direction.py holds this):
+
+  support    diagnostics, the locked parser, child-process lifelines, the shared SQLite file (stdlib only)
+  ir         what a compile is about, as data: the tile IR, argument specs, configs, tables, chips, the plan
+  frontend   source -> typed tile IR, statically (the user's file is never imported or run)
+  codegen    tile IR -> Pallas plan -> standalone module text; the legal block sizes and config space
+  vmem       the VMEM report of a plan, its diagnostics, a lower bound per block sizes, configs that fit
+  tpu        everything that runs on or asks about a chip: runtime, Mosaic lowering, the libtpu compile
+  reference  the eager reference: the original kernel source run with torch (shares no code with the above)
+
+Then what uses them: `api` (`load`, `Module`, `Kernel`: the public face) with `pipeline` (one compile of a
+`Kernel` for a shape set + config + chip) and `compiled` (`CompiledKernel`, the result); `check` (run kernels
+against the reference), `facts` (what each expression of a kernel became, for hovers), `results` (analysis
+results remembered across processes), `tune` (autotuning) and `cli` (`helion-pallas`).
+
+This package never imports `helion_ls`. Heavy modules (jax) load lazily so `compiler.reference` workers stay
+light; parsing a file and its kernels' keys import no torch.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import lifeline
-from .config import Config
-from .diagnostics import CompileError, Diagnostic, Position, Range, Severity
-from .syntax import parse as parse_python
+from .ir.config import Config
+from .support import lifeline
+from .support.diagnostics import CompileError, Diagnostic, Position, Range, Severity
+from .support.syntax import parse as parse_python
 
-lifeline.hold_from_env()  # a process started by one of ours ends with its parent (see lifeline.py)
+lifeline.hold_from_env()  # a process started by one of ours ends with its parent (see support/lifeline.py)
 
 if TYPE_CHECKING:
     from .api import Kernel, Module

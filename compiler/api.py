@@ -22,23 +22,23 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from . import pipeline
-from .callables import coerce_args
-from .chips import Chip
-from .config import Config
-from .diagnostics import CompileError, Diagnostic, Position, Range, error, internal_error
 from .frontend.call_shapes import InferredShapes, ShapeOrigin
 from .frontend.limits import too_deep
 from .frontend.module import KernelDef, ModuleInfo, parse_module, source_hash, used_helpers
+from .frontend.notebook import NotebookError, NotebookModule, read_notebook
 from .frontend.shape_hint import no_shapes_hint, required_params
-from .notebook import NotebookError, NotebookModule, read_notebook
-from .specs import ArgSpec, SpecError
+from .ir.callables import coerce_args
+from .ir.chips import Chip
+from .ir.config import Config
+from .ir.specs import ArgSpec, SpecError
+from .support.diagnostics import CompileError, Diagnostic, Position, Range, error, internal_error
 
 if TYPE_CHECKING:
+    from .codegen.space import BlockUse, ConfigSpace
     from .compiled import CompiledKernel
     from .frontend.values import BlockSizeTable
-    from .ir import KernelIR
-    from .space import BlockUse, ConfigSpace
-    from .vmem_floor import VmemFloor
+    from .ir.tile_ir import KernelIR
+    from .vmem.floor import VmemFloor
 
 log = logging.getLogger(__name__)
 MAX_SOURCE_BYTES = 5_000_000
@@ -50,7 +50,7 @@ def load(path_or_source: str | os.PathLike | NotebookModule, name: str | None = 
 
     `name`: the file that source text comes from (an editor's unsaved buffer), for generated headers.
     A Jupyter notebook (an `.ipynb` path, or a `NotebookModule` an editor built) is the module of its code
-    cells (see compiler/notebook.py).
+    cells (see compiler/frontend/notebook.py).
     `call_shapes`: the shapes from the file's calls, when another process found them for this very text
     (`Module.call_shapes` of its load); else they are found when first needed (that imports torch)."""
     path = name
@@ -298,7 +298,7 @@ class Kernel:
         return pipeline.default_blocks(self, specs, Config(), pipeline.as_chip(chip))[2]
 
     def config_space(self, args: Any = None, chip: str | Chip = "v7x") -> ConfigSpace:
-        from .space import build_space
+        from .codegen.space import build_space
 
         specs = self.resolve_args(args)
         ir, uses, _ = pipeline.trace(self, specs, Config(), pipeline.as_chip(chip))
@@ -308,9 +308,9 @@ class Kernel:
         return space
 
     def vmem_floor(self, args: Any = None, chip: str | Chip = "v7x") -> VmemFloor:
-        """A lower bound of the VMEM of every config by its block sizes (vmem_floor.py), from the trace the
+        """A lower bound of the VMEM of every config by its block sizes (vmem/floor.py), from the trace the
         config space comes from: the tuner skips block sizes that cannot fit without tracing them."""
-        from .vmem_floor import VmemFloor
+        from .vmem.floor import VmemFloor
 
         ir, _, _ = pipeline.trace(self, self.resolve_args(args), Config(), pipeline.as_chip(chip))
         return VmemFloor.of(ir)
@@ -352,7 +352,7 @@ def _bad_shape_lines(definition: KernelDef) -> list[Diagnostic]:
 
 def _name_range(node: Any) -> Range:
     """The function name in `def name(...)` (ast gives the `def` keyword's position)."""
-    from .diagnostics import Position
+    from .support.diagnostics import Position
 
     line, col = node.lineno - 1, node.col_offset + 4
     return Range(Position(line, col), Position(line, col + len(node.name)))

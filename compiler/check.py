@@ -19,13 +19,13 @@ from typing import Any
 import torch
 
 from .api import load
-from .chips import get_chip
-from .diagnostics import CompileError
+from .ir.chips import get_chip
+from .ir.specs import SpecError, TensorSpec, format_args, parse_spec
+from .ir.tables import IndexTable
 from .reference.errors import ReferenceRunError
-from .runtime import ChipRejected, runs_on_chip
-from .specs import SpecError, TensorSpec, format_args, parse_spec
-from .tables import IndexTable
-from .truth import compile_code
+from .support.diagnostics import CompileError
+from .tpu.runtime import ChipRejected, runs_on_chip
+from .tpu.truth import compile_code
 
 # Shape sets with more tensor elements than this are checked at reduced shapes (see _reduced).
 REDUCE_ABOVE = 1 << 22
@@ -207,7 +207,7 @@ def check_rows(path: str, kernel_name: str | None, chip: str, loop_types: list[s
     if on_chip:
         report.where = f"on the chip: {get_chip(chip).device_kind} ({chip})"
     else:
-        from .checks import libtpu_available
+        from .tpu.libtpu_compile import libtpu_available
 
         asked = ("the TPU compiler's verdict from the deviceless libtpu compile" if libtpu_available() else
                  "libtpu is not installed, so the TPU compiler was not asked (pip install 'helion-ls[tpu]')")

@@ -19,11 +19,11 @@ from typing import Any
 os.environ.setdefault("JAX_PLATFORMS", "cpu")  # libtpu, when installed, must not claim this process
 
 from .api import Kernel, Module, load  # noqa: E402
-from .chips import canonical_name  # noqa: E402
 from .compiled import CompiledKernel  # noqa: E402
-from .config import Config, ConfigError, check_keys  # noqa: E402
-from .diagnostics import CompileError, Diagnostic  # noqa: E402
-from .specs import SpecError, format_args, parse_args_text  # noqa: E402
+from .ir.chips import canonical_name  # noqa: E402
+from .ir.config import Config, ConfigError, check_keys  # noqa: E402
+from .ir.specs import SpecError, format_args, parse_args_text  # noqa: E402
+from .support.diagnostics import CompileError, Diagnostic  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -245,7 +245,8 @@ def _say_inferred(kernel: Kernel, index: int) -> None:
 
 def _emit_mosaic(ck: CompiledKernel, module: Module, path: str) -> int:
     """Readable Mosaic MLIR: from the real libtpu compile when installed, else from the lowering."""
-    from .checks import libtpu_available, mosaic_text
+    from .tpu.libtpu_compile import libtpu_available
+    from .tpu.lowering import mosaic_text
 
     diags = ck.check_lowering()
     if diags:
@@ -268,7 +269,7 @@ def _emit_mosaic(ck: CompiledKernel, module: Module, path: str) -> int:
 
 def cmd_check(ns: argparse.Namespace) -> int:
     from .check import check_file
-    from .runtime import ChipBusy, claim_tpu, machine_chip
+    from .tpu.runtime import ChipBusy, claim_tpu, machine_chip
 
     problem = source_problem(ns.file)
     if problem is not None:

@@ -12,16 +12,16 @@ import traceback
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from .diagnostics import Diagnostic, Range, internal_error
-from .specs import ArgSpec, TensorSpec, format_args
-from .tables import IndexTable
+from .ir.specs import ArgSpec, TensorSpec, format_args
+from .ir.tables import IndexTable
+from .support.diagnostics import Diagnostic, Range, internal_error
 
 if TYPE_CHECKING:
     from .api import Kernel
-    from .chips import Chip
-    from .config import Config
-    from .plan import KernelPlan
-    from .vmem import VmemReport
+    from .ir.chips import Chip
+    from .ir.config import Config
+    from .ir.plan import KernelPlan
+    from .vmem.report import VmemReport
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ class CompiledKernel:
         self.diagnostics = diagnostics
         self.mutated = mutated
         self.entry = kernel.name
-        self.truth: dict[str, Any] = {}  # stage -> compiler.truth.TruthResult, filled by the check_* methods
+        self.truth: dict[str, Any] = {}  # stage -> compiler.tpu.truth.TruthResult, filled by the check_* methods
         self._fn = None
 
     def __repr__(self) -> str:
@@ -51,7 +51,7 @@ class CompiledKernel:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call it as the kernel is called: positional or keyword arguments, defaulted ones left out."""
-        from .runtime import bind_call, load_entry, run
+        from .tpu.runtime import bind_call, load_entry, run
 
         if not self.source:
             raise RuntimeError(f"{self!r} was compiled with emit=False: it has no code to run")
@@ -79,18 +79,18 @@ class CompiledKernel:
 
     def check_lowering(self) -> list[Diagnostic]:
         """Mosaic lowering for the chip (always available); diagnostics on the kernel source."""
-        from .truth import check_lowering
+        from .tpu.truth import check_lowering
 
         return self._guarded(check_lowering, "lowering").diagnostics
 
     def check_tpu_compile(self) -> list[Diagnostic]:
         """The real libtpu compile (one HPL402 info diagnostic when libtpu is absent)."""
-        from .truth import check_tpu_compile
+        from .tpu.truth import check_tpu_compile
 
         return self._guarded(check_tpu_compile, "libtpu").diagnostics
 
     def _guarded(self, check: Any, stage: str) -> Any:
-        from .truth import TruthResult
+        from .tpu.truth import TruthResult
 
         try:
             result = check(self)
@@ -107,7 +107,7 @@ class CompiledKernel:
     @cached_property
     def tables(self) -> tuple[IndexTable, ...]:
         """Integer tensor arguments the kernel reads as offsets, positions or loop counts, and the values each
-        takes (compiler/table_roles.py decides from the kernel's use of them). A check draws them as such: a
+        takes (compiler/frontend/table_roles.py decides from the kernel's use of them). A check draws them as such: a
         random negative length or a position past the gathered dim means nothing to such a kernel. A table
         read one element at a time on the scalar core (in SMEM) whose use says nothing more counts loops."""
         found = {t.name: t for t in self.plan.tables}
@@ -118,7 +118,7 @@ class CompiledKernel:
     @cached_property
     def call_specs(self) -> dict[str, ArgSpec]:
         """Spec of each parameter the generated function takes (a defaulted one: its default)."""
-        from .runtime import bind_call
+        from .tpu.runtime import bind_call
 
         params, specs, _ = bind_call(self.kernel.definition.node, self.args, [], {}, compiled_only=True)
         return {p: specs[p] for p in params}

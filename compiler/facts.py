@@ -16,8 +16,8 @@ import logging
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .diagnostics import Position, Range
-from .vmem import fmt_bytes
+from .support.diagnostics import Position, Range
+from .vmem.report import fmt_bytes
 
 log = logging.getLogger(__name__)
 KINDS = ("device", "shape_only", "tensor", "scalar", "tile", "block_size", "dtype", "other")
@@ -89,7 +89,7 @@ def expression_facts(ck: Any) -> BodyFacts:
 def facts_of(ir: Any, plan: Any) -> BodyFacts:
     """Facts for every expression of `ir.seen` inside the kernel function (helpers traced inline are left out:
     their text is elsewhere), the last evaluation of each range kept."""
-    from .space import block_uses
+    from .codegen.space import block_uses
 
     where = _Where(ir, plan)
     uses = {u.index: u for u in block_uses(ir, ir.block_ranges, ir.block_extents)} if ir.block_ranges else {}
@@ -159,7 +159,7 @@ def _text(node: ast.AST) -> str:
 
 def type_text(shape: tuple[int, ...], dtype: Any) -> str:
     """`f32[256, 1]`, as shape lines write tensors."""
-    from .specs import SHORT_NAMES
+    from .ir.specs import SHORT_NAMES
 
     full = str(dtype).removeprefix("torch.")
     name = SHORT_NAMES.get(full, full)
@@ -171,7 +171,7 @@ def describe(node: ast.AST, value: Any, where: _Where, uses: dict, rng: Range) -
     import torch
 
     from .frontend.values import BlockSize, Module, NamedConst, Tile, TileId
-    from .ir import Value
+    from .ir.tile_ir import Value
 
     text = _text(node)
     if isinstance(value, Value):
@@ -216,7 +216,7 @@ def _short(value: Any) -> str:
 
 def _item(v: Any) -> str:
     from .frontend.values import NamedConst, Tile, TileId
-    from .ir import Value
+    from .ir.tile_ir import Value
 
     if isinstance(v, Tile | TileId):
         return v.dim.name + (".id" if isinstance(v, TileId) else "")
@@ -244,14 +244,14 @@ def _block_size_fact(value: Any, text: str, rng: Range, uses: dict) -> ExprFact:
 
 
 def _candidates(use: Any) -> list[int]:
-    from .space import candidates
+    from .codegen.space import candidates
 
     return candidates(use)
 
 
 def legal_rule(use: Any) -> str:
     """The rule `space.legal` applies to a block size, in words."""
-    from .space import LANE, RANK1, SUBLANE
+    from .codegen.space import LANE, RANK1, SUBLANE
 
     parts = []
     if LANE in use.roles:
@@ -287,7 +287,7 @@ class _Where:
     """Where each device value of the IR is computed: its pallas_call and inner loop."""
 
     def __init__(self, ir: Any, plan: Any):
-        from .ir import GridLoop, InnerLoop, Load, Op, walk
+        from .ir.tile_ir import GridLoop, InnerLoop, Load, Op, walk
 
         self.ir = ir
         self.plan = plan
@@ -317,7 +317,7 @@ class _Where:
 
     def shape_only(self, v: Any) -> bool:
         """Is `v` a block read only for its shape and dtype (its load was dropped: nothing reads its data)?"""
-        from .ir import Load, Value
+        from .ir.tile_ir import Load, Value
 
         return isinstance(v, Value) and isinstance(v.producer, Load) and id(v.producer) not in self.live
 
@@ -333,7 +333,7 @@ class _Where:
                 f"Carried through the inner loop at line {loop.range.start.line + 1} (`{c.name}`, its value {when}).",
                 _bytes_line(v)), self._call_of(loop))
         producer = v.producer
-        from .ir import Load, Op
+        from .ir.tile_ir import Load, Op
 
         if self.shape_only(v):
             return self._shape_only(v, producer, text, rng)
@@ -422,7 +422,7 @@ def _bytes_line(v: Any) -> str:
 def _vmem_lines(op: Any, out: Any) -> list[str]:
     """The VMEM an op's values take: its result, and for a reduction the input it keeps live while it runs."""
     from .frontend.ops import REDUCTIONS
-    from .ir import Value
+    from .ir.tile_ir import Value
 
     lines = [f"Result: {_bytes_line(out)}"]
     if op.kind in REDUCTIONS | {"softmax", "log_softmax", "logsumexp"}:
@@ -455,7 +455,7 @@ def spell(op: Any, depth: int = 3) -> str:
 
 
 def _operand(v: Any, depth: int) -> tuple[str, bool]:
-    from .ir import Load, Op
+    from .ir.tile_ir import Load, Op
 
     if v.hint:
         return v.hint, True

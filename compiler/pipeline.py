@@ -13,20 +13,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .chips import Chip, get_chip
 from .compiled import CompiledKernel
-from .config import HELION_KEYS, Config, ConfigError, as_config
-from .diagnostics import ArgRankError, CompileError, Diagnostic, Range, Related, UserError, error
-from .plan import AccessInfo, KernelPlan, LoopInfo
-from .specs import ArgSpec, format_args
-from .vmem import VmemReport, fmt_bytes
+from .ir.chips import Chip, get_chip
+from .ir.config import HELION_KEYS, Config, ConfigError, as_config
+from .ir.plan import AccessInfo, KernelPlan, LoopInfo
+from .ir.specs import ArgSpec, format_args
+from .support.diagnostics import ArgRankError, CompileError, Diagnostic, Range, Related, UserError, error
+from .vmem.report import VmemReport, fmt_bytes
 
 if TYPE_CHECKING:
     from .api import Kernel
     from .codegen.plan_builder import CallLayout
+    from .codegen.space import BlockUse
     from .frontend.values import BlockSizeTable
-    from .ir import KernelIR
-    from .space import BlockUse
+    from .ir.tile_ir import KernelIR
 
 _TRACE_CACHE_SIZE = 256
 _DEFAULT_ROUNDS = 4  # re-traces to settle default blocks that depend on others
@@ -43,11 +43,11 @@ def as_chip(chip: str | Chip) -> Chip:
 
 def trace(kernel: Kernel, specs: dict[str, ArgSpec], config: Config, chip: Chip
           ) -> tuple[KernelIR, list[BlockUse], BlockSizeTable]:
+    from .codegen.space import block_uses
     from .frontend import dot_precision
+    from .frontend.masks import insert_masks
     from .frontend.tracer import Tracer
     from .frontend.values import BlockSizeTable, BlockTooLong
-    from .masks import insert_masks
-    from .space import block_uses
 
     given = config.get("block_sizes")
     if given is not None and not (isinstance(given, list) and all(isinstance(b, int) for b in given)):
@@ -107,7 +107,7 @@ def _rank_diagnostic(kernel: Kernel, exc: ArgRankError, specs: dict[str, ArgSpec
 def _fill_defaults(config: Config, uses: list[BlockUse], ir: KernelIR,
                    caps: Mapping[int, int] | None = None) -> Config:
     """`config` with the blocks it does not give at their defaults for these uses, each at most its cap."""
-    from .space import default_block
+    from .codegen.space import default_block
 
     values = dict(config)
     given = list(values.get("block_sizes", []))
@@ -138,10 +138,10 @@ def default_blocks(kernel: Kernel, specs: dict[str, ArgSpec], config: Config, ch
 def compile_kernel(kernel: Kernel, args: Any, config: Any, chip: str | Chip, shape_set: int | None,
                    emit: bool = True) -> CompiledKernel:
     """`Kernel.compile` without its guard (which turns any other exception into a CompileError)."""
-    from . import space as block_space
+    from .codegen import space as block_space
     from .codegen.emit import emit_module
-    from .space import check_blocks
-    from .vmem_diagnostics import vmem_diagnostics
+    from .codegen.space import check_blocks
+    from .vmem.verdicts import vmem_diagnostics
 
     chip = as_chip(chip)
     specs = kernel.resolve_args(args, shape_set)
@@ -202,7 +202,7 @@ def _shrink_defaults(kernel: Kernel, specs: dict, given: Config, ir: KernelIR, u
     first, lane dims when no other is left) until they fit; the largest ones together, so loops of the same
     shape (whose temporaries count once) shrink at once. The other defaults follow on each re-trace (a
     sub-tile's block stays within its grid tile's). `given` is the config without default blocks."""
-    from .space import LANE, candidates, check_blocks
+    from .codegen.space import LANE, candidates, check_blocks
 
     caps: dict[int, int] = {}
     for _ in range(16):
@@ -232,8 +232,8 @@ def _shrink_defaults(kernel: Kernel, specs: dict, given: Config, ir: KernelIR, u
 def _layouts(kernel: Kernel, ir: KernelIR, cfg: Config, chip: Chip) -> tuple[list[CallLayout], VmemReport]:
     """One pallas_call plan per grid loop, each requesting the VMEM its report says it needs."""
     from .codegen.plan_builder import build_call
-    from .ir import GridLoop
-    from .vmem import with_limits
+    from .ir.tile_ir import GridLoop
+    from .vmem.report import with_limits
 
     grids = [n for n in ir.host if isinstance(n, GridLoop)]
     if not grids:
@@ -250,7 +250,7 @@ def _layouts(kernel: Kernel, ir: KernelIR, cfg: Config, chip: Chip) -> tuple[lis
 
 
 def _check_config_kinds(cfg: Config, rng: Range) -> None:
-    from .config import LOOP_TYPES
+    from .ir.config import LOOP_TYPES
 
     loop = cfg.get("pallas_loop_type")
     loops = loop if isinstance(loop, list) else [loop] if loop is not None else []
@@ -269,15 +269,15 @@ def _narrowed(ir: KernelIR) -> tuple[str, ...]:
     `_no_64_bit`)."""
     import torch
 
-    from .ir import tensor_params
+    from .ir.tile_ir import tensor_params
 
     return tuple(p for p in tensor_params(ir) if ir.args[p].dtype == torch.int64)
 
 
 def _kernel_plan(ir: KernelIR, layouts: list[CallLayout], chip: Chip, narrowed: tuple[str, ...] = ()) -> KernelPlan:
     from .codegen.placement import describe
-    from .ir import Load, Op, Store, walk
-    from .table_roles import table_roles
+    from .frontend.table_roles import table_roles
+    from .ir.tile_ir import Load, Op, Store, walk
 
     flops = 0.0
     for lay in layouts:
@@ -336,7 +336,7 @@ def _arg_range(source: str, line: Range, arg: str) -> Range | None:
     """`q=bf16[8, 32, 8192, 256]` within a shape line (UTF-8 columns, as ast reports them)."""
     import re
 
-    from .diagnostics import Position
+    from .support.diagnostics import Position
 
     lines = source.splitlines()
     if line.start.line >= len(lines):

@@ -35,10 +35,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiler.diagnostics import Diagnostic, Range, error, warning
 from compiler.frontend.call_shapes import InferredShapes
-from compiler.notebook import NotebookModule
+from compiler.frontend.notebook import NotebookModule
 from compiler.results import STAGES, UnitKey
+from compiler.support.diagnostics import Diagnostic, Range, error, warning
 
 from .check_client import CheckClient, Skipped, WorkerFailure
 from .compile_pool import CompilePool

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from compiler import lifeline
+from compiler.support import lifeline
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ process is what can always be stopped: the server kills a worker that outlives i
 another, so a pathological file costs one worker, never the server's event loop. Requests and answers are
 pickles (see worker_process.py and worker_loop.py):
   {"source", "kernel", "args": {name: spec} | None, "config": {...} | None, "chip", "file": name for headers,
-   "notebook": compiler.notebook.NotebookModule | None (the cells `source` is made of, for line labels)}
+   "notebook": compiler.frontend.notebook.NotebookModule | None (the cells `source` is made of, for line labels)}
   -> {"diagnostics": [Diagnostic], "compiled": compiler.results.CompiledSnapshot | None, "seconds"}
 Requests with "kind": "vmem_fixes" ask for verified quick fixes instead (see vmem_fixes.py); "kind":
 "call_shapes" ({"source", "file", "notebook"}) for the shape sets the file's calls give kernels without a
@@ -28,8 +28,8 @@ from collections import OrderedDict
 from typing import Any
 
 import compiler
-from compiler.diagnostics import Range, error
 from compiler.results import CompiledSnapshot
+from compiler.support.diagnostics import Range, error
 
 from .warmup import compile_warm_up
 from .worker_loop import serve

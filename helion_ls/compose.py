@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from compiler.diagnostics import Diagnostic, Range
 from compiler.results import STAGES
+from compiler.support.diagnostics import Diagnostic, Range
 
 from .documents import KernelView, Loaded, StageResult, Unit, anchored, remap
 from .lsp_json import diagnostic_json

@@ -22,10 +22,10 @@ from typing import Any
 from pygls.uris import to_fs_path
 
 import compiler
-from compiler.diagnostics import Diagnostic, Fix, Position, Range, Related, error
-from compiler.notebook import NotebookModule
+from compiler.frontend.notebook import NotebookModule
+from compiler.ir.specs import format_args
 from compiler.results import STAGES, CompiledSnapshot, Unit, UnitKey, kernel_units
-from compiler.specs import format_args
+from compiler.support.diagnostics import Diagnostic, Fix, Position, Range, Related, error
 
 from .layout import Layout
 from .lru import LruCache

@@ -4,7 +4,7 @@ Applying a tuned config must keep the user's other decorator arguments, comments
 edit is the smallest text change that does the job: replace the value of an existing `config=`, replace
 one element of an existing `configs=[...]`, swap one keyword for the other, or insert a keyword. The
 result is a single `TextEdit` on code-point offsets of the source (the LSP layer converts offsets to
-positions in the negotiated encoding). Pure: only `ast`, `tokenize` and `compiler.config`.
+positions in the negotiated encoding). Pure: only `ast`, `tokenize` and `compiler.ir.config`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler import parse_python
-from compiler.config import Config
+from compiler.ir.config import Config
 
 INDENT_STEP = 4
 INLINE_LIMIT = 110  # longer `configs=[...]` keywords are split one config per line

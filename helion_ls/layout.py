@@ -1,7 +1,7 @@
 """Where the lines of an analysed module are shown: one file, or the code cells of a notebook.
 
 The analyzer works on one module text per document: a file's text, or a notebook's code cells joined in
-order (compiler.notebook). A `Layout` says which client document shows each module line — the file itself,
+order (compiler.frontend.notebook). A `Layout` says which client document shows each module line — the file itself,
 or a cell, by the cell's own URI — and at which line there. A cell line and its module line hold the same
 text (lines the module blanks are never pointed at), so columns need no mapping and the client's position
 encoding is converted with the module's lines. Every position a feature publishes or receives goes through a
@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from compiler.diagnostics import Position, Range
-from compiler.notebook import NotebookModule
+from compiler.frontend.notebook import NotebookModule
+from compiler.support.diagnostics import Position, Range
 
 from .lsp_json import UTF16, position_json
 

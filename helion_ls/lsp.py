@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from compiler.diagnostics import Diagnostic, Fix, Position, Range, Related, Severity
+from compiler.support.diagnostics import Diagnostic, Fix, Position, Range, Related, Severity
 
 from .lsp_json import UTF8, UTF16, line_of, position_json, units
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from compiler.diagnostics import Diagnostic, Position, Range
+from compiler.support.diagnostics import Diagnostic, Position, Range
 
 if TYPE_CHECKING:
     from .layout import Layout

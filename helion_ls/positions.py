@@ -14,7 +14,7 @@ import bisect
 from dataclasses import dataclass, field
 
 from compiler import parse_python
-from compiler.diagnostics import Position, Range
+from compiler.support.diagnostics import Position, Range
 
 
 @dataclass(frozen=True, eq=False)

@@ -2,7 +2,7 @@
 
 Its imports (torch) are the longest part of a cold start, so `python -m helion_ls` spawns it with the
 standard library first thing, and the compile pool adopts it (worker_process.WorkerProcess.adopt) once
-asyncio is running. Imports only the standard library and `compiler.lifeline` (through the light
+asyncio is running. Imports only the standard library and `compiler.support.lifeline` (through the light
 `compiler` package).
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from compiler import lifeline
+from compiler.support import lifeline
 
 COMPILE_WORKER = "helion_ls.compile_worker"
 

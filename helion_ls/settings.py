@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from compiler.chips import canonical_name
+from compiler.ir.chips import canonical_name
 
 EVALUATORS = ("model", "compile", "schedule", "tpu")
 COMPILER_CHECKS = ("auto", "on", "off")

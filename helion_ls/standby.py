@@ -25,7 +25,7 @@ import socket
 import sys
 from typing import Any
 
-from compiler import lifeline
+from compiler.support import lifeline
 
 from .foreground import Foreground
 

@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from compiler.config import Config
+from compiler.ir.config import Config
 from compiler.tune.crosscheck import TOP, CompilerCheck, compare, latest_by_config
 from compiler.tune.keys import TrialKey
 from compiler.tune.objective import over_default

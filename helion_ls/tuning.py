@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiler import lifeline
+from compiler.support import lifeline
 
 from .foreground import Foreground
 from .standby import Forked, Standby

@@ -1,7 +1,7 @@
 """Quick fixes for out-of-VMEM errors (HPL300), verified before they are offered. Runs in a compile worker
 when the editor asks for code actions, never on the compiles that follow typing.
 
-The compiler proposes configs that fit (`compiler.vmem_fixes`). Each is written into the source exactly as
+The compiler proposes configs that fit (`compiler.vmem.fixes`). Each is written into the source exactly as
 the quick fix will write it (`edits.set_config`, or `set_configs` with one config per shape set when a
 shared config cannot serve them all), the edited text is parsed and every shape set of the kernel compiled
 again. A fix is offered only when the diagnostic is gone from every shape set it was reported on and no
@@ -17,9 +17,9 @@ from collections.abc import Callable
 from typing import Any
 
 import compiler
-from compiler.diagnostics import Severity
-from compiler.vmem import fmt_bytes
-from compiler.vmem_fixes import VmemFix, vmem_fixes
+from compiler.support.diagnostics import Severity
+from compiler.vmem.fixes import VmemFix, vmem_fixes
+from compiler.vmem.report import fmt_bytes
 
 from .edits import EditError, TextEdit, apply_edit, config_assignments, set_config, set_configs
 

@@ -1,7 +1,7 @@
 """One child process that answers requests, one at a time, and can always be stopped.
 
 `WorkerProcess` starts `python -m <module>` in its own process group (dying with the server, see
-compiler.lifeline) and speaks length-prefixed pickles over its stdin/stdout: 4 bytes of big-endian length,
+compiler.support.lifeline) and speaks length-prefixed pickles over its stdin/stdout: 4 bytes of big-endian length,
 then the pickle. The child (its side is worker_loop.py) first sends one frame ("ready") when it has warmed up. A request that outlives
 its time limit, a child that exits, or an answer that is not a frame kills the child's whole group and
 raises `WorkerFailure`; the next request starts a fresh child. The child's stderr goes to this log.
@@ -21,7 +21,7 @@ import sys
 import threading
 from typing import Any
 
-from compiler import lifeline
+from compiler.support import lifeline
 
 from .worker_loop import HEADER
 

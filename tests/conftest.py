@@ -30,6 +30,6 @@ def kernel_files() -> list[Path]:
 def without_libtpu(monkeypatch):
     """As on a machine without the libtpu wheel: `check` and the gate get no TPU compiler verdict. For tests of
     interpret-mode behaviour whose kernels the TPU compiler rejects (a dynamic unaligned row offset, f16)."""
-    import compiler.checks.libtpu_compile as libtpu_compile
+    import compiler.tpu.libtpu_compile as libtpu_compile
 
     monkeypatch.setattr(libtpu_compile, "libtpu_available", lambda: False)

@@ -12,8 +12,9 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from compiler.checks import TpuCompiler, libtpu_available, lower_check
-from compiler.chips import get_chip
+from compiler.ir.chips import get_chip
+from compiler.tpu.libtpu_compile import TpuCompiler, libtpu_available
+from compiler.tpu.lowering import lower_check
 
 
 def libtpu(test):
@@ -275,8 +276,8 @@ def test_missing_libtpu_raises_libtpu_unavailable():
         import sys
         sys.modules["libtpu"] = None  # the import system's own "not installed" marker
         import jax
-        from compiler.checks import LibtpuUnavailable, libtpu_available, tpu_compile
-        from compiler.chips import get_chip
+        from compiler.tpu.libtpu_compile import LibtpuUnavailable, libtpu_available, tpu_compile
+        from compiler.ir.chips import get_chip
         assert not libtpu_available()
         try:
             tpu_compile("", "f", [jax.ShapeDtypeStruct((8, 128), "float32")], get_chip("v5e"))

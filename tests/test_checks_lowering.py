@@ -11,10 +11,10 @@ import pytest
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
-from compiler.checks import lower_check, mosaic_text, tpu_abstract_mesh
-from compiler.checks.lowering import classify_lowering_error
-from compiler.checks.mlir_text import loc_aliases, op_loc, strip_locs, trim_error
-from compiler.chips import CHIP_NAMES, get_chip
+from compiler.ir.chips import CHIP_NAMES, get_chip
+from compiler.tpu.lowering import classify_lowering_error, lower_check, mosaic_text
+from compiler.tpu.mesh import tpu_abstract_mesh
+from compiler.tpu.mlir_text import loc_aliases, op_loc, strip_locs, trim_error
 
 CHIPS = ["v5e", "v7x"]
 F32 = jax.ShapeDtypeStruct((16, 256), jnp.float32)

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import compiler
-from compiler.specs import DtypeSpec, SpecError, TensorSpec, format_args, parse_args_text
+from compiler.ir.specs import DtypeSpec, SpecError, TensorSpec, format_args, parse_args_text
 
 LAYER_NORM = textwrap.dedent('''\
     import torch
@@ -65,7 +65,7 @@ def test_a_0d_tensor_is_written_like_torch_prints_its_shape():
                      "u": TensorSpec(torch.int32, ()), "x": TensorSpec(torch.float32, (8, 128))}
     assert format_args(specs) == "s=f32[], t=bf16[], u=i32[], x=f32[8, 128]"
     assert parse_args_text(format_args(specs)) == specs
-    assert compiler.specs.parse_spec("f32[]") == TensorSpec(torch.float32, ())
+    assert compiler.ir.specs.parse_spec("f32[]") == TensorSpec(torch.float32, ())
     assert parse_args_text("normalized_shape=[]") == {"normalized_shape": []}  # an empty list stays a list
 
 

@@ -12,8 +12,8 @@ import torch
 from test_checks_libtpu import libtpu
 
 import compiler
-from compiler.diagnostics import Severity
-from compiler.specs import DtypeSpec, TensorSpec, format_args, parse_args_text
+from compiler.ir.specs import DtypeSpec, TensorSpec, format_args, parse_args_text
+from compiler.support.diagnostics import Severity
 
 HERE = Path(__file__).parent / "upstream_style"
 ROWS = (HERE / "rows.py").read_text()

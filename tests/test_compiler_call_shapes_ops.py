@@ -7,7 +7,7 @@ from __future__ import annotations
 import textwrap
 
 import compiler
-from compiler.specs import format_args
+from compiler.ir.specs import format_args
 
 KERNEL = textwrap.dedent("""\
     import torch

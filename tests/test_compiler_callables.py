@@ -14,10 +14,10 @@ import torch
 from torch.nn.attention.flex_attention import _create_empty_block_mask, _identity, noop_mask
 
 import compiler
-from compiler.callables import CallableError, SpecFunction, callable_spec
-from compiler.diagnostics import CompileError
-from compiler.specs import CallableSpec, format_args
-from compiler.tables import IndexTable
+from compiler.ir.callables import CallableError, SpecFunction, callable_spec
+from compiler.ir.specs import CallableSpec, format_args
+from compiler.ir.tables import IndexTable
+from compiler.support.diagnostics import CompileError
 
 FLEX = (Path(__file__).parent / "upstream_style" / "flex.py").read_text()
 
@@ -71,7 +71,7 @@ def test_shape_sets_found_elsewhere_reach_a_process_without_torch(flex, tmp_path
         import compiler
         shapes = pickle.loads(sys.stdin.buffer.read())
         m = compiler.load(open(sys.argv[1]).read(), sys.argv[1], call_shapes=shapes)
-        from compiler.specs import format_args
+        from compiler.ir.specs import format_args
         print([format_args(s) for s in m.kernels["flex_kernel"].shape_sets])
         print("torch" in sys.modules)
     """)

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from compiler.chips import _JAX_CHIPS, _JAX_TPU_INFO, CHIP_NAMES, get_chip
+from compiler.ir.chips import _JAX_CHIPS, _JAX_TPU_INFO, CHIP_NAMES, get_chip
 
 
 @pytest.mark.parametrize("name", CHIP_NAMES)
@@ -24,7 +24,7 @@ def test_copied_figures_equal_jaxs_own(name: str):
 
 
 def test_reading_a_chip_does_not_import_jax():
-    code = "import sys; from compiler.chips import get_chip; get_chip('v7x'); print('jax' in sys.modules)"
+    code = "import sys; from compiler.ir.chips import get_chip; get_chip('v7x'); print('jax' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"

@@ -9,7 +9,7 @@ import torch
 from torch_check import HEADER, compile_for
 
 from compiler import CompileError
-from compiler.chips import get_chip
+from compiler.ir.chips import get_chip
 from compiler.tune.model import estimate
 
 MATMUL = """

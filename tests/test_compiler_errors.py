@@ -280,8 +280,8 @@ def test_a_host_assert_that_fails_for_the_arguments_is_an_error_on_it():
 def test_reduced_shapes_keep_what_the_kernels_asserts_tie_together():
     """The tuner's gate and `check` shrink shapes by compiling candidates: a size an assert ties to a scalar
     argument (a layer norm's normalized_shape) stays, the others shrink."""
-    from compiler.callables import coerce_args
-    from compiler.chips import get_chip
+    from compiler.ir.callables import coerce_args
+    from compiler.ir.chips import get_chip
     from compiler.tune.shrink import reduced_args
 
     kernel = next(iter(compiler.load(HEADER + textwrap.dedent(ASSERTS)).kernels.values()))
@@ -313,8 +313,8 @@ def test_reduced_shapes_keep_a_walked_dim_equal_to_the_loop_over_another_argumen
     K (8192) shrank each on its own (to 128 and 128), so the file's own reference could not multiply them. A
     dim an inner loop walks that was exactly the loop's extent stays so; the two sizes then shrink together,
     by a common factor."""
-    from compiler.callables import coerce_args
-    from compiler.chips import get_chip
+    from compiler.ir.callables import coerce_args
+    from compiler.ir.chips import get_chip
     from compiler.tune.shrink import reduced_args
 
     kernel = compiler.load(HEADER + textwrap.dedent(PACKED)).kernels["packed_rows"]
@@ -346,8 +346,8 @@ def test_reduced_shapes_keep_the_dims_one_loop_walks_the_same_size():
     """upstream rms_norm_bwd walks x's, grad_out's and rsqrt's rows with one loop over x's: grad_out's and rsqrt's
     rows shrank alone (384 of x's 512), so the gate's eager reference could not run and the winner was only
     'unverified'. Dims one loop walks that were the same size stay the same size."""
-    from compiler.callables import coerce_args
-    from compiler.chips import get_chip
+    from compiler.ir.callables import coerce_args
+    from compiler.ir.chips import get_chip
     from compiler.tune.shrink import reduced_args
 
     kernel = compiler.load(HEADER + textwrap.dedent(ROWS_IN_BLOCKS)).kernels["scaled_rows"]

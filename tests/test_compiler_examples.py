@@ -7,8 +7,8 @@ from conftest import kernel_files
 
 import compiler
 from compiler.check import compare
+from compiler.ir.specs import parse_spec
 from compiler.reference import load_module, make_inputs, run_reference
-from compiler.specs import parse_spec
 
 
 def _alternative_blocks(kernel, specs, default):

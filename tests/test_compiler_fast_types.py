@@ -8,10 +8,10 @@ import sys
 import pytest
 import torch
 
-from compiler.diagnostics import Position, Range, UserError
 from compiler.frontend import fast_types, meta_cache
 from compiler.frontend.ops import OpBuilder
-from compiler.ir import Value
+from compiler.ir.tile_ir import Value
+from compiler.support.diagnostics import Position, Range, UserError
 
 RNG = Range(Position(0, 0), Position(0, 1))
 DTYPES = [torch.float32, torch.bfloat16, torch.float16, torch.int32, torch.bool, torch.int64]

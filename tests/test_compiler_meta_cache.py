@@ -7,8 +7,8 @@ import torch
 from conftest import kernel_files
 
 import compiler
-from compiler.diagnostics import CompileError
 from compiler.frontend import meta_cache
+from compiler.support.diagnostics import CompileError
 
 
 def _configs(kernel, specs):

@@ -10,9 +10,9 @@ import pytest
 import torch
 
 import compiler
-from compiler.diagnostics import CompileError
 from compiler.frontend.module import parse_module
 from compiler.frontend.module_constants import evaluated_constants
+from compiler.support.diagnostics import CompileError
 
 SOURCE = '''
 import torch

@@ -1,4 +1,4 @@
-"""Jupyter notebooks as modules (compiler/notebook.py) and `helion-pallas compile/check/tune` on an .ipynb."""
+"""Jupyter notebooks as modules (compiler/frontend/notebook.py) and `helion-pallas compile/check/tune` on an .ipynb."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import compiler
-from compiler.diagnostics import Position
-from compiler.notebook import MAX_CELL_CHARS, NotebookError, notebook_module, read_notebook
+from compiler.frontend.notebook import MAX_CELL_CHARS, NotebookError, notebook_module, read_notebook
+from compiler.support.diagnostics import Position
 
 NOTEBOOK = Path(__file__).resolve().parent / "notebooks" / "row_kernels.ipynb"
 

@@ -8,8 +8,8 @@ import torch
 from torch_check import HEADER, assert_matches_torch, compile_for, kernel_of, specs_of
 
 from compiler import CompileError
-from compiler.checks import libtpu_available
 from compiler.reference import run_reference
+from compiler.tpu.libtpu_compile import libtpu_available
 
 torch.manual_seed(0)
 

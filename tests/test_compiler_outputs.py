@@ -7,7 +7,7 @@ import torch
 from torch_check import STRATEGIES, assert_matches_torch, compile_for
 
 from compiler import CompileError
-from compiler.checks import libtpu_available
+from compiler.tpu.libtpu_compile import libtpu_available
 
 torch.manual_seed(0)
 

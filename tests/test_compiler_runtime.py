@@ -1,9 +1,9 @@
-"""compiler/runtime.py's process settings: XLA's CPU backend takes the faster-compiling emitters for
+"""compiler/tpu/runtime.py's process settings: XLA's CPU backend takes the faster-compiling emitters for
 interpret-mode runs unless the user chose otherwise."""
 
 import os
 
-from compiler import runtime
+from compiler.tpu import runtime
 
 
 def test_the_fast_cpu_compile_flag_is_added_to_the_users_flags(monkeypatch):

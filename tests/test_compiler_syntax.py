@@ -1,10 +1,10 @@
-"""compiler/syntax.py: the one place the compiler and the server parse Python source."""
+"""compiler/support/syntax.py: the one place the compiler and the server parse Python source."""
 
 import ast
 
 import pytest
 
-from compiler import syntax
+from compiler.support import syntax
 
 
 def _failing_once(monkeypatch, message: str) -> list[int]:

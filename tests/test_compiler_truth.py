@@ -6,9 +6,9 @@ import torch
 from conftest import EXAMPLES
 
 import compiler
-from compiler.checks import libtpu_available
 from compiler.codegen.work import padded_bytes
-from compiler.vmem import MiB
+from compiler.tpu.libtpu_compile import libtpu_available
+from compiler.vmem.report import MiB
 
 ATTN = EXAMPLES / "attention.py"
 SRC_LINES = ATTN.read_text().splitlines()

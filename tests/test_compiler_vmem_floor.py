@@ -1,4 +1,4 @@
-"""The VMEM floor (compiler/vmem_floor.py) is a lower bound: for every example and test kernel and configs
+"""The VMEM floor (compiler/vmem/floor.py) is a lower bound: for every example and test kernel and configs
 spread over its tuning space, it never exceeds the VMEM total the compile reports; and it is not vacuous:
 it proves most of attention's never-fitting block sizes out of VMEM without tracing them, and with it the
 tuner finds the same best configs and the same pruned counts."""
@@ -10,8 +10,8 @@ import pytest
 from conftest import EXAMPLES, kernel_files
 
 import compiler
-from compiler.chips import get_chip
-from compiler.diagnostics import CompileError
+from compiler.ir.chips import get_chip
+from compiler.support.diagnostics import CompileError
 
 V7X = get_chip("v7x")
 

@@ -16,7 +16,7 @@ from pytest_lsp import LanguageClient
 from test_ls_support import change_doc, final_diagnostics, make_workspace, open_doc, rec, server_config, start
 
 import compiler
-from compiler.config import Config
+from compiler.ir.config import Config
 from compiler.tune.keys import TrialKey, shape_key
 from compiler.tune.store import TuningStore
 from helion_ls.edits import format_config

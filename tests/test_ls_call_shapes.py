@@ -19,8 +19,8 @@ from pytest_lsp import LanguageClient
 from test_ls_support import final_diagnostics, line_of, open_doc, rec, server_config, start
 
 import compiler
-from compiler.config import Config
-from compiler.specs import format_args
+from compiler.ir.config import Config
+from compiler.ir.specs import format_args
 from compiler.tune.keys import TrialKey, shape_key
 from compiler.tune.store import TuningStore
 

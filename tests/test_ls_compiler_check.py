@@ -13,7 +13,7 @@ from pytest_lsp import LanguageClient
 from test_ls_support import make_workspace, open_doc, rec, request, server_config, stage_diagnostics, start
 
 import compiler
-from compiler.checks import libtpu_available
+from compiler.tpu.libtpu_compile import libtpu_available
 from compiler.tune.crosscheck import compare, latest_by_config
 from compiler.tune.keys import TrialKey, shape_key
 from compiler.tune.store import TuningStore

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lsprotocol.types import Position
 
-from compiler.config import Config, config_from_call
+from compiler.ir.config import Config, config_from_call
 from helion_ls.edits import EditError, apply_edit, set_config, set_configs
 from helion_ls.lsp import UTF8, offset_to_lsp
 

@@ -13,7 +13,7 @@ import threading
 import pytest
 from test_ls_support import TWICE, shut_down_pool, until
 
-from compiler.checks import libtpu_available
+from compiler.tpu.libtpu_compile import libtpu_available
 from helion_ls import compile_pool
 from helion_ls.analysis import Analyzer
 from helion_ls.check_client import CheckClient

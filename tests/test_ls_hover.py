@@ -61,7 +61,7 @@ async def test_kernel_hover_has_config_vmem_and_generated_code_per_shape_set(cli
     assert text.startswith("**attention** — Helion kernel → Pallas on **v7x**")
     for index in (0, 1):
         ck = compiled(client.text, index)
-        assert f"#### Shape set {index}: `{compiler.specs.format_args(ck.args)}`" in text
+        assert f"#### Shape set {index}: `{compiler.ir.specs.format_args(ck.args)}`" in text
         assert f"Config (from the decorator): `{ck.config!r}`" in text
         for row in ck.vmem.rows:
             assert f"| `{row.name}` | {row.role} |" in text

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from lsprotocol import types
 
-from compiler.diagnostics import Position, Range
-from compiler.notebook import notebook_module
+from compiler.frontend.notebook import notebook_module
+from compiler.support.diagnostics import Position, Range
 from helion_ls.layout import Layout
 
 CELLS = ["%pip install helion\n!nvidia-smi", "import torch", "def f(x):\n    return x  # é\n"]

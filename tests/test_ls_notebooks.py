@@ -20,7 +20,7 @@ from pytest_lsp import LanguageClient
 from test_ls_support import REPO, Recorder, attr, rec, request, server_config, start
 
 import compiler
-from compiler.notebook import read_notebook
+from compiler.frontend.notebook import read_notebook
 from compiler.tune.keys import TrialKey, shape_key
 from compiler.tune.store import TuningStore
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from compiler.diagnostics import Position, Range
+from compiler.support.diagnostics import Position, Range
 from helion_ls.positions import KernelSource, PositionMap
 
 KERNEL = """\

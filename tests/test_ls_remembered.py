@@ -22,8 +22,8 @@ from ls_wire import RawServer
 from read_only import make_read_only, make_writable
 from test_ls_support import REPO, SEEDS
 
-from compiler.diagnostics import Position, Range, error
 from compiler.results import AnalysisCache
+from compiler.support.diagnostics import Position, Range, error
 from helion_ls.documents import load_document
 
 UNROLL = 'config=helion.Config(block_sizes=[1, 512, 512], pallas_loop_type="unroll")'

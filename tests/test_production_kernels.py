@@ -16,8 +16,8 @@ from conformance.runner import compare
 from conftest import MORE_KERNELS
 from test_checks_libtpu import libtpu
 
-from compiler.chips import get_chip
 from compiler.codegen.work import padded_bytes
+from compiler.ir.chips import get_chip
 
 PRODUCTION = MORE_KERNELS / "production"
 CASES = {p.stem: load_case(p) for p in sorted(PRODUCTION.glob("*.py"))}

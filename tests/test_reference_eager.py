@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from compiler.ir.specs import parse_spec
 from compiler.reference import ReferenceRunError, load_module, make_inputs, run_reference
-from compiler.specs import parse_spec
 
 EXAMPLES = Path(__file__).parents[1] / "examples"
 SEED_KERNELS = Path(__file__).parents[2] / "shared" / "kernels"

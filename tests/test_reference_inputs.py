@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from compiler.ir.specs import TensorSpec, parse_args_text
 from compiler.reference import make_inputs
-from compiler.specs import TensorSpec, parse_args_text
 
 
 def test_shapes_dtypes_and_scalars() -> None:

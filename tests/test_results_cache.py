@@ -20,9 +20,9 @@ from conftest import EXAMPLES, REPO
 from read_only import make_read_only, make_writable
 
 import compiler
+from compiler.ir.specs import format_args
 from compiler.results import AnalysisCache, CompiledSnapshot, StageRecord, UnitKey, environment
 from compiler.results import keys as result_keys
-from compiler.specs import format_args
 
 SOURCE = (EXAMPLES / "attention.py").read_text()
 
@@ -193,7 +193,7 @@ def _write_many(path: str, worker: int, start) -> None:
 
 
 def _unit_records() -> list[StageRecord]:
-    from compiler.diagnostics import Position, Range, warning
+    from compiler.support.diagnostics import Position, Range, warning
 
     diag = warning("HPL301", "needs more than the default scoped VMEM", Range(Position(3, 4), Position(3, 9)))
     return [StageRecord("lower", UnitKey("x", "a=f32[8, 128]", "", "v7x", "f.py"), (diag,), "def f():\n    pass\n", 3)]

@@ -11,8 +11,8 @@ import pytest
 from conftest import MORE_KERNELS, kernel_files
 
 import compiler
-from compiler.diagnostics import CompileError
-from compiler.source_map import generated_line, source_range
+from compiler.codegen.source_map import generated_line, source_range
+from compiler.support.diagnostics import CompileError
 from tests.conformance.case import discover
 
 FILES = [p for p in kernel_files() if p.parent.name != "kernels" or p.parent == MORE_KERNELS] + discover()

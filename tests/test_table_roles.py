@@ -1,4 +1,4 @@
-"""Integer tables drawn as what the kernel reads them as (compiler/table_roles.py, compiler/tables.py): jagged
+"""Integer tables drawn as what the kernel reads them as (compiler/frontend/table_roles.py, compiler/ir/tables.py): jagged
 offsets, positions into another tensor, loop counts — for `check` and the tuner's gate alike."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import torch
 
 import compiler
+from compiler.ir.tables import IndexTable
 from compiler.reference import make_inputs
-from compiler.tables import IndexTable
 
 KERNELS = """
 import helion

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from compiler.config import Config
+from compiler.ir.config import Config
 from compiler.tune.crosscheck import MAGNITUDE_MARGIN, ORDER_MARGIN, compare
 from compiler.tune.store import Trial
 

@@ -9,7 +9,7 @@ from conftest import EXAMPLES
 from test_checks_libtpu import libtpu
 
 import compiler
-from compiler.chips import get_chip
+from compiler.ir.chips import get_chip
 from compiler.tune.constants import SEED_UNROLL
 from compiler.tune.correctness import CorrectnessResult, check_compiled, prepare_check
 from compiler.tune.driver import TuneOptions, tune
@@ -159,7 +159,7 @@ def test_tpu_evaluator_refuses_without_a_tpu() -> None:
 
 @pytest.mark.libtpu
 def test_compile_evaluator_refines_with_libtpu() -> None:
-    from compiler.checks import libtpu_available
+    from compiler.tpu.libtpu_compile import libtpu_available
 
     if not libtpu_available():
         pytest.skip("libtpu is not installed")

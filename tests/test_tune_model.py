@@ -9,7 +9,7 @@ import pytest
 from conftest import EXAMPLES
 
 import compiler
-from compiler.chips import get_chip
+from compiler.ir.chips import get_chip
 from compiler.tune.constants import (
     _CLOCKS,
     CHIP_CONSTANTS,
@@ -271,7 +271,7 @@ def test_work_total_is_the_chained_sum_of_every_field() -> None:
     """Work.total (how a region's work is summed) adds every field, in order, as `+` does."""
     import dataclasses
 
-    from compiler.plan import Work
+    from compiler.ir.plan import Work
 
     n = len(dataclasses.fields(Work))
     works = [Work(*(0.1 * (i + 1) + j for j in range(n))) for i in range(5)]

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 import compiler
-from compiler.checks import TpuCompiler, libtpu_available
-from compiler.chips import get_chip
+from compiler.ir.chips import get_chip
+from compiler.tpu.libtpu_compile import TpuCompiler, libtpu_available
 from compiler.tune import schedule
 from compiler.tune.crosscheck import TOP
 from compiler.tune.keys import TrialKey, shape_key

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from compiler.config import Config
+from compiler.ir.config import Config
 from compiler.tune.executors import LocalExecutor
 from compiler.tune.search import Dimension, DiscreteSpace, SearchProgress, config_key, search
 

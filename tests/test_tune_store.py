@@ -114,7 +114,7 @@ def test_the_normal_dump_restores_the_tree_and_matches_a_copy():
 
 
 def test_shape_key_is_canonical_text():
-    from compiler.specs import TensorSpec, parse_args_text  # torch: kept out of the writer processes
+    from compiler.ir.specs import TensorSpec, parse_args_text  # torch: kept out of the writer processes
 
     args = parse_args_text("q=bf16[8, 32, 8192,256],  eps=1e-5")
     assert shape_key(args) == "q=bf16[8, 32, 8192, 256], eps=1e-05"

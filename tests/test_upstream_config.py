@@ -13,10 +13,10 @@ from upstream_config import problems
 
 import compiler
 from compiler.cli import main
-from compiler.config import config_from_call
+from compiler.ir.config import config_from_call
+from compiler.ir.specs import TensorSpec, parse_spec
 from compiler.reference import load_module
-from compiler.specs import TensorSpec, parse_spec
-from compiler.vmem_fixes import vmem_fixes
+from compiler.vmem.fixes import vmem_fixes
 
 WELFORD = MORE_KERNELS / "welford_layer_norm.py"
 

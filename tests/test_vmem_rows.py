@@ -15,8 +15,8 @@ import pytest
 from conftest import MORE_KERNELS, kernel_files
 
 import compiler
-from compiler.diagnostics import CompileError
 from compiler.results import CompiledSnapshot
+from compiler.support.diagnostics import CompileError
 from helion_ls.documents import load_document
 from helion_ls.features.hover import access_markdown, fmt_bytes
 from tests.conformance.case import discover

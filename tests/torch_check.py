@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 import compiler
-from compiler.specs import TensorSpec
+from compiler.ir.specs import TensorSpec
 
 HEADER = "import torch\nimport helion\nimport helion.language as hl\n\n"
 STRATEGIES = ("unroll", "fori_loop", "emit_pipeline")

@@ -31,9 +31,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..chips import Chip
+from ..frontend.masks import PAST_END
 from ..frontend.values import NamedConst
-from ..ir import (
+from ..ir.chips import Chip
+from ..ir.tile_ir import (
     GridLoop,
     HostTensor,
     InnerLoop,
@@ -47,7 +48,6 @@ from ..ir import (
     tensor_params,
     viewed,
 )
-from ..masks import PAST_END
 from .work import padded_bytes
 
 SMEM_INDEX_BYTES = 256 * 1024  # an index table read on the scalar core is copied whole into SMEM (1 MiB)

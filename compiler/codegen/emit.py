@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..diagnostics import Range
-from ..ir import KernelIR
+from ..ir.tile_ir import KernelIR
+from ..support.diagnostics import Range
 from .emit_base import Output
 from .emit_dma import HELPERS as DMA_HELPERS
 from .emit_host import HostWriter

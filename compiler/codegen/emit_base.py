@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..diagnostics import Range
-from ..ir import InnerLoop, Load, Node, Op, Return, Store, TileDim, Value, bound_values, flat
+from ..ir.tile_ir import InnerLoop, Load, Node, Op, Return, Store, TileDim, Value, bound_values, flat
+from ..support.diagnostics import Range
 from .exprs import ExprWriter
 from .plan_builder import py_name
 
@@ -42,7 +42,7 @@ class Output:
 def about(rng: Range) -> Range:
     """The source-map range of a line about an access rather than the access itself (its BlockSpec, the
     copy-in of its block's old contents): the access's start, so a lookup of that source line prefers the
-    statement that does the access (compiler/source_map.py ranks wider ranges first) and Go to Source still
+    statement that does the access (compiler/codegen/source_map.py ranks wider ranges first) and Go to Source still
     lands on it."""
     return Range(rng.start, rng.start)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from ..ir import HostTensor, InnerLoop, Load, Node, Store
+from ..ir.tile_ir import HostTensor, InnerLoop, Load, Node, Store
 from .dma import CHUNK, DmaAccess, ScalarIndex
 from .exprs import dtype_text, literal
 from .loops import shortest_indexed_dim
@@ -324,7 +324,7 @@ class DmaWriter:
 
     @staticmethod
     def _padding(n: Store, index: ScalarIndex) -> list[tuple[object, int]]:
-        """(partial tile, index axis) whose padding positions a scatter skips (compiler/masks.py, and the
+        """(partial tile, index axis) whose padding positions a scatter skips (compiler/frontend/masks.py, and the
         tiles its index reads at their positions)."""
         found = {(td, axis) for axis, td in n.padding} | index.partial
         return sorted(found, key=lambda p: (p[1], p[0].loop_id, p[0].axis))

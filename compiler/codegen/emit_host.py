@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from ..diagnostics import UserError
-from ..ir import VIEW_OPS, GridLoop, KernelIR, Load, Op, Return, Store, TileDim, Value, viewed, walk
+from ..ir.tile_ir import VIEW_OPS, GridLoop, KernelIR, Load, Op, Return, Store, TileDim, Value, viewed, walk
+from ..support.diagnostics import UserError
 from .emit_base import RESERVED, Names, Output, RegionWriter, about, flat
 from .exprs import dtype_text, literal
 from .plan_builder import CallLayout, OperandLayout

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import torch
 
-from .. import index_exprs as ix
-from ..diagnostics import UserError
-from ..ir import Load, Store, TileDim, Value
+from ..frontend import index_exprs as ix
+from ..ir.tile_ir import Load, Store, TileDim, Value
+from ..support.diagnostics import UserError
 from . import outputs
 from .exprs import dtype_text
 from .plan_builder import CallLayout, OperandLayout

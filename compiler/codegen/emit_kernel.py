@@ -3,10 +3,10 @@ indexing, and the three inner-loop strategies (unrolled Python loop, lax.fori_lo
 
 from __future__ import annotations
 
-from ..diagnostics import UserError
 from ..frontend.indexing import Indexer
 from ..frontend.values import NamedConst
-from ..ir import InnerLoop, KernelIR, Load, Node, Op, Store, TileDim, walk
+from ..ir.tile_ir import InnerLoop, KernelIR, Load, Node, Op, Store, TileDim, walk
+from ..support.diagnostics import UserError
 from . import outputs
 from .emit_base import RESERVED, Names, Output, RegionWriter, about, flat
 from .emit_dma import DmaWriter
@@ -289,7 +289,7 @@ class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
         (times the steps of any compile-time dims of the same loop). Each step reads a window of `block`
         positions starting at its first position, clamped so the window stays inside every array the tile
         indexes (the TPU never reads past a ref's end; interpret mode would shift the rows silently); positions
-        outside [first, end) are masked (compiler/masks.py)."""
+        outside [first, end) are masked (compiler/frontend/masks.py)."""
         counts = []
         for d in loop.dims:
             if not d.dynamic:

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from ..frontend.values import NamedConst
-from ..ir import Op, TileDim, Value
+from ..ir.tile_ir import Op, TileDim, Value
 from .plan_builder import JNP_DTYPES
 
 INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "mod": "%", "pow": "**",

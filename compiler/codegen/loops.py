@@ -1,15 +1,15 @@
 """How each loop of a kernel runs: the launch grid's order (`loop_orders`), each inner loop's strategy
 (unroll, fori_loop or emit_pipeline, and when a request for one becomes another), and what the plan and the
 hovers say about loops whose bounds are computed on the device. Decided from the IR and the config alone:
-the call plan (plan_builder.py), the emitters and the config space (compiler/space.py) all ask here.
+the call plan (plan_builder.py), the emitters and the config space (compiler/codegen/space.py) all ask here.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..diagnostics import UserError
-from ..ir import GridLoop, InnerLoop, KernelIR, Load, Node, Store, TileDim, walk
+from ..ir.tile_ir import GridLoop, InnerLoop, KernelIR, Load, Node, Store, TileDim, walk
+from ..support.diagnostics import UserError
 
 if TYPE_CHECKING:
     from .dma import DmaAccess

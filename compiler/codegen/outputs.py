@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..diagnostics import UserError
-from ..ir import GridLoop, HostTensor, KernelIR, Load, Node, Op, Store, TileDim, Value, viewed, walk
+from ..ir.tile_ir import GridLoop, HostTensor, KernelIR, Load, Node, Op, Store, TileDim, Value, viewed, walk
+from ..support.diagnostics import UserError
 
 if TYPE_CHECKING:
     from .plan_builder import OperandLayout

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .. import index_exprs as ix
-from ..diagnostics import UserError
-from ..ir import InnerLoop, Load, Store, TileDim, viewed
+from ..frontend import index_exprs as ix
+from ..ir.tile_ir import InnerLoop, Load, Store, TileDim, viewed
+from ..support.diagnostics import UserError
 from .work import sublane_rows
 
 

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .. import index_exprs as ix
-from ..chips import Chip
-from ..diagnostics import Range, UserError
-from ..ir import (
+from ..frontend import index_exprs as ix
+from ..ir.chips import Chip
+from ..ir.plan import CallPlan, Operand, Scratch
+from ..ir.plan import InnerLoop as PlanInnerLoop
+from ..ir.tile_ir import (
     GridLoop,
     HostTensor,
     InnerLoop,
@@ -33,8 +34,7 @@ from ..ir import (
     viewed,
     walk,
 )
-from ..plan import CallPlan, Operand, Scratch
-from ..plan import InnerLoop as PlanInnerLoop
+from ..support.diagnostics import Range, UserError
 from . import outputs
 from .dma import DmaAccess, plan_dma
 from .loops import (

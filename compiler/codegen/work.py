@@ -9,8 +9,8 @@ import torch
 
 from ..frontend.dot_precision import PASSES
 from ..frontend.ops import TRANSCENDENTAL
-from ..ir import InnerLoop, Load, Node, Op, Store, Value
-from ..plan import SHORT_LHS_ROWS, Work
+from ..ir.plan import SHORT_LHS_ROWS, Work
+from ..ir.tile_ir import InnerLoop, Load, Node, Op, Store, Value
 from .padding import padded_count, sublane_rows_of
 
 _NO_VECTOR_WORK = {"reshape", "index", "full", "iota", "tile_begin", "tile_end", "tile_id", "broadcast_to", "alloc"}

@@ -18,6 +18,8 @@ host_statements.py, host_models.py, host_builtins.py, host_operators.py, host_to
 shape_hint.py is the hint for a kernel with no shape set at all. Functions passed as kernel arguments (flex attention's `score_mod`):
 callable_args.py traces a spec's body inline where the kernel calls it, callable_specs.py makes specs of
 the functions the file's own calls pass.
-May import compiler.ir, compiler.diagnostics, compiler.config, compiler.specs, compiler.callables; nothing
-from codegen, checks, tune or helion_ls.
+After the trace, masks.py keeps padding of partial tiles out of results, index_exprs.py reads the facts
+placement needs off computed indices, and table_roles.py says what each integer tensor argument is to the
+kernel. notebook.py reads a Jupyter notebook as one module.
+May import `compiler.support` and `compiler.ir`; nothing from codegen, vmem, tpu, tune or helion_ls.
 """

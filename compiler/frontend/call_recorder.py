@@ -11,9 +11,8 @@ from typing import Any
 
 import torch
 
-from ..callables import LIBRARY_CALLABLES
-from ..diagnostics import Range, warning
-from ..specs import (
+from ..ir.callables import LIBRARY_CALLABLES
+from ..ir.specs import (
     MAX_ELEMENTS,
     ArgSpec,
     DtypeSpec,
@@ -24,6 +23,7 @@ from ..specs import (
     is_spec,
     parse_spec,
 )
+from ..support.diagnostics import Range, warning
 from .call_shapes import InferredShapes, ShapeOrigin
 from .callable_specs import callable_spec
 from .host_eval import HostEvaluator

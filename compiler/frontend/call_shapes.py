@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..diagnostics import Diagnostic, Range
-from ..specs import ArgSpec
+from ..ir.specs import ArgSpec
+from ..support.diagnostics import Diagnostic, Range
 from .unreached import Unreached
 
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import torch
 
-from ..diagnostics import Range, UserError
-from ..specs import CallableSpec
-from ..syntax import parse
+from ..ir.specs import CallableSpec
+from ..support.diagnostics import Range, UserError
+from ..support.syntax import parse
 from .upstream_names import UPSTREAM_NAMES
 from .values import Closure, Module, NamedConst, lambda_def
 

@@ -4,7 +4,7 @@ the `CallableSpec` of a shape set found in the file's calls (call_recorder.py).
 A same-file lambda or `def` is its source text at its place in the file: the kernel's trace reads the file's
 module-level names for it as for a helper, and the names it takes from enclosing functions must be numbers,
 bools or dtypes, resolved here. One of torch's flex-attention callables reached through the library
-(`score_mod = _identity`) is read from the installed torch (compiler/callables.py). Nothing here runs the file.
+(`score_mod = _identity`) is read from the installed torch (compiler/ir/callables.py). Nothing here runs the file.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any
 
 import torch
 
-from ..callables import file_name, free_names, library_callable
-from ..specs import CallableSpec
+from ..ir.callables import file_name, free_names, library_callable
+from ..ir.specs import CallableSpec
 from .host_values import Closure
 from .module import ModuleInfo
 from .values import Module

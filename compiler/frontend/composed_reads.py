@@ -13,9 +13,9 @@ from typing import Any
 
 import torch
 
-from .. import index_exprs as ix
-from ..diagnostics import Range, UserError
-from ..ir import Load, Op, TileDim, Value
+from ..ir.tile_ir import Load, Op, TileDim, Value
+from ..support.diagnostics import Range, UserError
+from . import index_exprs as ix
 from .positions import Run, const, int_value, is_int, offset, slice_text
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..diagnostics import Range, UserError
-from ..ir import Value
+from ..ir.tile_ir import Value
+from ..support.diagnostics import Range, UserError
 from .ops import OpBuilder
 
 _SELU_ALPHA = 1.6732632423543772

@@ -11,8 +11,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from ..diagnostics import Range, UserError
-from ..ir import Carried, GridLoop, InnerLoop, TileDim, Value
+from ..ir.tile_ir import Carried, GridLoop, InnerLoop, TileDim, Value
+from ..support.diagnostics import Range, UserError
 from .module import assigned_names, target_name
 from .values import BlockSize, Tile, TileLoopSpec
 

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..diagnostics import Range, UserError
-from ..ir import Value
+from ..ir.tile_ir import Value
+from ..support.diagnostics import Range, UserError
 from .hl_calls import HelionCalls
 from .limits import check_product, check_range, check_round
 from .scans import TORCH_SCANS

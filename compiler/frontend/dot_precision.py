@@ -24,8 +24,8 @@ import os
 
 import torch
 
-from ..diagnostics import Range, UserError
-from ..ir import KernelIR, Op, walk
+from ..ir.tile_ir import KernelIR, Op, walk
+from ..support.diagnostics import Range, UserError
 
 SETTINGS = ("tf32", "tf32x3", "ieee")
 DEFAULT_SETTING = "tf32"

@@ -13,8 +13,8 @@ from typing import Any
 
 import torch
 
-from ..diagnostics import Range, UserError
-from ..ir import Value
+from ..ir.tile_ir import Value
+from ..support.diagnostics import Range, UserError
 from .callable_args import at_call
 from .limits import check_binary
 from .ops import BINARY

@@ -11,8 +11,8 @@ from typing import Any
 
 import torch
 
-from ..diagnostics import Range, UserError
-from ..ir import Value
+from ..ir.tile_ir import Value
+from ..support.diagnostics import Range, UserError
 from . import pairs
 from .jagged import jagged_spec
 from .loop_specs import loop_spec

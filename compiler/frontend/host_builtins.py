@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from ..diagnostics import Range
+from ..support.diagnostics import Range
 from .host_torch import Ctx, LinearModel, has_unknown, opaque
 from .host_values import UNKNOWN, Approx, ClassValue, Frame, Instance, Super
 from .limits import check_count, check_range, check_round

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from ..diagnostics import Range
+from ..support.diagnostics import Range
 from .expressions import ExpressionEvaluator
 from .host_builtins import BUILTINS
 from .host_models import Models, resolve

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..diagnostics import Range
+from ..support.diagnostics import Range
 from .dispatch import _MATH, _MATH_CONST
 from .host_builtins import BoundBuiltin, Builtin, BuiltinModels, pure
 from .host_operators import OperatorModels

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from ..diagnostics import Range
+from ..support.diagnostics import Range
 from .expressions import _PYBINOPS
 from .host_bounds import bounds_of, set_bounds, written
 from .host_builtins import Builtin

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..diagnostics import Range
+from ..support.diagnostics import Range
 from .host_builtins import Builtin
 from .host_values import UNKNOWN, ClassValue, Instance
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from ..diagnostics import Range, UserError
+from ..support.diagnostics import Range, UserError
 from .expressions import BINOPS
 from .host_models import resolve
 from .host_torch import has_unknown

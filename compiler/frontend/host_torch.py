@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..diagnostics import Range, UserError
+from ..support.diagnostics import Range, UserError
 from .host_bounds import bincount, bounds_after, bounds_of, written
 from .host_values import UNKNOWN, Approx, ClassValue, Closure, FakeDevice, Instance
 from .limits import MAX_SEQUENCE, check_count

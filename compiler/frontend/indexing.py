@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .. import index_exprs as ix
-from ..diagnostics import Range, UserError
-from ..ir import TileDim, Value
+from ..ir.tile_ir import TileDim, Value
+from ..support.diagnostics import Range, UserError
+from . import index_exprs as ix
 from .composed_reads import ComposedReads
 from .masked_positions import masked_in_range
 from .positions import Positions, Run, const, is_int, offset

@@ -3,7 +3,7 @@
 `lanes` holds each lane's end (`lengths[tile_b]`: row i of the tile of rows ends at lengths[i]). The loop runs
 to the longest lane — `lanes.amax()`, computed on the device, so it is a device-bounded loop (a fori_loop with a
 dynamic trip count, compiler/codegen/emit_kernel.py) — and position k of lane i is valid only below lanes[i].
-The masks pass (compiler/masks.py) keeps the other positions out of reductions, dots, carried values and stores;
+The masks pass (compiler/frontend/masks.py) keeps the other positions out of reductions, dots, carried values and stores;
 for that it must know which enclosing tile each axis of `lanes` runs along, which `lane_tiles` reads off the
 ops that made it. May import the IR and frontend helpers only.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import torch
 
-from ..diagnostics import Range, UserError
-from ..ir import Load, Op, TileDim, Value
+from ..ir.tile_ir import Load, Op, TileDim, Value
+from ..support.diagnostics import Range, UserError
 from .ops import ELEMENTWISE, OpBuilder
 from .values import TileLoopSpec
 
@@ -89,7 +89,7 @@ def _load_lanes(p: Load, depth: int) -> Lanes:
 
 def _window_tile(it: tuple) -> TileDim | None:
     """`x[tile.index + c]`: a window as long as the tile's block that starts at its begin plus a constant."""
-    from ..index_exprs import affine  # index_exprs imports this package's values
+    from .index_exprs import affine  # index_exprs imports this package's values
 
     _, start, size, step = it
     found = affine(start) if step == 1 else None

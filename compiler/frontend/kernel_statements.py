@@ -12,8 +12,8 @@ from typing import Any
 
 import torch
 
-from ..diagnostics import ArgRankError, Range, UserError
-from ..ir import Value
+from ..ir.tile_ir import Value
+from ..support.diagnostics import ArgRankError, Range, UserError
 from .branches import trace_device_if
 from .expressions import BINOPS
 from .values import NamedConst

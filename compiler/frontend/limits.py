@@ -15,7 +15,7 @@ import ast
 import math
 from typing import Any
 
-from ..diagnostics import Diagnostic, Range, UserError, error
+from ..support.diagnostics import Diagnostic, Range, UserError, error
 
 MAX_INT_BITS = 1 << 13  # integers in host code: up to 8,192 bits (2,467 digits: they still print)
 MAX_SEQUENCE = 1 << 16  # elements of a range, tuple, list or string built in host code

@@ -7,8 +7,8 @@ from typing import Any
 
 import torch
 
-from ..diagnostics import Range, UserError
-from ..ir import Op, TileDim, Value
+from ..ir.tile_ir import Op, TileDim, Value
+from ..support.diagnostics import Range, UserError
 from .static_args import as_int, unwrap
 from .values import BlockSize, TileLoopSpec
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir import Op, TileDim, Value
+from ..ir.tile_ir import Op, TileDim, Value
 from .values import NamedConst
 
 _MAX_DEPTH = 16

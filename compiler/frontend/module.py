@@ -10,11 +10,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..callables import with_file_names
-from ..config import Config, ConfigError, config_from_call
-from ..diagnostics import Diagnostic, Position, Range, error
-from ..specs import ArgSpec, CallableSpec, SpecError, parse_args_text
-from ..syntax import error_range, parse
+from ..ir.callables import with_file_names
+from ..ir.config import Config, ConfigError, config_from_call
+from ..ir.specs import ArgSpec, CallableSpec, SpecError, parse_args_text
+from ..support.diagnostics import Diagnostic, Position, Range, error
+from ..support.syntax import error_range, parse
 
 ARGS_LINE = re.compile(r"^(\s*)#\s*helion:\s*args\((.*)\)\s*$")
 ARGS_PREFIX = re.compile(r"^\s*#\s*helion:\s*args\b")

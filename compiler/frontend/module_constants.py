@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from ..diagnostics import Range
+from ..support.diagnostics import Range
 from .host_eval import HostEvaluator
 from .host_statements import Exhausted, StepBudget
 from .host_values import UNKNOWN

@@ -11,8 +11,8 @@ from typing import Any
 
 import torch
 
-from ..diagnostics import Range, UserError
-from ..ir import Op, Value, flat
+from ..ir.tile_ir import Op, Value, flat
+from ..support.diagnostics import Range, UserError
 from . import fast_types
 from .meta_cache import bypassing, typed
 from .values import NamedConst

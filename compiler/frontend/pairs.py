@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..diagnostics import Range, UserError
-from ..ir import GridLoop, InnerLoop, Load, Node, Op, Return, Store, Value, bound_values, flat
+from ..ir.tile_ir import GridLoop, InnerLoop, Load, Node, Op, Return, Store, Value, bound_values, flat
+from ..support.diagnostics import Range, UserError
 
 if TYPE_CHECKING:
     from .ops import OpBuilder

@@ -9,8 +9,8 @@ from typing import Any
 
 import torch
 
-from ..diagnostics import Range, UserError
-from ..ir import Op, TileDim, Value
+from ..ir.tile_ir import Op, TileDim, Value
+from ..support.diagnostics import Range, UserError
 from .values import NamedConst
 
 Run = tuple  # (start: int | Value, size: int, step: int): the positions start + step * arange(size)

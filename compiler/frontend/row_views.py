@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..diagnostics import Range
-from ..ir import TileDim, Value
+from ..ir.tile_ir import TileDim, Value
+from ..support.diagnostics import Range
 
 if TYPE_CHECKING:
     from .tracer import Tracer

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..diagnostics import Range, UserError
-from ..ir import Value
+from ..ir.tile_ir import Value
+from ..support.diagnostics import Range, UserError
 from .static_args import as_int, unwrap
 from .values import Closure
 

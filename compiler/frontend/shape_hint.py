@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import ast
 
-from ..diagnostics import Diagnostic, Fix, Position, Range, Related, hint
-from ..specs import ArgSpec, SpecError, format_args, parse_args_text
+from ..ir.specs import ArgSpec, SpecError, format_args, parse_args_text
+from ..support.diagnostics import Diagnostic, Fix, Position, Range, Related, hint
 from .unreached import Unreached
 
 PLACEHOLDER_DTYPE = "f32"

@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .. import index_exprs as ix
-from ..diagnostics import Range
-from ..ir import Op, TileDim, Value
+from ..ir.tile_ir import Op, TileDim, Value
+from ..support.diagnostics import Range
+from . import index_exprs as ix
 from .fast_types import broadcast_shapes
 from .values import NamedConst
 

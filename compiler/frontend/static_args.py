@@ -7,8 +7,8 @@ from typing import Any
 
 import torch
 
-from ..diagnostics import Range, UserError
-from ..ir import Value
+from ..ir.tile_ir import Value
+from ..support.diagnostics import Range, UserError
 from .values import NamedConst, Tile, TileId
 
 _MAX_INT = 2**62

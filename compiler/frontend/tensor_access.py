@@ -14,10 +14,10 @@ from typing import Any
 
 import torch
 
-from ..diagnostics import Range, UserError
-from ..index_exprs import device_tile_positions
-from ..ir import HostTensor, Load, Op, Store, TileDim, Value
+from ..ir.tile_ir import HostTensor, Load, Op, Store, TileDim, Value
+from ..support.diagnostics import Range, UserError
 from .fast_types import broadcast_shapes
+from .index_exprs import device_tile_positions
 from .ops import int64_grown_error
 from .row_views import single_row_view, use_rows
 from .split_index import split_view
@@ -180,7 +180,7 @@ def _scalar(v: Any) -> Any:
 
 def _no_device_tile_runs(items: tuple, rng: Range) -> None:
     """Positions made from a device-bounded tile's `tile.index` must index as the tile itself (see
-    `index_exprs.device_tile_positions`) or gather (the gathered dims carry the positions' tile, so compiler/masks.py
+    `index_exprs.device_tile_positions`) or gather (the gathered dims carry the positions' tile, so compiler/frontend/masks.py
     masks them); a window would read unmasked rows, so it is refused."""
     for it in items:
         if it[0] == "window":

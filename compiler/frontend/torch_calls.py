@@ -12,8 +12,8 @@ from typing import Any
 
 import torch
 
-from ..diagnostics import Range, UserError
-from ..ir import Load, TileDim, Value
+from ..ir.tile_ir import Load, TileDim, Value
+from ..support.diagnostics import Range, UserError
 from . import composites, pairs
 from .ops import BINARY_FUNCS, CASTS, REDUCTIONS, UNARY
 from .static_args import as_int, shape_arg, shape_tiles, unwrap

@@ -14,10 +14,10 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from ..callables import runtime_value
-from ..chips import Chip, get_chip
-from ..diagnostics import Range, UserError
-from ..ir import (
+from ..ir.callables import runtime_value
+from ..ir.chips import Chip, get_chip
+from ..ir.specs import ArgSpec, CallableSpec, TensorSpec
+from ..ir.tile_ir import (
     GridLoop,
     HostTensor,
     InnerLoop,
@@ -30,7 +30,7 @@ from ..ir import (
     drop_unused_loads,
     walk,
 )
-from ..specs import ArgSpec, CallableSpec, TensorSpec
+from ..support.diagnostics import Range, UserError
 from .callable_args import closure_of
 from .device_loops import DeviceLoops
 from .dispatch import TORCH_DTYPES, Dispatcher

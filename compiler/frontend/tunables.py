@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..diagnostics import Range, UserError
+from ..support.diagnostics import Range, UserError
 
 FRAGMENTS = ("PowerOfTwoFragment", "IntegerFragment", "EnumFragment", "BooleanFragment")
 

@@ -17,7 +17,7 @@ import tokenize
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from ..diagnostics import Range
+from ..support.diagnostics import Range
 
 MAX_STEPS = 6  # steps said before the chain is cut short
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from ..chips import Chip
+from ..ir.chips import Chip
 from .values import DEVICE_SENTINEL
 
 # qualified name -> its value on a TPU

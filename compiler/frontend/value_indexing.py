@@ -12,8 +12,8 @@ from typing import Any
 
 import torch
 
-from ..diagnostics import Range, UserError
-from ..ir import Load, Value
+from ..ir.tile_ir import Load, Value
+from ..support.diagnostics import Range, UserError
 from .composed_reads import counts_from_tile_end
 from .positions import const, int_value, is_int
 from .values import Tile, TileId

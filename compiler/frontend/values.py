@@ -7,8 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..diagnostics import Range, UserError
-from ..ir import TileDim
+from ..ir.tile_ir import TileDim
+from ..support.diagnostics import Range, UserError
 
 
 @dataclass(frozen=True)

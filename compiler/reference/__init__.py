@@ -1,8 +1,8 @@
 """Eager reference: runs the ORIGINAL Helion kernel source with PyTorch, tiles being index ranges.
 
 It exists to catch bugs in the compiler's IR and code generation, so it shares no code with them: it may
-import only torch, the standard library, `compiler.specs`, `compiler.config`, `compiler.tables` and
-`compiler.lifeline`. It executes user code and therefore runs only in test and worker processes, never inside
+import only torch, the standard library, `compiler.ir.specs`, `compiler.ir.config`, `compiler.ir.tables` and
+`compiler.support.lifeline`. It executes user code and therefore runs only in test and worker processes, never inside
 the language server; tools (check, the tuner's correctness gate) run it through `isolated.ReferenceProcess`,
 a separate process with memory and time limits that runs only what the kernel needs.
 

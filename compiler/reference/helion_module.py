@@ -11,7 +11,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from compiler.config import Config
+from compiler.ir.config import Config
 from compiler.reference.autotuner import FRAGMENTS
 from compiler.reference.kernel import EagerKernel, Runtime
 from compiler.reference.language import language_module

@@ -8,9 +8,9 @@ from typing import Any
 
 import torch
 
-from compiler.callables import runtime_value
-from compiler.specs import ArgSpec, TensorSpec
-from compiler.tables import LEGACY_HIGH, IndexTable
+from compiler.ir.callables import runtime_value
+from compiler.ir.specs import ArgSpec, TensorSpec
+from compiler.ir.tables import LEGACY_HIGH, IndexTable
 
 POSITIVE_BY_NAME = frozenset({"rstd"})  # inverse standard deviations: the kernels divide by / scale with them
 
@@ -55,7 +55,7 @@ def _offsets(rows: int, table: IndexTable, top: int, gen: torch.Generator) -> to
 
 
 def _table(spec: TensorSpec, table: IndexTable, gen: torch.Generator) -> torch.Tensor:
-    """Values of the kind `table` says (compiler/tables.py), within what the dtype holds."""
+    """Values of the kind `table` says (compiler/ir/tables.py), within what the dtype holds."""
     top = torch.iinfo(spec.dtype).max
     extent = None if table.extent is None else min(table.extent, top)
     if table.kind == "offsets" and len(spec.shape) == 1:

@@ -28,9 +28,9 @@ import traceback
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, NoReturn
 
-from compiler.forking import forks_with_torch
 from compiler.reference.errors import ReferenceRunError
 from compiler.reference.inputs import Drawn
+from compiler.support.forking import forks_with_torch
 
 TIME_LIMIT = 300.0  # seconds of wall clock per run
 START_LIMIT = 120.0  # seconds for a fresh worker to import torch and answer
@@ -54,7 +54,7 @@ def _limit(kind: int, value: int) -> None:
 
 def _serve(conn: Any, parent: int, memory_bytes: int, cpu_seconds: int, threads: int | None = None) -> None:
     """The worker: limits first, then one request after another until the pipe closes."""
-    from compiler.lifeline import die_with_parent
+    from compiler.support.lifeline import die_with_parent
 
     die_with_parent(parent)
     os.dup2(2, 1)  # the parent may speak a protocol on stdout

@@ -14,7 +14,7 @@ from contextlib import contextmanager, nullcontext
 from types import CodeType
 from typing import Any
 
-from compiler.config import Config, as_config
+from compiler.ir.config import Config, as_config
 from compiler.reference.errors import ReferenceRunError, deepest_line, describe
 from compiler.reference.jagged import Axes, AxesMode
 from compiler.reference.matmul_mode import MixedPrecisionMatmul

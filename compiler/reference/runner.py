@@ -17,7 +17,7 @@ from compiler.reference.kernel import EagerKernel, Runtime
 from compiler.reference.prune import kernel_module
 from compiler.reference.rewrite import KEY_NAME, SIZES_NAME, SLICE_NAME, rewrite_module
 from compiler.reference.tiles import sizes
-from compiler.syntax import parse
+from compiler.support.syntax import parse
 
 DEFAULT_FILENAME = "<helion kernel source>"
 

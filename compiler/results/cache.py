@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..sqlite_file import SqliteFile
+from ..support.sqlite_file import SqliteFile
 from .keys import UnitKey, environment
 from .records import BadRecord, StageRecord, decode, encode
 

@@ -10,12 +10,12 @@ import pickle
 import zlib
 from typing import Any
 
-from ..chips import Chip
-from ..config import Config
-from ..diagnostics import Diagnostic, Range
 from ..facts import BodyFacts, expression_facts
-from ..plan import KernelPlan
-from ..vmem import VmemReport
+from ..ir.chips import Chip
+from ..ir.config import Config
+from ..ir.plan import KernelPlan
+from ..support.diagnostics import Diagnostic, Range
+from ..vmem.report import VmemReport
 from .keys import UnitKey
 
 STAGES = ("front", "lower", "tpu")  # front end + codegen + VMEM report; Mosaic lowering; libtpu compile

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..config import Config
-from ..specs import format_args
+from ..ir.config import Config
+from ..ir.specs import format_args
 from .keys import UnitKey
 from .records import CompiledSnapshot, StageRecord
 

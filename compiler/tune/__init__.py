@@ -9,8 +9,8 @@ objective  what tuning ranks by (speed, with a margin against configs over the d
            when a better config is worth applying; the store orders by it too
 crosscheck model vs the TPU compiler's estimate of the model's picks: agree, or disagree on order or size
 
-These six import only the standard library, platformdirs, `compiler.config`, and lazily ray and
-`compiler.specs` (for shape_key), so store and executor worker processes start fast; they know
+These six import only the standard library, platformdirs, `compiler.ir.config`, and lazily ray and
+`compiler.ir.specs` (for shape_key), so store and executor worker processes start fast; they know
 nothing about kernels beyond the space protocol `search` documents.
 
 constants    every constant of the performance model, per chip, with its source

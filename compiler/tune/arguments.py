@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..chips import CHIP_NAMES
+from ..ir.chips import CHIP_NAMES
 
 EVALUATOR_NAMES = ["compile", "model", "schedule", "tpu"]  # evaluators.EVALUATORS' names (a test keeps them equal)
 

@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from .. import skip_dynamo_import
 from ..api import Kernel, load
-from ..chips import canonical_name
-from ..diagnostics import CompileError, Diagnostic
+from ..ir.chips import canonical_name
+from ..support.diagnostics import CompileError, Diagnostic
 from .executors import Executor, ExecutorError, LocalExecutor, make_executor
 from .objective import VMEM_MARGIN, over_default
 from .problem import Problem
@@ -460,7 +460,7 @@ def _rate(metrics: dict[str, Any], key: str) -> str:
 
 
 def _config_text(config: dict[str, Any]) -> str:
-    from ..config import Config
+    from ..ir.config import Config
 
     return repr(Config(config))
 

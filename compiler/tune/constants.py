@@ -1,6 +1,6 @@
 """Every constant of the analytic TPU performance model (compiler/tune/model.py), per chip, with its source.
 
-Chip facts (HBM bandwidth, bf16 / int8 / fp8 peaks, VMEM) are not here: they come from `compiler.chips`
+Chip facts (HBM bandwidth, bf16 / int8 / fp8 peaks, VMEM) are not here: they come from `compiler.ir.chips`
 (jax's tpu_info, i.e. the Cloud TPU data sheets). What is here is how fast a TensorCore gets through the
 work the plan counts, and what each pipeline step, copy and call costs beyond it. Each chip's constants
 carry a `sources` entry per constant; `describe()` prints them.
@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..chips import Chip
+    from ..ir.chips import Chip
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class ModelConstants:
 
     mxu_efficiency:  η_mxu, the fraction of a dtype's MXU peak a large padded matmul sustains.
     mxu_min_rows:    LHS rows a dot costs at least per weight tile: the MXU loads each tile of the RHS however
-                     few rows pass through it (at most compiler.plan.SHORT_LHS_ROWS).
+                     few rows pass through it (at most compiler.ir.plan.SHORT_LHS_ROWS).
     vpu_rate:        elementwise vector work per second, in 32-bit-lane elements (Work.vpu_elems units).
     eup_rate:        transcendental elements per second (Work.eup_elems units).
     overlap_straight: ω for straight-line code (one grid step, an unrolled inner loop): the share of the
@@ -140,7 +140,7 @@ def _carried(base: ModelConstants, chip: str, calibrated: bool = False,
     return _constants(chip, calibrated, **figures)
 
 
-# Clocks per TensorCore, as compiler.chips has them (a test checks they match): vector rates carried from one
+# Clocks per TensorCore, as compiler.ir.chips has them (a test checks they match): vector rates carried from one
 # chip to another scale with the clock ([schedule]: the same vector unit on every chip).
 _CLOCKS = {"v4": 1.049e9, "v5e": 1.503e9, "v5p": 1.751e9, "v6e": 1.755e9, "v7x": 2.47e9}
 
@@ -221,7 +221,7 @@ CHIP_CONSTANTS = {c.chip: c for c in (V4, V5E, V5P, V6E, V7X)}
 
 
 def constants_for(chip_name: str) -> ModelConstants:
-    """The model constants of a chip (compiler.chips names)."""
+    """The model constants of a chip (compiler.ir.chips names)."""
     try:
         return CHIP_CONSTANTS[chip_name]
     except KeyError:

@@ -27,13 +27,13 @@ from typing import Any, Literal
 import torch
 
 from ..api import Kernel
-from ..chips import Chip, get_chip
 from ..compiled import CompiledKernel
-from ..diagnostics import CompileError
+from ..ir.chips import Chip, get_chip
+from ..ir.specs import ArgSpec, format_args
+from ..ir.tables import IndexTable
 from ..reference import ReferenceProcess, ReferenceRunError
 from ..reference.inputs import Drawn
-from ..specs import ArgSpec, format_args
-from ..tables import IndexTable
+from ..support.diagnostics import CompileError
 from .shrink import reduced_args
 
 # Largest error allowed, relative to the largest magnitude of the reference output, by output dtype. Both
@@ -141,7 +141,7 @@ def tpu_rejects(kernel: Kernel, args: Mapping[str, ArgSpec], config: Mapping[str
     None when it accepts it or cannot say (no libtpu). The reduced run cannot show what only the real
     shapes have: attention 8k's [1, 4096, 1024] unroll, 117 MiB by the VMEM report, needs 168.66 MiB of the
     v5e's 128 to the TPU compiler and failed on the chip."""
-    from ..checks import libtpu_available
+    from ..tpu.libtpu_compile import libtpu_available
 
     if not libtpu_available():
         return None
@@ -170,7 +170,7 @@ def check_compiled(ck: CompiledKernel, seed: int = 0) -> CorrectnessResult:
 
 def check_case(case: GateCase, seed: int = 0) -> CorrectnessResult:
     """Run the case's generated module and the eager reference on the same random inputs and compare."""
-    from ..runtime import load_entry, run
+    from ..tpu.runtime import load_entry, run
 
     start = time.perf_counter()
     shapes = format_args(case.args)

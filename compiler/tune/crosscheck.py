@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import Config
+from ..ir.config import Config
 from .store import Trial
 
 ORDER_MARGIN = 0.02

@@ -18,9 +18,9 @@ import sys
 from typing import Any
 
 from .. import skip_dynamo_import
-from ..chips import canonical_name
-from ..config import Config
-from ..diagnostics import CompileError
+from ..ir.chips import canonical_name
+from ..ir.config import Config
+from ..support.diagnostics import CompileError
 from .command import USAGE, UsageError, _problems, exit_now, write_json_line
 from .crosscheck import CompilerCheck, compare, latest_by_config
 from .evaluators import Problem, ScheduleEvaluator

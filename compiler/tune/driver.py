@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..api import Kernel
-from ..config import Config
-from ..syntax import parse
+from ..ir.config import Config
+from ..support.syntax import parse
 from . import collector
 from .correctness import CorrectnessResult
 from .evaluators import Problem, evaluate, gate_case, get_evaluator, verify

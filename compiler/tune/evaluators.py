@@ -2,7 +2,7 @@
 
   model    the analytic model (model.py) on the compiled plan: a fraction of a millisecond after the ~10 ms
            compile, so it drives the search. An estimate for the named chip.
-  compile  the real libtpu compile for the chip (compiler.checks.tpu_compile, deviceless, 1-100 s each):
+  compile  the real libtpu compile for the chip (compiler.tpu.tpu_compile, deviceless, 1-100 s each):
            rejects what the TPU compiler rejects (VMEM, layouts, ...); for kernels whose every inner loop is
            unrolled the estimate is refined from the compiled kernel's vector op counts. Still an estimate.
   schedule the TPU compiler's own estimate (schedule.py: libtpu's simulated cycles on v5e/v5p/v6e, bundles
@@ -29,9 +29,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..chips import Chip, get_chip
 from ..compiled import CompiledKernel
-from ..diagnostics import CompileError
+from ..ir.chips import Chip, get_chip
+from ..support.diagnostics import CompileError
 from . import collector
 from .correctness import CorrectnessResult, GateCase, check_case, prepare_check
 from .model import estimate
@@ -110,12 +110,12 @@ class CompileEvaluator(Evaluator):
     name = "compile"
 
     def available(self) -> str | None:
-        from ..checks import libtpu_available
+        from ..tpu.libtpu_compile import libtpu_available
 
         return None if libtpu_available() else "libtpu is not installed (pip install libtpu==0.0.42.1)"
 
     def measure(self, ck: CompiledKernel) -> Measurement:
-        from ..checks import LibtpuUnavailable, tpu_compile
+        from ..tpu.libtpu_compile import LibtpuUnavailable, tpu_compile
 
         try:
             result = tpu_compile(ck.source, ck.entry, ck.compile_args(), ck.chip)
@@ -156,7 +156,7 @@ class ScheduleEvaluator(Evaluator):
     serial = True  # each simulation can take GBs: one at a time
 
     def available(self) -> str | None:
-        from ..checks import libtpu_available
+        from ..tpu.libtpu_compile import libtpu_available
 
         return None if libtpu_available() else "libtpu is not installed (pip install libtpu==0.0.42.1)"
 
@@ -197,7 +197,7 @@ class TpuEvaluator(Evaluator):
         import jax
 
         from ..reference import make_inputs
-        from ..runtime import load_entry, to_jax
+        from ..tpu.runtime import load_entry, to_jax
 
         device = _require_tpu(ck.chip)
         fn = load_entry(ck.source, ck.entry, f"<pallas {ck.kernel.name}>")
@@ -211,7 +211,7 @@ class TpuEvaluator(Evaluator):
         try:  # the chip's own compile first: a config it rejects (VMEM, alignment) is a result, not a crash
             fn.lower(*arrays, **scalars).compile()
         except Exception as exc:  # noqa: BLE001 - whatever the TPU compiler raises is its verdict
-            from ..runtime import ChipRejected
+            from ..tpu.runtime import ChipRejected
 
             return Measurement(None, error=f"the TPU compiler rejects it: {ChipRejected(ck.chip, str(exc)).key_line[:300]}")
         call = lambda: jax.block_until_ready(fn(*arrays, **scalars))  # noqa: E731
@@ -244,7 +244,7 @@ def time_calls(call: Callable[[], object], warmup: int, repeats: int) -> list[fl
 
 def _require_tpu(chip: Chip) -> Any:
     """The TPU device of `chip` that jax in this process can use, else EvaluatorUnavailable saying why."""
-    from ..runtime import ChipBusy, claim_tpu, tpu_device, tpu_device_files
+    from ..tpu.runtime import ChipBusy, claim_tpu, tpu_device, tpu_device_files
 
     if not tpu_device_files():
         raise EvaluatorUnavailable(

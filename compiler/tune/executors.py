@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
-from .. import lifeline
-from ..forking import forks_with_torch
+from ..support import lifeline
+from ..support.forking import forks_with_torch
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +145,7 @@ def _worker_init() -> None:
 class LocalExecutor(Executor):
     """A pool of spawned processes: not forked, as the parent may hold threads, jax or a TPU. `fork`: the
     caller has run no torch computation (its thread pool does not survive a fork), so its workers are
-    forks when it holds none of those and has torch imported already (compiler.forking): they skip that
+    forks when it holds none of those and has torch imported already (compiler.support.forking): they skip that
     import."""
 
     def __init__(self, max_workers: int | None = None, fork: bool = False):

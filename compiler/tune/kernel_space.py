@@ -12,21 +12,21 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..api import Kernel
-from ..chips import get_chip
-from ..config import Config, as_config
-from ..diagnostics import CompileError
-from ..space import ConfigSpace
-from ..vmem import fmt_bytes
+from ..codegen.space import ConfigSpace
+from ..ir.chips import get_chip
+from ..ir.config import Config, as_config
+from ..support.diagnostics import CompileError
+from ..vmem.report import fmt_bytes
 from .evaluators import ModelEvaluator, Problem
 from .objective import objective
 from .search import Dimension
 
 
 class KernelSpace:
-    """compiler.space.ConfigSpace as a search space that also scores configs with the model.
+    """compiler.codegen.space.ConfigSpace as a search space that also scores configs with the model.
 
     Each config is compiled once: `is_valid` prunes what does not compile or does not fit VMEM and keeps
-    the model's outcome of the rest for `evaluate`. Block sizes whose VMEM floor (compiler/vmem_floor.py: a
+    the model's outcome of the rest for `evaluate`. Block sizes whose VMEM floor (compiler/vmem/floor.py: a
     lower bound from one trace) is already over the chip's limit are pruned without tracing them. Configs
     that differ only in the block sizes of the launch grid share a VMEM frontier: grid blocks at least as
     large as some that did not fit cannot fit either (every buffer and temporary grows with them), so they

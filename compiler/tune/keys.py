@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ..syntax import parse
+from ..support.syntax import parse
 
-if TYPE_CHECKING:  # compiler.specs imports torch; the store (and its worker processes) must stay light
-    from ..specs import ArgSpec
+if TYPE_CHECKING:  # compiler.ir.specs imports torch; the store (and its worker processes) must stay light
+    from ..ir.specs import ArgSpec
 
 # Bump whenever code generation changes in a way that can change a kernel's speed or validity:
 # every stored result keyed with an older version is then ignored.
@@ -55,6 +55,6 @@ def normalized_source_hash(function_sources: Sequence[str]) -> str:
 
 def shape_key(args: dict[str, ArgSpec]) -> str:
     """Canonical text of a shape set, e.g. `q=bf16[8, 32, 8192, 256], eps=1e-05` (argument order kept)."""
-    from ..specs import format_args
+    from ..ir.specs import format_args
 
     return format_args(args)

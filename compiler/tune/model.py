@@ -27,7 +27,7 @@ steps), then per `pallas_call` (calls run one after another):
 - Prologue: the first step's input blocks with nothing to hide behind; epilogue: the last output blocks.
 - A DMA of b bytes takes L + b / (HBM bandwidth · DMA efficiency).
 `Estimate.breakdown` splits the total exactly into its causes (the terms add up to `seconds`).
-May import: compiler.plan, compiler.chips, compiler.codegen.work (padding rules), this package's constants.
+May import: compiler.ir.plan, compiler.ir.chips, compiler.codegen.work (padding rules), this package's constants.
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..chips import Chip
 from ..codegen.padding import padded_count
-from ..plan import CallPlan, InnerLoop, KernelPlan, Operand, Work
+from ..ir.chips import Chip
+from ..ir.plan import CallPlan, InnerLoop, KernelPlan, Operand, Work
 from .constants import ModelConstants, constants_for
 
 # Element sizes that decide the sublane tiling of a named dtype (an unknown name is laid out as 32-bit).

@@ -7,7 +7,7 @@ for the correctness gate's reduced shapes), its trials already in the results st
 connection; the parent searches the others and keeps the gate and the results. A best config that stands
 during a child's search is compiled for the gate there and sent at once; a thread of the parent hands it
 to the gate worker (`on_early`), so its check runs while the searches go on. A child ends with the
-parent (compiler.lifeline), never uses the parent's executor or connections, and leaves with `os._exit`.
+parent (compiler.support.lifeline), never uses the parent's executor or connections, and leaves with `os._exit`.
 Each search is the same deterministic search wherever it runs, so the answers are the same as one after
 another.
 """
@@ -26,8 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import lifeline
-from ..diagnostics import CompileError
+from ..support import lifeline
+from ..support.diagnostics import CompileError
 from .driver import Searched, TuneOptions, TuneProgress, TuneRun
 from .evaluators import Problem
 from .executors import InlineExecutor

@@ -14,8 +14,8 @@ from typing import Any
 
 from ..api import Kernel, load
 from ..compiled import CompiledKernel
-from ..config import as_config
-from ..specs import ArgSpec, format_args
+from ..ir.config import as_config
+from ..ir.specs import ArgSpec, format_args
 
 
 @dataclass(frozen=True)

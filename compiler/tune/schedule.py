@@ -1,11 +1,11 @@
 """The TPU compiler's own estimate of a kernel's time — labelled "TPU compiler estimate" wherever it appears.
 
-The generated module is compiled by libtpu (deviceless) in a schedule worker (compiler.checks: LLO dumps on,
+The generated module is compiled by libtpu (deviceless) in a schedule worker (compiler.tpu: LLO dumps on,
 an address-space limit, an abort ends only the worker) and what the compiler scheduled is read back
-(compiler.checks.llo_dump):
+(compiler.tpu.llo_dump):
 
 - v5e, v5p, v6e ("simulated"): libtpu's static LLO profile simulates each kernel with a DMA latency model;
-  cycles ÷ the chip's clock (compiler.chips) is the time, but never less than the chip's roofline (the bytes
+  cycles ÷ the chip's clock (compiler.ir.chips) is the time, but never less than the chip's roofline (the bytes
   the generated code's block copies move at the data-sheet bandwidth, its FLOPs at the bf16 peak: `roofline`):
   the simulator lets
   concurrent copies each stream at ~1 TB/s on v5e (measured: a 2048² f32 add copies 50 MB in 49 µs one copy
@@ -40,13 +40,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..chips import SIMULATED_CHIPS
 from ..codegen.exprs import literal
+from ..ir.chips import SIMULATED_CHIPS
 
 if TYPE_CHECKING:
-    from ..checks.libtpu_compile import ScheduleMode, TpuCompiler, TpuCompileResult
     from ..compiled import CompiledKernel
-    from ..plan import KernelPlan
+    from ..ir.plan import KernelPlan
+    from ..tpu.libtpu_compile import ScheduleMode, TpuCompiler, TpuCompileResult
 
 LABEL = "TPU compiler estimate"
 # The worker's address space (not its resident memory, about half of it): libtpu maps ~2.4 GB before it compiles
@@ -76,7 +76,7 @@ class ScheduleEstimate:
     roofline:         the chip's roofline for the generated code (see `roofline`).
     per_step:         kernel name -> bundles executed per grid step.
     executed:         bundles executed for the full grid, all kernels.
-    utilisation:      unit group -> share of its slots the executed bundles use (compiler.checks.llo_dump).
+    utilisation:      unit group -> share of its slots the executed bundles use (compiler.tpu.llo_dump).
     simulated_steps:  per kernel, (grid steps simulated, ..., full grid steps): the runs behind the scaling.
     """
 
@@ -120,7 +120,7 @@ _workers_lock = threading.Lock()
 
 
 def _worker(mode: ScheduleMode) -> TpuCompiler:
-    from ..checks import TpuCompiler, libtpu_available
+    from ..tpu.libtpu_compile import TpuCompiler, libtpu_available
 
     if not libtpu_available():
         raise ScheduleUnavailable("libtpu is not installed (pip install libtpu==0.0.42.1)")

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..api import Kernel
-from ..chips import Chip
-from ..diagnostics import CompileError
-from ..plan import KernelPlan
-from ..specs import ArgSpec, TensorSpec
+from ..ir.chips import Chip
+from ..ir.plan import KernelPlan
+from ..ir.specs import ArgSpec, TensorSpec
+from ..support.diagnostics import CompileError
 
 LANE_FLOOR = 128  # the lane width: a minor dimension keeps at least this many elements (or all it has)
 SUBLANE_UNIT = 16  # rows of a packed 16-bit tile (a multiple of the 8 rows of a 32-bit one)

@@ -22,8 +22,8 @@ import socket
 import sys
 import traceback
 
-from .. import lifeline
 from ..cli import build_parser  # light: parsing and the front end, no torch
+from ..support import lifeline
 from .command import import_the_tuner, run
 
 MAX_REQUEST = 64 * 1024

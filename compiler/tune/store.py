@@ -5,7 +5,7 @@ from what is known. Rows are keyed by `TrialKey` (source hash, shape key, chip, 
 version); a key with another compiler version is simply never matched.
 
 Several processes write at once, and damage never reaches the caller: the file is a `SqliteFile`
-(compiler/sqlite_file.py: WAL, short write transactions, busy retries, a damaged or foreign file moved
+(compiler/support/sqlite_file.py: WAL, short write transactions, busy retries, a damaged or foreign file moved
 aside and replaced).
 """
 
@@ -24,7 +24,7 @@ from typing import Any
 
 import platformdirs
 
-from ..sqlite_file import SqliteFile
+from ..support.sqlite_file import SqliteFile
 from .keys import TrialKey
 from .objective import OBJECTIVE_SQL
 

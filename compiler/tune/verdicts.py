@@ -18,8 +18,8 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..ir.specs import format_args
 from ..results import AnalysisCache
-from ..specs import format_args
 
 if TYPE_CHECKING:  # correctness imports torch: the tuning command asks `has_winner` before it does
     from .correctness import CorrectnessResult, GateCase

@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from compiler.config import Config
+from compiler.ir.config import Config
 
 from ..analysis import compile_request
 from ..documents import KernelView, Loaded, Unit

@@ -17,7 +17,7 @@ import logging
 
 from lsprotocol import types
 
-from compiler.config import Config
+from compiler.ir.config import Config
 
 from ..edits import EditError, TextEdit
 from ..lru import LruCache

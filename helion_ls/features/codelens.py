@@ -26,8 +26,8 @@ from typing import Any
 from lsprotocol import types
 
 from compiler import parse_python
-from compiler.config import Config
-from compiler.specs import TensorSpec
+from compiler.ir.config import Config
+from compiler.ir.specs import TensorSpec
 from compiler.tune import objective
 
 from ..documents import KernelView, Unit

@@ -24,7 +24,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
-from compiler.config import Config
+from compiler.ir.config import Config
 
 from ..documents import KernelView, Loaded
 from ..edits import EditError, apply_edit

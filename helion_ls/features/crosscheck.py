@@ -28,8 +28,8 @@ CHECKING = "checking with the TPU compiler…"
 def enabled(settings: Settings, chip: str) -> bool:
     if settings.compiler_check == "off":
         return False
-    from compiler.checks import libtpu_available
-    from compiler.chips import SIMULATED_CHIPS  # not tune.schedule: it imports torch, the server must not
+    from compiler.ir.chips import SIMULATED_CHIPS  # not tune.schedule: it imports torch, the server must not
+    from compiler.tpu.libtpu_compile import libtpu_available
 
     if not libtpu_available():
         return False

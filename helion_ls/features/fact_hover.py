@@ -13,9 +13,9 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from compiler.config import Config
-from compiler.diagnostics import Position, Range
-from compiler.vmem import fmt_bytes
+from compiler.ir.config import Config
+from compiler.support.diagnostics import Position, Range
+from compiler.vmem.report import fmt_bytes
 
 from ..documents import KernelView
 

@@ -21,10 +21,10 @@ from typing import Any
 from lsprotocol import types
 
 from compiler import parse_python
-from compiler.diagnostics import Position, Range
+from compiler.support.diagnostics import Position, Range
 from compiler.tune.keys import TrialKey
 from compiler.tune.model import estimate
-from compiler.vmem import fmt_bytes as compiler_fmt_bytes
+from compiler.vmem.report import fmt_bytes as compiler_fmt_bytes
 
 from ..documents import KernelView, Loaded
 from . import fact_hover

@@ -7,7 +7,7 @@ from typing import Any
 
 from pygls.exceptions import JsonRpcInvalidParams
 
-from compiler.config import Config
+from compiler.ir.config import Config
 from compiler.tune.keys import TrialKey
 
 from ..documents import KernelView, Loaded, Unit

@@ -1,7 +1,7 @@
 """Jupyter notebooks (LSP 3.17 notebook document sync): a notebook is analysed as one module of its code cells.
 
 notebookDocument/didOpen, didChange (cell text edits; cells inserted, deleted or moved), didSave and didClose
-rebuild that module (compiler.notebook: the Python cells in order, IPython-only lines blanked in place) and
+rebuild that module (compiler.frontend.notebook: the Python cells in order, IPython-only lines blanked in place) and
 run the same staged analysis as a file's (features/diagnostics.py) under the notebook's URI; its `Layout`
 (layout.py) then shows every result on the cell it belongs to, and every feature takes a cell's URI. Cells are
 run, not saved, so an edit compiles after the debounce (`debounceMs`), as `compileOnChange` makes a file do:
@@ -14,7 +14,7 @@ from urllib.parse import unquote
 
 from lsprotocol import types
 
-from compiler.notebook import notebook_module
+from compiler.frontend.notebook import notebook_module
 
 from ..documents import HELION_HINT
 from .host import Host

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from compiler.config import Config
+from compiler.ir.config import Config
 from compiler.tune import objective
 
 from ..store import Summary

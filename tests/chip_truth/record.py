@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["JAX_PLATFORMS"] = "cpu"
     import jax
 
-    from compiler.runtime import claim_tpu, machine_chip, tpu_device
+    from compiler.tpu.runtime import claim_tpu, machine_chip, tpu_device
 
     on_chip = not ns.interpret and claim_tpu()
     chip = ns.chip or (machine_chip() if on_chip else None)

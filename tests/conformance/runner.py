@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from compiler.check import max_error
-from compiler.diagnostics import CompileError
+from compiler.support.diagnostics import CompileError
 
 from .case import Case, load_case
 
@@ -195,9 +195,9 @@ def run_case(case: Case, fast: bool = False, every_strategy: bool = False, targe
 
 def _one_run(case: Case, specs: dict[str, Any], args: list[Any], expected: Any, ref_args: list[Any],
              config: dict[str, Any], strategy: str | None, target: Target) -> Run:
-    from compiler.chips import get_chip
-    from compiler.runtime import ChipRejected, runs_on_chip
-    from compiler.truth import compile_code
+    from compiler.ir.chips import get_chip
+    from compiler.tpu.runtime import ChipRejected, runs_on_chip
+    from compiler.tpu.truth import compile_code
 
     cfg = dict(config)
     if strategy:

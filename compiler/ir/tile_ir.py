@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import torch
 
-from .diagnostics import Range
+from ..support.diagnostics import Range
 
 _ids = itertools.count()
 
@@ -99,7 +99,7 @@ class TileDim:
 
     @property
     def partial(self) -> bool:
-        """Can a block of this tile run past the end? Then its padding is masked (compiler/masks.py).
+        """Can a block of this tile run past the end? Then its padding is masked (compiler/frontend/masks.py).
 
         A sub-tile's blocks live inside its grid tile's block, whose last one may itself be partial.
         """
@@ -167,7 +167,7 @@ class Store(Node):
     accumulate: str | None = None  # "add" for `x[...] += v`; "atomic_add": hl.atomic_add at tensor positions
     pred: Value | None = None  # under `if` on device values: a 0-d bool; elsewhere the old values stay
     # a scatter at a partial tile's positions: (axis of the index tensor, tile) whose padding positions write
-    # nothing (set by compiler/masks.py)
+    # nothing (set by compiler/frontend/masks.py)
     padding: tuple[tuple[int, TileDim], ...] = ()
 
 

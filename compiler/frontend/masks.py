@@ -35,9 +35,9 @@ import math
 
 import torch
 
-from .diagnostics import UserError
-from .frontend.ops import ELEMENTWISE
-from .ir import Carried, GridLoop, InnerLoop, KernelIR, Load, Node, Op, Store, TileDim, Value
+from ..ir.tile_ir import Carried, GridLoop, InnerLoop, KernelIR, Load, Node, Op, Store, TileDim, Value
+from ..support.diagnostics import UserError
+from .ops import ELEMENTWISE
 
 OPAQUE = "opaque"  # a dim whose positions no longer line up with any tile
 EMPTY: frozenset = frozenset()

@@ -1,7 +1,7 @@
 """What each integer tensor argument is to the kernel, read off how its IR uses the values it loads.
 
 A check draws the integer tables a kernel reads as offsets, positions or loop counts as what they are
-(compiler/tables.py says what each kind's values are). The kind is decided from the kernel's use, never its
+(compiler/ir/tables.py says what each kind's values are). The kind is decided from the kernel's use, never its
 names:
 
 - offsets: a 1-D table loaded at a position p and at p + 1 of the same loop (`starts = offsets[tile]`,
@@ -27,10 +27,22 @@ from collections.abc import Callable, Iterator
 
 import torch
 
-from .frontend.values import NamedConst
+from ..ir.tables import IndexTable
+from ..ir.tile_ir import (
+    GridLoop,
+    HostTensor,
+    InnerLoop,
+    KernelIR,
+    Load,
+    Op,
+    Store,
+    TileDim,
+    Value,
+    viewed,
+    walk,
+)
 from .index_exprs import affine
-from .ir import GridLoop, HostTensor, InnerLoop, KernelIR, Load, Op, Store, TileDim, Value, viewed, walk
-from .tables import IndexTable
+from .values import NamedConst
 
 _PASS = frozenset({"to", "index", "broadcast_to", "reshape", "permute", "transpose", "clone", "mask"})
 _DEPTH = 64

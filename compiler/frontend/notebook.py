@@ -24,8 +24,8 @@ import tokenize
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .diagnostics import Diagnostic, Position, Range, error
-from .syntax import error_range, parse
+from ..support.diagnostics import Diagnostic, Position, Range, error
+from ..support.syntax import error_range, parse
 
 MAGIC = re.compile(r"^\s*[%!]")  # `%pip install x`, `!ls`
 MAGIC_ASSIGN = re.compile(r"^\s*[A-Za-z_][\w.]*\s*=\s*[%!]")  # `files = !ls`, `t = %timeit -o f()`

@@ -19,9 +19,9 @@ from typing import Any
 
 import torch
 
-from .callables import runtime_value
-from .chips import Chip
-from .specs import ArgSpec, CallableSpec, TensorSpec, format_spec
+from ..ir.callables import runtime_value
+from ..ir.chips import Chip
+from ..ir.specs import ArgSpec, CallableSpec, TensorSpec, format_spec
 
 # XLA's CPU backend compiles an interpret-mode kernel (its body, the grid loop, the simulated DMAs) about
 # twice as fast with its elemental emitters as with the newer MLIR fusion emitters: 0.45 -> 0.25 s for each
@@ -71,7 +71,7 @@ class ChipRejected(RuntimeError):
     libtpu compile gives on a CPU, classified the same way (kind: vmem_oom, alignment, vector_layout, ...)."""
 
     def __init__(self, chip: Chip, message: str):
-        from .checks.libtpu_compile import classify_compile_error
+        from .libtpu_compile import classify_compile_error
 
         found = classify_compile_error(message)
         self.kind: str = found["kind"]
@@ -102,8 +102,8 @@ def tpu_device() -> Any:
 
 
 def machine_chip() -> str | None:
-    """The compiler.chips name of the TPU this process can use, or None (no TPU, or one it does not know)."""
-    from .chips import CHIP_NAMES, get_chip
+    """The compiler.ir.chips name of the TPU this process can use, or None (no TPU, or one it does not know)."""
+    from ..ir.chips import CHIP_NAMES, get_chip
 
     device = tpu_device()
     kind = device.device_kind if device is not None else None
@@ -199,7 +199,7 @@ _NOT_LITERAL = object()
 
 
 def _same_function(name: str, spec: CallableSpec, value: Any) -> None:
-    from .callables import callable_spec
+    from ..ir.callables import callable_spec
 
     got = callable_spec(value, name) if callable(value) else None
     if got is None or not got.same_code(spec):

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .syntax import parse
+from ..support.syntax import parse
 
 if TYPE_CHECKING:
     import torch

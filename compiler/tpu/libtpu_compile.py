@@ -22,7 +22,7 @@ A `TpuCompiler` is one worker; compiles on it are serial. `tpu_compile` uses a s
 The TPU compiler's own schedule (`schedule="bundles"` or `"cycles"`): the worker is started with libtpu's LLO
 dump flags (`--xla_jf_dump_to` with the `final` pass label; for "cycles" also
 `--xla_jf_dump_static_llo_profile_to`, which simulates each kernel and aborts the process on chips without
-the simulator) and reports each kernel's scheduled bundles and simulated cycles (compiler.checks.llo_dump).
+the simulator) and reports each kernel's scheduled bundles and simulated cycles (compiler.tpu.llo_dump).
 Simulating costs memory in proportion to the bundles executed, so such a worker gets an address-space limit
 (`memory_limit`); a simulation over it ends the worker, not the caller, and is reported as a crash.
 
@@ -52,13 +52,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from .. import lifeline
+from ..support import lifeline
 from .llo_dump import KernelSchedule
 from .mlir_text import SourceLoc
 from .mosaic_dump import CATEGORIES, KernelDump
 
 if TYPE_CHECKING:
-    from compiler.chips import Chip
+    from compiler.ir.chips import Chip
 
     from .lowering import Arg
 
@@ -191,7 +191,7 @@ class TpuCompileResult:
 
     @property
     def categories(self) -> dict[str, int]:
-        """Category counts summed over the kernels (see compiler.checks.mosaic_dump)."""
+        """Category counts summed over the kernels (see compiler.tpu.mosaic_dump)."""
         return {c: sum(k.categories.get(c, 0) for k in self.kernels) for c in CATEGORIES}
 
     @staticmethod
@@ -380,7 +380,7 @@ class TpuCompiler:
         env[DUMP_DIR_ENV] = str(dump_dir)
         with open(self._tmp / "worker.log", "ab") as log:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "compiler.checks._libtpu_worker"],
+                [sys.executable, "-m", "compiler.tpu._libtpu_worker"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,

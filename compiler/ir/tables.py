@@ -3,7 +3,7 @@
 A check runs a kernel on random inputs; an integer table the kernel reads as offsets, positions or loop
 counts is only meaningful with values of that kind (a jagged layout's offsets must not decrease, a gathered
 position must lie inside the gathered dim). The compiler decides each table's kind from how the kernel reads
-it (compiler/table_roles.py); the eager reference's inputs (compiler/reference/inputs.py) draw the values.
+it (compiler/frontend/table_roles.py); the eager reference's inputs (compiler/reference/inputs.py) draw the values.
 This module is what both share: plain data, no torch, so a compiled plan that holds it unpickles anywhere.
 """
 

@@ -20,13 +20,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .config import Config
-from .diagnostics import CompileError
-from .specs import TensorSpec
+from ..ir.config import Config
+from ..ir.specs import TensorSpec
+from ..support.diagnostics import CompileError
 
 if TYPE_CHECKING:
-    from .api import Kernel
-    from .compiled import CompiledKernel
+    from ..api import Kernel
+    from ..compiled import CompiledKernel
 
 MAX_SHRINK_STEPS = 24
 

@@ -5,7 +5,7 @@ multiple of 8, unless the block spans the whole dimension; a rank-1 block must s
 of 1024, or be a power of two of at least 128 * (4 / itemsize) of that 1-D array's dtype — except that a block
 dividing a small 1-D tensor reads it through its rows view (frontend/row_views.py). A block size that tiles several tensors must
 satisfy every rule it meets. A block need not divide its loop's extent: the last block is partial and masked
-(compiler/masks.py). Only a sub-tile's block must divide its grid tile's block, which holds the sub-tiles.
+(compiler/frontend/masks.py). Only a sub-tile's block must divide its grid tile's block, which holds the sub-tiles.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .codegen.loops import multi_dim_tile_loops, pipelinable
-from .config import LOOP_TYPES, Config
-from .diagnostics import CompileError, Diagnostic, Range, error, hint, warning
-from .frontend.row_views import ROWS_MIN, fits_as_rows, rank1_legal
-from .ir import GridLoop, InnerLoop, KernelIR, Load, Op, Store, Value, tensor_params, viewed, walk
+from ..frontend.row_views import ROWS_MIN, fits_as_rows, rank1_legal
+from ..ir.config import LOOP_TYPES, Config
+from ..ir.tile_ir import GridLoop, InnerLoop, KernelIR, Load, Op, Store, Value, tensor_params, viewed, walk
+from ..support.diagnostics import CompileError, Diagnostic, Range, error, hint, warning
+from .loops import multi_dim_tile_loops, pipelinable
 
 LANE, SUBLANE, LEADING, RANK1 = "lane", "sublane", "leading", "rank1"
 _MIN = {LANE: 128, SUBLANE: 8, LEADING: 1}

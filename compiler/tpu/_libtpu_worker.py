@@ -1,4 +1,4 @@
-"""Body of the libtpu compile worker process: `python -m compiler.checks._libtpu_worker`.
+"""Body of the libtpu compile worker process: `python -m compiler.tpu._libtpu_worker`.
 
 Started by `libtpu_compile.TpuCompiler` with the environment libtpu needs (see that module). Protocol: one
 JSON request per line on stdin, one JSON reply per line on the original stdout; everything else the process
@@ -34,17 +34,17 @@ import jax  # noqa: E402
 from jax.experimental import topologies  # noqa: E402
 from jax.sharding import Mesh, NamedSharding, PartitionSpec  # noqa: E402
 
-from compiler.checks.libtpu_compile import (  # noqa: E402
+from compiler.ir.chips import get_chip  # noqa: E402
+from compiler.tpu.libtpu_compile import (
     DUMP_DIR_ENV,
     PROFILE_DIR_ENV,
     SCHEDULE_DIR_ENV,
     classify_compile_error,
     kernel_vmem,
 )
-from compiler.checks.llo_dump import custom_call_names, read_cycles, read_schedules  # noqa: E402
-from compiler.checks.mlir_text import SourceLoc, trim_error  # noqa: E402
-from compiler.checks.mosaic_dump import failure_location, read_dumps  # noqa: E402
-from compiler.chips import get_chip  # noqa: E402
+from compiler.tpu.llo_dump import custom_call_names, read_cycles, read_schedules  # noqa: E402
+from compiler.tpu.mlir_text import SourceLoc, trim_error  # noqa: E402
+from compiler.tpu.mosaic_dump import failure_location, read_dumps  # noqa: E402
 
 _MOSAIC_OP = re.compile(
     r'The MLIR operation involved:\s*\n\s*(?:%[\w#:]+ = )?"([\w.]+)"\(.*?(?:-> (\S+))?\s*$', re.M

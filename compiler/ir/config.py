@@ -2,7 +2,7 @@
 
 A read-only mapping that prints with sorted keys exactly as Helion does and keeps the keys of Helion's
 other backends, which this compiler ignores, so configs can be pasted between tools (`HELION_KEYS`; a key
-outside it is a typo, and `check_keys` says so). Legality against a kernel is checked in `compiler.space`.
+outside it is a typo, and `check_keys` says so). Legality against a kernel is checked in `compiler.codegen.space`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .syntax import parse
+from ..support.syntax import parse
 
 LOOP_TYPES = ("emit_pipeline", "unroll", "fori_loop")
 

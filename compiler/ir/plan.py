@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .diagnostics import Range
+from ..support.diagnostics import Range
 from .tables import IndexTable
 
 Memory = Literal["vmem_block", "resident", "hbm", "smem", "dma"]

@@ -14,9 +14,9 @@ import functools
 from collections import Counter
 from dataclasses import dataclass
 
-from .chips import Chip
-from .diagnostics import Range
-from .plan import CallPlan, Operand
+from ..ir.chips import Chip
+from ..ir.plan import CallPlan, Operand
+from ..support.diagnostics import Range
 
 MiB = 1024 * 1024
 
@@ -122,7 +122,7 @@ def _padded_bytes(shape: tuple[int | None, ...], dtype: str) -> int:
     """One buffer's bytes in (8|16|32) x 128 tiles; `dtype` is the plan's name ("bfloat16"), torch's too."""
     import torch
 
-    from .codegen.work import padded_bytes
+    from ..codegen.work import padded_bytes
 
     return padded_bytes(shape, getattr(torch, dtype))
 

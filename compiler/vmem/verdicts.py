@@ -9,11 +9,11 @@ for what temporaries take. Sizes print in MiB; all figures are estimates for the
 
 from __future__ import annotations
 
-from .chips import Chip
-from .codegen.plan_builder import CallLayout
-from .diagnostics import Diagnostic, Range, Related, error, hint
-from .plan import CallPlan
-from .vmem import VmemRow, call_rows, call_total, fmt_bytes
+from ..codegen.plan_builder import CallLayout
+from ..ir.chips import Chip
+from ..ir.plan import CallPlan
+from ..support.diagnostics import Diagnostic, Range, Related, error, hint
+from .report import VmemRow, call_rows, call_total, fmt_bytes
 
 CONTRIBUTORS = 4  # related entries listed per diagnostic
 

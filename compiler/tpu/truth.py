@@ -8,12 +8,12 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .diagnostics import Diagnostic, Range, error, hint, warning
-from .vmem import call_total, fmt_bytes
-from .vmem_diagnostics import contributors
+from ..support.diagnostics import Diagnostic, Range, error, hint, warning
+from ..vmem.report import call_total, fmt_bytes
+from ..vmem.verdicts import contributors
 
 if TYPE_CHECKING:
-    from .compiled import CompiledKernel
+    from ..compiled import CompiledKernel
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ def _operand_range(ck: CompiledKernel, kind: str | None, index: int | None) -> t
 
 def check_lowering(ck: CompiledKernel) -> TruthResult:
     """Pallas -> Mosaic lowering for the chip, on CPU. Failures land on the kernel line that caused them."""
-    from .checks import lower_check
+    from .lowering import lower_check
     from .runtime import load_entry
 
     fn = load_entry(ck.source, ck.entry, generated_filename(ck))
@@ -105,7 +105,7 @@ def compile_code(kind: str | None) -> str:
 
 def check_tpu_compile(ck: CompiledKernel, compiler: Any = None) -> TruthResult:
     """The real TPU compiler (libtpu, no TPU needed). Absent libtpu gives one info diagnostic, never a failure."""
-    from .checks import LibtpuUnavailable, libtpu_available, tpu_compile
+    from .libtpu_compile import LibtpuUnavailable, libtpu_available, tpu_compile
 
     call_range = ck.plan.calls[0].range
     if not libtpu_available():

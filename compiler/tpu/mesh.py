@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 import jax
 
-from compiler.chips import Chip
+from compiler.ir.chips import Chip
 
 
 @contextmanager

@@ -26,6 +26,7 @@ import textwrap
 import types
 from typing import Any
 
+from ..support.syntax import parse
 from .specs import (
     DTYPES,
     ArgSpec,
@@ -37,7 +38,6 @@ from .specs import (
     parse_args_text,
     parse_spec,
 )
-from .syntax import parse
 
 # torch's own callables a flex-attention wrapper picks when the caller gives none (`score_mod = _identity`,
 # `_create_empty_block_mask(q, k).mask_mod`); the call-shape search resolves these by name

@@ -28,10 +28,10 @@ from typing import Any
 
 import torch
 
-from .codegen.work import FUSED_FACTOR, padded_bytes
-from .frontend.fast_types import broadcast_shapes
-from .frontend.ops import ELEMENTWISE
-from .ir import GridLoop, InnerLoop, KernelIR, Load, Node, Op, Store, TileDim, Value, walk
+from ..codegen.work import FUSED_FACTOR, padded_bytes
+from ..frontend.fast_types import broadcast_shapes
+from ..frontend.ops import ELEMENTWISE
+from ..ir.tile_ir import GridLoop, InnerLoop, KernelIR, Load, Node, Op, Store, TileDim, Value, walk
 
 # A dim: an int, or (block index, extent): min(blocks[index], extent) elements.
 Dim = int | tuple[int, int]

@@ -19,8 +19,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .frontend.values import NamedConst
-from .ir import Load, Op, TileDim, Value
+from ..ir.tile_ir import Load, Op, TileDim, Value
+from .values import NamedConst
 
 _ARITH = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "mod": "%"}
 _MAX_DEPTH = 64  # index chains are short; a deeper one is treated as opaque

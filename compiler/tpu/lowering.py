@@ -31,7 +31,7 @@ from typing import Any, Literal
 import jax
 from jax.experimental.pallas import tpu as pltpu
 
-from compiler.chips import Chip
+from compiler.ir.chips import Chip
 
 from .mesh import tpu_abstract_mesh
 from .mlir_text import SourceLoc, trim_error

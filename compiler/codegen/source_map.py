@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .diagnostics import Range
+from ..support.diagnostics import Range
 
 
 def _rank(rng: Range) -> tuple[int, int]:
