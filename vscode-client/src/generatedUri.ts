@@ -62,7 +62,7 @@ function rank(range: SourceMapEntry["range"]): [number, number] {
  * whole statement, not a sub-expression named on a line of its own, nor a line about an access, which maps to
  * the access's start only); the first such line on a tie; when none
  * holds it, the one whose range starts closest above it; null for an empty map. The same rule as the
- * compiler's `compiler/source_map.py`.
+ * compiler's `compiler/codegen/source_map.py`.
  */
 export function generatedLineFor(sourceMap: readonly SourceMapEntry[], sourceLine: number): number | null {
   let holding: SourceMapEntry | null = null;
