@@ -2,6 +2,11 @@
 never fail when run, whichever strategy the editor or the tuner picks), plus the runner's own behaviour on small
 synthetic cases. The whole suite (every config too): `python -m tests.conformance`.
 
+The runs are compiled for the chip a real TPU answered for (tests/chip_truth/) and, where libtpu is installed,
+each first asks the deviceless TPU compiler: the verdicts must be the chip's own, run by run (a CPU verdict
+predicts the chip's; a case added since then fails until the chip is asked again). A run the TPU compiler
+rejects is run in interpret mode all the same, so one pass answers both questions.
+
 Each case is its own test (no session-wide run), so pytest-xdist spreads the cases over both cores; one config
 per case keeps the CI time to about twice the one-strategy subset (509 runs instead of 245; all configs too
 would be 576)."""
@@ -10,10 +15,15 @@ import textwrap
 
 import pytest
 from conformance.case import discover, passing
-from conformance.runner import exit_code, run_all, run_path, summary_line
+from conformance.runner import Target, exit_code, run_all, run_path, summary_line
+from test_chip_truth import CHIP, CONFORMANCE, REPO, verdicts
+
+from compiler.tpu.libtpu_compile import libtpu_available
 
 CASES = discover()
 FLOOR = passing()
+ASK_LIBTPU = libtpu_available()
+TARGET = Target(CHIP, tpu_compile=ASK_LIBTPU, interpret_rejected=True)
 
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
@@ -23,7 +33,16 @@ def test_conformance_every_strategy(path):
     known compiler bug runs in full and must still show it (a fixed bug makes this fail until the marker is
     removed), then counts as an expected failure."""
     name = path.stem
-    res = run_path(path, fast=True, every_strategy=True)
+    ran = run_path(path, fast=True, every_strategy=True, target=TARGET)
+    if ASK_LIBTPU:
+        unit = str(path.relative_to(REPO))
+        assert unit in CONFORMANCE, f"{unit} was never run on a TPU: record the chip's verdicts again"
+        here = [{"strategy": r.strategy, "outcome": r.outcome, "code": r.code} for r in ran.runs]
+        details = "; ".join(f"{r.strategy}: {r.outcome} {r.detail[:200]}" for r in ran.runs)
+        chip_said = "; ".join(f"{r.get('strategy')}: {r['outcome']} {r.get('detail', '')[:200]}"
+                              for r in CONFORMANCE[unit])
+        assert verdicts(here) == verdicts(CONFORMANCE[unit]), f"here: {details}\non the chip: {chip_said}"
+    res = ran.interpreted()
     runs = "; ".join(f"{r.strategy or 'grid'} {r.config or ''}: {r.outcome} {r.detail}" for r in res.runs)
     assert not res.error, res.error
     if res.known:

@@ -41,16 +41,19 @@ class Run:
     seconds: float = 0.0
     code: str | None = None
     max_error: float | None = None
+    interpreted: Run | None = None  # the TPU compiler rejected it: what interpret mode says all the same
 
 
 @dataclass(frozen=True)
 class Target:
     """Where a case runs: compiled for `chip`; on that TPU when this machine has it, else in interpret mode,
     first asking the deviceless libtpu compile when `tpu_compile` (a kernel the TPU compiler rejects is
-    diagnosed, as on the chip)."""
+    diagnosed, as on the chip). `interpret_rejected`: a run the TPU compiler rejects is run in interpret mode
+    as well (`Run.interpreted`), so one pass answers both what the chip says and what interpret mode says."""
 
     chip: str = "v7x"
     tpu_compile: bool = False
+    interpret_rejected: bool = False
 
 
 @dataclass
@@ -79,6 +82,12 @@ class CaseResult:
     @property
     def passed(self) -> bool:
         return self.status in ("pass", "rejected")
+
+    def interpreted(self) -> CaseResult:
+        """The same case as interpret mode alone sees it: a run the TPU compiler rejected counts as what
+        interpret mode made of it (when it was run: Target.interpret_rejected)."""
+        runs = [r.interpreted or r for r in self.runs]
+        return CaseResult(self.name, self.summary, runs, self.error, self.known)
 
 
 def tolerance(dtype: torch.dtype) -> dict[str, float]:
@@ -196,8 +205,7 @@ def run_case(case: Case, fast: bool = False, every_strategy: bool = False, targe
 def _one_run(case: Case, specs: dict[str, Any], args: list[Any], expected: Any, ref_args: list[Any],
              config: dict[str, Any], strategy: str | None, target: Target) -> Run:
     from compiler.ir.chips import get_chip
-    from compiler.tpu.runtime import ChipRejected, runs_on_chip
-    from compiler.tpu.truth import compile_code
+    from compiler.tpu.runtime import runs_on_chip
 
     cfg = dict(config)
     if strategy:
@@ -208,10 +216,25 @@ def _one_run(case: Case, specs: dict[str, Any], args: list[Any], expected: Any, 
     except CompileError as exc:
         return _refused(case, config, strategy, exc, time.perf_counter() - start)
     errors = [d for d in compiled.diagnostics if d.is_error]
-    if not errors and target.tpu_compile and not runs_on_chip(get_chip(target.chip)):
-        errors = [d for d in compiled.check_tpu_compile() if d.is_error]
     if errors:  # e.g. out of VMEM: reported on a compiled kernel, which the editor then does not run
         return _refused(case, config, strategy, CompileError(errors), time.perf_counter() - start)
+    if target.tpu_compile and not runs_on_chip(get_chip(target.chip)):
+        rejected = [d for d in compiled.check_tpu_compile() if d.is_error]
+        if rejected:
+            run = _refused(case, config, strategy, CompileError(rejected), time.perf_counter() - start)
+            if target.interpret_rejected:
+                run.interpreted = _execute(case, compiled, args, expected, ref_args, config, strategy,
+                                           time.perf_counter())
+            return run
+    return _execute(case, compiled, args, expected, ref_args, config, strategy, start)
+
+
+def _execute(case: Case, compiled: Any, args: list[Any], expected: Any, ref_args: list[Any],
+             config: dict[str, Any], strategy: str | None, start: float) -> Run:
+    """Run a compiled kernel and compare it with the reference."""
+    from compiler.tpu.runtime import ChipRejected
+    from compiler.tpu.truth import compile_code
+
     if case.reject is not None:
         return Run(config, strategy, "not-rejected", f"compiled; expected a diagnostic matching {case.reject!r}",
                    time.perf_counter() - start)
