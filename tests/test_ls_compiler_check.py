@@ -89,7 +89,7 @@ async def test_the_lens_plot_and_hover_say_when_the_compiler_disagrees(client: L
         )
     )
     shown = hover.contents.value
-    assert "Time on v6e (estimates): model **" in shown
+    assert "Time on v6e: model estimate for v6e **" in shown
     assert "TPU compiler estimate **25.0 µs** (libtpu's simulated cycles)" in shown
 
     # the compiler backs the pick (order and size within the margins): the lens says it agrees

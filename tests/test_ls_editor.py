@@ -157,4 +157,4 @@ async def test_best_lens_keeps_the_model_label_when_the_config_is_current(server
     uri = await open_compiled(server, "applied.py", applied)
     titles = await lens_titles(server, uri)
     best = [t for t in titles if t.startswith("Best:")]
-    assert best and "(current)" in best[0] and best[0].endswith("[model, v7x]"), titles
+    assert best and "(current)" in best[0] and best[0].endswith("[model estimate for v7x]"), titles

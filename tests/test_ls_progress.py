@@ -165,7 +165,7 @@ async def test_lenses_show_the_live_state_and_the_server_makes_no_progress_of_it
     # no work-done progress from the server, but still the final message; no complaint about the option
     assert not [t for t in client.progress_reports if str(t).startswith("helion-tune-")]
     await rec(client).wait(
-        lambda: any("Tuned attention (shape set 0) on v7x [model]" in m.message for m in client.messages), 5
+        lambda: any("Tuned attention (shape set 0) [model estimate for v7x]" in m.message for m in client.messages), 5
     )
     assert not [m.message for m in client.messages if "clientShowsTuningProgress" in m.message]
     assert (await tuner_lens(client, uri)).startswith("Best: ")

@@ -143,7 +143,7 @@ async def test_tune_from_the_lens_with_progress_then_apply(client: LanguageClien
     assert any(t.startswith("Best: ") and "× vs current" in t for t in titles), titles
     assert apply.command.arguments[0]["config"] == best
     tuned = await rec(client).wait(
-        lambda: next((m.message for m in client.messages if "Tuned softmax (shape set 0) on v7x [model]" in m.message),
+        lambda: next((m.message for m in client.messages if "Tuned softmax (shape set 0) [model estimate for v7x]" in m.message),
                      None), 5
     )
     assert "× vs current). Click *Apply* on its Best lens" in tuned, tuned  # the lens it points at is there

@@ -8,8 +8,9 @@ search     search strategies over a discrete config space (exhaustive, pattern s
 objective  what tuning ranks by (speed, with a margin against configs over the default scoped VMEM) and
            when a better config is worth applying; the store orders by it too
 crosscheck model vs the TPU compiler's estimate of the model's picks: agree, or disagree on order or size
+evidence   what a figure is, as shown beside it: "measured on TPU v5 lite" or "model estimate for v7x"
 
-These six import only the standard library, platformdirs, `compiler.ir.config`, and lazily ray and
+These seven import only the standard library, platformdirs, `compiler.ir.config`, `compiler.ir.chips`, and lazily ray and
 `compiler.ir.specs` (for shape_key), so store and executor worker processes start fast; they know
 nothing about kernels beyond the space protocol `search` documents.
 

@@ -29,6 +29,7 @@ from compiler import parse_python
 from compiler.ir.config import Config
 from compiler.ir.specs import TensorSpec
 from compiler.tune import objective
+from compiler.tune.evidence import evidence
 
 from ..documents import KernelView, Unit
 from ..store import Summary
@@ -70,17 +71,15 @@ def compile_failed(ls: Host, view: KernelView, unit: Unit) -> bool:
 
 
 def best_title(summary: Summary, current: Config | None, compiled: Any, chip: str) -> str:
-    """The best config and its figures; an estimate (any evaluator but a TPU measurement) always says so,
-    with the chip it estimates, whether or not the config is the current one."""
+    """The best config and its figures, and what they are: measured on the named TPU, or an estimate for the
+    chip (tune/evidence.py), whether or not the config is the current one."""
     best = summary.best
     title = f"Best: {Config(best.config).short()} — {fmt_seconds(best.seconds)}"
     rate = throughput(best.seconds, best.metrics, compiled)
     if rate:
         title += f", {rate}"
     title += apply_offer(summary, current).note()
-    if best.evaluator != "tpu":
-        title += f" [{best.evaluator}, {chip}]"
-    return title
+    return title + f" [{evidence(best.evaluator, chip)}]"
 
 
 def tuned_note(summary: Summary | None, current: Config | None) -> str | None:

@@ -25,6 +25,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
 from compiler.ir.config import Config
+from compiler.tune.evidence import evidence
 
 from ..documents import KernelView, Loaded
 from ..edits import EditError, apply_edit
@@ -203,7 +204,7 @@ def connect_tuner(ls: Host) -> None:
 async def tell_tuned(ls: Host, job: TuneJob, name: str) -> None:
     """The message after a tuning: its best, and what the lenses show about applying it (offer.py, the
     lens's own decision, on the summary the lens reads)."""
-    head = f"Tuned {name} on {job.spec.chip} [{job.spec.evaluator}]"
+    head = f"Tuned {name} [{evidence(job.spec.evaluator, job.spec.chip)}]"
     try:
         shown = await lens_offer(ls, job)
     except Exception:  # the message must come whatever the store or the document do

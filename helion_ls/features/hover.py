@@ -22,6 +22,7 @@ from lsprotocol import types
 
 from compiler import parse_python
 from compiler.support.diagnostics import Position, Range
+from compiler.tune.evidence import evidence
 from compiler.tune.keys import TrialKey
 from compiler.tune.model import estimate
 from compiler.vmem.report import fmt_bytes as compiler_fmt_bytes
@@ -155,12 +156,13 @@ def _us(seconds: float) -> str:
 
 
 def time_line(ls: Host, loaded: Loaded, view: KernelView, index: int, ck: Any) -> str:
-    """The model's estimate of the config in use and, when known, the TPU compiler's, labelled apart."""
+    """The model's estimate of the config in use and, when known, the TPU compiler's estimate and the time
+    measured on the chip, each labelled with what it is (tune/evidence.py)."""
     est = estimate(ck.plan, ck.chip)
     launch = est.breakdown.get("launch", 0.0)
     line = (
-        f"Time on {ck.chip.name} (estimates): model **{_us(est.seconds - launch)}** on the device "
-        f"(+ {_us(launch)} per-call dispatch; {est.bound}-bound)"
+        f"Time on {ck.chip.name}: {evidence('model', ck.chip.name)} **{_us(est.seconds - launch)}** on the "
+        f"device (+ {_us(launch)} per-call dispatch; {est.bound}-bound)"
     )
     unit = view.units[index]
     key = TrialKey(unit.key.source_hash, unit.key.shape_key, unit.key.chip)
@@ -171,6 +173,9 @@ def time_line(ls: Host, loaded: Loaded, view: KernelView, index: int, ck: Any) -
         how = trial.metrics.get("method", "")
         how = "libtpu's simulated cycles" if how == "simulated" else "bundles issued: a compute-issue lower bound"
         line += f" · TPU compiler estimate **{_us(trial.seconds)}** ({how})"
+    measured = summary.current if summary is not None else None
+    if measured is not None and measured.evaluator == "tpu" and measured.seconds:
+        line += f" · {evidence('tpu', ck.chip.name)} **{_us(measured.seconds)}** per call"
     return line
 
 

@@ -50,7 +50,7 @@ def apply_offer(summary: Summary, current: Config | None) -> Offer:
 
 
 def tuned_message(head: str, best: str, offer: Offer | None) -> str:
-    """The message after a tuning: `head` ("Tuned k (shape set 0) on v7x [model]"), the best (`best`: its
+    """The message after a tuning: `head` ("Tuned k (shape set 0) [model estimate for v7x]"), the best (`best`: its
     short config and time), then what the lenses show about applying it (`offer` None: nothing is known of
     the current config, as for a kernel edited since)."""
     text = f"{head}: best {best}"

@@ -502,7 +502,7 @@ async function runSteps(page, url) {
     // The user is told the file is not saved yet, and the lens follows without a save, still labelled as a
     // model estimate for its chip (issue 12, items 6 and 7).
     await page.locator(".notification-toast", { hasText: /unsaved changes/ }).first().waitFor({ timeout: budget(30_000) });
-    await waitForLens(firstArgs, /\(current\).*\[model, v7x\]/, 60_000);
+    await waitForLens(firstArgs, /\(current\).*\[model estimate for v7x\]/, 60_000);
     await shot("06-apply-config");
     await save();
   });
