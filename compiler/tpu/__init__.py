@@ -5,8 +5,9 @@ runtime.py         run a generated module: on this machine's TPU when it is the 
 truth.py           the lowering and libtpu verdicts of a compiled kernel, mapped back to its source
 lowering.py        Pallas -> Mosaic lowering for the TPU platform (jaxlib only, in-process)
 mesh.py            an abstract mesh that makes the CPU look like a chosen TPU to jax
-libtpu_compile.py  the real, deviceless libtpu compile, in a worker process (_libtpu_worker.py); VMEM and
-                   schedule figures from its dumps (mosaic_dump.py, llo_dump.py, mlir_text.py)
+libtpu_compile.py  the real, deviceless libtpu compile, in a worker process (_libtpu_worker.py); what it
+                   compiled, read from its dumps: Mosaic kernel text and op counts (mosaic_dump.py), the
+                   schedule (llo_dump.py); mlir_text.py trims errors and reads MLIR locations for both checks
 
 May import `compiler.support`, `compiler.ir` and `compiler.vmem` (a VMEM failure is phrased as the report
 does); jax and libtpu load lazily, inside the functions that need them.
