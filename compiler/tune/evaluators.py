@@ -211,9 +211,10 @@ class TpuEvaluator(Evaluator):
         try:  # the chip's own compile first: a config it rejects (VMEM, alignment) is a result, not a crash
             fn.lower(*arrays, **scalars).compile()
         except Exception as exc:  # noqa: BLE001 - whatever the TPU compiler raises is its verdict
-            from ..tpu.runtime import ChipRejected
+            from ..tpu.libtpu_compile import classify_compile_error
 
-            return Measurement(None, error=f"the TPU compiler rejects it: {ChipRejected(ck.chip, str(exc)).key_line[:300]}")
+            key_line = classify_compile_error(str(exc))["key_line"]
+            return Measurement(None, error=f"the TPU compiler rejects it: {key_line[:300]}")
         call = lambda: jax.block_until_ready(fn(*arrays, **scalars))  # noqa: E731
         first = time_calls(call, 1, 1)[0]  # warm (the jit's own compile), then one timed call
         # a kernel of a second (attention at 32k) needs no 20 repeats to swamp dispatch: ~0.5 s of calls, 3 at least
