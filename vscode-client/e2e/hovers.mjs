@@ -7,6 +7,7 @@
 import { copyFileSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { spawnSync } from "node:child_process";
+import { lensesOver } from "./lenses.mjs";
 
 export const HOVERS_FILE = "body_hovers.py";
 
@@ -54,22 +55,6 @@ const charBox = ([file, text, needle, offset]) => {
     seen += length;
   }
   return null;
-};
-
-/** In the page: the lens texts (with boxes) drawn just above the line of `file` whose text is `text`. */
-const lensesOver = ([file, text]) => {
-  const node = document.querySelector(`.monaco-editor[data-uri$="${file}"]`);
-  const line = [...(node?.querySelectorAll(".view-line") ?? [])].find((n) => n.textContent.replace(/\u00a0/g, " ").trim() === text);
-  if (!line) return [];
-  const top = line.getBoundingClientRect().top;
-  const deco = [...node.querySelectorAll(".codelens-decoration")].find((d) => {
-    const r = d.getBoundingClientRect();
-    return d.querySelector("a") !== null && r.bottom <= top + 2 && r.bottom > top - r.height - 4;
-  });
-  return [...(deco?.querySelectorAll("a") ?? [])].map((a) => {
-    const r = a.getBoundingClientRect();
-    return { text: a.textContent.trim(), x: r.x, y: r.y, width: r.width, height: r.height };
-  });
 };
 
 export async function hoverSteps({ page, step, shot, budget, need, log, here, python, repo, storePath, runCommand }) {

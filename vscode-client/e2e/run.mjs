@@ -18,6 +18,7 @@ import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 import { callsSteps, prepareCalls } from "./calls.mjs";
 import { hoverSteps, prepareHovers } from "./hovers.mjs";
+import { lensesOver } from "./lenses.mjs";
 import { notebookSteps, prepareNotebook } from "./notebook.mjs";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -755,21 +756,6 @@ print(" | ".join(repr(c) for c in configs))
   const lines = readFileSync(APPLY_FIXTURE, "utf8").split("\n");
   const argLines = lines.filter((l) => l.startsWith("# helion: args("));
   const editor = page.locator('.monaco-editor[data-uri$="rms_sets.py"]').first();
-  /** In the page: the lens texts just above the line of rms_sets.py whose text is `text`. */
-  const lensesOver = ([suffix, text]) => {
-    const node = document.querySelector(`.monaco-editor[data-uri$="${suffix}"]`);
-    const line = [...(node?.querySelectorAll(".view-line") ?? [])].find((n) => n.textContent.replace(/\u00a0/g, " ").trim() === text);
-    if (!line) return [];
-    const top = line.getBoundingClientRect().top;
-    const deco = [...node.querySelectorAll(".codelens-decoration")].find((d) => {
-      const r = d.getBoundingClientRect();
-      return d.querySelector("a") !== null && r.bottom <= top + 2 && r.bottom > top - r.height - 4;
-    });
-    return [...(deco?.querySelectorAll("a") ?? [])].map((a) => {
-      const r = a.getBoundingClientRect();
-      return { text: a.textContent.trim(), x: r.x, y: r.y, width: r.width, height: r.height };
-    });
-  };
   const titles = async (text) => (await page.evaluate(lensesOver, ["rms_sets.py", text])).map((l) => l.text);
   const waitLens = (text, pattern, ms) =>
     page.waitForFunction(`(${lensesOver})(["rms_sets.py", ${JSON.stringify(text)}]).some((l) => ${pattern}.test(l.text))`, undefined, {
