@@ -1,11 +1,12 @@
 """The house keeps its shape: the compiler's stage packages import one way (each only from the stages before
 it), nothing imports in a circle (imports inside functions count, `if TYPE_CHECKING:` ones do not; language
-server features are held apart by tests/test_ls_host.py), compiler/'s top level stays small and no module passes 600 lines.
+server features import neither the server nor each other), compiler/'s top level stays small and no module passes 600 lines.
 
 grimp reads the imports statically, so a new cycle or a stage importing one after it fails here, on CI."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import grimp
@@ -116,6 +117,23 @@ def test_the_compiler_never_imports_the_language_server(graph) -> None:
             and any(i.startswith("helion_ls") for i in graph.find_modules_directly_imported_by(m))] == []
 
 
+def test_language_server_features_import_neither_the_server_nor_each_other(graph) -> None:
+    """A feature (a module of helion_ls/features with `register`) reaches the server through features/host.py's
+    protocol; what features share lives in modules of that package that import no feature."""
+    import helion_ls.features
+
+    package = Path(helion_ls.features.__file__).parent
+    features = {f"helion_ls.features.{path.stem}" for path in package.glob("*.py")
+                if any(isinstance(node, ast.FunctionDef) and node.name == "register"
+                       for node in ast.parse(path.read_text()).body)}
+    assert {"helion_ls.features.configuration", "helion_ls.features.codelens"} <= features
+    wrong = [f"{module} imports {imported}" for module in sorted(graph.modules)
+             if module.startswith("helion_ls.features.")
+             for imported in sorted(graph.find_modules_directly_imported_by(module))
+             if imported == "helion_ls.server" or imported in features]
+    assert wrong == []
+
+
 def test_the_compiler_top_level_is_small_and_modules_are_short() -> None:
     top = sorted(p.name for p in (REPO / "compiler").glob("*.py"))
     assert len(top) <= MAX_TOP_LEVEL, top
@@ -132,6 +150,4 @@ def test_every_package_says_what_lives_there_and_what_it_may_import() -> None:
 
 
 def _docstring(path: Path) -> str:
-    import ast
-
     return ast.get_docstring(ast.parse(path.read_text())) or ""
