@@ -138,9 +138,8 @@ def default_blocks(kernel: Kernel, specs: dict[str, ArgSpec], config: Config, ch
 def compile_kernel(kernel: Kernel, args: Any, config: Any, chip: str | Chip, shape_set: int | None,
                    emit: bool = True) -> CompiledKernel:
     """`Kernel.compile` without its guard (which turns any other exception into a CompileError)."""
-    from .codegen import space as block_space
     from .codegen.emit import emit_module
-    from .codegen.space import check_blocks
+    from .codegen.space import check_blocks, raise_blocks
     from .vmem.verdicts import vmem_diagnostics
 
     chip = as_chip(chip)
@@ -167,7 +166,7 @@ def compile_kernel(kernel: Kernel, args: Any, config: Any, chip: str | Chip, sha
         cfg = cfg.replace(block_sizes=list(cfg["block_sizes"])[: len(uses)])
     diags = check_blocks(uses, list(cfg["block_sizes"]), from_decorator)
     if any(d.is_error for d in diags):  # raised to legal sizes when that keeps the kernel's meaning, else errors
-        ir, uses, blocks, diags = block_space.raise_blocks(
+        ir, uses, blocks, diags = raise_blocks(
             uses, list(cfg["block_sizes"]), ir, from_decorator, diags,
             lambda b: trace(kernel, specs, cfg.replace(block_sizes=b), chip)[:2])
         cfg = cfg.replace(block_sizes=blocks)
