@@ -1,7 +1,7 @@
 """Fit the performance model's constants of one chip to measurements, and show where each [libtpu] figure
 comes from.
 
-    python bench/calibrate.py --chip v5e                      # re-derive the [guide] fits in constants.py
+    python bench/calibrate.py --chip v5e                      # re-derive v5e's [guide+chip] fits in constants.py
     python bench/calibrate.py --chip v6e --measured m.json    # fit to a bench/tpu_measure.py run on a TPU
     python bench/calibrate.py --mxu-dtypes                    # MXU pushes per dtype, per chip (needs libtpu)
     python bench/calibrate.py --show v7x                      # every constant of a chip with its source
@@ -10,11 +10,14 @@ Every point is compiled with our compiler and estimated from its plan (the same 
 fit minimises the squared log error of model over measured seconds with scipy's least_squares. It prints
 the fitted values beside constants.py's, the per-point errors before and after, and the lines to paste
 into constants.py (with "[fit] <what>" sources). Fitted parameters (--params):
-  step     step_overhead and pipeline_iteration_overhead (one value: an emit_pipeline iteration is a step)
+  step     step_overhead and pipeline_iteration_overhead as one value
+  grid     step_overhead          inner    pipeline_iteration_overhead
   latency  dma_latency            call     call_overhead           mxu     mxu_efficiency
   vector   vpu_rate (eup_rate keeps its ratio)   overlap   overlap_loop   dma   dma_efficiency
-Default: step latency call mxu, plus vector / overlap / dma when --measured is given (a tpu_measure.py run
-has attention, softmax and rms_norm points that pin them).
+  run      dma_run_seconds (a contiguous run of a block copy)
+Default: grid inner latency call mxu dma run (what v5e's points pin: its vector rate and loop overlap run to a
+bound when fitted), plus vector / overlap when --measured is given (a tpu_measure.py run has attention
+strategies that pin them).
 """
 
 from __future__ import annotations
@@ -44,6 +47,9 @@ from compiler.tune.model import estimate  # noqa: E402
 # parameter -> (constant names it sets, scale of the printed value, unit, lower and upper bound)
 PARAMS = {
     "step": (("step_overhead", "pipeline_iteration_overhead"), 1e-6, "µs", 0.0, 5.0),
+    "grid": (("step_overhead",), 1e-6, "µs", 0.0, 5.0),
+    "inner": (("pipeline_iteration_overhead",), 1e-6, "µs", 0.0, 5.0),
+    "run": (("dma_run_seconds",), 1e-9, "ns", 0.0, 100.0),
     "latency": (("dma_latency",), 1e-6, "µs", 0.0, 5.0),
     "call": (("call_overhead",), 1e-6, "µs", 0.0, 1000.0),
     "mxu": (("mxu_efficiency",), 1.0, "", 0.3, 1.0),
@@ -51,8 +57,8 @@ PARAMS = {
     "overlap": (("overlap_loop",), 1.0, "", 0.0, 1.0),
     "dma": (("dma_efficiency",), 1.0, "", 0.3, 1.0),
 }
-DEFAULT_PARAMS = ("step", "latency", "call", "mxu")
-MEASURED_PARAMS = ("step", "latency", "call", "mxu", "vector", "overlap", "dma")
+DEFAULT_PARAMS = ("grid", "inner", "latency", "call", "mxu", "dma", "run")
+MEASURED_PARAMS = (*DEFAULT_PARAMS, "vector", "overlap")
 
 
 @dataclass(frozen=True)
@@ -60,9 +66,12 @@ class Modelled:
     point: Point
     plan: KernelPlan
     seconds: float  # measured
+    dispatch: bool = True  # the measured time includes one call's dispatch (published.Table.dispatch)
 
     def model(self, constants: ModelConstants | None = None) -> float:
-        return estimate(self.plan, get_chip(self.plan.chip), constants).seconds
+        """The model's seconds for what was measured: without the launch term where calls were pipelined."""
+        est = estimate(self.plan, get_chip(self.plan.chip), constants)
+        return est.seconds if self.dispatch else est.seconds - est.breakdown["launch"]
 
     def error(self, constants: ModelConstants | None = None) -> float:
         """Model over measured, minus one."""
@@ -79,7 +88,8 @@ def compile_point(point: Point, chip: str) -> Modelled:
     kernel = _module(point.file).kernels[point.kernel]
     ck = kernel.compile(args=kernel.resolve_args(point.args), config=point.config, chip=chip)
     seconds = point.seconds if point.seconds is not None else ck.plan.flops / (point.tflops * 1e12)
-    return Modelled(point, ck.plan, seconds)
+    table = TABLES.get(point.table)
+    return Modelled(point, ck.plan, seconds, table.dispatch if table else True)
 
 
 def load_measured(path: str | os.PathLike) -> tuple[str, bool, list[Point]]:

@@ -5,7 +5,9 @@ with our compiler at the measured shape and config for the measured chip, and th
 of that generated code. Printed per table: measured vs model per point and the error; then the rank order
 of the configs within each size; the summary comes last: geometric-mean error, worst point, rank order and
 the seed's figures against the goals (every point within ±25 %, geometric-mean error ≤ 12 %, rank order
-right within each size, the seed's figures within ±10 %). Exit status 0 when every goal is met.
+right within each size of a published table, the seed's figures within ±10 %; for our own measurements on a
+TPU, issue 29's bar: ±20 % on 90 % of the points, 95 % of the pairs the chip separates by more than 3 % in the
+chip's order). Exit status 0 when every goal is met.
 
 Our matmul streams K with a nested emit_pipeline, which starts cold for every output block; the measured
 kernels have K as a grid axis and do not. The "restarts" column is that part of our estimate.
@@ -35,6 +37,9 @@ from compiler.tune.model import estimate  # noqa: E402
 GOAL_POINT = 0.25
 GOAL_GEOMEAN = 0.12
 GOAL_SEED = 0.10
+# issue 29's bar for a chip we measured ourselves: within ±20 % on 90 % of the points, and 95 % of the pairs the
+# chip separates by more than 3 % in the chip's order
+GOAL_OWN_POINT, GOAL_OWN_SHARE, GOAL_OWN_PAIRS, OWN_SEPARATION = 0.20, 0.90, 0.95, 1.03
 
 
 def _time(seconds: float) -> str:
@@ -65,21 +70,42 @@ def table_report(key: str, modelled: list[Modelled]) -> list[tuple[str, bool]]:
         est = estimate(m.plan, get_chip(t.chip))
         restarts = est.breakdown["pipeline_restarts"] / est.seconds
         print(
-            f"  {_name(m):<44} {_time(m.seconds):>12} {_time(est.seconds):>12} "
+            f"  {_name(m):<44} {_time(m.seconds):>12} {_time(m.model()):>12} "
             f"{100 * m.error():+6.1f}% {100 * restarts:8.1f}%"
         )
     ranks = []
-    by_size: dict[int, list[Modelled]] = defaultdict(list)
+    by_size: dict[tuple[str, int], list[Modelled]] = defaultdict(list)
     for m in modelled:
-        by_size[m.point.size].append(m)
-    for size, group in by_size.items():
+        by_size[(m.point.kernel, m.point.size)].append(m)
+    for (kernel, size), group in by_size.items():
         if len(group) < 2:
             continue
         measured, model = _ranks(group)
         right = measured == model
-        ranks.append((f"{key} {size}", right))
-        print(f"  rank at {size}: measured {' < '.join(measured)}; model {'agrees' if right else ' < '.join(model)}")
+        ranks.append((f"{key} {kernel} {size}", right))
+        print(f"  rank of {kernel} at {size}: measured {' < '.join(measured)}; "
+              f"model {'agrees' if right else ' < '.join(model)}")
     return ranks
+
+
+def own_pairs(modelled: list[Modelled]) -> tuple[int, int, list[str]]:
+    """(pairs the chip separates by more than 3 %, of those the model orders right, the wrong ones) among
+    points of one kernel and size."""
+    groups: dict[tuple[str, str, int], list[Modelled]] = defaultdict(list)
+    for m in modelled:
+        groups[(m.point.table, m.point.kernel, m.point.size)].append(m)
+    pairs, right, wrong = 0, 0, []
+    for group in groups.values():
+        for i, a in enumerate(group):
+            for b in group[i + 1:]:
+                if max(a.seconds, b.seconds) / min(a.seconds, b.seconds) <= OWN_SEPARATION:
+                    continue
+                pairs += 1
+                if (a.seconds < b.seconds) == (a.model() < b.model()):
+                    right += 1
+                else:
+                    wrong.append(f"{_name(a)} / {_name(b)}")
+    return pairs, right, wrong
 
 
 def seed_oom() -> bool:
@@ -102,6 +128,7 @@ def main() -> int:
         everything += modelled
         ranks += table_report(key, modelled)
 
+    own = [m for m in everything if m.point.table.startswith("chip-")]
     errors = [m.error() for m in everything]
     geomean = geomean_error(errors)
     worst = max(everything, key=lambda m: abs(math.log1p(m.error())))
@@ -110,11 +137,18 @@ def main() -> int:
     fitted = [m for m in everything if TABLES[m.point.table].role == "fit"]
     checked = [m for m in everything if TABLES[m.point.table].role == "check"]
     within = sum(abs(e) <= GOAL_POINT for e in errors)
-    ranks_right = sum(right for _, right in ranks)
+    published_ranks = [(label, right) for label, right in ranks if not label.startswith("chip-")]
+    ranks_right = sum(right for _, right in published_ranks)
+    pairs, pairs_right, pairs_wrong = own_pairs(own)
+    own_within = sum(abs(m.error()) <= GOAL_OWN_POINT for m in own)
     goals = {
         f"every point within ±{GOAL_POINT:.0%}": within == len(errors),
         f"geometric-mean error ≤ {GOAL_GEOMEAN:.0%}": geomean <= GOAL_GEOMEAN,
-        "rank order right within each size": ranks_right == len(ranks),
+        "rank order right within each size (published tables)": ranks_right == len(published_ranks),
+        f"our own measurements: ±{GOAL_OWN_POINT:.0%} on {GOAL_OWN_SHARE:.0%} of the points": (
+            own_within >= GOAL_OWN_SHARE * len(own)),
+        f"our own measurements: {GOAL_OWN_PAIRS:.0%} of the pairs the chip separates by more than "
+        f"{OWN_SEPARATION - 1:.0%} ordered": pairs_right >= GOAL_OWN_PAIRS * pairs,
         f"seed figures within ±{GOAL_SEED:.0%}, 32k unroll out of VMEM": all(
             abs(m.error()) <= GOAL_SEED for m in seed
         )
@@ -134,8 +168,13 @@ def main() -> int:
         f"  worst point: [{worst.point.table}] {_name(worst)}: "
         f"{_time(worst.seconds)} measured, {_time(worst.model())} model ({100 * worst.error():+.1f}%)"
     )
-    wrong = [label for label, right in ranks if not right]
-    print(f"  rank order within each size: {ranks_right} of {len(ranks)} right" + (f", wrong: {wrong}" if wrong else ""))
+    wrong = [label for label, right in published_ranks if not right]
+    print(f"  rank order within each size of the published tables: {ranks_right} of {len(published_ranks)} right"
+          + (f", wrong: {wrong}" if wrong else ""))
+    if own:
+        print(f"  our own measurements ({len(own)} points): {own_within} within ±{GOAL_OWN_POINT:.0%}; "
+              f"{pairs_right} of {pairs} pairs the chip separates by more than {OWN_SEPARATION - 1:.0%} in its order"
+              + (f"; wrong: {'; '.join(pairs_wrong)}" if pairs_wrong else ""))
     if seed:
         cells = ", ".join(
             f"{m.point.label} {m.point.tflops:.0f} → {m.plan.flops / m.model() / 1e12:.0f} TF/s "

@@ -10,6 +10,10 @@ Sources named below:
             v5e, bf16 matmuls 1024-8192, blocks 128^3 and (512, 1024, 1024)); bench/published.py copies it
             with its source, bench/model_vs_published.py checks the model against it and two more public
             v5e tables (bench/calibrate.py --chip v5e re-derives the [guide] fits).
+  [chip]    this project's own kernels measured on one TPU v5e chip (2026-12-05: softmax and add across their
+            block sizes, the model-only tuner's picks of bmm, matmul, batch_softmax, rms_norm_bwd and
+            attention); bench/published.py keeps every point with its config, and bench/calibrate.py --chip v5e
+            fits the [guide] and [chip] points together.
   [seed]    the seed's measurements on TPU v7x (shared/notes/tpu-chips-and-performance.md): flash attention
             [8, 32, S, 256] bf16, non-causal: `unroll` 892 TF/s at S=8k, `emit_pipeline` 653 TF/s at 8k and
             695 TF/s at 32k. `SEED_POINTS` names the configs the seed ran. bench/seed_table.py --fit
@@ -29,7 +33,7 @@ A JSON written by bench/tpu_measure.py on a real TPU feeds bench/calibrate.py, w
 constants of that chip from it (README: "Calibrating on a TPU").
 
 Model figures are estimates for a named chip; `calibrated` says whether any constant of that chip was fitted
-to measurements on it (v5e: [guide], v7x: [seed]).
+to measurements on it (v5e: [guide] and [chip], v7x: [seed]; v4, v5p and v6e carry other chips' values).
 """
 
 from __future__ import annotations
@@ -60,6 +64,8 @@ class ModelConstants:
     fori_iteration_overhead:     τ_inner for a fori_loop iteration (scalar loop control, dynamic slicing).
     dma_latency:     L, seconds from issuing a batch of DMAs to its completion, beyond the bytes' own time.
     dma_efficiency:  the fraction of the HBM bandwidth a stream of block copies sustains.
+    dma_run_seconds: ρ, seconds per contiguous run of a block copy in HBM (a row of (sublane, 128) tiles of a
+                     block narrower than its array is one run; a full-width block is one).
     call_overhead:   seconds one call of a kernel costs beyond its grid steps, as a wall-clock benchmark of
                      the jitted function sees it (dispatch, launch, the round trip of block_until_ready).
     llo_vector_op_seconds: seconds per vector instruction (one vreg) of libtpu's compiled kernel, used to
@@ -81,6 +87,7 @@ class ModelConstants:
     fori_iteration_overhead: float
     dma_latency: float
     dma_efficiency: float
+    dma_run_seconds: float
     call_overhead: float
     llo_vector_op_seconds: float
     calibrated: bool
@@ -161,38 +168,56 @@ _MIN_ROWS_V6E = ("[schedule] v6e: 8,369 / 8,439 / 9,228 bundles per step for m =
 _MIN_ROWS_V5E = ("[schedule] v5e: 13,710 / 13,928 / 16,506 bundles per step for m = 16 / 32 / 64 (the MXU peak "
                  "needs 4,096 / 8,192 / 16,384): 16- and 32-row blocks cost what 54 rows do")
 
-# TPU v5e, one TensorCore. The per-step, latency, call and MXU constants are fitted to the [guide]'s plain
-# table (6 points); its transposed-RHS and fused-ReLU tables and a second public v5e table are predictions.
+# v5e's fits to the [guide]'s plain table alone, before our own v5e measurements ([chip]) moved them; v7x keeps
+# them (no v7x measurement separates these constants).
+_GUIDE_STEP = (0.3164e-6, "[guide] fit on v5e, one value for grid steps and emit_pipeline iterations (the guide's K "
+                          "steps are grid steps, ours emit_pipeline iterations; [assumed] they cost the same)")
+_GUIDE_LATENCY = (0.0, "[guide] fit on v5e (to 0): its 128^3 steps cost the same whatever their DMA")
+_GUIDE_CALL = (102.9e-6, "[guide] fit on v5e: mostly its 1024 points (the guide's timeit includes Python dispatch)")
+_GUIDE_MXU = (1.0, "[guide] fit on v5e, at its bound: once the restarts of our nested K pipeline are charged no "
+                   "MXU inefficiency is left to fit")
+
+# [chip] fit: `python bench/calibrate.py --chip v5e --params grid inner latency call mxu dma run` to the [guide]'s
+# plain table and our own v5e tables together (20 points, 4.5 % geometric-mean error; 20.8 % with the [guide]-only
+# constants, which missed memory-bound kernels by up to -41 % and ranked small blocks first).
+_CHIP_FIT = "[guide+chip] fit (bench/calibrate.py --chip v5e)"
+
+# TPU v5e, one TensorCore. The per-step, latency, DMA, call and MXU constants are fitted to the [guide]'s plain
+# table and to [chip], our kernels measured on a TPU v5e (bench/published.py: chip-v5e, chip-v5e-picks); the
+# guide's transposed-RHS and fused-ReLU tables and a second public v5e table are predictions.
 V5E = _constants(
     "v5e",
     calibrated=True,
-    mxu_efficiency=(1.0, "[guide] fit, at its bound: once the restarts of our nested K pipeline are charged "
-                         "(which the guide's flat grid does not pay) no MXU inefficiency is left to fit"),
+    mxu_efficiency=(0.9606, f"{_CHIP_FIT}: bmm, matmul and attention on the chip run at 89-94 % of the peak"),
     mxu_min_rows=(54.0, _MIN_ROWS_V5E),
-    vpu_rate=(_SEED_VPU_RATE * _V5E_SCALE, _BY_CLOCK),
+    vpu_rate=(_SEED_VPU_RATE * _V5E_SCALE, _BY_CLOCK + "; [chip] does not pin it (the fit runs to its bound)"),
     eup_rate=(_SEED_VPU_RATE * _V5E_SCALE / 4, "[assumed] a quarter of vpu_rate (one EUP slot against four "
                                                "VALU slots)"),
     overlap_straight=(1.0, "[pallas] straight-line code is one basic block the LLO scheduler interleaves"),
-    overlap_loop=(_SEED_OVERLAP_LOOP, "[from v7x] [seed] fit"),
-    step_overhead=(0.3164e-6, "[guide] fit, one value with pipeline_iteration_overhead: the guide's K steps "
-                             "are grid steps, ours emit_pipeline iterations; [assumed] they cost the same"),
-    pipeline_iteration_overhead=(0.3164e-6, "[guide] fit: its 128^3 points at 4096 and 8192, where each K "
-                                           "step's ~0.35 µs is all overhead (compute ~40 ns, DMA ~80 ns)"),
+    overlap_loop=(_SEED_OVERLAP_LOOP, "[from v7x] [seed] fit; [chip] does not pin it"),
+    step_overhead=(0.2047e-6, f"{_CHIP_FIT}: add 16384^2 in [8, 128] blocks, 262,144 grid steps of next to no "
+                              "work, takes 0.205 µs a step on the chip"),
+    pipeline_iteration_overhead=(0.3131e-6, f"{_CHIP_FIT}: the guide's 128^3 points at 4096 and 8192, where each "
+                                            "K step's ~0.35 µs is all overhead (compute ~40 ns, DMA ~80 ns)"),
     fori_iteration_overhead=(0.05e-6, "[assumed] a scalar loop plus address arithmetic"),
-    dma_latency=(0.0, "[guide] fit (to 0): 128^3 steps cost the same whatever their DMA, and a restart of "
-                      "the K pipeline no more than its bytes; issue and wait are in step_overhead"),
-    dma_efficiency=(1.0, "[assumed] the data-sheet bandwidth: no published memory-bound Pallas run pins it"),
-    call_overhead=(102.9e-6, "[guide] fit: mostly its 1024 points (the guide's timeit includes Python "
-                             "dispatch; its XLA matmul of 1024^3 takes 119 µs for ~20 µs of work)"),
+    dma_latency=(0.1530e-6, f"{_CHIP_FIT}: softmax's 32- and 64-row blocks cost ~0.1-0.2 µs a step beyond their "
+                            "bytes"),
+    dma_efficiency=(0.8538, f"{_CHIP_FIT}: add and softmax in large blocks stream ~700 GB/s of the data sheet's "
+                            "819"),
+    dma_run_seconds=(1.474e-9, f"{_CHIP_FIT}: add 16384^2 in [128, 512] blocks (8 runs per copy) is slower than "
+                               "in [16, 4096] (1 run) with the same bytes and steps"),
+    call_overhead=(99.78e-6, f"{_CHIP_FIT} (the [guide]'s timeit includes Python dispatch; [chip]'s pipelined "
+                             "calls do not and are compared without it)"),
     llo_vector_op_seconds=(1.0e-10 / _V5E_SCALE, "[from v7x, scaled like vpu_rate (the clock ratio)] [seed] fit"),
 )
 
 # TPU v7x (TPU7x), one TensorCore: the vector rate and the loop overlap are fitted to the [seed] table; the
-# per-step, latency, call and MXU constants are v5e's [guide] fits (no v7x measurement separates them).
+# per-step, latency, call and MXU constants are v5e's fits to the [guide] alone (no v7x measurement separates them,
+# and [chip] measured a v5e: it moves v5e's, not these).
 V7X = _constants(
     "v7x",
     calibrated=True,
-    mxu_efficiency=(V5E.mxu_efficiency, "[from v5e] " + V5E.sources["mxu_efficiency"]),
+    mxu_efficiency=_GUIDE_MXU,
     mxu_min_rows=(128.0, "[from v6e, assumed: the same 256-wide MXU; libtpu's v7x compile of these blocks ran out "
                          "of VMEM] " + _MIN_ROWS_V6E),
     # [seed] fit from `unroll` 892 TF/s at 8k ([2, 512, 2048]): ~1.1 ps of vector work per attention score
@@ -200,13 +225,13 @@ V7X = _constants(
     eup_rate=(_SEED_VPU_RATE / 4, "[assumed] a quarter of vpu_rate (one EUP slot against four VALU slots)"),
     overlap_straight=(1.0, "[pallas] straight-line code is one basic block the LLO scheduler interleaves"),
     overlap_loop=(_SEED_OVERLAP_LOOP, "[seed] fit: `emit_pipeline` at 32k (695 TF/s); 653 TF/s at 8k is then predicted"),
-    step_overhead=(V5E.step_overhead, "[from v5e] " + V5E.sources["step_overhead"]),
-    pipeline_iteration_overhead=(V5E.pipeline_iteration_overhead,
-                                 "[from v5e] " + V5E.sources["pipeline_iteration_overhead"]),
+    step_overhead=_GUIDE_STEP,
+    pipeline_iteration_overhead=_GUIDE_STEP,
     fori_iteration_overhead=(V5E.fori_iteration_overhead, "[assumed] a scalar loop plus address arithmetic"),
-    dma_latency=(V5E.dma_latency, "[from v5e] " + V5E.sources["dma_latency"]),
-    dma_efficiency=(1.0, "[assumed] the data-sheet bandwidth: no published memory-bound Pallas run pins it"),
-    call_overhead=(V5E.call_overhead, "[from v5e] " + V5E.sources["call_overhead"]),
+    dma_latency=_GUIDE_LATENCY,
+    dma_efficiency=(1.0, "[assumed] the data-sheet bandwidth: no memory-bound measurement on this chip pins it"),
+    dma_run_seconds=(0.0, "[assumed] none: no measurement on this chip pins it (v5e's [chip] fit: 1.5 ns a run)"),
+    call_overhead=_GUIDE_CALL,
     # libtpu 0.0.42.1 compiles one grid step of the seed's 8k `unroll` config to 57 472 VPU and 8 832 EUP
     # instructions (92 800 VPU-equivalents), which must take the vector time the vpu_rate fit gives it.
     llo_vector_op_seconds=(1.0e-10, "[seed] fit: the 8k `unroll` step's libtpu op counts against the "
