@@ -511,7 +511,7 @@ def _call_plan(layout: CallLayout, loop_type: object, chip: Chip) -> CallPlan:
         name=layout.name, range=grid.header_range or grid.range, grid=grid_shape,
         dimension_semantics=tuple(semantics), operands=tuple(operands), scratch=tuple(layout.scratch_plan),
         inner_loops=tuple(inner), outer_work=region_work(grid.body, dma_ids),
-        temporaries_bytes=temporaries_bytes(grid.body, lambda lp: loop_strategy(loop_type, lp) == "unroll", dma_ids),
+        temporaries_bytes=temporaries_bytes(grid.body, lambda lp: loop_strategy(loop_type, lp), dma_ids),
         vmem_limit_bytes=chip.default_scoped_vmem_bytes,
     )
 

@@ -25,6 +25,7 @@ shrink       reduced argument shapes that keep a config's tile structure, for co
 correctness  the gate: generated code on reduced shapes against the eager reference of the original source
 kernel_space a kernel's config space as a search space: one compile per config, model scores, VMEM pruning
 driver       one tuning run: search (in-process), refine, verify the winner, store every trial
+decorator    the decorator line a tuned config is pasted as (the kernel's other decorator arguments kept)
 parallel     several shape sets searched at once in forked copies of the tuning process
 verdicts     the gate's verdicts remembered in the analysis cache (compiler.results; no torch to import)
 collector    the garbage collector held off while a search or a check makes its many short-lived objects

@@ -21,7 +21,7 @@ import contextlib
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import torch
@@ -54,19 +54,25 @@ class CorrectnessResult:
     shapes: str  # the reduced shapes the check ran on
     max_error: float | None = None  # worst error relative to the reference's largest magnitude
     seconds: float = 0.0
+    # the TPU compiler ran out of VMEM at the real shapes: what it needed, and the VMEM report's total there
+    vmem_needed_bytes: int | None = None
+    vmem_estimated_bytes: int | None = None
 
     @property
     def ok(self) -> bool:
         return self.verdict == "ok"
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "verdict": self.verdict,
             "message": self.message,
             "shapes": self.shapes,
             "max_error": self.max_error,
             "seconds": self.seconds,
         }
+        if self.vmem_needed_bytes is not None:
+            out |= {"vmem_needed_bytes": self.vmem_needed_bytes, "vmem_estimated_bytes": self.vmem_estimated_bytes}
+        return out
 
 
 _reference: ReferenceProcess | None = None
@@ -132,15 +138,17 @@ def prepare_check(
         )
     rejected = tpu_rejects(kernel, args, config, chip)
     if rejected is not None:
-        return CorrectnessResult("failed", rejected, format_args(args), seconds=time.perf_counter() - start)
+        return replace(rejected, seconds=time.perf_counter() - start)
     return GateCase.of(ck, config, time.perf_counter() - start)
 
 
-def tpu_rejects(kernel: Kernel, args: Mapping[str, ArgSpec], config: Mapping[str, Any], chip: Chip) -> str | None:
-    """Why the TPU compiler (libtpu's deviceless compile for `chip`) rejects `config` at the real shapes, or
-    None when it accepts it or cannot say (no libtpu). The reduced run cannot show what only the real
-    shapes have: attention 8k's [1, 4096, 1024] unroll, 117 MiB by the VMEM report, needs 168.66 MiB of the
-    v5e's 128 to the TPU compiler and failed on the chip."""
+def tpu_rejects(
+    kernel: Kernel, args: Mapping[str, ArgSpec], config: Mapping[str, Any], chip: Chip
+) -> CorrectnessResult | None:
+    """The failed verdict of a `config` the TPU compiler (libtpu's deviceless compile for `chip`) rejects at the
+    real shapes, or None when it accepts it or cannot say (no libtpu). The reduced run cannot show what only
+    the real shapes have: attention 8k's [1, 4096, 1024] unroll, 117 MiB by the VMEM report, needs 168.66 MiB
+    of the v5e's 128 to the TPU compiler and failed on the chip. Out of VMEM, it says what was needed."""
     from ..tpu.libtpu_compile import libtpu_available
 
     if not libtpu_available():
@@ -152,7 +160,12 @@ def tpu_rejects(kernel: Kernel, args: Mapping[str, ArgSpec], config: Mapping[str
     errors = [d for d in ck.check_tpu_compile() if d.is_error]
     if not errors:
         return None
-    return f"the TPU compiler rejects it at {format_args(args)}: {errors[0].code} {errors[0].message}"
+    first = errors[0]
+    data = first.data or {}
+    needed = data.get("requested_bytes") if data.get("kind") == "vmem_oom" else None
+    message = f"the TPU compiler rejects it at {format_args(args)}: {first.code} {first.message}"
+    return CorrectnessResult("failed", message, format_args(args), vmem_needed_bytes=needed,
+                             vmem_estimated_bytes=ck.vmem.total_bytes if needed else None)
 
 
 def check_config(

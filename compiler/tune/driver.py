@@ -12,7 +12,8 @@ Phases:
             which may reject them (libtpu) or replace the estimate by its own (the TPU compiler's) or by a
             measurement (TPU). A deterministic evaluator's stored result for a config is reused, not redone.
 3. verify   the winner goes through the correctness gate (correctness.py); when it is wrong, the runner-up
-            (`gate_attempts` in all). A verdict already known (verdicts.py) is not checked again. With the
+            (`gate_attempts` in all; a config the TPU compiler rejects for want of VMEM counts apart, and
+            passes over the candidates its shortfall says cannot fit either). A verdict already known (verdicts.py) is not checked again. With the
             model evaluator and a gate worker, a best config that has stood for `EARLY_AFTER` evaluations is
             sent to the gate while the search goes on (a search usually finds its winner halfway and spends
             the rest confirming it): when it is the winner, its check has run meanwhile; when it is not, the
@@ -29,7 +30,6 @@ executors (worker processes or Ray), since they execute generated and user code.
 
 from __future__ import annotations
 
-import ast
 import functools
 import threading
 import time
@@ -38,11 +38,11 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..api import Kernel
+from ..ir.chips import get_chip
 from ..ir.config import Config
-from ..support.syntax import parse
 from . import collector
 from .correctness import CorrectnessResult
+from .decorator import decorator_line
 from .evaluators import Problem, evaluate, gate_case, get_evaluator, verify
 from .executors import Executor, InlineExecutor
 from .kernel_space import KernelSpace
@@ -93,6 +93,10 @@ class TuneProgress:
             "best_seconds": self.best_seconds,
             "best_config": self.best_config,
         }
+
+
+# candidates the gate lets the TPU compiler reject for want of VMEM (beside gate_attempts' wrong or failed ones)
+VMEM_REJECTIONS = 3
 
 
 @dataclass(frozen=True)
@@ -436,11 +440,26 @@ class TuneRun:
             self.run_id = None
 
     def _gate(self) -> tuple[Candidate | None, list[Candidate]]:
-        """Check candidates best first, `gate_attempts` at most; the first that is not wrong is the best.
-        Returns it and the ranking without the disqualified ones."""
+        """Check candidates best first; the first that is not wrong is the best. Returns it and the ranking
+        without the disqualified ones.
+
+        A wrong or failed check counts against `gate_attempts`. One the TPU compiler rejects for want of VMEM
+        counts against `VMEM_REJECTIONS` instead, and says how far the VMEM report falls short for this kernel
+        (its need over the report's total): a later candidate whose total, scaled by that, is over the chip's
+        limit is passed over unchecked. The best configs of a kernel tend to share their blocks, and so the
+        report's shortfall (attention 8k on v5e: the first six all have 4096-query blocks), and each libtpu
+        compile at the real shapes takes up to a minute."""
         key = self.key.with_evaluator(self.options.evaluator)
         remaining = list(self.candidates)
-        for i, cand in enumerate(self.candidates[: self.options.gate_attempts]):
+        attempts = vmem_rejections = 0
+        shortfall, because = 1.0, ""
+        limit = get_chip(self.problem.chip).max_vmem_limit_bytes
+        for i, cand in enumerate(self.candidates):
+            if attempts >= self.options.gate_attempts or vmem_rejections >= VMEM_REJECTIONS:
+                break
+            estimate = cand.metrics.get("vmem_bytes")
+            if shortfall > 1 and estimate and estimate * shortfall > limit:
+                continue  # left out of the ranking at the end (_passed_over)
             # an exception here means the gate itself broke (not the config): the caller reports it
             if i == 0 and self._pending is not None:
                 check = self._pending.result()
@@ -452,7 +471,16 @@ class TuneRun:
                 if self.verdicts is not None and check.verdict == "ok":
                     self.verdicts.keep_winner(self.key.source_hash, self.key.shape_key, self.key.chip,
                                               self.options.evaluator, cand.config)
-                return best, [best if c is cand else c for c in remaining]
+                ranking = self._passed_over([best if c is cand else c for c in remaining], shortfall, because, limit)
+                return best, ranking
+            if check.vmem_needed_bytes and check.vmem_estimated_bytes:
+                vmem_rejections += 1
+                if check.vmem_needed_bytes / check.vmem_estimated_bytes > shortfall:
+                    shortfall = check.vmem_needed_bytes / check.vmem_estimated_bytes
+                    because = (f"the TPU compiler needed {shortfall:.2f}x the VMEM report's total for "
+                               f"{Config(cand.config).short()}")
+            else:
+                attempts += 1
             remaining.remove(cand)
             self.rejected.append(
                 {
@@ -472,7 +500,21 @@ class TuneRun:
                     {"correctness": check.to_json()} | cand.metrics,
                     self.run_id,
                 )
-        return None, remaining
+        return None, self._passed_over(remaining, shortfall, because, limit)
+
+    def _passed_over(self, ranking: list[Candidate], shortfall: float, because: str, limit: int) -> list[Candidate]:
+        """The ranking without the configs the report's shortfall puts over the chip's limit (those the gate
+        passed over and those below its winner), and a note saying how many and why."""
+        def over(c: Candidate) -> bool:
+            return shortfall > 1 and c.correctness is None and c.metrics.get("vmem_bytes", 0) * shortfall > limit
+
+        kept = [c for c in ranking if not over(c)]
+        count = len(ranking) - len(kept)
+        if count:
+            self.notes.append(f"{count} config{'s' if count > 1 else ''} left out unchecked: {because}, and at "
+                              f"that rate {'they' if count > 1 else 'it'} would need more than the "
+                              f"{limit / 2**20:.0f} MiB {self.problem.chip} allows")
+        return kept
 
 
 def submit_check(executor: Executor, case: Any, seed: int, verdicts: Verdicts | None) -> Future[CorrectnessResult]:
@@ -547,32 +589,3 @@ def stored_outcomes(
             info = dict(t.metrics) | ({"error": t.metrics.get("error", "unusable")} if t.seconds is None else {})
             out[Config(t.config)] = (t.seconds, info)
     return out
-
-
-def decorator_line(kernel: Kernel, config: Mapping[str, Any]) -> str:
-    """`@helion.kernel(<the decorator's other arguments>, config=helion.Config(...))` to paste."""
-    cfg = repr(Config(dict(config)))
-    text = _range_text(kernel.source, kernel.decorator_range)
-    try:
-        node = parse(text.strip(), mode="eval").body
-    except SyntaxError:
-        node = None
-    if isinstance(node, ast.Call):
-        kept = [ast.unparse(a) for a in node.args]
-        kept += [ast.unparse(kw) for kw in node.keywords if kw.arg not in ("config", "configs")]
-        return f"@{ast.unparse(node.func)}({', '.join([*kept, f'config={cfg}'])})"
-    func = ast.unparse(node) if node is not None else "helion.kernel"
-    return f"@{func}(config={cfg})"
-
-
-def _range_text(source: str, rng: Any) -> str:
-    lines = source.splitlines()
-    start, end = rng.start, rng.end
-    if start.line == end.line:
-        return lines[start.line][start.character : end.character]
-    parts = [
-        lines[start.line][start.character :],
-        *lines[start.line + 1 : end.line],
-        lines[end.line][: end.character],
-    ]
-    return "\n".join(parts)
