@@ -15,6 +15,7 @@ from functools import cache
 SIMULATED_CHIPS = ("v5e", "v5p", "v6e")  # libtpu's static LLO profile runs on these only (tune/schedule.py)
 
 MiB = 1024 * 1024
+GiB = 1024 * MiB
 
 # name -> (jax ChipVersion value, TensorCores per JAX device, device_kind for the abstract mesh)
 _JAX_CHIPS = {
@@ -64,26 +65,34 @@ ALIASES = {
 #  max vmem_limit_bytes: v7x accepts at most 65472 KiB (same notes); other chips: their capacity;
 #  topology names/kwargs: jax.experimental.topologies.get_topology_desc names that work with libtpu 0.0.42.1;
 #  clock: the TensorCore clock, one VLIW bundle per cycle (what turns the TPU compiler's simulated cycles and
-#    scheduled bundles into seconds), with its derivation in _CLOCK_SOURCES.
+#    scheduled bundles into seconds), with its derivation in _CLOCK_SOURCES;
+#  hbm: the HBM a kernel's arrays may take, as the libtpu 0.0.42.1 deviceless compile words it for arrays of
+#    384 GiB ("exceeds available HBM (15.75G)" on v5e; G is GiB: attention [8, 32, 32768, 256] bf16's four
+#    arrays of 4 GiB are "16.00G").
 _EXTRA = {
-    "v4": dict(default_scoped_vmem=16 * MiB, max_vmem_limit=16 * MiB, topology=("v4:2x2x1", {}), clock=1.049e9),
+    "v4": dict(default_scoped_vmem=16 * MiB, max_vmem_limit=16 * MiB, topology=("v4:2x2x1", {}), clock=1.049e9,
+               hbm=15.25 * GiB),
     "v5e": dict(
         default_scoped_vmem=16 * MiB,
         max_vmem_limit=128 * MiB,
         topology=("v5e:1x1", {"chips_per_host_bounds": (1, 1, 1)}),
         clock=1.503e9,
+        hbm=15.75 * GiB,
     ),
     "v5p": dict(
-        default_scoped_vmem=16 * MiB, max_vmem_limit=64 * MiB, topology=("v5p:2x2x1", {}), clock=1.751e9
+        default_scoped_vmem=16 * MiB, max_vmem_limit=64 * MiB, topology=("v5p:2x2x1", {}), clock=1.751e9,
+        hbm=95.74 * GiB,
     ),
     "v6e": dict(
         default_scoped_vmem=32 * MiB,
         max_vmem_limit=128 * MiB,
         topology=("v6e:1x1", {"chips_per_host_bounds": (1, 1, 1)}),
         clock=1.755e9,
+        hbm=31.25 * GiB,
     ),
     "v7x": dict(
-        default_scoped_vmem=32 * MiB, max_vmem_limit=65472 * 1024, topology=("tpu7x:2x2x1", {}), clock=2.47e9
+        default_scoped_vmem=32 * MiB, max_vmem_limit=65472 * 1024, topology=("tpu7x:2x2x1", {}), clock=2.47e9,
+        hbm=94.75 * GiB,
     ),
 }
 _MXU_PEAK = "the bf16 peak (jax tpu_info) over 4 MXUs x 128 x 128 x 2 FLOP per cycle (jax tpu_info's MXU count and size)"
@@ -108,6 +117,7 @@ class Chip:
     default_scoped_vmem_bytes: int
     max_vmem_limit_bytes: int
     hbm_bandwidth: float  # bytes / second, per TensorCore
+    hbm_capacity_bytes: int  # what one kernel's arrays may take (libtpu's "available HBM")
     bf16_flops: float  # FLOP / second, per TensorCore
     int8_flops: float  # OP / second with int8 operands; 0 where the MXU has no int8 mode (jax tpu_info)
     fp8_flops: float  # FLOP / second with 8-bit float operands; 0 where the MXU has no fp8 mode
@@ -158,6 +168,7 @@ def get_chip(name: str) -> Chip:
         default_scoped_vmem_bytes=extra["default_scoped_vmem"],
         max_vmem_limit_bytes=min(extra["max_vmem_limit"], info["vmem_capacity_bytes"]),
         hbm_bandwidth=float(info["mem_bw_bytes_per_second"]),
+        hbm_capacity_bytes=int(extra["hbm"]),
         bf16_flops=float(info["bf16_ops_per_second"]),
         int8_flops=float(info["int8_ops_per_second"]),
         fp8_flops=float(info["fp8_ops_per_second"]),
@@ -172,6 +183,7 @@ def get_chip(name: str) -> Chip:
         sources={
             "vmem_capacity_bytes": "jax 0.10.2 tpu_info",
             "hbm_bandwidth": "jax 0.10.2 tpu_info",
+            "hbm_capacity_bytes": "libtpu 0.0.42.1 deviceless compile ('available HBM')",
             "bf16_flops": "jax 0.10.2 tpu_info",
             "int8_flops": "jax 0.10.2 tpu_info",
             "fp8_flops": "jax 0.10.2 tpu_info",

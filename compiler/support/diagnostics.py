@@ -193,6 +193,7 @@ CODES: dict[str, str] = {
     "HPL300": "out of VMEM: buffers exceed the chip's VMEM capacity",
     "HPL301": "over the default scoped VMEM limit (the generated code raises vmem_limit_bytes)",
     "HPL302": "real TPU compile ran out of VMEM",
+    "HPL303": "the kernel's arrays do not fit the chip's HBM",
     "HPL400": "Mosaic lowering failed",
     "HPL401": "libtpu compile failed",
     "HPL402": "libtpu is not installed: the real TPU compile was skipped",

@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from .lowering import Arg
 
 CompileKind = Literal[
-    "vmem_oom", "vector_layout", "alignment", "unsupported_dtype", "other", "timeout", "crash"
+    "vmem_oom", "hbm_oom", "vector_layout", "alignment", "unsupported_dtype", "other", "timeout", "crash"
 ]
 Stage = Literal["load", "lowering", "compile", "worker"]
 
@@ -80,6 +80,7 @@ _KIND_PATTERNS: tuple[tuple[CompileKind, re.Pattern[str]], ...] = (
         "vmem_oom",
         re.compile(r"memory space vmem|ScopedVmemOom|scoped vmem limit|vmem capacity|space=vmem", re.I),
     ),
+    ("hbm_oom", re.compile(r"out of memory on HBM|exceeds available HBM", re.I)),
     ("alignment", re.compile(r"Alignment|cannot statically prove|not aligned|misaligned", re.I)),
     (
         "unsupported_dtype",

@@ -99,8 +99,9 @@ def _overflow(ck: CompiledKernel, target: Any, stage: str) -> Any:
 
 def compile_code(kind: str | None) -> str:
     """The diagnostic code of a TPU compiler rejection of this kind, the same from libtpu on a CPU and from
-    the chip's own compile: HPL302 out of VMEM, HPL203 a dtype the chip lacks, HPL401 anything else."""
-    return {"vmem_oom": "HPL302", "unsupported_dtype": "HPL203"}.get(kind or "", "HPL401")
+    the chip's own compile: HPL302 out of VMEM, HPL303 out of HBM, HPL203 a dtype the chip lacks, HPL401 anything
+    else."""
+    return {"vmem_oom": "HPL302", "hbm_oom": "HPL303", "unsupported_dtype": "HPL203"}.get(kind or "", "HPL401")
 
 
 def check_tpu_compile(ck: CompiledKernel, compiler: Any = None) -> TruthResult:

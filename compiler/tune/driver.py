@@ -244,6 +244,7 @@ class TuneRun:
         self._early_sink = early_sink
         self._early_sent: tuple[dict[str, Any], Any] | None = None  # (config, its case) handed to early_sink
         self._done = False
+        problem.require_hbm()
         if searched is not None:
             self.result, self.candidates, self.run_id = searched.result, searched.candidates, searched.run_id
             self.work_seconds, self.rejected = searched.work_seconds, searched.rejected

@@ -16,6 +16,7 @@ from ..api import Kernel, load
 from ..compiled import CompiledKernel
 from ..ir.config import as_config
 from ..ir.specs import ArgSpec, format_args
+from ..support.diagnostics import CompileError
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,18 @@ class Problem:
 
     def load_kernel(self) -> Kernel:
         return _kernel(self.source, self.kernel)
+
+    def require_hbm(self) -> None:
+        """Raise the HPL303 of a shape set whose arrays do not fit the chip's HBM: every config would fail in the
+        TPU compiler (attention [8, 32, 32768, 256] bf16 on a v5e), so it is said once, before any search."""
+        kernel = self.load_kernel()
+        try:
+            ck = self.compile(kernel.default_config(self.args, self.chip), emit=False)
+        except CompileError:
+            return  # the search prunes what does not compile, config by config
+        unfit = [d for d in ck.diagnostics if d.code == "HPL303"]
+        if unfit:
+            raise CompileError(unfit)
 
     def compile(self, config: Mapping[str, Any], emit: bool = True) -> CompiledKernel:
         """Compile (raises CompileError). The last few compiles of a process are kept, so that refining or
