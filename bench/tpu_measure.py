@@ -10,11 +10,17 @@ warm-up calls, then the median of device-synchronised calls):
            config and the config the model tunes for this chip
   matmul   the matmul table of the JAX Pallas TPU guide (bench/kernels/matmul.py: plain, transposed RHS,
            fused ReLU; 1024-8192 with (128, 128, 128) and (512, 1024, 1024) blocks, plus 2048)
+  sweep    every example and bench/kernels/matmul.py at the shapes of issue 29's table (SWEEP), each with the
+           model-only tuner's pick, its default and --sweep configs drawn across its space (a fixed seed; small
+           blocks included, configs the VMEM report rules out redrawn): what says whether the tuner's pick is
+           within 1.05x of the best the chip finds, and what a fit of the model needs (bench/tune_vs_chip.py)
 Every config is first put through the correctness gate (reduced shapes against the eager reference); one
 that is wrong is recorded with its verdict and not timed. Each point records the model's estimate beside
 the measurement.
 
-    python bench/tpu_measure.py [--out FILE.json] [--only seed kernels matmul] [--repeats 20]
+    python bench/tpu_measure.py [--out FILE.json] [--only seed kernels matmul sweep] [--repeats 20]
+    python bench/tpu_measure.py --only sweep --kernels softmax add --out part1.json   # one command's worth
+    python bench/tune_vs_chip.py part1.json part2.json  # the tuner's picks against the best measured
     python bench/calibrate.py --measured FILE.json      # fit the chip's constants to it
 
 --interpret runs the same logic on a CPU in TPU interpret mode (--chip required; times say nothing about a
@@ -39,7 +45,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from published import MATMUL, REPO, points  # noqa: E402
 
 SEED_KERNELS = ("softmax", "batch_softmax", "bmm", "rms_norm_bwd")
-GROUPS = ("seed", "kernels", "matmul")
+GROUPS = ("seed", "kernels", "matmul", "sweep")
+# issue 29's table: kernel -> (file, shapes, tiny shapes for a CPU run of the logic)
+SWEEP = {
+    "attention": ("examples/attention.py", "q=bf16[8, 32, 8192, 256], k=bf16[8, 32, 8192, 256], v=bf16[8, 32, 8192, 256]",
+                  "q=f32[1, 2, 256, 128], k=f32[1, 2, 256, 128], v=f32[1, 2, 256, 128]"),
+    "bmm": ("examples/bmm.py", "a=bf16[64, 2048, 2048], b=bf16[64, 2048, 2048]", "a=f32[2, 256, 256], b=f32[2, 256, 256]"),
+    "matmul": (MATMUL, "x=bf16[8192, 8192], y=bf16[8192, 8192]", "x=f32[256, 256], y=f32[256, 256]"),
+    "softmax": ("examples/softmax.py", "x=bf16[65536, 2560]", "x=f32[512, 256]"),
+    "batch_softmax": ("examples/batch_softmax.py", "x=bf16[64, 2048, 4096]", "x=f32[2, 128, 256]"),
+    "rms_norm_bwd": ("examples/rms_norm_bwd.py",
+                     "grad_out=f32[8192, 8192], x=f32[8192, 8192], weight=f32[8192], rstd=f32[8192, 1]",
+                     "grad_out=f32[256, 256], x=f32[256, 256], weight=f32[256], rstd=f32[256, 1]"),
+    "add": ("examples/add.py", "x=bf16[16384, 16384], y=bf16[16384, 16384]", "x=f32[256, 512], y=f32[256, 512]"),
+}
 
 
 @dataclass
@@ -117,7 +136,48 @@ def _matmul_targets(tiny: bool) -> Iterator[Target]:
             yield Target("matmul", p.file, p.kernel, p.args, dict(p.config), p.size, p.label)
 
 
-def targets(chip: str, groups: list[str], tiny: bool, tune_evals: int) -> list[Target]:
+def _sweep_targets(chip: str, tiny: bool, tune_evals: int, count: int, kernels: list[str] | None) -> Iterator[Target]:
+    import random
+
+    import compiler
+    from compiler.ir.specs import format_args
+    from compiler.support.diagnostics import CompileError
+    from compiler.tune.driver import TuneOptions, tune
+    from compiler.tune.evaluators import Problem
+
+    for name, (file, args, small) in SWEEP.items():
+        if kernels and name not in kernels:
+            continue
+        source = (REPO / file).read_text()
+        kernel = compiler.load(source).kernels[name]
+        specs = kernel.resolve_args(small if tiny else args)
+        picked = tune(Problem(source, name, specs, chip, str(REPO / file)), TuneOptions(max_evals=tune_evals, verify=False))
+        chosen = {"model pick": picked.best.config} if picked.best is not None else {}
+        default = dict(kernel.default_config(specs, chip))
+        if repr(compiler.Config(default)) not in {repr(compiler.Config(c)) for c in chosen.values()}:
+            chosen["default"] = default
+        space, rng = kernel.config_space(specs, chip), random.Random(f"{name} {chip}")
+        seen = {repr(compiler.Config(c)) for c in chosen.values()}
+        fixed = len(chosen)
+        for _ in range(40 * count):
+            if len(chosen) >= count + fixed:
+                break
+            config = space.to_config({n: rng.choice(values) for n, values in space.dimensions})
+            if repr(config) in seen:
+                continue
+            seen.add(repr(config))
+            try:
+                if kernel.compile(args=specs, config=dict(config), chip=chip, emit=False).vmem.verdict == "out_of_vmem":
+                    continue
+            except CompileError:
+                continue
+            chosen[f"sample {len(chosen) - fixed + 1}"] = dict(config)
+        for label, config in chosen.items():
+            yield Target("sweep", file, name, format_args(specs), config, 0, label)
+
+
+def targets(chip: str, groups: list[str], tiny: bool, tune_evals: int, sweep: int = 30,
+            kernels: list[str] | None = None) -> list[Target]:
     out: list[Target] = []
     if "seed" in groups:
         out += _attention_targets(tiny)
@@ -125,6 +185,8 @@ def targets(chip: str, groups: list[str], tiny: bool, tune_evals: int) -> list[T
         out += _kernel_targets(chip, tiny, tune_evals)
     if "matmul" in groups:
         out += _matmul_targets(tiny)
+    if "sweep" in groups:
+        out += _sweep_targets(chip, tiny, tune_evals, sweep, kernels)
     return out
 
 
@@ -193,6 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tune-evals", type=int, default=150, help="model evaluations for the tuned configs")
     parser.add_argument("--interpret", action="store_true", help="CPU, TPU interpret mode: logic only")
     parser.add_argument("--tiny", action="store_true", help="small shapes")
+    parser.add_argument("--sweep", type=int, default=30, help="configs drawn per kernel in the sweep group")
+    parser.add_argument("--kernels", nargs="+", choices=sorted(SWEEP), help="the sweep group's kernels (default all)")
     args = parser.parse_args(argv)
     if args.interpret:
         if not args.chip:
@@ -207,14 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     out_path = Path(args.out or f"tpu_measure_{chip}_{date[:10]}.json")
     import jax
 
-    records = []
-    for target in targets(chip, groups, args.tiny, args.tune_evals):
-        record = measure(target, chip, args.interpret, args.warmup, args.repeats)
-        records.append(record)
-        seconds = f"{record['seconds'] * 1e3:10.4f} ms" if record["seconds"] is not None else " " * 13
-        model = record.get("model_seconds")
-        print(f"{target.group:<8} {target.kernel + ' ' + target.label:<56} {seconds}  {record['status']}"
-              + (f" (model {model * 1e3:.4f} ms)" if model else ""), flush=True)  # fmt: skip
+    records: list[dict[str, Any]] = []
     payload = {
         "tool": "bench/tpu_measure.py",
         "chip": chip,
@@ -226,6 +283,14 @@ def main(argv: list[str] | None = None) -> int:
         "repeats": args.repeats,
         "points": records,
     }
+    for target in targets(chip, groups, args.tiny, args.tune_evals, args.sweep, args.kernels):
+        record = measure(target, chip, args.interpret, args.warmup, args.repeats)
+        records.append(record)
+        out_path.write_text(json.dumps(payload, indent=1))  # after every point: a run cut short keeps what it has
+        seconds = f"{record['seconds'] * 1e3:10.4f} ms" if record["seconds"] is not None else " " * 13
+        model = record.get("model_seconds")
+        print(f"{target.group:<8} {target.kernel + ' ' + target.label:<56} {seconds}  {record['status']}"
+              + (f" (model {model * 1e3:.4f} ms)" if model else ""), flush=True)  # fmt: skip
     out_path.write_text(json.dumps(payload, indent=1))
     measured = sum(r["seconds"] is not None for r in records)
     print(f"{measured} of {len(records)} points measured on {chip}"

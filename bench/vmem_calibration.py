@@ -1,6 +1,8 @@
 """VMEM report vs the real TPU compiler: the estimated total of each config next to the VMEM libtpu says the
 kernel uses (or needs, when it runs out). This is where the temporaries factors in
 compiler/codegen/work.py come from. Needs libtpu (pip install 'helion-ls[tpu]').
+
+    python bench/vmem_calibration.py [CHIP]     # v7x by default; v5e takes ~10 min (attention 8k, unrolled)
 """
 
 from __future__ import annotations
@@ -27,6 +29,13 @@ CASES = [
     ("attention", 0, {"block_sizes": [1, 1024, 1024], "pallas_loop_type": "fori_loop"}),
     ("attention", 1, {"block_sizes": [1, 512, 512], "pallas_loop_type": "unroll", "pallas_load_buffer_count": [2, 1, 1]}),
     ("attention", 1, {"block_sizes": [1, 256, 512], "pallas_loop_type": "unroll", "pallas_load_buffer_count": [2, 1, 1]}),
+    # v5e keeps more of an unrolled loop alive than v7x: every K step (trips 4, 8, 16, 32) at several query blocks
+    *[("attention", 0, {"block_sizes": [1, q, k], "pallas_loop_type": "unroll"})
+      for q, k in ((256, 256), (512, 256), (1024, 256), (2048, 256), (4096, 256), (512, 1024), (1024, 1024),
+                   (1024, 512), (2048, 512), (4096, 512), (1024, 2048), (4096, 2048))],
+    ("attention", 0, {"block_sizes": [1, 4096, 1024], "loop_orders": [[1, 0]], "pallas_loop_type": "unroll"}),
+    *[("attention", 0, {"block_sizes": blocks, "pallas_loop_type": "fori_loop"})
+      for blocks in ([1, 4096, 1024], [1, 8192, 512], [1, 8192, 1024], [2, 4096, 1024])],
     ("softmax", 0, None),
     ("batch_softmax", 0, None),
     ("bmm", 0, None),

@@ -152,6 +152,24 @@ def test_stored_best_seeds_the_next_run(tmp_path) -> None:
     assert second.best.seconds <= first.best.seconds
 
 
+def test_the_tpu_evaluator_times_loops_of_pipelined_calls() -> None:
+    """Calls issued back to back, one wait per loop (jax dispatches asynchronously), so a kernel of microseconds
+    is timed as itself; k makes a loop last about TIMED_SECONDS / LOOPS. Here on jax's CPU backend."""
+    import jax
+    import jax.numpy as jnp
+
+    from compiler.tune.evaluators import LOOPS, TIMED_SECONDS, time_pipelined
+
+    x = jnp.ones((256, 256))
+    f = jax.jit(lambda a: a @ a)
+    outs = []
+    times, k = time_pipelined(lambda: outs.append(f(x)) or outs[-1], first=TIMED_SECONDS / LOOPS / 40)
+    assert len(times) == LOOPS and k == 40 and len(outs) == LOOPS * k
+    assert all(0 < t < TIMED_SECONDS for t in times)
+    _, once = time_pipelined(lambda: f(x), first=10.0)  # a kernel of seconds: one call a loop
+    assert once == 1
+
+
 def test_tpu_evaluator_refuses_without_a_tpu() -> None:
     why = probe_tpu("v7x")
     assert why is not None and "no TPU" in why

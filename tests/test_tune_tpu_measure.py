@@ -90,3 +90,40 @@ def test_the_seed_kernels_are_measured_with_their_default_and_tuned_configs() ->
         assert kernel.compile(args=t.args, config=t.config, chip="v5e", emit=False).vmem.verdict != "out_of_vmem"
     defaults = [t for t in got if t.label == "default"]
     assert len(defaults) == 4
+
+
+def test_the_sweep_measures_the_pick_the_default_and_configs_drawn_across_the_space(tmp_path, capsys) -> None:
+    import tune_vs_chip
+
+    import compiler
+
+    out = tmp_path / "sweep.json"
+    argv = ["--interpret", "--tiny", "--chip", "v5e", "--only", "sweep", "--kernels", "add", "--sweep", "3",
+            "--tune-evals", "20", "--warmup", "0", "--repeats", "1", "--out", str(out)]  # fmt: skip
+    assert tpu_measure.main(argv) == 0
+    data = json.loads(out.read_text())
+    for kernel in ("add",):
+        points = [p for p in data["points"] if p["kernel"] == kernel]
+        labels = [p["label"] for p in points]  # the default is left out when it is the pick
+        assert labels in (["model pick", "default", "sample 1", "sample 2", "sample 3"],
+                          ["model pick", "sample 1", "sample 2", "sample 3"])
+        assert len({json.dumps(p["config"], sort_keys=True) for p in points}) == len(points)  # no config twice
+        source = (REPO / points[0]["file"]).read_text()
+        k = compiler.load(source).kernels[kernel]
+        for p in points:
+            assert p["correctness"] == "ok" and p["seconds"] > 0
+            assert k.compile(args=p["args"], config=p["config"], chip="v5e", emit=False).vmem.verdict != "out_of_vmem"
+    with pytest.raises(SystemExit, match="interpret mode"):
+        tune_vs_chip.main([str(out)])
+    # times the model itself predicts: every point within 20 %, the pick is the best (ties aside), pairs in order
+    data["interpret"] = False
+    for p in data["points"]:
+        m = calibrate.compile_point(calibrate.Point("x", p["file"], p["kernel"], p["args"], p["config"], 0, p["label"],
+                                                    seconds=1.0), "v5e")  # fmt: skip
+        p["seconds"] = calibrate.Modelled(m.point, m.plan, 1.0, dispatch=False).model()
+    synthetic = tmp_path / "synthetic.json"
+    synthetic.write_text(json.dumps(data))
+    tune_vs_chip.main([str(synthetic)])
+    printed = capsys.readouterr().out
+    assert f"model within ±20%: {len(points)} of {len(points)} points" in printed
+    assert "(fewer than 30 configs)" in printed and "NOT MET" in printed  # 5 configs a kernel are not enough

@@ -1,0 +1,91 @@
+"""The tuner's picks against what the chip finds fastest, from bench/tpu_measure.py runs with the sweep group.
+
+For each kernel of the sweep: the configs measured (the model-only tuner's pick, the default, configs drawn across
+the space), the best of them, the pick's measured time over the best (issue 29: within 1.05x, over at least 30
+configs), and the model against every measured point (±20 % on 90 % of the points; 95 % of the pairs the chip
+separates by more than 3 % in the chip's order). The model's figures are compared without the launch term: the tpu
+evaluator times loops of pipelined calls. Model figures are ESTIMATES for the named chip.
+
+    python bench/tune_vs_chip.py RUN.json [RUN2.json ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from calibrate import Modelled, compile_point  # noqa: E402
+from published import Point  # noqa: E402
+
+PICK_BAR, POINT_BAR, SHARE_BAR, PAIR_BAR, SEPARATION = 1.05, 0.20, 0.90, 0.95, 1.03
+
+
+def sweep_points(paths: list[str]) -> tuple[str, dict[str, list[Modelled]]]:
+    """The chip and, per kernel, every sweep point measured on it (a run in interpret mode is refused)."""
+    chips, by_kernel = set(), defaultdict(list)
+    for path in paths:
+        data = json.loads(Path(path).read_text())
+        if data.get("interpret"):
+            sys.exit(f"{path} was measured in interpret mode on a CPU: its times say nothing about a TPU")
+        chips.add(data["chip"])
+        for m in data["points"]:
+            if m["group"] != "sweep" or m.get("seconds") is None:
+                continue
+            point = Point("sweep", m["file"], m["kernel"], m["args"], m["config"], 0, m["label"], seconds=m["seconds"])
+            by_kernel[m["kernel"]].append(compile_point(point, data["chip"]))
+    if len(chips) != 1:
+        sys.exit(f"the runs are of {len(chips)} chips ({', '.join(sorted(chips))}): give runs of one")
+    return chips.pop(), by_kernel
+
+
+def pairs(points: list[Modelled]) -> tuple[int, int]:
+    """(pairs the chip separates by more than 3 %, of those in the chip's order by the model)."""
+    total = right = 0
+    for i, a in enumerate(points):
+        for b in points[i + 1:]:
+            if max(a.seconds, b.seconds) / min(a.seconds, b.seconds) > SEPARATION:
+                total += 1
+                right += (a.seconds < b.seconds) == (a.model() < b.model())
+    return total, right
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", help="bench/tpu_measure.py JSON files (the sweep group)")
+    args = parser.parse_args(argv)
+    chip, by_kernel = sweep_points(args.runs)
+    print(f"The model-only tuner's picks against the best measured config, on {chip} (model figures are estimates)")
+    print(f"{'kernel':<14} {'configs':>7} {'best measured':>14} {'pick':>11} {'pick/best':>9}  best config")
+    met, within, measured, total_pairs, right_pairs = True, 0, 0, 0, 0
+    for kernel, points in sorted(by_kernel.items()):
+        points = [Modelled(m.point, m.plan, m.seconds, dispatch=False) for m in points]
+        best = min(points, key=lambda m: m.seconds)
+        pick = next((m for m in points if m.point.label == "model pick"), None)
+        ratio = pick.seconds / best.seconds if pick else float("nan")
+        enough = len(points) >= 30
+        met &= pick is not None and ratio <= PICK_BAR and enough
+        print(f"{kernel:<14} {len(points):>7} {best.seconds * 1e3:>11.3f} ms {pick.seconds * 1e3 if pick else 0:>8.3f} ms "
+              f"{ratio:>8.3f}x  {best.point.config}" + ("" if enough else "  (fewer than 30 configs)"))
+        within += sum(abs(m.error()) <= POINT_BAR for m in points)
+        measured += len(points)
+        t, r = pairs(points)
+        total_pairs, right_pairs = total_pairs + t, right_pairs + r
+    share = within / measured if measured else 0.0
+    order = right_pairs / total_pairs if total_pairs else 0.0
+    print(f"model within ±{POINT_BAR:.0%}: {within} of {measured} points ({share:.0%}; bar {SHARE_BAR:.0%})")
+    print(f"pairs separated by more than {SEPARATION - 1:.0%} in the chip's order: {right_pairs} of {total_pairs} "
+          f"({order:.0%}; bar {PAIR_BAR:.0%})")
+    print(f"every pick within {PICK_BAR}x of the best of >= 30 configs: {'met' if met else 'NOT MET'}")
+    return 0 if met and share >= SHARE_BAR and order >= PAIR_BAR else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
