@@ -14,7 +14,7 @@ from typing import Any
 
 from compiler.ir.chips import canonical_name
 
-EVALUATORS = ("model", "compile", "schedule", "tpu")
+EVALUATORS = ("auto", "model", "compile", "schedule", "tpu")
 COMPILER_CHECKS = ("auto", "on", "off")
 CLIENT_ONLY = ("interpreter",)  # read by the VS Code client; accepted and ignored here
 # initializationOptions in which a client describes itself (not settings; read once in initialize):
@@ -29,7 +29,7 @@ CLIENT_ANNOUNCEMENTS = ("clientShowsTuningProgress", "workspaceTrusted", "client
 @dataclass(frozen=True)
 class Settings:
     chip: str = "v7x"
-    evaluator: str = "model"
+    evaluator: str = "auto"  # tpu where the machine has a TPU of the chip (the tuner asks), else model
     executor: str = "local"
     store_path: str | None = None  # None: the tuner's default store in the user cache dir
     max_concurrent_tunings: int = 2

@@ -11,7 +11,7 @@ def test_defaults():
     assert parse_settings(None) == (Settings(), [])
     assert parse_settings({}) == (Settings(), [])
     s = Settings()
-    assert (s.chip, s.evaluator, s.executor, s.store_path) == ("v7x", "model", "local", None)
+    assert (s.chip, s.evaluator, s.executor, s.store_path) == ("v7x", "auto", "local", None)
     assert (s.max_concurrent_tunings, s.compile_on_change, s.debounce_ms, s.libtpu) == (2, False, 500, True)
     assert (s.tune_budget_seconds, s.tune_max_evals) == (60.0, None)
 
@@ -73,7 +73,7 @@ def test_invalid_values_replaced_and_reported_each():
     joined = "\n".join(problems)
     for fragment in (
         "helion.chip = 'v99' unknown chip",
-        "helion.evaluator = 'gpu' must be one of model, compile, schedule, tpu; using the default 'model'",
+        "helion.evaluator = 'gpu' must be one of auto, model, compile, schedule, tpu; using the default 'auto'",
         "helion.executor = 'slurm'",
         "helion.maxConcurrentTunings = 0 must be between 1 and 64; using the default 2",
         "helion.compileOnChange = 'yes' must be true or false",

@@ -152,6 +152,18 @@ def test_shape_sets_searched_at_once_give_the_same_answers_and_verdicts_are_reme
     assert all(r["best"]["correctness"]["message"].endswith("(remembered)") for r in at_once)
 
 
+def test_auto_is_the_model_on_a_machine_without_a_tpu(tmp_path, capsys) -> None:
+    """--evaluator auto (the editor's default) times on the chip only where there is one of the chip tuned for;
+    here there are no TPU device nodes, so it is the model, with no worker started to ask."""
+    from compiler.tpu.runtime import tpu_device_files
+
+    assert not tpu_device_files()
+    store = ["--store", str(tmp_path / "s.sqlite")]
+    assert main(["tune", SOFTMAX, "--shape-set", "1", "--evaluator", "auto", "--max-evals", "4", "--json", *store]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["evaluator"] == "model" and result["best"]["evaluator"] == "model" and result["best"]["estimate"]
+
+
 def test_the_light_argument_list_names_every_evaluator() -> None:
     from compiler.tune.arguments import EVALUATOR_NAMES
     from compiler.tune.evaluators import EVALUATORS

@@ -170,6 +170,18 @@ def test_the_tpu_evaluator_times_loops_of_pipelined_calls() -> None:
     assert once == 1
 
 
+def test_a_measured_config_is_checked_where_kernels_run() -> None:
+    """What the tpu evaluator runs after timing a config, in the process that holds the chip (here: a CPU, so
+    interpret mode): the config on the gate's reduced shapes against the eager reference."""
+    from compiler.tune.evaluators import check_where_kernels_run
+
+    problem = _problem("softmax", 1)
+    ck = problem.compile({"block_sizes": [256]})
+    result = check_where_kernels_run(ck)
+    assert result.verdict == "ok" and result.max_error is not None
+    assert result.shapes != problem.shape_key  # reduced: the same tiles, fewer of them
+
+
 def test_tpu_evaluator_refuses_without_a_tpu() -> None:
     why = probe_tpu("v7x")
     assert why is not None and "no TPU" in why

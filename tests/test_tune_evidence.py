@@ -29,3 +29,16 @@ def test_a_lens_of_a_chip_measurement_names_the_machine_and_an_estimate_the_chip
     estimated = Summary(best=_trial(current, 1e-3, "model"), current=None, evaluated=30)
     title = best_title(estimated, Config(current), None, "v7x")
     assert "(current)" in title and title.endswith("[model estimate for v7x]"), title
+
+
+def test_an_auto_tuning_is_labelled_by_what_the_tuner_used():
+    """The editor's default evaluator, auto, is tpu where the machine has the chip and the model elsewhere: the
+    label follows the evaluator the tuner names in its result, not the one asked for."""
+    from helion_ls.features.lens_results import evaluated_by
+    from helion_ls.tuning import TuneJob, TuneSpec
+
+    spec = TuneSpec(uri="file:///k.py", kernel="k", shape_set=0, source_hash="h", text="", file_name="k.py", chip="v5e",
+                    evaluator="auto", executor="local", store_path=None, budget_seconds=None, max_evals=None)
+    assert evaluated_by(TuneJob(spec, best={"config": {}, "evaluator": "tpu"})) == "tpu"
+    assert evaluated_by(TuneJob(spec, best={"config": {}, "evaluator": "model"})) == "model"
+    assert evaluated_by(TuneJob(spec, best={"config": {}})) == "model"  # a search's progress: the model's best

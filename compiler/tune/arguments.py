@@ -24,11 +24,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--evaluator",
-        choices=EVALUATOR_NAMES,
+        choices=[*EVALUATOR_NAMES, "auto"],
         default="model",
         help="model: analytic estimate (default); compile: + libtpu compile of the best; "
         "schedule: + the TPU compiler's own estimate of the best (libtpu's simulated cycles on v5e/v5p/v6e, "
-        "bundles issued elsewhere); tpu: + wall-clock on a TPU",
+        "bundles issued elsewhere); tpu: + wall-clock on a TPU; auto: tpu when this machine has a TPU of the "
+        "chip tuned for that this command may use, else model",
     )
     parser.add_argument(
         "--executor",

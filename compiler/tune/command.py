@@ -85,6 +85,8 @@ def _run(ns: argparse.Namespace) -> int:
     store_error: str | None = None
     restore: Callable[[], None] = lambda: None  # noqa: E731
     try:
+        if ns.evaluator == "auto":
+            refine = _auto_evaluator(ns, chip)
         try:
             # the gate's worker: forked when this process already has torch (a fork of standby.py), which
             # only ever traces with meta tensors (no torch computation whose threads a fork would lose)
@@ -108,7 +110,7 @@ def _run(ns: argparse.Namespace) -> int:
         store, store_error = _open_store(ns.store)
         stop = threading.Event()
         restore = _on_signals(stop)
-        if ns.evaluator == "tpu":
+        if ns.evaluator == "tpu" and refine is None:
             try:
                 refine = make_executor(ns.executor, {"TPU": 1.0})
             except ExecutorError as exc:
@@ -151,6 +153,30 @@ def import_the_tuner() -> None:
     finally:
         gc.freeze()
         gc.enable()
+
+
+def _auto_evaluator(ns: argparse.Namespace, chip: str) -> Executor | None:
+    """--evaluator auto: tpu when this machine has a TPU of `chip` that this command may use (asked in the worker
+    that would measure), else model, saying why on stderr. Returns the tpu evaluator's executor when it is tpu.
+    A machine without TPU device nodes is model at once: no worker, no jax."""
+    from ..tpu.runtime import tpu_device_files
+    from .evaluators import probe_tpu
+
+    ns.evaluator = "model"
+    if not tpu_device_files():
+        return None
+    try:
+        refine = make_executor(ns.executor, {"TPU": 1.0})
+    except ExecutorError as exc:
+        print(f"helion-pallas tune: model estimates, not the chip: {exc}", file=sys.stderr)
+        return None
+    why = refine.submit(probe_tpu, chip).result()
+    if why is not None:
+        refine.shutdown(cancel=True)
+        print(f"helion-pallas tune: model estimates, not the chip: {why}", file=sys.stderr)
+        return None
+    ns.evaluator = "tpu"
+    return refine
 
 
 def _gate_executor_spec(ns: argparse.Namespace) -> str:

@@ -220,6 +220,7 @@ class TpuEvaluator(Evaluator):
             time_calls(lambda: jax.block_until_ready(call()), self.warmup, 0)
         times, per_loop = time_pipelined(call, first)
         seconds = min(times)
+        check = check_where_kernels_run(ck)
         metrics = _figures(seconds, ck, False) | {
             "repeats": per_loop * len(times),
             "calls_per_loop": per_loop,
@@ -228,8 +229,23 @@ class TpuEvaluator(Evaluator):
             "min_seconds": seconds,
             "spread": max(times) / seconds - 1,
             "device_kind": device.device_kind,
+            "chip_correctness": check.to_json(),
         }
+        if check.verdict in ("wrong", "failed"):  # fast and wrong on the chip is not a result
+            return Measurement(None, metrics, error=f"on the chip ({device.device_kind}): {check.message}")
         return Measurement(seconds, metrics)
+
+
+def check_where_kernels_run(ck: CompiledKernel, seed: int = 0) -> CorrectnessResult:
+    """`ck`'s config on the gate's reduced shapes, run where this process runs kernels (on the TPU the tpu
+    evaluator's worker holds; in interpret mode on a CPU), against the eager reference: the gate's verdict
+    comes from interpret mode, and a measured config is also checked on the chip it was measured on."""
+    from .shrink import reduced_args
+
+    start = time.perf_counter()
+    config = dict(ck.config)
+    small = ck.kernel.compile(args=reduced_args(ck.kernel, ck.args, config, ck.chip), config=config, chip=ck.chip)
+    return check_case(GateCase.of(small, config, time.perf_counter() - start), seed)
 
 
 LOOPS = 5  # loops of pipelined calls the tpu evaluator times per config: the best is its figure

@@ -35,7 +35,7 @@ from . import crosscheck
 from .config_edits import best_configs, planned_edit, workspace_edit
 from .host import Host
 from .kernels import current_config, find_kernel, trial_key
-from .lens_results import fmt_seconds, same_problem, unstored_summary
+from .lens_results import evaluated_by, fmt_seconds, same_problem, unstored_summary
 from .offer import Offer, apply_offer, tuned_message
 from .scheduling import schedule
 
@@ -204,7 +204,7 @@ def connect_tuner(ls: Host) -> None:
 async def tell_tuned(ls: Host, job: TuneJob, name: str) -> None:
     """The message after a tuning: its best, and what the lenses show about applying it (offer.py, the
     lens's own decision, on the summary the lens reads)."""
-    head = f"Tuned {name} [{evidence(job.spec.evaluator, job.spec.chip)}]"
+    head = f"Tuned {name} [{evidence(evaluated_by(job), job.spec.chip)}]"
     try:
         shown = await lens_offer(ls, job)
     except Exception:  # the message must come whatever the store or the document do

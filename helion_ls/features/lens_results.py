@@ -28,5 +28,14 @@ def same_problem(job: TuneJob, view: KernelView, unit: Unit, chip: str) -> bool:
 def unstored_summary(job: TuneJob) -> Summary:
     """A finished job's best as a lens summary (for results the store could not keep)."""
     best = dict(job.best or {})
-    trial = Trial(best["config"], best.get("seconds"), "ok", best, job.spec.evaluator, job.finished or 0.0)
+    trial = Trial(best["config"], best.get("seconds"), "ok", best, evaluated_by(job), job.finished or 0.0)
     return Summary(trial, None, job.evaluated)
+
+
+def evaluated_by(job: TuneJob) -> str:
+    """The evaluator of a job's best: what the tuner says it used (`auto` becomes tpu on a machine with the
+    chip, else model), else what it was asked for."""
+    named = (job.best or {}).get("evaluator")
+    if named:
+        return named
+    return "model" if job.spec.evaluator == "auto" else job.spec.evaluator

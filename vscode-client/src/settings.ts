@@ -3,7 +3,7 @@
  * VS Code values. Pure: no `vscode` import, so the mapping is unit-tested without an editor.
  */
 
-export type Evaluator = "model" | "compile" | "schedule" | "tpu";
+export type Evaluator = "auto" | "model" | "compile" | "schedule" | "tpu";
 export type CompilerCheck = "auto" | "on" | "off";
 
 /** Everything in the "helion" section; `interpreter` is read by the client only (it starts the server). */
@@ -27,7 +27,7 @@ export interface HelionSettings {
 
 export const DEFAULT_SETTINGS: Readonly<HelionSettings> = Object.freeze({
   chip: "v7x",
-  evaluator: "model",
+  evaluator: "auto",
   compilerCheck: "auto",
   executor: "local",
   storePath: null,
@@ -49,7 +49,7 @@ export interface PathContext {
   workspaceFolder?: string;
 }
 
-const EVALUATORS: readonly Evaluator[] = ["model", "compile", "schedule", "tpu"];
+const EVALUATORS: readonly Evaluator[] = ["auto", "model", "compile", "schedule", "tpu"];
 const COMPILER_CHECKS: readonly CompilerCheck[] = ["auto", "on", "off"];
 
 function text(value: unknown): string | null {

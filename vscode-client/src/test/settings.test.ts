@@ -58,7 +58,7 @@ test("wrong types and unknown choices fall back to defaults", () => {
     tuneMaxEvals: "30",
   });
   assert.equal(settings.chip, "v7x");
-  assert.equal(settings.evaluator, "model");
+  assert.equal(settings.evaluator, "auto");
   assert.equal(settings.compilerCheck, "auto");
   assert.equal(settings.executor, "local");
   assert.equal(settings.maxConcurrentTunings, 2);
