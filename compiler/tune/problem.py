@@ -39,13 +39,20 @@ class Problem:
 
     def require_hbm(self) -> None:
         """Raise the HPL303 of a shape set whose arrays do not fit the chip's HBM: every config would fail in the
-        TPU compiler (attention [8, 32, 32768, 256] bf16 on a v5e), so it is said once, before any search."""
-        kernel = self.load_kernel()
+        TPU compiler (attention [8, 32, 32768, 256] bf16 on a v5e), so it is said once, before any search. The
+        arrays do not depend on the config: one trace tells (the search's own compiles stay one per config)."""
+        from ..ir.config import Config
+        from ..pipeline import as_chip, trace
+        from ..vmem.hbm import hbm_diagnostics
+
+        kernel, chip = self.load_kernel(), as_chip(self.chip)
         try:
-            ck = self.compile(kernel.default_config(self.args, self.chip), emit=False)
-        except CompileError:
-            return  # the search prunes what does not compile, config by config
-        unfit = [d for d in ck.diagnostics if d.code == "HPL303"]
+            ir, _, _ = trace(kernel, kernel.with_defaults(dict(self.args)), Config(), chip)
+        except Exception:  # noqa: BLE001 - what does not trace is the search's to report, config by config
+            return
+        ranges = kernel.shape_set_ranges
+        known = self.shape_set is not None and self.shape_set < len(ranges)
+        unfit = hbm_diagnostics(ir, chip, ranges[self.shape_set] if known else kernel.decorator_range)
         if unfit:
             raise CompileError(unfit)
 
