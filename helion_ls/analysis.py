@@ -327,8 +327,8 @@ class Analyzer:
         await self.pool.call(self.remembered.forget, [(stage, unit.key) for stage in STAGES[1:]])
         return True
 
-    def has_failed_units(self, uri: str) -> bool:
-        """Some shape set of the document's current text does not compile (its lens offers no Tune)."""
+    def has_untunable_units(self, uri: str) -> bool:
+        """Some shape set of the document's current text cannot be tuned (its lens offers no Tune)."""
         state = self.docs.get(uri)
         loaded = state.loaded if state is not None else None
         if loaded is None:
@@ -336,7 +336,7 @@ class Analyzer:
         for view in loaded.kernels.values():
             for unit in view.units:
                 hit = self.cache.get("front", unit.key, view)
-                if hit is not None and hit[0].compiled is None:
+                if hit is not None and hit[0].untunable:
                     return True
         return False
 

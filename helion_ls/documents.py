@@ -100,6 +100,12 @@ class StageResult:
     compiled: CompiledSnapshot | None = None
     seconds: float = 0.0
 
+    @property
+    def untunable(self) -> bool:
+        """No config can mend this unit: it does not compile, or its arrays do not fit the chip's HBM (HPL303).
+        Its lens offers no Tune."""
+        return self.compiled is None or any(d.code == "HPL303" for d in self.diagnostics)
+
 
 @dataclass
 class ResultCache:

@@ -96,7 +96,7 @@ class HelionServer(LanguageServer):
         self.protocol.notify(
             "helion/diagnosticsStage", {"uri": uri, "version": version, "stage": stage, "final": final}
         )
-        if stage == "front" and self.analyzer.has_failed_units(uri):
+        if stage == "front" and self.analyzer.has_untunable_units(uri):
             self.lenses.changed()  # lenses asked for before the compile finished still offer Tune there
         if final and self.tuner.standby is not None and self.code_execution_refusal(uri) is None:
             self.tuner.standby.want()  # the file is analysed, Tune lenses show: keep a tuner ready (standby.py)

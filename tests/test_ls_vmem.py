@@ -127,6 +127,32 @@ async def test_shape_line_of_the_wrong_rank_is_named_on_its_line_and_not_tunable
     assert any(lens.command.title.startswith("Not tunable") for lens in by_line[line])
 
 
+async def test_shapes_too_large_for_the_chips_hbm_are_an_error_on_their_line_and_not_tunable(client: LanguageClient):
+    """a, b and the output take 64 GiB each at these shapes, and libtpu gives a v7x kernel 94.75 GiB: no config
+    can run them, so the shape line has HPL303 and no Tune lens."""
+    path = client.ws / "bmm_huge.py"
+    huge = "# helion: args(a=bf16[512, 8192, 8192], b=bf16[512, 8192, 8192])"
+    text = (client.ws / "bmm.py").read_text().replace(
+        "# helion: args(a=bf16[64, 2048, 2048], b=bf16[64, 2048, 2048])",
+        "# helion: args(a=bf16[64, 2048, 2048], b=bf16[64, 2048, 2048])\n" + huge,
+    )
+    refreshes = rec(client).refreshes
+    uri = open_doc(client, path, text)
+    diags = await stage_diagnostics(client, uri, 1, "front")
+    await rec(client).wait(lambda: rec(client).refreshes > refreshes, timeout=20)
+    line = line_of(text, huge)
+    (d,) = [d for d in diags if d.code == "HPL303"]
+    assert d.severity == types.DiagnosticSeverity.Error and d.range.start.line == line
+    assert "192.00 GiB" in d.message and "94.75 GiB" in d.message, d.message
+    lenses = await client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    on_line = [lens.command for lens in lenses if lens.range.start.line == line]
+    assert "helion.tune" not in [c.command for c in on_line]
+    assert any(c.title.startswith("Not tunable") for c in on_line)
+    assert "helion.tune" in [lens.command.command for lens in lenses if lens.range.start.line == line - 1]
+
+
 async def test_generated_module_names_the_file(client: LanguageClient):
     path = client.ws / "bmm.py"
     uri = open_doc(client, path)

@@ -9,7 +9,7 @@ kernel without shape lines, whose shape sets come from the file's calls, has the
   "(current)" once applied
   "Retune on <chip> (shapes|chip changed)" when the last tuning of the shape set was for other shapes or
   another chip: a result is shown only for the shape set's text and chip it was tuned for
-  "Not tunable: …" (no command) for a shape set that does not compile
+  "Not tunable: …" (no command) for a shape set that does not compile or does not fit the chip's HBM
 Results come from the tuning store (cached, read in a thread), so runs made elsewhere show up; the
 watcher reports another process writing the store (disk_changes.py). The tuner's state is read when a
 request is answered (never cached), and refreshes are paced by `ls.lenses` (see pacing.py).
@@ -45,7 +45,7 @@ from .offer import apply_offer
 log = logging.getLogger(__name__)
 ARGS_INSIDE = re.compile(r"\bargs\((.*)\)\s*$")
 TUNE_TOOLTIP = f"Searches configs with the performance model. {WHY_TUNING_RUNS_CODE}"
-NOT_TUNABLE = "Not tunable: these shapes do not compile (see Problems)"
+NOT_TUNABLE = "Not tunable: no config can compile or run these shapes (see Problems)"
 
 
 def throughput(seconds: float, metrics: dict[str, Any], compiled: Any) -> str:
@@ -65,9 +65,10 @@ def throughput(seconds: float, metrics: dict[str, Any], compiled: Any) -> str:
 
 
 def compile_failed(ls: Host, view: KernelView, unit: Unit) -> bool:
-    """The unit was compiled and has errors: tuning it could only fail, so no Tune lens is offered."""
+    """The unit was compiled and no config can mend it (it does not compile, or its arrays do not fit the chip's
+    HBM: HPL303): tuning it could only fail, so no Tune lens is offered."""
     hit = ls.analyzer.cache.get("front", unit.key, view)
-    return hit is not None and hit[0].compiled is None
+    return hit is not None and hit[0].untunable
 
 
 def best_title(summary: Summary, current: Config | None, compiled: Any, chip: str) -> str:
