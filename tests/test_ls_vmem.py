@@ -96,18 +96,30 @@ async def test_raised_scoped_limit_is_information_in_mib(client: LanguageClient)
         assert not re.search(r"\d{6,}", d.message), d.message  # no raw byte counts
 
 
-async def test_shape_line_of_the_wrong_rank_is_named_on_its_line_and_not_tunable(client: LanguageClient):
-    path = client.ws / "bmm_rank.py"
-    bad = "# helion: args(a=bf16[4, 64, 256, 512], b=bf16[4, 64, 512, 256])"
-    text = (client.ws / "bmm.py").read_text().replace(
-        "# helion: args(a=bf16[64, 2048, 2048], b=bf16[64, 2048, 2048])",
-        "# helion: args(a=bf16[64, 2048, 2048], b=bf16[64, 2048, 2048])\n" + bad,
-    )
+BMM_SHAPES = "# helion: args(a=bf16[64, 2048, 2048], b=bf16[64, 2048, 2048])"
+
+
+async def _bmm_with_shape_line(client: LanguageClient, name: str, extra: str) -> tuple[str, str, list]:
+    """bmm.py with a second shape line, opened as `name`: its uri, text and first front-stage diagnostics, once
+    the client has been asked to fetch its lenses again (those fetched before the compile offered Tune)."""
+    text = (client.ws / "bmm.py").read_text().replace(BMM_SHAPES, BMM_SHAPES + "\n" + extra)
     refreshes = rec(client).refreshes
-    uri = open_doc(client, path, text)
+    uri = open_doc(client, client.ws / name, text)
     diags = await stage_diagnostics(client, uri, 1, "front")
-    # lenses fetched before the compile finished offered Tune: the client is asked to fetch them again
     await rec(client).wait(lambda: rec(client).refreshes > refreshes, timeout=20)
+    return uri, text, diags
+
+
+async def _lens_commands(client: LanguageClient, uri: str, line: int) -> list[types.Command]:
+    lenses = await client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    return [lens.command for lens in lenses if lens.range.start.line == line]
+
+
+async def test_shape_line_of_the_wrong_rank_is_named_on_its_line_and_not_tunable(client: LanguageClient):
+    bad = "# helion: args(a=bf16[4, 64, 256, 512], b=bf16[4, 64, 512, 256])"
+    uri, text, diags = await _bmm_with_shape_line(client, "bmm_rank.py", bad)
     errors = [d for d in diags if d.severity == types.DiagnosticSeverity.Error]
     assert len(errors) == 1, diags
     d = errors[0]
@@ -116,41 +128,25 @@ async def test_shape_line_of_the_wrong_rank_is_named_on_its_line_and_not_tunable
     assert d.range.end.character == char_of(text, line, ", b=")
     assert d.message.startswith("`a` is 4-D in this shape line; the kernel unpacks 3 dims from a.size()"), d.message
     assert any(r.location.range.start.line == line_of(text, "bsz, m, k = a.size()") for r in d.related_information)
-    lenses = await client.text_document_code_lens_async(
-        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
-    )
-    by_line: dict[int, list[types.CodeLens]] = {}
-    for lens in lenses:
-        by_line.setdefault(lens.range.start.line, []).append(lens)
-    assert [lens.command.command for lens in by_line[line - 1]][1] == "helion.tune"
-    assert "helion.tune" not in [lens.command.command for lens in by_line[line]]
-    assert any(lens.command.title.startswith("Not tunable") for lens in by_line[line])
+    assert [c.command for c in await _lens_commands(client, uri, line - 1)][1] == "helion.tune"
+    on_line = await _lens_commands(client, uri, line)
+    assert "helion.tune" not in [c.command for c in on_line]
+    assert any(c.title.startswith("Not tunable") for c in on_line)
 
 
 async def test_shapes_too_large_for_the_chips_hbm_are_an_error_on_their_line_and_not_tunable(client: LanguageClient):
     """a, b and the output take 64 GiB each at these shapes, and libtpu gives a v7x kernel 94.75 GiB: no config
     can run them, so the shape line has HPL303 and no Tune lens."""
-    path = client.ws / "bmm_huge.py"
     huge = "# helion: args(a=bf16[512, 8192, 8192], b=bf16[512, 8192, 8192])"
-    text = (client.ws / "bmm.py").read_text().replace(
-        "# helion: args(a=bf16[64, 2048, 2048], b=bf16[64, 2048, 2048])",
-        "# helion: args(a=bf16[64, 2048, 2048], b=bf16[64, 2048, 2048])\n" + huge,
-    )
-    refreshes = rec(client).refreshes
-    uri = open_doc(client, path, text)
-    diags = await stage_diagnostics(client, uri, 1, "front")
-    await rec(client).wait(lambda: rec(client).refreshes > refreshes, timeout=20)
+    uri, text, diags = await _bmm_with_shape_line(client, "bmm_huge.py", huge)
     line = line_of(text, huge)
     (d,) = [d for d in diags if d.code == "HPL303"]
     assert d.severity == types.DiagnosticSeverity.Error and d.range.start.line == line
     assert "192.00 GiB" in d.message and "94.75 GiB" in d.message, d.message
-    lenses = await client.text_document_code_lens_async(
-        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
-    )
-    on_line = [lens.command for lens in lenses if lens.range.start.line == line]
+    on_line = await _lens_commands(client, uri, line)
     assert "helion.tune" not in [c.command for c in on_line]
     assert any(c.title.startswith("Not tunable") for c in on_line)
-    assert "helion.tune" in [lens.command.command for lens in lenses if lens.range.start.line == line - 1]
+    assert "helion.tune" in [c.command for c in await _lens_commands(client, uri, line - 1)]
 
 
 async def test_generated_module_names_the_file(client: LanguageClient):
