@@ -135,6 +135,21 @@ def fit(pts: Sequence[Modelled], base: ModelConstants, names: Sequence[str], sou
     return with_params(base, names, result.x, source)
 
 
+SEPARATION = 1.03  # issue 29: pairs of configs the chip tells apart by more than 3 %
+
+
+def separated_pairs(points: Sequence[Modelled], constants: ModelConstants | None = None
+                    ) -> list[tuple[Modelled, Modelled, bool]]:
+    """Each pair of `points` (configs of one kernel at one shape) whose measured times differ by more than
+    SEPARATION, and whether the model puts them in the same order."""
+    out = []
+    for i, a in enumerate(points):
+        for b in points[i + 1:]:
+            if max(a.seconds, b.seconds) / min(a.seconds, b.seconds) > SEPARATION:
+                out.append((a, b, (a.seconds < b.seconds) == (a.model(constants) < b.model(constants))))
+    return out
+
+
 def geomean_error(errors: Sequence[float]) -> float:
     """exp(mean |log(model / measured)|) - 1: the typical relative error, either direction."""
     return math.exp(sum(abs(math.log1p(e)) for e in errors) / len(errors)) - 1 if errors else 0.0

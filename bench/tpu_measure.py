@@ -224,10 +224,13 @@ def measure(target: Target, chip: str, interpret: bool, warmup: int, repeats: in
         return record | {"status": "measured (interpret mode, CPU)", "seconds": seconds, "min_seconds": min(times),
                          "repeats": repeats}  # fmt: skip
     evaluator = TpuEvaluator()
-    evaluator.warmup, evaluator.repeats = warmup, repeats
+    evaluator.warmup = warmup
     m = evaluator.measure(ck)
-    return record | {"status": "measured", "seconds": m.seconds, "min_seconds": m.metrics["min_seconds"],
-                     "repeats": repeats, "device_kind": m.metrics["device_kind"]}  # fmt: skip
+    if m.seconds is None:  # the chip's compiler rejected it, or it ran wrong on the chip
+        return record | {"status": f"not timed: {m.error}", "chip_correctness": m.metrics.get("chip_correctness")}
+    timing = {k: m.metrics[k] for k in ("min_seconds", "median_seconds", "spread", "repeats", "calls_per_loop",
+                                        "device_kind", "chip_correctness")}  # fmt: skip
+    return record | {"status": "measured", "seconds": m.seconds} | timing
 
 
 def detect_chip() -> str:
@@ -251,7 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="+", choices=GROUPS, help="measure only these groups")
     parser.add_argument("--chip", help="the chip (default: the TPU jax sees; required with --interpret)")
     parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=20,
+                        help="timed calls per point with --interpret (on a TPU the tpu evaluator's loops decide)")
     parser.add_argument("--tune-evals", type=int, default=150, help="model evaluations for the tuned configs")
     parser.add_argument("--interpret", action="store_true", help="CPU, TPU interpret mode: logic only")
     parser.add_argument("--tiny", action="store_true", help="small shapes")

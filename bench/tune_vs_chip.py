@@ -22,10 +22,10 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from calibrate import Modelled, compile_point  # noqa: E402
+from calibrate import SEPARATION, Modelled, compile_point, separated_pairs  # noqa: E402
 from published import Point  # noqa: E402
 
-PICK_BAR, POINT_BAR, SHARE_BAR, PAIR_BAR, SEPARATION = 1.05, 0.20, 0.90, 0.95, 1.03
+PICK_BAR, POINT_BAR, SHARE_BAR, PAIR_BAR = 1.05, 0.20, 0.90, 0.95
 
 
 def sweep_points(paths: list[str]) -> tuple[str, dict[str, list[Modelled]]]:
@@ -44,17 +44,6 @@ def sweep_points(paths: list[str]) -> tuple[str, dict[str, list[Modelled]]]:
     if len(chips) != 1:
         sys.exit(f"the runs are of {len(chips)} chips ({', '.join(sorted(chips))}): give runs of one")
     return chips.pop(), by_kernel
-
-
-def pairs(points: list[Modelled]) -> tuple[int, int]:
-    """(pairs the chip separates by more than 3 %, of those in the chip's order by the model)."""
-    total = right = 0
-    for i, a in enumerate(points):
-        for b in points[i + 1:]:
-            if max(a.seconds, b.seconds) / min(a.seconds, b.seconds) > SEPARATION:
-                total += 1
-                right += (a.seconds < b.seconds) == (a.model() < b.model())
-    return total, right
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,8 +65,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{ratio:>8.3f}x  {best.point.config}" + ("" if enough else "  (fewer than 30 configs)"))
         within += sum(abs(m.error()) <= POINT_BAR for m in points)
         measured += len(points)
-        t, r = pairs(points)
-        total_pairs, right_pairs = total_pairs + t, right_pairs + r
+        found = separated_pairs(points)
+        total_pairs, right_pairs = total_pairs + len(found), right_pairs + sum(right for _, _, right in found)
     share = within / measured if measured else 0.0
     order = right_pairs / total_pairs if total_pairs else 0.0
     print(f"model within ±{POINT_BAR:.0%}: {within} of {measured} points ({share:.0%}; bar {SHARE_BAR:.0%})")

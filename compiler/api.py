@@ -207,6 +207,11 @@ class Kernel:
         sit there, as for a kernel without any shape set)."""
         return self.definition.shape_set_ranges or [self.decorator_range for _ in self._inferred]
 
+    def shape_set_range(self, index: int | None) -> Range:
+        """The line of shape set `index`; the decorator for shapes that are none of the kernel's sets."""
+        ranges = self.shape_set_ranges
+        return ranges[index] if index is not None and index < len(ranges) else self.decorator_range
+
     @cached_property
     def shape_set_origins(self) -> list[ShapeOrigin | None]:
         """Where each shape set from the file's calls comes from (label, the call's range); None for a shape

@@ -182,8 +182,7 @@ def compile_kernel(kernel: Kernel, args: Any, config: Any, chip: str | Chip, sha
     if "block_sizes" not in chosen:
         ir, cfg, layouts, report = _shrink_defaults(kernel, specs, given_cfg, ir, uses, cfg, layouts, report, chip)
     diags.extend(vmem_diagnostics(layouts, chip, entry))
-    ranges = kernel.shape_set_ranges
-    diags.extend(hbm_diagnostics(ir, chip, ranges[index] if index is not None and index < len(ranges) else kernel.decorator_range))
+    diags.extend(hbm_diagnostics(ir, chip, kernel.shape_set_range(index)))
     mutated = sorted({o.tensor.root.name for lay in layouts for o in lay.operands
                       if o.kind == "inout" and o.tensor.root.origin == "arg"}, key=ir.params.index)
     source, source_map = "", []

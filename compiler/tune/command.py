@@ -101,7 +101,7 @@ def _run(ns: argparse.Namespace) -> int:
             executor.submit(warm_up)  # its imports run beside this process's own, then beside the search
         import_the_tuner()
         from .driver import TuneOptions
-        from .evaluators import get_evaluator, probe_tpu
+        from .evaluators import get_evaluator
 
         unavailable = get_evaluator(ns.evaluator).available()
         if unavailable:
@@ -111,12 +111,7 @@ def _run(ns: argparse.Namespace) -> int:
         stop = threading.Event()
         restore = _on_signals(stop)
         if ns.evaluator == "tpu" and refine is None:
-            try:
-                refine = make_executor(ns.executor, {"TPU": 1.0})
-            except ExecutorError as exc:
-                print(f"helion-pallas tune: the tpu evaluator cannot run: {exc}", file=sys.stderr)
-                return NOTHING_VALID
-            why = refine.submit(probe_tpu, chip).result()  # in the worker that will measure
+            refine, why = _tpu_worker(ns, chip)
             if why is not None:
                 print(f"helion-pallas tune: the tpu evaluator cannot run: {why}", file=sys.stderr)
                 return NOTHING_VALID
@@ -160,23 +155,32 @@ def _auto_evaluator(ns: argparse.Namespace, chip: str) -> Executor | None:
     that would measure), else model, saying why on stderr. Returns the tpu evaluator's executor when it is tpu.
     A machine without TPU device nodes is model at once: no worker, no jax."""
     from ..tpu.runtime import tpu_device_files
-    from .evaluators import probe_tpu
 
     ns.evaluator = "model"
     if not tpu_device_files():
         return None
-    try:
-        refine = make_executor(ns.executor, {"TPU": 1.0})
-    except ExecutorError as exc:
-        print(f"helion-pallas tune: model estimates, not the chip: {exc}", file=sys.stderr)
-        return None
-    why = refine.submit(probe_tpu, chip).result()
+    refine, why = _tpu_worker(ns, chip)
     if why is not None:
-        refine.shutdown(cancel=True)
         print(f"helion-pallas tune: model estimates, not the chip: {why}", file=sys.stderr)
         return None
     ns.evaluator = "tpu"
     return refine
+
+
+def _tpu_worker(ns: argparse.Namespace, chip: str) -> tuple[Executor | None, str | None]:
+    """The worker the tpu evaluator measures in, once it has the chip (asked there: only one process may hold
+    it); else None and why not."""
+    from .evaluators import probe_tpu
+
+    try:
+        refine = make_executor(ns.executor, {"TPU": 1.0})
+    except ExecutorError as exc:
+        return None, str(exc)
+    why = refine.submit(probe_tpu, chip).result()
+    if why is not None:
+        refine.shutdown(cancel=True)
+        return None, why
+    return refine, None
 
 
 def _gate_executor_spec(ns: argparse.Namespace) -> str:

@@ -13,11 +13,12 @@ Phases:
             measurement (TPU). A deterministic evaluator's stored result for a config is reused, not redone.
 3. verify   the winner goes through the correctness gate (correctness.py); when it is wrong, the runner-up
             (`gate_attempts` in all; a config the TPU compiler rejects for want of VMEM counts apart, and
-            passes over the candidates its shortfall says cannot fit either). A verdict already known (verdicts.py) is not checked again. With the
-            model evaluator and a gate worker, a best config that has stood for `EARLY_AFTER` evaluations is
-            sent to the gate while the search goes on (a search usually finds its winner halfway and spends
-            the rest confirming it): when it is the winner, its check has run meanwhile; when it is not, the
-            winner is checked as usual. Either way the winner is reported only with its own verdict.
+            passes over the candidates its shortfall says cannot fit either). A verdict already known
+            (verdicts.py) is not checked again. With the model evaluator and a gate worker, a best config
+            that has stood for `EARLY_AFTER` evaluations is sent to the gate while the search goes on (a
+            search usually finds its winner halfway and spends the rest confirming it): when it is the winner,
+            its check has run meanwhile; when it is not, the winner is checked as usual. Either way the
+            winner is reported only with its own verdict.
 Every trial (evaluated, pruned, failed, wrong) is recorded in the results store under its evaluator.
 
 (Past 500 lines on purpose: a run's phases share its state — candidates, the store's run, the gate's pending
@@ -458,8 +459,7 @@ class TuneRun:
         for i, cand in enumerate(self.candidates):
             if attempts >= self.options.gate_attempts or vmem_rejections >= VMEM_REJECTIONS:
                 break
-            estimate = cand.metrics.get("vmem_bytes")
-            if shortfall > 1 and estimate and estimate * shortfall > limit:
+            if _cannot_fit(cand, shortfall, limit):
                 continue  # left out of the ranking at the end (_passed_over)
             # an exception here means the gate itself broke (not the config): the caller reports it
             if i == 0 and self._pending is not None:
@@ -506,16 +506,19 @@ class TuneRun:
     def _passed_over(self, ranking: list[Candidate], shortfall: float, because: str, limit: int) -> list[Candidate]:
         """The ranking without the configs the report's shortfall puts over the chip's limit (those the gate
         passed over and those below its winner), and a note saying how many and why."""
-        def over(c: Candidate) -> bool:
-            return shortfall > 1 and c.correctness is None and c.metrics.get("vmem_bytes", 0) * shortfall > limit
-
-        kept = [c for c in ranking if not over(c)]
+        kept = [c for c in ranking if c.correctness is not None or not _cannot_fit(c, shortfall, limit)]
         count = len(ranking) - len(kept)
         if count:
             self.notes.append(f"{count} config{'s' if count > 1 else ''} left out unchecked: {because}, and at "
                               f"that rate {'they' if count > 1 else 'it'} would need more than the "
                               f"{limit / 2**20:.0f} MiB {self.problem.chip} allows")
         return kept
+
+
+def _cannot_fit(cand: Candidate, shortfall: float, limit: int) -> bool:
+    """The candidate's VMEM report total, scaled by the report's shortfall the TPU compiler showed for this
+    kernel, is over the chip's limit."""
+    return shortfall > 1 and cand.metrics.get("vmem_bytes", 0) * shortfall > limit
 
 
 def submit_check(executor: Executor, case: Any, seed: int, verdicts: Verdicts | None) -> Future[CorrectnessResult]:

@@ -183,14 +183,14 @@ def vector_seconds(categories: Mapping[str, int], chip: str) -> float:
 
 
 TIMED_SECONDS = 0.5  # how long the tpu evaluator's timed calls of one config last, roughly
+WARM_BELOW = TIMED_SECONDS / 20  # a kernel slower than this has warmed up in its first, untimed call
 
 
 class TpuEvaluator(Evaluator):
     name = "tpu"
     estimated = False
     resources = {"TPU": 1.0}
-    warmup = 3
-    repeats = 20
+    warmup = 3  # untimed calls before timing a kernel quicker than WARM_BELOW
 
     def measure(self, ck: CompiledKernel) -> Measurement:
         import jax
@@ -216,7 +216,7 @@ class TpuEvaluator(Evaluator):
             return Measurement(None, error=f"the TPU compiler rejects it: {key_line[:300]}")
         call = lambda: fn(*arrays, **scalars)  # noqa: E731
         first = time_calls(lambda: jax.block_until_ready(call()), 1, 1)[0]  # warm (the jit's compile), then timed
-        if first < TIMED_SECONDS / self.repeats:
+        if first < WARM_BELOW:
             time_calls(lambda: jax.block_until_ready(call()), self.warmup, 0)
         times, per_loop = time_pipelined(call, first)
         seconds = min(times)

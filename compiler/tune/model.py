@@ -38,7 +38,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..codegen.padding import padded_count
+from ..codegen.padding import padded_count, sublane_rows_of
 from ..ir.chips import Chip
 from ..ir.plan import CallPlan, InnerLoop, KernelPlan, Operand, Work
 from .constants import ModelConstants, constants_for
@@ -231,10 +231,9 @@ def _block_runs(op: Operand) -> int:
     block = tuple(1 if b is None else b for b in op.block_shape)
     if not shape:
         return 1
-    sublanes = 8 * max(1, 4 // _TILING_ITEMSIZE.get(op.dtype, 4))
     runs, whole = 1, block[-1] >= shape[-1]
     if len(shape) >= 2:
-        tile_rows = -(-block[-2] // sublanes)
+        tile_rows = -(-block[-2] // sublane_rows_of(_TILING_ITEMSIZE.get(op.dtype, 4)))
         if not whole:
             runs *= tile_rows
         whole = whole and block[-2] >= shape[-2]

@@ -50,9 +50,7 @@ class Problem:
             ir, _, _ = trace(kernel, kernel.with_defaults(dict(self.args)), Config(), chip)
         except Exception:  # noqa: BLE001 - what does not trace is the search's to report, config by config
             return
-        ranges = kernel.shape_set_ranges
-        known = self.shape_set is not None and self.shape_set < len(ranges)
-        unfit = hbm_diagnostics(ir, chip, ranges[self.shape_set] if known else kernel.decorator_range)
+        unfit = hbm_diagnostics(ir, chip, kernel.shape_set_range(self.shape_set))
         if unfit:
             raise CompileError(unfit)
 

@@ -7,11 +7,11 @@ at compile (HPL303), on the shape set's line, instead of by every config the tun
 
 from __future__ import annotations
 
-from ..ir.chips import Chip
+import math
+
+from ..ir.chips import Chip, GiB
 from ..ir.tile_ir import KernelIR
 from ..support.diagnostics import Diagnostic, Range, error
-
-GiB = 1024**3
 
 
 def array_bytes(ir: KernelIR) -> dict[str, int]:
@@ -24,10 +24,7 @@ def array_bytes(ir: KernelIR) -> dict[str, int]:
         if root.origin not in ("arg", "alloc"):
             continue
         meta = root.value.meta
-        n = 1
-        for d in meta.shape:
-            n *= int(d)
-        out[root.name] = n * meta.dtype.itemsize
+        out[root.name] = math.prod(int(d) for d in meta.shape) * meta.dtype.itemsize
     return out
 
 
