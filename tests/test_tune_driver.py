@@ -152,7 +152,7 @@ def test_stored_best_seeds_the_next_run(tmp_path) -> None:
     assert second.best.seconds <= first.best.seconds
 
 
-def test_the_tpu_evaluator_times_loops_of_pipelined_calls() -> None:
+def test_the_tpu_evaluator_times_loops_of_pipelined_calls(monkeypatch) -> None:
     """Calls issued back to back, one wait per loop (jax dispatches asynchronously), so a kernel of microseconds
     is timed as itself; k makes a loop last about TIMED_SECONDS / LOOPS. Here on jax's CPU backend."""
     import jax
@@ -162,17 +162,20 @@ def test_the_tpu_evaluator_times_loops_of_pipelined_calls() -> None:
 
     x = jnp.ones((256, 256))
     f = jax.jit(lambda a: a @ a)
-    outs = []
+    outs, waits = [], []
+    wait = jax.block_until_ready
+    monkeypatch.setattr(jax, "block_until_ready", lambda out: waits.append(out) or wait(out))
     times, k = time_pipelined(lambda: outs.append(f(x)) or outs[-1], first=TIMED_SECONDS / LOOPS / 40)
     assert len(times) == LOOPS and k == 40 and len(outs) == LOOPS * k
+    assert len(waits) == LOOPS  # one wait a loop, for its last call
     assert all(0 < t < TIMED_SECONDS for t in times)
     _, once = time_pipelined(lambda: f(x), first=10.0)  # a kernel of seconds: one call a loop
     assert once == 1
 
 
-def test_a_measured_config_is_checked_where_kernels_run() -> None:
+def test_a_measured_config_is_checked_where_kernels_run(monkeypatch) -> None:
     """What the tpu evaluator runs after timing a config, in the process that holds the chip (here: a CPU, so
-    interpret mode): the config on the gate's reduced shapes against the eager reference."""
+    interpret mode): the config on the gate's reduced shapes against the eager reference; wrong code is wrong."""
     from compiler.tune.evaluators import check_where_kernels_run
 
     problem = _problem("softmax", 1)
@@ -180,6 +183,15 @@ def test_a_measured_config_is_checked_where_kernels_run() -> None:
     result = check_where_kernels_run(ck)
     assert result.verdict == "ok" and result.max_error is not None
     assert result.shapes != problem.shape_key  # reduced: the same tiles, fewer of them
+    original = compiler.api.Kernel.compile
+
+    def miscompile(self, *args, **kwargs):
+        compiled = original(self, *args, **kwargs)
+        compiled.source = compiled.source.replace("axis=1)", "axis=0)")  # softmax over the wrong axis
+        return compiled
+
+    monkeypatch.setattr(compiler.api.Kernel, "compile", miscompile)
+    assert check_where_kernels_run(ck).verdict == "wrong"
 
 
 def test_tpu_evaluator_refuses_without_a_tpu() -> None:
