@@ -151,7 +151,8 @@ def _sweep_targets(chip: str, tiny: bool, tune_evals: int, count: int, kernels: 
         source = (REPO / file).read_text()
         kernel = compiler.load(source).kernels[name]
         specs = kernel.resolve_args(small if tiny else args)
-        picked = tune(Problem(source, name, specs, chip, str(REPO / file)), TuneOptions(max_evals=tune_evals, verify=False))
+        # the tuner as `helion-pallas tune` runs it: its winner has passed the correctness gate
+        picked = tune(Problem(source, name, specs, chip, str(REPO / file)), TuneOptions(max_evals=tune_evals))
         chosen = {"model pick": picked.best.config} if picked.best is not None else {}
         default = dict(kernel.default_config(specs, chip))
         if repr(compiler.Config(default)) not in {repr(compiler.Config(c)) for c in chosen.values()}:
@@ -190,12 +191,16 @@ def targets(chip: str, groups: list[str], tiny: bool, tune_evals: int, sweep: in
     return out
 
 
+_EVALUATOR: Any = None  # one tpu evaluator for the run: it keeps the inputs the configs of a problem share
+
+
 def measure(target: Target, chip: str, interpret: bool, warmup: int, repeats: int) -> dict[str, Any]:
-    """Compile, check, time and model one target: its JSON record."""
+    """Compile, check, time and model one target: its JSON record. A target from --plan carries the CPU gate's
+    verdict, so the chip's time goes to the chip's work."""
+    global _EVALUATOR
     import compiler
     from compiler.ir.chips import get_chip
     from compiler.support.diagnostics import CompileError
-    from compiler.tune.correctness import check_config
     from compiler.tune.evaluators import TpuEvaluator, time_calls
     from compiler.tune.model import estimate
 
@@ -211,10 +216,12 @@ def measure(target: Target, chip: str, interpret: bool, warmup: int, repeats: in
                "model_seconds": estimate(ck.plan, get_chip(chip)).seconds}  # fmt: skip
     if ck.vmem.verdict == "out_of_vmem":
         return record | {"status": "out of VMEM"}
-    check = check_config(kernel, specs, dict(ck.config), get_chip(chip))
-    record["correctness"] = check.verdict
-    if check.verdict not in ("ok", "unverified"):
-        return record | {"status": f"not timed: {check.verdict} ({check.message})"}
+    planned = target.extra.get("cpu_correctness")
+    verdict, message = (planned["verdict"], planned["message"]) if planned else _gate(kernel, specs, ck, chip)
+    record["correctness"] = verdict
+    if verdict not in ("ok", "unverified") and (interpret or not planned):
+        return record | {"status": f"not timed: {verdict} ({message})"}
+    # a planned target the CPU gate failed still goes to the chip: whether the chip agrees is a finding
     if interpret:
         from compiler.reference import make_inputs
 
@@ -223,14 +230,55 @@ def measure(target: Target, chip: str, interpret: bool, warmup: int, repeats: in
         seconds = statistics.median(times)
         return record | {"status": "measured (interpret mode, CPU)", "seconds": seconds, "min_seconds": min(times),
                          "repeats": repeats}  # fmt: skip
-    evaluator = TpuEvaluator()
-    evaluator.warmup = warmup
-    m = evaluator.measure(ck)
+    if _EVALUATOR is None:
+        _EVALUATOR = TpuEvaluator()
+    _EVALUATOR.warmup = warmup
+    m = _EVALUATOR.measure(ck)
     if m.seconds is None:  # the chip's compiler rejected it, or it ran wrong on the chip
         return record | {"status": f"not timed: {m.error}", "chip_correctness": m.metrics.get("chip_correctness")}
     timing = {k: m.metrics[k] for k in ("min_seconds", "median_seconds", "spread", "repeats", "calls_per_loop",
                                         "device_kind", "chip_correctness")}  # fmt: skip
     return record | {"status": "measured", "seconds": m.seconds} | timing
+
+
+def _gate(kernel: Any, specs: dict[str, Any], ck: Any, chip: str) -> tuple[str, str]:
+    """The tuner's correctness gate on `ck`'s config (reduced shapes, interpret mode, the eager reference)."""
+    from compiler.ir.chips import get_chip
+    from compiler.tune.correctness import check_config
+
+    check = check_config(kernel, specs, dict(ck.config), get_chip(chip))
+    return check.verdict, check.message
+
+
+def plan(chip: str, found: list[Target], out: Path) -> None:
+    """Write `found` with the CPU gate's verdict on each: what a TPU run then only measures (--plan)."""
+    import compiler
+    from compiler.support.diagnostics import CompileError
+
+    done: list[dict[str, Any]] = []
+    for target in found:
+        kernel = compiler.load((REPO / target.file).read_text()).kernels[target.kernel]
+        specs = kernel.resolve_args(target.args)
+        try:
+            ck = kernel.compile(args=specs, config=target.config, chip=chip, emit=False)
+        except CompileError:
+            ck = None  # measure() records the compile error
+        if ck is not None and ck.vmem.verdict != "out_of_vmem":
+            verdict, message = _gate(kernel, specs, ck, chip)
+            target.extra["cpu_correctness"] = {"verdict": verdict, "message": message}
+        done.append(asdict(target))
+        out.write_text(json.dumps({"tool": "bench/tpu_measure.py --plan-out", "chip": chip, "targets": done},
+                                  indent=1))
+        print(f"planned {target.kernel} {target.label}: {target.extra.get('cpu_correctness', {}).get('verdict')}",
+              flush=True)
+
+
+def planned_targets(path: Path, chip: str, kernels: list[str] | None) -> list[Target]:
+    """The targets a --plan-out run wrote (for `chip`), those of `kernels` only if given."""
+    data = json.loads(path.read_text())
+    if data["chip"] != chip:
+        sys.exit(f"tpu_measure: {path} was planned for {data['chip']}, this run is for {chip}")
+    return [Target(**t) for t in data["targets"] if not kernels or t["kernel"] in kernels]
 
 
 def detect_chip() -> str:
@@ -261,8 +309,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tiny", action="store_true", help="small shapes")
     parser.add_argument("--sweep", type=int, default=30, help="configs drawn per kernel in the sweep group")
     parser.add_argument("--kernels", nargs="+", choices=sorted(SWEEP), help="the sweep group's kernels (default all)")
+    parser.add_argument("--plan-out", metavar="FILE",
+                        help="choose the targets (model-only tuning, the sampled configs) and run the CPU gate on "
+                             "each, write them to FILE and stop: no TPU needed (with --chip)")  # fmt: skip
+    parser.add_argument("--plan", metavar="FILE", help="measure the targets a --plan-out run wrote")
     args = parser.parse_args(argv)
-    if args.interpret:
+    if args.plan_out and not args.chip:
+        parser.error("--plan-out needs --chip")
+    if args.interpret or args.plan_out:
         if not args.chip:
             parser.error("--interpret needs --chip")
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -271,6 +325,9 @@ def main(argv: list[str] | None = None) -> int:
 
     chip = canonical_name(args.chip) if args.chip else detect_chip()
     groups = args.only or list(GROUPS)
+    if args.plan_out:
+        plan(chip, targets(chip, groups, args.tiny, args.tune_evals, args.sweep, args.kernels), Path(args.plan_out))
+        return 0
     date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     out_path = Path(args.out or f"tpu_measure_{chip}_{date[:10]}.json")
     import jax
@@ -287,7 +344,9 @@ def main(argv: list[str] | None = None) -> int:
         "repeats": args.repeats,
         "points": records,
     }
-    for target in targets(chip, groups, args.tiny, args.tune_evals, args.sweep, args.kernels):
+    found = (planned_targets(Path(args.plan), chip, args.kernels) if args.plan
+             else targets(chip, groups, args.tiny, args.tune_evals, args.sweep, args.kernels))  # fmt: skip
+    for target in found:
         record = measure(target, chip, args.interpret, args.warmup, args.repeats)
         records.append(record)
         out_path.write_text(json.dumps(payload, indent=1))  # after every point: a run cut short keeps what it has
