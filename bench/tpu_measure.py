@@ -191,17 +191,13 @@ def targets(chip: str, groups: list[str], tiny: bool, tune_evals: int, sweep: in
     return out
 
 
-_EVALUATOR: Any = None  # one tpu evaluator for the run: it keeps the inputs the configs of a problem share
-
-
 def measure(target: Target, chip: str, interpret: bool, warmup: int, repeats: int) -> dict[str, Any]:
     """Compile, check, time and model one target: its JSON record. A target from --plan carries the CPU gate's
     verdict, so the chip's time goes to the chip's work."""
-    global _EVALUATOR
     import compiler
     from compiler.ir.chips import get_chip
     from compiler.support.diagnostics import CompileError
-    from compiler.tune.evaluators import TpuEvaluator, time_calls
+    from compiler.tune.evaluators import get_evaluator, time_calls
     from compiler.tune.model import estimate
 
     record: dict[str, Any] = asdict(target) | {"seconds": None}
@@ -230,10 +226,9 @@ def measure(target: Target, chip: str, interpret: bool, warmup: int, repeats: in
         seconds = statistics.median(times)
         return record | {"status": "measured (interpret mode, CPU)", "seconds": seconds, "min_seconds": min(times),
                          "repeats": repeats}  # fmt: skip
-    if _EVALUATOR is None:
-        _EVALUATOR = TpuEvaluator()
-    _EVALUATOR.warmup = warmup
-    m = _EVALUATOR.measure(ck)
+    evaluator = get_evaluator("tpu")  # one per process: it keeps the inputs the configs of a problem share
+    evaluator.warmup = warmup
+    m = evaluator.measure(ck)
     if m.seconds is None:  # the chip's compiler rejected it, or it ran wrong on the chip
         return record | {"status": f"not timed: {m.error}", "chip_correctness": m.metrics.get("chip_correctness")}
     timing = {k: m.metrics[k] for k in ("min_seconds", "median_seconds", "spread", "repeats", "calls_per_loop",

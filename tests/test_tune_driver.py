@@ -194,6 +194,34 @@ def test_a_measured_config_is_checked_where_kernels_run(monkeypatch) -> None:
     assert check_where_kernels_run(ck).verdict == "wrong"
 
 
+def test_the_tpu_evaluator_draws_a_problems_inputs_once() -> None:
+    """The configs of one problem share their inputs: drawn and put on the device once per process (attention
+    8k's take ~25 s to draw), new ones for other shapes. Here the device is the CPU; on a TPU it is the chip."""
+    import jax
+
+    from compiler.reference import make_inputs
+    from compiler.tpu.runtime import to_jax
+    from compiler.tune.evaluators import get_evaluator
+
+    evaluator = get_evaluator("tpu")
+    assert get_evaluator("tpu") is evaluator  # one per process, so a tuning run's candidates share it
+    drawn = []
+
+    def counting(specs, seed=0):
+        drawn.append(seed)
+        return make_inputs(specs, seed)
+
+    device = jax.devices("cpu")[0]
+    source = (EXAMPLES / "softmax.py").read_text()
+    kernel = compiler.load(source).kernels["softmax"]
+    small, other = (Problem(source, "softmax", kernel.resolve_args(f"x=f32[{n}, 256]"), "v5e") for n in (256, 512))
+    first = evaluator._inputs(small.compile({"block_sizes": [256]}), device, counting, to_jax)
+    again = evaluator._inputs(small.compile({"block_sizes": [128]}), device, counting, to_jax)
+    assert again[0][0] is first[0][0] and drawn == [0]
+    evaluator._inputs(other.compile({"block_sizes": [128]}), device, counting, to_jax)
+    assert drawn == [0, 0]
+
+
 def test_tpu_evaluator_refuses_without_a_tpu() -> None:
     why = probe_tpu("v7x")
     assert why is not None and "no TPU" in why

@@ -22,6 +22,7 @@ itself needs no worker: the driver runs it in-process on each config's one compi
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 from collections.abc import Callable, Mapping
@@ -332,7 +333,10 @@ EVALUATORS: dict[str, type[Evaluator]] = {
 }
 
 
+@functools.cache
 def get_evaluator(name: str) -> Evaluator:
+    """The process's one evaluator of that name: the tpu evaluator keeps the inputs it put on the chip between
+    the configs it measures (attention 8k's take ~25 s to draw on a CPU)."""
     try:
         return EVALUATORS[name]()
     except KeyError:
