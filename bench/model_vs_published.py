@@ -4,7 +4,7 @@ For each point of bench/published.py the kernel (bench/kernels/matmul.py, exampl
 with our compiler at the measured shape and config for the measured chip, and the model estimates the plan
 of that generated code. Printed per table: measured vs model per point and the error; then the rank order
 of the configs within each size; the summary comes last: geometric-mean error, worst point, rank order and
-the seed's figures against the goals (every point within ±25 %, geometric-mean error ≤ 12 %, rank order
+the seed's figures against the goals (every point of a published table within ±25 %, geometric-mean error ≤ 12 %, rank order
 right within each size of a published table, the seed's figures within ±10 %; for our own measurements on a
 TPU, issue 29's bar: ±20 % on 90 % of the points, 95 % of the pairs the chip separates by more than 3 % in the
 chip's order). Exit status 0 when every goal is met.
@@ -128,12 +128,15 @@ def main() -> int:
     fitted = [m for m in everything if TABLES[m.point.table].role == "fit"]
     checked = [m for m in everything if TABLES[m.point.table].role == "check"]
     within = sum(abs(e) <= GOAL_POINT for e in errors)
+    # our own measurements have issue 29's bar instead: a sweep across a space has configs the model cannot express
+    others = [m for m in everything if not m.point.table.startswith("chip-")]
+    others_within = sum(abs(m.error()) <= GOAL_POINT for m in others)
     published_ranks = [(label, right) for label, right in ranks if not label.startswith("chip-")]
     ranks_right = sum(right for _, right in published_ranks)
     pairs, pairs_right, pairs_wrong = own_pairs(own)
     own_within = sum(abs(m.error()) <= GOAL_OWN_POINT for m in own)
     goals = {
-        f"every point within ±{GOAL_POINT:.0%}": within == len(errors),
+        f"every point of the published tables within ±{GOAL_POINT:.0%}": others_within == len(others),
         f"geometric-mean error ≤ {GOAL_GEOMEAN:.0%}": geomean <= GOAL_GEOMEAN,
         "rank order right within each size (published tables)": ranks_right == len(published_ranks),
         f"our own measurements: ±{GOAL_OWN_POINT:.0%} on {GOAL_OWN_SHARE:.0%} of the points": (
@@ -165,7 +168,7 @@ def main() -> int:
     if own:
         print(f"  our own measurements ({len(own)} points): {own_within} within ±{GOAL_OWN_POINT:.0%}; "
               f"{pairs_right} of {pairs} pairs the chip separates by more than {SEPARATION - 1:.0%} in its order"
-              + (f"; wrong: {'; '.join(pairs_wrong)}" if pairs_wrong else ""))
+              + (f"; wrong, e.g.: {'; '.join(pairs_wrong[:5])}" if pairs_wrong else ""))
     if seed:
         cells = ", ".join(
             f"{m.point.label} {m.point.tflops:.0f} → {m.plan.flops / m.model() / 1e12:.0f} TF/s "

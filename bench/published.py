@@ -14,6 +14,7 @@ pipelined their calls (one sync per loop of calls), so their times hold no per-c
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -76,6 +77,17 @@ _SQTIAN_HOW = (
     "times match the guide's bf16 XLA times within 2% (0.827 vs 0.827 ms at 4096, 6.01 vs 6.05 ms at 8192)"
 )
 
+_SWEEP = (
+    "this project's run on one TPU v5e chip (TPU v5 lite, 13 CPU cores, jax 0.10.2 with the machine's libtpu, "
+    "torch 2.13 CPU build), 2026-12-06, main at d39fded: bench/chip/v5e_sweep_a.json and v5e_sweep_b.json, "
+    "written by bench/tpu_measure.py --plan bench/chip/v5e_plan_{a,b}.json"
+)
+_SWEEP_HOW = (
+    "the tpu evaluator: best of 5 loops of k pipelined calls with one block_until_ready per loop, k so that the "
+    "loops take ~0.5 s, after each config passed the CPU gate and before it was checked on the chip; the picks "
+    "are what the model-only tuner of d39fded ranked first (attention: the sweep ran out of time after 6 configs)"
+)
+
 TABLES = {
     t.key: t
     for t in (
@@ -91,6 +103,8 @@ TABLES = {
               _CHIP, _CHIP_HOW, dispatch=False),
         Table("chip-v5e-picks", "v5e", "fit", "our kernels on a TPU v5e, the model-only tuner's picks at 1d2b010",
               _CHIP, _CHIP_HOW, dispatch=False),
+        Table("chip-v5e-sweep", "v5e", "fit", "our kernels on a TPU v5e, issue 29's sweep: the model's pick, the "
+              "default and configs drawn across each space", _SWEEP, _SWEEP_HOW, dispatch=False),
         Table("seed", "v7x", "fit", "the seed's flash attention [8, 32, S, 256] bf16 (TF/s)",
               "shared/notes/tpu-chips-and-performance.md (compiler/tune/constants.py SEED_POINTS)",
               "TPU v7x, one TensorCore; 32k unroll is out of VMEM"),
@@ -200,6 +214,21 @@ POINTS += [
             {"block_sizes": [1, 4096, 512], "loop_orders": [[1, 0]], "pallas_loop_type": "unroll"}, 101.5),
     }),
 ]
+
+
+def _sweep_points() -> list[Point]:
+    """The configs issue 29's sweep measured on our v5e (bench/chip/v5e_sweep_*.json), each with its time."""
+    out = []
+    for path in sorted((REPO / "bench" / "chip").glob("v5e_sweep_*.json")):
+        for m in json.loads(path.read_text())["points"]:
+            if m.get("seconds") is not None:
+                label = f"{m['label']} {json.dumps(m['config'], separators=(',', ':'))}"
+                out.append(Point("chip-v5e-sweep", m["file"], m["kernel"], m["args"], m["config"], m["size"], label,
+                                 seconds=m["seconds"]))  # fmt: skip
+    return out
+
+
+POINTS += _sweep_points()
 
 
 def _seed_points() -> list[Point]:

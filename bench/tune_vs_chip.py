@@ -23,9 +23,34 @@ os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from calibrate import SEPARATION, Modelled, compile_point, separated_pairs  # noqa: E402
-from published import Point  # noqa: E402
+from published import REPO, Point  # noqa: E402
 
 PICK_BAR, POINT_BAR, SHARE_BAR, PAIR_BAR = 1.05, 0.20, 0.90, 0.95
+TRIED: dict[str, list[dict]] = defaultdict(list)  # every sweep record per kernel, the ones the chip rejected too
+
+
+def whole_space(record: dict, chip: str) -> int | None:
+    """How many configs of the record's kernel at its shapes the VMEM report lets through, when the space is small
+    enough to count (a sweep that tried all of them has measured the whole space), else None."""
+    import itertools
+    import math
+
+    import compiler
+    from compiler.support.diagnostics import CompileError
+
+    kernel = compiler.load((REPO / record["file"]).read_text()).kernels[record["kernel"]]
+    specs = kernel.resolve_args(record["args"])
+    space = kernel.config_space(specs, chip)
+    if math.prod(len(values) for _, values in space.dimensions) > 200:
+        return None
+    fits = 0
+    for values in itertools.product(*(values for _, values in space.dimensions)):
+        config = dict(space.to_config(dict(zip((n for n, _ in space.dimensions), values, strict=True))))
+        try:
+            fits += kernel.compile(args=specs, config=config, chip=chip, emit=False).vmem.verdict != "out_of_vmem"
+        except CompileError:
+            continue
+    return fits
 
 
 def sweep_points(paths: list[str]) -> tuple[str, dict[str, list[Modelled]]]:
@@ -37,6 +62,8 @@ def sweep_points(paths: list[str]) -> tuple[str, dict[str, list[Modelled]]]:
             sys.exit(f"{path} was measured in interpret mode on a CPU: its times say nothing about a TPU")
         chips.add(data["chip"])
         for m in data["points"]:
+            if m["group"] == "sweep":
+                TRIED[m["kernel"]].append(m)
             if m["group"] != "sweep" or m.get("seconds") is None:
                 continue
             point = Point("sweep", m["file"], m["kernel"], m["args"], m["config"], 0, m["label"], seconds=m["seconds"])
@@ -59,10 +86,14 @@ def main(argv: list[str] | None = None) -> int:
         best = min(points, key=lambda m: m.seconds)
         pick = next((m for m in points if m.point.label == "model pick"), None)
         ratio = pick.seconds / best.seconds if pick else float("nan")
-        enough = len(points) >= 30
+        space = None if len(points) >= 30 else whole_space(TRIED[kernel][0], chip)
+        whole = space is not None and len(TRIED[kernel]) >= space  # every config the VMEM report lets through
+        enough = len(points) >= 30 or whole
         met &= pick is not None and ratio <= PICK_BAR and enough
+        note = "" if len(points) >= 30 else (f"  (the whole space: {space} configs fit, {len(TRIED[kernel])} tried)"
+                                             if whole else "  (fewer than 30 configs)")
         print(f"{kernel:<14} {len(points):>7} {best.seconds * 1e3:>11.3f} ms {pick.seconds * 1e3 if pick else 0:>8.3f} ms "
-              f"{ratio:>8.3f}x  {best.point.config}" + ("" if enough else "  (fewer than 30 configs)"))
+              f"{ratio:>8.3f}x  {best.point.config}" + note)
         within += sum(abs(m.error()) <= POINT_BAR for m in points)
         measured += len(points)
         found = separated_pairs(points)

@@ -12,7 +12,7 @@ from conftest import REPO
 
 sys.path.insert(0, str(REPO / "bench"))
 
-from calibrate import compile_point, fit, geomean_error, separated_pairs  # noqa: E402
+from calibrate import DEFAULT_PARAMS, compile_point, fit, geomean_error, separated_pairs  # noqa: E402
 from published import TABLES, points  # noqa: E402
 
 from compiler.tune.constants import constants_for  # noqa: E402
@@ -24,9 +24,11 @@ def modelled():
 
 
 def test_every_published_point_within_25_percent_and_geomean_within_12(modelled) -> None:
+    """Published tables point by point; our own measurements (a sweep across each space) have issue 29's bar."""
     errors = {f"{m.point.table} {m.point.kernel} {m.point.label}": m.error() for m in modelled}
-    assert len(errors) >= 29
-    assert all(abs(e) <= 0.25 for e in errors.values()), errors
+    published = {k: e for k, e in errors.items() if not k.startswith("chip-")}
+    assert len(published) >= 29
+    assert all(abs(e) <= 0.25 for e in published.values()), published
     assert geomean_error(list(errors.values())) <= 0.12
 
 
@@ -54,11 +56,12 @@ def test_our_v5e_measurements_within_20_percent_and_ordered(modelled) -> None:
     assert len(chip) >= 14
     within = [abs(m.error()) <= 0.20 for m in chip]
     assert sum(within) >= 0.9 * len(chip), {m.point.label: round(m.error(), 3) for m in chip}
-    found = [pair for group in _groups(modelled, {"chip-v5e", "chip-v5e-picks"}) for pair in separated_pairs(group)]
+    found = [pair for group in _groups(modelled, {"chip-v5e", "chip-v5e-picks", "chip-v5e-sweep"})
+             for pair in separated_pairs(group)]
     pairs, right = len(found), sum(ok for _, _, ok in found)
-    # 12 of 13: the one the model gets wrong is attention's default [1, 256, 256] (97.7 ms) against the
-    # tuner's [1, 4096, 512] with its loop order swapped (101.5 ms); the model has both MXU-bound at 93-95 ms
-    assert pairs >= 13 and right >= pairs - 1, (right, pairs)
+    # among those it gets wrong: attention's default [1, 256, 256] (97.6 ms) against the tuner's [1, 2048, 1024]
+    # with its loop order swapped (104.3 ms); the model has both MXU-bound at 93-95 ms
+    assert pairs >= 1400 and right >= 0.95 * pairs, (right, pairs)
 
 
 def test_seed_figures_within_ten_percent(modelled) -> None:
@@ -76,9 +79,9 @@ def test_small_blocks_cost_the_measured_step_time_not_an_assumed_latency(modelle
 def test_v5e_fit_reproduces_constants_py() -> None:
     pts = [compile_point(p, "v5e") for p in points("v5e", "fit")]
     base = constants_for("v5e")
-    fitted = fit(pts, base, ("grid", "inner", "latency", "call", "mxu", "dma", "run"), "[fit] test")
-    for name in ("step_overhead", "pipeline_iteration_overhead", "dma_latency", "call_overhead", "mxu_efficiency",
-                 "dma_efficiency", "dma_run_seconds"):
+    fitted = fit(pts, base, DEFAULT_PARAMS, "[fit] test")
+    for name in ("step_overhead", "pipeline_iteration_overhead", "dma_latency", "call_overhead", "dma_efficiency",
+                 "mxu_min_rows"):
         assert getattr(fitted, name) == pytest.approx(getattr(base, name), rel=0.02), name
     assert fitted.sources["step_overhead"] == "[fit] test"
     # and the fit is what it claims to be: no worse than the constants it started from

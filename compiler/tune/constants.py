@@ -64,8 +64,6 @@ class ModelConstants:
     fori_iteration_overhead:     τ_inner for a fori_loop iteration (scalar loop control, dynamic slicing).
     dma_latency:     L, seconds from issuing a batch of DMAs to its completion, beyond the bytes' own time.
     dma_efficiency:  the fraction of the HBM bandwidth a stream of block copies sustains.
-    dma_run_seconds: ρ, seconds per contiguous run of a block copy in HBM (a row of (sublane, 128) tiles of a
-                     block narrower than its array is one run; a full-width block is one).
     call_overhead:   seconds one call of a kernel costs beyond its grid steps, as a wall-clock benchmark of
                      the jitted function sees it (dispatch, launch, the round trip of block_until_ready).
     llo_vector_op_seconds: seconds per vector instruction (one vreg) of libtpu's compiled kernel, used to
@@ -87,7 +85,6 @@ class ModelConstants:
     fori_iteration_overhead: float
     dma_latency: float
     dma_efficiency: float
-    dma_run_seconds: float
     call_overhead: float
     llo_vector_op_seconds: float
     calibrated: bool
@@ -177,36 +174,34 @@ _GUIDE_CALL = (102.9e-6, "[guide] fit on v5e: mostly its 1024 points (the guide'
 _GUIDE_MXU = (1.0, "[guide] fit on v5e, at its bound: once the restarts of our nested K pipeline are charged no "
                    "MXU inefficiency is left to fit")
 
-# [chip] fit: `python bench/calibrate.py --chip v5e --params grid inner latency call mxu dma run` to the [guide]'s
-# plain table and our own v5e tables together (20 points, 4.5 % geometric-mean error; 20.8 % with the [guide]-only
-# constants, which missed memory-bound kernels by up to -41 % and ranked small blocks first).
+# [chip] fit: `python bench/calibrate.py --chip v5e` to the [guide]'s plain table and our own v5e tables together
+# (169 points, 7.0 % geometric-mean error). The tables: 14 points measured 2026-12-05 and issue 29's sweep of
+# 2026-12-06 (149 configs of seven kernels). The MXU efficiency is the earlier fit to the first 20 of them.
 _CHIP_FIT = "[guide+chip] fit (bench/calibrate.py --chip v5e)"
 
 # TPU v5e, one TensorCore. The per-step, latency, DMA, call and MXU constants are fitted to the [guide]'s plain
-# table and to [chip], our kernels measured on a TPU v5e (bench/published.py: chip-v5e, chip-v5e-picks); the
-# guide's transposed-RHS and fused-ReLU tables and a second public v5e table are predictions.
+# table and to [chip], our kernels measured on a TPU v5e (bench/published.py: chip-v5e, chip-v5e-picks,
+# chip-v5e-sweep); the guide's transposed-RHS and fused-ReLU tables and a second public v5e table are predictions.
 V5E = _constants(
     "v5e",
     calibrated=True,
     mxu_efficiency=(0.9606, f"{_CHIP_FIT}: bmm, matmul and attention on the chip run at 89-94 % of the peak"),
-    mxu_min_rows=(54.0, _MIN_ROWS_V5E),
+    mxu_min_rows=(48.68, f"{_CHIP_FIT}: bmm and matmul in blocks of 8-64 rows on the chip; " + _MIN_ROWS_V5E),
     vpu_rate=(_SEED_VPU_RATE * _V5E_SCALE, _BY_CLOCK + "; [chip] does not pin it (the fit runs to its bound)"),
     eup_rate=(_SEED_VPU_RATE * _V5E_SCALE / 4, "[assumed] a quarter of vpu_rate (one EUP slot against four "
                                                "VALU slots)"),
     overlap_straight=(1.0, "[pallas] straight-line code is one basic block the LLO scheduler interleaves"),
     overlap_loop=(_SEED_OVERLAP_LOOP, "[from v7x] [seed] fit; [chip] does not pin it"),
-    step_overhead=(0.2047e-6, f"{_CHIP_FIT}: add 16384^2 in [8, 128] blocks, 262,144 grid steps of next to no "
-                              "work, takes 0.205 µs a step on the chip"),
-    pipeline_iteration_overhead=(0.3131e-6, f"{_CHIP_FIT}: the guide's 128^3 points at 4096 and 8192, where each "
+    step_overhead=(0.1676e-6, f"{_CHIP_FIT}: add 16384^2 in [8, 128] blocks, 262,144 grid steps of next to no "
+                              "work, and softmax in blocks of 8-32 rows"),
+    pipeline_iteration_overhead=(0.3162e-6, f"{_CHIP_FIT}: the guide's 128^3 points at 4096 and 8192, where each "
                                             "K step's ~0.35 µs is all overhead (compute ~40 ns, DMA ~80 ns)"),
     fori_iteration_overhead=(0.05e-6, "[assumed] a scalar loop plus address arithmetic"),
-    dma_latency=(0.1530e-6, f"{_CHIP_FIT}: softmax's 32- and 64-row blocks cost ~0.1-0.2 µs a step beyond their "
+    dma_latency=(0.2034e-6, f"{_CHIP_FIT}: softmax's 32- and 64-row blocks cost ~0.1-0.2 µs a step beyond their "
                             "bytes"),
-    dma_efficiency=(0.8538, f"{_CHIP_FIT}: add and softmax in large blocks stream ~700 GB/s of the data sheet's "
+    dma_efficiency=(0.8536, f"{_CHIP_FIT}: add and softmax in large blocks stream ~700 GB/s of the data sheet's "
                             "819"),
-    dma_run_seconds=(1.474e-9, f"{_CHIP_FIT}: add 16384^2 in [128, 512] blocks (8 runs per copy) is slower than "
-                               "in [16, 4096] (1 run) with the same bytes and steps"),
-    call_overhead=(99.78e-6, f"{_CHIP_FIT} (the [guide]'s timeit includes Python dispatch; [chip]'s pipelined "
+    call_overhead=(100.56e-6, f"{_CHIP_FIT} (the [guide]'s timeit includes Python dispatch; [chip]'s pipelined "
                              "calls do not and are compared without it)"),
     llo_vector_op_seconds=(1.0e-10 / _V5E_SCALE, "[from v7x, scaled like vpu_rate (the clock ratio)] [seed] fit"),
 )
@@ -230,7 +225,6 @@ V7X = _constants(
     fori_iteration_overhead=(V5E.fori_iteration_overhead, "[assumed] a scalar loop plus address arithmetic"),
     dma_latency=_GUIDE_LATENCY,
     dma_efficiency=(1.0, "[assumed] the data-sheet bandwidth: no memory-bound measurement on this chip pins it"),
-    dma_run_seconds=(0.0, "[assumed] none: no measurement on this chip pins it (v5e's [chip] fit: 1.5 ns a run)"),
     call_overhead=_GUIDE_CALL,
     # libtpu 0.0.42.1 compiles one grid step of the seed's 8k `unroll` config to 57 472 VPU and 8 832 EUP
     # instructions (92 800 VPU-equivalents), which must take the vector time the vpu_rate fit gives it.
