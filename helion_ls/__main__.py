@@ -62,16 +62,9 @@ def main(argv: list[str] | None = None) -> None:
     reader.start()
     remembered = _watch_early(reader)  # before asyncio and the rest: a reopened file's results at once
 
-    import asyncio
+    from .process_end import run_and_exit  # asyncio, from here on
 
-    code = 1
-    try:
-        code = asyncio.run(_serve_stdio(reader, stdout, first, remembered))
-    except BaseException:
-        log.exception("the server failed")
-    from .transport import exit_process
-
-    exit_process(code)
+    run_and_exit(_serve_stdio(reader, stdout, first, remembered))  # never through asyncio.run's teardown
 
 
 def _remembered() -> Any:

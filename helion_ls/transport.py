@@ -19,12 +19,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import signal
-import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NoReturn
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest, JsonRpcParseError
@@ -32,6 +30,7 @@ from pygls.io_ import StdoutWriter
 from pygls.protocol import JsonRPCNotification, LanguageServerProtocol
 
 from .framing import REQUEST_ID, Framer
+from .process_end import run_and_exit
 
 log = logging.getLogger(__name__)
 
@@ -196,20 +195,13 @@ class Session:
         return self.exit_code
 
 
-def exit_process(code: int) -> None:
-    """Leave now: a reader thread blocked on stdin or an abandoned worker thread must not keep us alive."""
-    logging.shutdown()
-    sys.stderr.flush()
-    os._exit(code)
-
-
 async def serve_early_stdio(
     make_server: Callable[[], Awaitable[Any]], reader: Any, stdout: BinaryIO, on_exit: Callable[[Any], Awaitable[None]]
 ) -> int:
     """Serve the client whose `initialize` the handshake's `reader` already answered: build the server
     (`make_server`, while the reader keeps messages), replay the initialize request to it, then every
-    message the reader keeps or reads. Returns the exit code; the caller ends the process with
-    `exit_process` (its loop started before this module was imported, see __main__)."""
+    message the reader keeps or reads. Returns the exit code; the caller ends the process in the loop
+    (process_end.run_and_exit: its loop started before this module was imported, see __main__)."""
     server = await make_server()
     session = Session(server, lambda: on_exit(server))
     loop = asyncio.get_running_loop()
@@ -219,7 +211,7 @@ async def serve_early_stdio(
     return await session.run(lambda s: reader.attach(lambda body: loop.call_soon_threadsafe(s.body, body)))
 
 
-def serve_tcp(server: Any, host: str, port: int, on_exit: Callable[[], Awaitable[None]]) -> None:
+def serve_tcp(server: Any, host: str, port: int, on_exit: Callable[[], Awaitable[None]]) -> NoReturn:
     """Serve the first client that connects to host:port (for debugging), then exit the process."""
 
     async def main() -> int:
@@ -243,12 +235,7 @@ def serve_tcp(server: Any, host: str, port: int, on_exit: Callable[[], Awaitable
         finally:
             listener.close()
 
-    code = 1
-    try:
-        code = asyncio.run(main())
-    except BaseException:
-        log.exception("the server failed")
-    exit_process(code)
+    run_and_exit(main())
 
 
 class _SocketStream:
