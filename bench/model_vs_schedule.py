@@ -43,12 +43,12 @@ from compiler.api import Kernel  # noqa: E402
 from compiler.ir.config import Config  # noqa: E402
 from compiler.ir.specs import ArgSpec, TensorSpec  # noqa: E402
 from compiler.support.diagnostics import CompileError  # noqa: E402
-from compiler.tune.driver import stored_outcomes  # noqa: E402
 from compiler.tune.evaluators import Problem, ScheduleEvaluator  # noqa: E402
 from compiler.tune.executors import InlineExecutor  # noqa: E402
 from compiler.tune.kernel_space import KernelSpace  # noqa: E402
 from compiler.tune.keys import TrialKey  # noqa: E402
 from compiler.tune.model import estimate  # noqa: E402
+from compiler.tune.refine import stored_outcomes  # noqa: E402
 from compiler.tune.schedule import roofline  # noqa: E402
 from compiler.tune.search import search  # noqa: E402
 from compiler.tune.store import TuningStore, default_store_path  # noqa: E402

@@ -10,7 +10,7 @@ Phases:
             without compiling (VMEM only grows with block sizes).
 2. refine   (evaluator "compile", "schedule" or "tpu") the best model candidates go to the slow evaluator,
             which may reject them (libtpu) or replace the estimate by its own (the TPU compiler's) or by a
-            measurement (TPU). A deterministic evaluator's stored result for a config is reused, not redone.
+            measurement (TPU; the kernel's default config is measured too) (refine.py).
 3. verify   the winner goes through the correctness gate (correctness.py); when it is wrong, the runner-up
             (`gate_attempts` in all; a config the TPU compiler rejects for want of VMEM counts apart, and
             passes over the candidates its shortfall says cannot fit either). A verdict already known
@@ -31,7 +31,6 @@ executors (worker processes or Ray), since they execute generated and user code.
 
 from __future__ import annotations
 
-import functools
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -44,11 +43,11 @@ from ..ir.config import Config
 from . import collector
 from .correctness import CorrectnessResult
 from .decorator import decorator_line
-from .evaluators import Problem, evaluate, gate_case, get_evaluator, verify
+from .evaluators import Problem, gate_case, get_evaluator, verify
 from .executors import Executor, InlineExecutor
 from .kernel_space import KernelSpace
 from .keys import TrialKey
-from .objective import objective
+from .refine import Candidate, refine
 from .search import Evaluated, SearchProgress, search
 from .store import TuningStore
 from .verdicts import Verdicts
@@ -98,32 +97,6 @@ class TuneProgress:
 
 # candidates the gate lets the TPU compiler reject for want of VMEM (beside gate_attempts' wrong or failed ones)
 VMEM_REJECTIONS = 3
-
-
-@dataclass(frozen=True)
-class Candidate:
-    config: dict[str, Any]
-    seconds: float
-    metrics: dict[str, Any]
-    evaluator: str
-    correctness: CorrectnessResult | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        m = self.metrics
-        out = {
-            "config": self.config,
-            "seconds": self.seconds,
-            "tflops": m.get("tflops"),
-            "gbps": m.get("gbps"),
-            "roofline_fraction": m.get("roofline_fraction"),
-            "estimate": m.get("estimate", True),
-            "evaluator": self.evaluator,
-        }
-        if m.get("label"):  # the schedule evaluator's: "TPU compiler estimate"
-            out["label"] = m["label"]
-        if self.correctness is not None:
-            out["correctness"] = self.correctness.to_json()
-        return out
 
 
 @dataclass
@@ -314,9 +287,10 @@ class TuneRun:
             self.evaluated, self.pruned = len(self.result.evaluated), self.result.pruned
             if options.evaluator != "model" and self.candidates:
                 self._emit_best("refine", self.candidates[0])
-                self.candidates = _refine(
+                self.candidates = refine(
                     problem,
-                    options,
+                    options.evaluator,
+                    options.refine,
                     self.candidates,
                     refine_executor or self.executor,
                     self.key.with_evaluator(options.evaluator),
@@ -534,62 +508,3 @@ def submit_check(executor: Executor, case: Any, seed: int, verdicts: Verdicts | 
     if verdicts is not None:
         future.add_done_callback(lambda f: f.exception() is None and verdicts.keep(case, seed, f.result()))
     return future
-
-
-def _refine(
-    problem: Problem,
-    options: TuneOptions,
-    ranked: list[Candidate],
-    executor: Executor,
-    key: TrialKey,
-    store: TuningStore | None,
-    run_id: str | None,
-    rejected: list[dict[str, Any]],
-) -> list[Candidate]:
-    """The slow evaluator on the model's best candidates, best first, until `options.refine` succeed."""
-    kept: list[Candidate] = []
-    fn = functools.partial(evaluate, problem, options.evaluator)
-    evaluator = get_evaluator(options.evaluator)
-    width = 1 if evaluator.serial else executor.parallelism
-    known = stored_outcomes(store, key) if evaluator.deterministic else {}
-    pos = 0
-    while len(kept) < options.refine and pos < len(ranked) and pos < 4 * options.refine:
-        batch = ranked[pos : pos + max(1, min(options.refine - len(kept), width))]
-        pos += len(batch)
-        configs = [c.config for c in batch if Config(c.config) not in known]
-        outcomes = {id(config): outcome for config, outcome in executor.map_unordered(fn, configs)}
-        for cand in batch:
-            reused = known.get(Config(cand.config))
-            outcome = reused or outcomes[id(cand.config)]
-            if isinstance(outcome, BaseException):
-                raise outcome
-            seconds, info = outcome
-            if store is not None and reused is None:
-                store.record_trial(
-                    key, cand.config, seconds, "ok" if seconds is not None else "failed", info, run_id
-                )
-            if seconds is None:
-                rejected.append(
-                    {
-                        "config": cand.config,
-                        "evaluator": options.evaluator,
-                        "why": info.get("error", "unusable"),
-                    }
-                )
-            else:
-                kept.append(Candidate(cand.config, seconds, info, options.evaluator))
-    return sorted(kept, key=lambda c: objective(c.seconds, c.metrics))
-
-
-def stored_outcomes(
-    store: TuningStore | None, key: TrialKey
-) -> dict[Config, tuple[float | None, dict[str, Any]]]:
-    """(seconds, info) of every config the store has a result for under `key` (the latest one each)."""
-    if store is None:
-        return {}
-    out: dict[Config, tuple[float | None, dict[str, Any]]] = {}
-    for t in store.trials(key):
-        if t.verdict in ("ok", "failed"):
-            info = dict(t.metrics) | ({"error": t.metrics.get("error", "unusable")} if t.seconds is None else {})
-            out[Config(t.config)] = (t.seconds, info)
-    return out

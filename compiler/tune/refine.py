@@ -1,0 +1,112 @@
+"""Refine: the slow evaluator (compile, schedule, tpu) on the model's best candidates, after the search.
+
+A measuring evaluator (the chip itself) also measures the kernel's default config: the model has blind spots a
+measurement does not share, and a kernel's default is a config its author chose. On the v5e, attention 8k's
+default [1, 256, 256] ran 97.6 ms, the model's pick 104.3 ms. A deterministic evaluator's stored result for a
+config is reused, not redone.
+
+May import: compiler.ir, this package's correctness, evaluators, executors, keys, objective and store.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from ..ir.config import Config
+from .correctness import CorrectnessResult
+from .evaluators import Problem, evaluate, get_evaluator
+from .executors import Executor
+from .keys import TrialKey
+from .objective import objective
+from .store import TuningStore
+
+
+@dataclass(frozen=True)
+class Candidate:
+    config: dict[str, Any]
+    seconds: float
+    metrics: dict[str, Any]
+    evaluator: str
+    correctness: CorrectnessResult | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        m = self.metrics
+        out = {
+            "config": self.config,
+            "seconds": self.seconds,
+            "tflops": m.get("tflops"),
+            "gbps": m.get("gbps"),
+            "roofline_fraction": m.get("roofline_fraction"),
+            "estimate": m.get("estimate", True),
+            "evaluator": self.evaluator,
+        }
+        if m.get("label"):  # the schedule evaluator's: "TPU compiler estimate"
+            out["label"] = m["label"]
+        if self.correctness is not None:
+            out["correctness"] = self.correctness.to_json()
+        return out
+
+
+def refine(
+    problem: Problem,
+    evaluator_name: str,
+    count: int,
+    ranked: list[Candidate],
+    executor: Executor,
+    key: TrialKey,
+    store: TuningStore | None,
+    run_id: str | None,
+    rejected: list[dict[str, Any]],
+) -> list[Candidate]:
+    """The slow evaluator on the model's best candidates, best first, until `count` succeed (and, for a
+    measurement, the default config too); the successful ones, best first."""
+    evaluator = get_evaluator(evaluator_name)
+    if not evaluator.estimated:
+        ranked, count = with_default(problem, ranked, count)
+    kept: list[Candidate] = []
+    fn = functools.partial(evaluate, problem, evaluator_name)
+    width = 1 if evaluator.serial else executor.parallelism
+    known = stored_outcomes(store, key) if evaluator.deterministic else {}
+    pos = 0
+    while len(kept) < count and pos < len(ranked) and pos < 4 * count:
+        batch = ranked[pos : pos + max(1, min(count - len(kept), width))]
+        pos += len(batch)
+        configs = [c.config for c in batch if Config(c.config) not in known]
+        outcomes = {id(config): outcome for config, outcome in executor.map_unordered(fn, configs)}
+        for cand in batch:
+            reused = known.get(Config(cand.config))
+            outcome = reused or outcomes[id(cand.config)]
+            if isinstance(outcome, BaseException):
+                raise outcome
+            seconds, info = outcome
+            if store is not None and reused is None:
+                store.record_trial(key, cand.config, seconds, "ok" if seconds is not None else "failed", info, run_id)
+            if seconds is None:
+                rejected.append({"config": cand.config, "evaluator": evaluator_name, "why": info.get("error", "unusable")})
+            else:
+                kept.append(Candidate(cand.config, seconds, info, evaluator_name))
+    return sorted(kept, key=lambda c: objective(c.seconds, c.metrics))
+
+
+def with_default(problem: Problem, ranked: list[Candidate], count: int) -> tuple[list[Candidate], int]:
+    """`ranked` with the kernel's default config moved into the first `count + 1` when the search scored it and
+    the model did not rank it that high, and how many to refine then."""
+    default = Config(problem.load_kernel().default_config(problem.args, problem.chip))
+    at = next((i for i, c in enumerate(ranked) if Config(c.config) == default), None)
+    if at is None or at < count:
+        return ranked, count
+    return [*ranked[:count], ranked[at], *ranked[count:at], *ranked[at + 1 :]], count + 1
+
+
+def stored_outcomes(store: TuningStore | None, key: TrialKey) -> dict[Config, tuple[float | None, dict[str, Any]]]:
+    """(seconds, info) of every config the store has a result for under `key` (the latest one each)."""
+    if store is None:
+        return {}
+    out: dict[Config, tuple[float | None, dict[str, Any]]] = {}
+    for t in store.trials(key):
+        if t.verdict in ("ok", "failed"):
+            info = dict(t.metrics) | ({"error": t.metrics.get("error", "unusable")} if t.seconds is None else {})
+            out[Config(t.config)] = (t.seconds, info)
+    return out
