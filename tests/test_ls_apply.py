@@ -13,7 +13,16 @@ import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
-from test_ls_support import change_doc, final_diagnostics, make_workspace, open_doc, rec, server_config, start
+from test_ls_support import (
+    change_doc,
+    end_session,
+    final_diagnostics,
+    make_workspace,
+    open_doc,
+    rec,
+    server_config,
+    start,
+)
 
 import compiler
 from compiler.ir.config import Config
@@ -34,7 +43,7 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
     lsp_client.store = ws.parent / "store" / "tuning.sqlite"
     await start(lsp_client, ws, libtpu=False)
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 def store_best(

@@ -13,7 +13,16 @@ import pytest_lsp
 from conftest import MORE_KERNELS
 from lsprotocol import types
 from pytest_lsp import LanguageClient
-from test_ls_support import change_doc, final_diagnostics, make_workspace, open_doc, rec, server_config, start
+from test_ls_support import (
+    change_doc,
+    end_session,
+    final_diagnostics,
+    make_workspace,
+    open_doc,
+    rec,
+    server_config,
+    start,
+)
 from upstream_config import problems
 
 import compiler
@@ -33,7 +42,7 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
     lsp_client.store = ws.parent / "store" / "tuning.sqlite"
     await start(lsp_client, ws, libtpu=False, executor="inline", tuneMaxEvals=6)
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 def kernel_text(name: str, decorator: str = "@helion.kernel") -> str:

@@ -12,7 +12,15 @@ import pytest_lsp
 from conftest import EXAMPLES, MORE_KERNELS, SHARED_KERNELS
 from lsprotocol import types
 from pytest_lsp import LanguageClient
-from test_ls_support import SEEDS, make_workspace, open_doc, server_config, stage_diagnostics, start
+from test_ls_support import (
+    SEEDS,
+    end_session,
+    make_workspace,
+    open_doc,
+    server_config,
+    stage_diagnostics,
+    start,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -52,7 +60,7 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
     lsp_client.ws = ws
     await start(lsp_client, ws, libtpu=False, compilerCheck="off")
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 async def opened(client: LanguageClient, name: str, text: str) -> str:

@@ -16,7 +16,7 @@ import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
-from test_ls_support import final_diagnostics, line_of, open_doc, rec, server_config, start
+from test_ls_support import end_session, final_diagnostics, line_of, open_doc, rec, server_config, start
 
 import compiler
 from compiler.ir.config import Config
@@ -38,7 +38,7 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
     lsp_client.uri = open_doc(lsp_client, ws / "rows.py", ROWS)
     lsp_client.final = await final_diagnostics(lsp_client, lsp_client.uri, 1)
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 async def test_no_error_and_a_hint_with_a_quick_fix_for_the_kernel_nothing_calls(client: LanguageClient):

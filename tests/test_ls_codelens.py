@@ -10,7 +10,16 @@ import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
-from test_ls_support import make_workspace, open_doc, rec, request, server_config, stage_diagnostics, start
+from test_ls_support import (
+    end_session,
+    make_workspace,
+    open_doc,
+    rec,
+    request,
+    server_config,
+    stage_diagnostics,
+    start,
+)
 
 import compiler
 from compiler.tune.keys import TrialKey, shape_key
@@ -27,7 +36,7 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
     lsp_client.store = ws.parent / "store" / "tuning.sqlite"
     await start(lsp_client, ws, libtpu=False)
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 async def lenses(client: LanguageClient, uri: str) -> list[types.CodeLens]:

@@ -20,6 +20,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 from test_ls_support import (
     TWICE,
+    end_session,
     final_diagnostics,
     make_workspace,
     open_doc,
@@ -151,7 +152,7 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
     lsp_client.ws = ws
     await start(lsp_client, ws, libtpu=False)
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 @pytest.mark.asyncio(loop_scope="module")

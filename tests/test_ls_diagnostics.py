@@ -13,6 +13,7 @@ from test_ls_support import (
     attr,
     change_doc,
     close_doc,
+    end_session,
     final_diagnostics,
     line_of,
     make_workspace,
@@ -36,7 +37,7 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
     lsp_client.ws = ws
     await start(lsp_client, ws, libtpu=False)
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 async def stats(client: LanguageClient) -> dict:

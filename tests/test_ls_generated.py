@@ -7,7 +7,15 @@ import urllib.parse
 import pytest
 import pytest_lsp
 from pytest_lsp import LanguageClient
-from test_ls_support import make_workspace, open_doc, request, server_config, stage_diagnostics, start
+from test_ls_support import (
+    end_session,
+    make_workspace,
+    open_doc,
+    request,
+    server_config,
+    stage_diagnostics,
+    start,
+)
 
 import compiler
 
@@ -20,7 +28,7 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
     lsp_client.ws = ws
     await start(lsp_client, ws, libtpu=False)
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 async def test_generated_module_and_source_map_match_the_compiler(client: LanguageClient):

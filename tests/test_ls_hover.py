@@ -10,7 +10,7 @@ import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
-from test_ls_support import make_workspace, open_doc, server_config, stage_diagnostics, start
+from test_ls_support import end_session, make_workspace, open_doc, server_config, stage_diagnostics, start
 
 import compiler
 
@@ -32,7 +32,7 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
     lsp_client.uri = open_doc(lsp_client, ws / "attention.py", text)
     await stage_diagnostics(lsp_client, lsp_client.uri, 1, "front")
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 def compiled(text: str, index: int):

@@ -17,7 +17,7 @@ import pytest_asyncio
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
-from test_ls_support import REPO, Recorder, attr, rec, request, server_config, start
+from test_ls_support import REPO, Recorder, attr, end_session, rec, request, server_config, start
 
 import compiler
 from compiler.frontend.notebook import read_notebook
@@ -158,7 +158,7 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
     [selector] = result.capabilities.notebook_document_sync.notebook_selector
     assert selector.notebook == "jupyter-notebook" and selector.cells is None  # every cell: they count
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")

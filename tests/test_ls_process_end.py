@@ -111,3 +111,26 @@ def test_the_tcp_server_ends_with_its_client_while_a_subprocess_starts():
     socket.create_connection(("127.0.0.1", port), timeout=10).close()  # the client leaves without `exit`
     code, err = ended(proc)
     assert code == 1 and "the client closed the connection" in err, err[-3000:]
+
+
+async def test_a_server_that_does_not_exit_fails_its_test_in_a_minute_not_its_worker_in_ten(monkeypatch) -> None:
+    """The fixtures end their sessions with test_ls_support.end_session: a server still running after the
+    client's shutdown and exit is killed and the test fails, instead of the client waiting until pytest-timeout
+    kills the whole xdist worker."""
+    import asyncio
+
+    import pytest
+    import test_ls_support
+
+    class Hanging:  # what pytest-lsp's client does with a server that never exits: wait on it
+        def __init__(self, server: asyncio.subprocess.Process) -> None:
+            self._server = server
+
+        async def shutdown_session(self) -> None:
+            await self._server.wait()
+
+    server = await asyncio.create_subprocess_exec(sys.executable, "-c", "import time; time.sleep(600)")
+    monkeypatch.setattr(test_ls_support, "SHUTDOWN_SECONDS", 0.5)
+    with pytest.raises(pytest.fail.Exception, match="did not exit within 0.5 s"):
+        await test_ls_support.end_session(Hanging(server))
+    assert await asyncio.wait_for(server.wait(), 10) != 0  # killed

@@ -21,6 +21,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 from test_ls_support import (
     attr,
+    end_session,
     make_workspace,
     open_doc,
     rec,
@@ -47,7 +48,7 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
         clientShowsTuningProgress=True,
     )
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 def notes(client: LanguageClient, uri: str) -> list:

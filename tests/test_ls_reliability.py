@@ -16,6 +16,7 @@ from test_ls_support import (
     REPO,
     SERVER,
     change_doc,
+    end_session,
     final_diagnostics,
     make_workspace,
     open_doc,
@@ -95,7 +96,7 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
     lsp_client.store = ws.parent / "store" / "tuning.sqlite"
     await start(lsp_client, ws, libtpu=False)
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 async def lens_titles(client: LanguageClient, uri: str) -> list[str]:

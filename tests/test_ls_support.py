@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import pytest_lsp
 from lsprotocol import types
 from pygls.protocol import default_converter
@@ -102,6 +103,22 @@ def make_client() -> LanguageClient:
         rec.add("diagnostics", params)
 
     return client
+
+
+SHUTDOWN_SECONDS = 60  # a server that has not exited by then hangs; the test's own timeout would take 600 s
+
+
+async def end_session(client: LanguageClient) -> None:
+    """Shut the server down and wait for it to exit, as pytest-lsp does, but not forever: a server hanging at
+    exit (as one once did in asyncio.run's teardown) is killed and fails the test that ended its session, instead
+    of pytest-timeout killing the whole xdist worker ten minutes later."""
+    try:
+        await asyncio.wait_for(client.shutdown_session(), SHUTDOWN_SECONDS)
+    except TimeoutError:
+        server = client._server  # noqa: SLF001 - pytest-lsp keeps the server's process there
+        if server is not None and server.returncode is None:
+            server.kill()
+        pytest.fail(f"the language server did not exit within {SHUTDOWN_SECONDS} s of the client's shutdown and exit")
 
 
 def server_config(**env: str) -> ClientServerConfig:

@@ -11,7 +11,16 @@ import pytest_lsp
 from conftest import MORE_KERNELS
 from lsprotocol import types
 from pytest_lsp import LanguageClient
-from test_ls_support import attr, make_workspace, open_doc, rec, server_config, stage_diagnostics, start
+from test_ls_support import (
+    attr,
+    end_session,
+    make_workspace,
+    open_doc,
+    rec,
+    server_config,
+    stage_diagnostics,
+    start,
+)
 
 import compiler
 from compiler.tune.keys import TrialKey, shape_key
@@ -50,7 +59,7 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
     lsp_client.store = ws.parent / "store" / "tuning.sqlite"
     await start(lsp_client, ws, libtpu=False, executor="inline", tuneMaxEvals=4, compilerCheck="off")
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 def record(client: LanguageClient, text: str, name: str, config: dict, seconds: float) -> None:

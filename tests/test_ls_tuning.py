@@ -14,6 +14,7 @@ from pytest_lsp import LanguageClient
 from test_ls_support import (
     attr,
     change_doc,
+    end_session,
     make_workspace,
     open_doc,
     rec,
@@ -33,7 +34,7 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
     lsp_client.ws = ws
     await start(lsp_client, ws, libtpu=False, executor="inline", tuneMaxEvals=6, maxConcurrentTunings=1)
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 async def lenses(client: LanguageClient, uri: str) -> list[types.CodeLens]:

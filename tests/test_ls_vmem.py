@@ -12,6 +12,7 @@ from pytest_lsp import LanguageClient
 from test_ls_support import (
     SEEDS,
     apply_text_edits,
+    end_session,
     final_diagnostics,
     line_of,
     make_workspace,
@@ -34,7 +35,7 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
     lsp_client.ws = ws
     await start(lsp_client, ws, libtpu=False)
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 def with_decorator(text: str, keywords: str) -> str:

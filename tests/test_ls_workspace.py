@@ -11,6 +11,7 @@ from pytest_lsp import LanguageClient
 from test_ls_support import (
     attr,
     change_doc,
+    end_session,
     final_diagnostics,
     make_workspace,
     open_doc,
@@ -29,7 +30,7 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
     lsp_client.ws = ws
     await start(lsp_client, ws, libtpu=False, chip="v99", colour="blue")
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 def settings_messages(client: LanguageClient) -> list[str]:
