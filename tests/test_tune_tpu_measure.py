@@ -127,3 +127,28 @@ def test_the_sweep_measures_the_pick_the_default_and_configs_drawn_across_the_sp
     printed = capsys.readouterr().out
     assert f"model within ±20%: {len(points)} of {len(points)} points" in printed
     assert "(fewer than 30 configs)" in printed and "NOT MET" in printed  # 5 configs a kernel are not enough
+
+
+def test_a_plan_is_made_without_a_tpu_and_measured_without_running_the_gate_again(tmp_path, monkeypatch) -> None:
+    """--plan-out chooses the sweep's configs and runs the CPU gate on each (any machine); --plan measures them and
+    records the planned verdict, so a TPU's time goes to the chip's own work. A plan is for one chip."""
+    plan = tmp_path / "plan.json"
+    argv = ["--tiny", "--chip", "v5e", "--only", "sweep", "--kernels", "add", "--sweep", "2", "--tune-evals", "20",
+            "--plan-out", str(plan)]  # fmt: skip
+    assert tpu_measure.main(argv) == 0
+    targets = json.loads(plan.read_text())["targets"]
+    assert [t["label"] for t in targets][-2:] == ["sample 1", "sample 2"]
+    assert all(t["extra"]["cpu_correctness"]["verdict"] == "ok" for t in targets)
+
+    def no_gate(*args, **kwargs):
+        raise AssertionError("the gate ran again for a planned target")
+
+    monkeypatch.setattr(tpu_measure, "_gate", no_gate)
+    out = tmp_path / "measured.json"
+    argv = ["--interpret", "--chip", "v5e", "--plan", str(plan), "--warmup", "0", "--repeats", "1", "--out", str(out)]
+    assert tpu_measure.main(argv) == 0
+    points = json.loads(out.read_text())["points"]
+    assert [p["config"] for p in points] == [t["config"] for t in targets]
+    assert all(p["correctness"] == "ok" and p["seconds"] > 0 for p in points)
+    with pytest.raises(SystemExit, match="planned for v5e"):
+        tpu_measure.main(["--interpret", "--chip", "v6e", "--plan", str(plan), "--out", str(out)])
