@@ -276,6 +276,12 @@ def planned_targets(path: Path, chip: str, kernels: list[str] | None) -> list[Ta
     return [Target(**t) for t in data["targets"] if not kernels or t["kernel"] in kernels]
 
 
+def _identity(target: dict[str, Any]) -> str:
+    """What makes a target the same one in a resumed run: its group, kernel, shapes and label (a record's config
+    is the compiled one, with every default written out)."""
+    return json.dumps([target["group"], target["kernel"], target["args"], target["label"]])
+
+
 def detect_chip() -> str:
     """The chip jax sees (compiler.ir.chips name), or exit with why not."""
     from compiler.tpu.runtime import ChipBusy, claim_tpu, machine_chip, tpu_device
@@ -308,6 +314,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="choose the targets (model-only tuning, the sampled configs) and run the CPU gate on "
                              "each, write them to FILE and stop: no TPU needed (with --chip)")  # fmt: skip
     parser.add_argument("--plan", metavar="FILE", help="measure the targets a --plan-out run wrote")
+    parser.add_argument("--resume", metavar="FILE",
+                        help="an earlier run's JSON, cut short: keep its points and measure only the targets it lacks "
+                             "(a sweep too long for one command goes on in the next)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.plan_out and not args.chip:
         parser.error("--plan-out needs --chip")
@@ -341,6 +350,14 @@ def main(argv: list[str] | None = None) -> int:
     }
     found = (planned_targets(Path(args.plan), chip, args.kernels) if args.plan
              else targets(chip, groups, args.tiny, args.tune_evals, args.sweep, args.kernels))  # fmt: skip
+    if args.resume:
+        earlier = json.loads(Path(args.resume).read_text())
+        if earlier["chip"] != chip or bool(earlier.get("interpret")) != args.interpret:
+            sys.exit(f"tpu_measure: {args.resume} was measured on {earlier['chip']}"
+                     + (" in interpret mode" if earlier.get("interpret") else "") + ": not this run's to resume")
+        records += earlier["points"]
+        done = {_identity(r) for r in records}
+        found = [t for t in found if _identity(asdict(t)) not in done]
     for target in found:
         record = measure(target, chip, args.interpret, args.warmup, args.repeats)
         records.append(record)

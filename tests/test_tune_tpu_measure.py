@@ -152,3 +152,18 @@ def test_a_plan_is_made_without_a_tpu_and_measured_without_running_the_gate_agai
     assert all(p["correctness"] == "ok" and p["seconds"] > 0 for p in points)
     with pytest.raises(SystemExit, match="planned for v5e"):
         tpu_measure.main(["--interpret", "--chip", "v6e", "--plan", str(plan), "--out", str(out)])
+
+    # a run cut short goes on where it stopped: the points it has are kept, the rest measured
+    data = json.loads(out.read_text())
+    data["points"] = data["points"][:2]
+    cut = tmp_path / "cut.json"
+    cut.write_text(json.dumps(data))
+    measured = []
+    real = tpu_measure.measure
+    monkeypatch.setattr(tpu_measure, "measure", lambda target, *a: measured.append(target.label) or real(target, *a))
+    resumed = tmp_path / "resumed.json"
+    argv = ["--interpret", "--chip", "v5e", "--plan", str(plan), "--resume", str(cut), "--warmup", "0", "--repeats",
+            "1", "--out", str(resumed)]  # fmt: skip
+    assert tpu_measure.main(argv) == 0
+    assert measured == [t["label"] for t in targets[2:]]
+    assert [p["label"] for p in json.loads(resumed.read_text())["points"]] == [t["label"] for t in targets]
