@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..ir.config import Config
+from ..support.diagnostics import CompileError
 from .correctness import CorrectnessResult
 from .evaluators import Problem, evaluate, get_evaluator
 from .executors import Executor
@@ -93,7 +94,10 @@ def refine(
 def with_default(problem: Problem, ranked: list[Candidate], count: int) -> tuple[list[Candidate], int]:
     """`ranked` with the kernel's default config moved into the first `count + 1` when the search scored it and
     the model did not rank it that high, and how many to refine then."""
-    default = Config(problem.load_kernel().default_config(problem.args, problem.chip))
+    try:
+        default = Config(problem.load_kernel().default_config(problem.args, problem.chip))
+    except CompileError:  # no default to measure: the model's best stand alone
+        return ranked, count
     at = next((i for i, c in enumerate(ranked) if Config(c.config) == default), None)
     if at is None or at < count:
         return ranked, count
