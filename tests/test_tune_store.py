@@ -449,3 +449,19 @@ def test_many_trials_in_one_transaction(tmp_path):
         with pytest.raises(ValueError, match="verdict"):
             store.record_trials(KEY, [({"block_sizes": [8]}, None, "bogus", None)], run)
         assert len(store.trials(KEY)) == 4  # the bad batch wrote nothing
+
+
+def test_results_of_another_performance_model_are_not_this_one_s(tmp_path) -> None:
+    """The key's compiler version covers the model's code and constants: after a refit, the editor must not put
+    the old model's stored best beside the current config's estimate by the new one."""
+    from pathlib import Path
+
+    import compiler.tune.keys as keys
+
+    here = Path(keys.__file__).parent
+    for name in ("model.py", "constants.py"):
+        (tmp_path / name).write_bytes((here / name).read_bytes())
+    assert COMPILER_VERSION.endswith(f"+model.{keys.model_fingerprint(tmp_path)}")
+    constants = tmp_path / "constants.py"
+    constants.write_text(constants.read_text() + "\nV5E = with_values(V5E, '[fit] again', dma_efficiency=0.86)\n")
+    assert keys.model_fingerprint(tmp_path) != keys.model_fingerprint(here)

@@ -1,4 +1,5 @@
-"""What identifies a tuning problem: kernel source (normalised), argument shapes, chip, compiler version.
+"""What identifies a tuning problem: kernel source (normalised), argument shapes, chip, compiler version (code
+generation and the performance model).
 
 Stored results are looked up by these keys, so they must change exactly when a result could change:
 editing code changes the hash, reformatting or commenting does not, and neither does rewriting the
@@ -7,9 +8,11 @@ editing code changes the hash, reformatting or commenting does not, and neither 
 
 from __future__ import annotations
 
+import hashlib
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..support.syntax import parse
@@ -19,7 +22,20 @@ if TYPE_CHECKING:  # compiler.ir.specs imports torch; the store (and its worker 
 
 # Bump whenever code generation changes in a way that can change a kernel's speed or validity:
 # every stored result keyed with an older version is then ignored.
-COMPILER_VERSION = "helion-ls-0.1.0/2"  # 2: pallas_load_buffer_count is per tensor argument
+CODEGEN_VERSION = "helion-ls-0.1.0/2"  # 2: pallas_load_buffer_count is per tensor argument
+
+
+def model_fingerprint(folder: Path = Path(__file__).parent) -> str:
+    """The performance model's code and constants, hashed: a stored estimate of another model is not this one's
+    (the editor would put an old model's best beside the current config's estimate by this one). Read as bytes,
+    so the store's light processes import nothing for it."""
+    digest = hashlib.sha256()
+    for name in ("model.py", "constants.py"):
+        digest.update((folder / name).read_bytes())
+    return digest.hexdigest()[:10]
+
+
+COMPILER_VERSION = f"{CODEGEN_VERSION}+model.{model_fingerprint()}"
 
 @dataclass(frozen=True)
 class TrialKey:
