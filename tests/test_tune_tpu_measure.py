@@ -167,3 +167,20 @@ def test_a_plan_is_made_without_a_tpu_and_measured_without_running_the_gate_agai
     assert tpu_measure.main(argv) == 0
     assert measured == [t["label"] for t in targets[2:]]
     assert [p["label"] for p in json.loads(resumed.read_text())["points"]] == [t["label"] for t in targets]
+
+
+def test_a_winner_tuned_on_the_chip_is_held_to_the_sweep_s_best(tmp_path, capsys) -> None:
+    """What the v5e said (bench/chip/): softmax tuned with --evaluator tpu, 1.033 ms, against the sweep's best of its
+    whole space, 1.027 ms: within 1.02x. The same winner 10 % slower is not."""
+    import tune_vs_chip
+
+    chip = REPO / "bench" / "chip"
+    runs = [str(chip / "v5e_sweep_a.json"), str(chip / "v5e_sweep_b.json")]
+    tuned = json.loads((chip / "v5e_tune_softmax_tpu.json").read_text())
+    tune_vs_chip.main([*runs, "--tuned", str(chip / "v5e_tune_softmax_tpu.json")])
+    assert "softmax {'block_sizes': [256]} 1.033 ms measured, 1.006x the sweep's best (within 1.02x)" in capsys.readouterr().out
+    tuned["best"]["seconds"] *= 1.1
+    slow = tmp_path / "slow.json"
+    slow.write_text(json.dumps(tuned))
+    assert tune_vs_chip.main([*runs, "--tuned", str(slow)]) == 1
+    assert "1.107x the sweep's best (NOT within 1.02x)" in capsys.readouterr().out
