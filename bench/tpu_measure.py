@@ -141,7 +141,6 @@ def _sweep_targets(chip: str, tiny: bool, tune_evals: int, count: int, kernels: 
 
     import compiler
     from compiler.ir.specs import format_args
-    from compiler.support.diagnostics import CompileError
     from compiler.tune.driver import TuneOptions, tune
     from compiler.tune.evaluators import Problem
 
@@ -167,14 +166,20 @@ def _sweep_targets(chip: str, tiny: bool, tune_evals: int, count: int, kernels: 
             if repr(config) in seen:
                 continue
             seen.add(repr(config))
-            try:
-                if kernel.compile(args=specs, config=dict(config), chip=chip, emit=False).vmem.verdict == "out_of_vmem":
-                    continue
-            except CompileError:
-                continue
-            chosen[f"sample {len(chosen) - fixed + 1}"] = dict(config)
+            if report_fits(kernel, specs, dict(config), chip):
+                chosen[f"sample {len(chosen) - fixed + 1}"] = dict(config)
         for label, config in chosen.items():
             yield Target("sweep", file, name, format_args(specs), config, 0, label)
+
+
+def report_fits(kernel: Any, specs: dict[str, Any], config: dict[str, Any], chip: str) -> bool:
+    """The config compiles and the VMEM report does not rule it out: a config a sweep may draw."""
+    from compiler.support.diagnostics import CompileError
+
+    try:
+        return kernel.compile(args=specs, config=config, chip=chip, emit=False).vmem.verdict != "out_of_vmem"
+    except CompileError:
+        return False
 
 
 def targets(chip: str, groups: list[str], tiny: bool, tune_evals: int, sweep: int = 30,

@@ -25,10 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from calibrate import SEPARATION, Modelled, compile_point, separated_pairs  # noqa: E402
 from published import REPO, Point  # noqa: E402
+from tpu_measure import report_fits  # noqa: E402
 
 PICK_BAR, POINT_BAR, SHARE_BAR, PAIR_BAR = 1.05, 0.20, 0.90, 0.95
 TUNED_BAR = 1.02  # issue 29: a tpu-evaluator winner within 1.02x of the best measured
-TRIED: dict[str, list[dict]] = defaultdict(list)  # every sweep record per kernel, the ones the chip rejected too
 
 
 def whole_space(record: dict, chip: str) -> int | None:
@@ -38,26 +38,21 @@ def whole_space(record: dict, chip: str) -> int | None:
     import math
 
     import compiler
-    from compiler.support.diagnostics import CompileError
 
     kernel = compiler.load((REPO / record["file"]).read_text()).kernels[record["kernel"]]
     specs = kernel.resolve_args(record["args"])
     space = kernel.config_space(specs, chip)
+    names = [n for n, _ in space.dimensions]
     if math.prod(len(values) for _, values in space.dimensions) > 200:
         return None
-    fits = 0
-    for values in itertools.product(*(values for _, values in space.dimensions)):
-        config = dict(space.to_config(dict(zip((n for n, _ in space.dimensions), values, strict=True))))
-        try:
-            fits += kernel.compile(args=specs, config=config, chip=chip, emit=False).vmem.verdict != "out_of_vmem"
-        except CompileError:
-            continue
-    return fits
+    return sum(report_fits(kernel, specs, dict(space.to_config(dict(zip(names, values, strict=True)))), chip)
+               for values in itertools.product(*(values for _, values in space.dimensions)))  # fmt: skip
 
 
-def sweep_points(paths: list[str]) -> tuple[str, dict[str, list[Modelled]]]:
-    """The chip and, per kernel, every sweep point measured on it (a run in interpret mode is refused)."""
-    chips, by_kernel = set(), defaultdict(list)
+def sweep_points(paths: list[str]) -> tuple[str, dict[str, list[Modelled]], dict[str, list[dict]]]:
+    """The chip; per kernel, every sweep point measured on it; per kernel, every sweep record (the ones the chip
+    rejected too). A run in interpret mode is refused."""
+    chips, by_kernel, tried = set(), defaultdict(list), defaultdict(list)
     for path in paths:
         data = json.loads(Path(path).read_text())
         if data.get("interpret"):
@@ -65,14 +60,14 @@ def sweep_points(paths: list[str]) -> tuple[str, dict[str, list[Modelled]]]:
         chips.add(data["chip"])
         for m in data["points"]:
             if m["group"] == "sweep":
-                TRIED[m["kernel"]].append(m)
+                tried[m["kernel"]].append(m)
             if m["group"] != "sweep" or m.get("seconds") is None:
                 continue
             point = Point("sweep", m["file"], m["kernel"], m["args"], m["config"], 0, m["label"], seconds=m["seconds"])
             by_kernel[m["kernel"]].append(compile_point(point, data["chip"]))
     if len(chips) != 1:
         sys.exit(f"the runs are of {len(chips)} chips ({', '.join(sorted(chips))}): give runs of one")
-    return chips.pop(), by_kernel
+    return chips.pop(), by_kernel, tried
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -82,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="`helion-pallas tune --evaluator tpu --json` results on the same chip: each measured "
                              "winner against the sweep's best for its kernel (issue 29: within 1.02x)")  # fmt: skip
     args = parser.parse_args(argv)
-    chip, by_kernel = sweep_points(args.runs)
+    chip, by_kernel, tried = sweep_points(args.runs)
     print(f"The model-only tuner's picks against the best measured config, on {chip} (model figures are estimates)")
     print(f"{'kernel':<14} {'configs':>7} {'best measured':>14} {'pick':>11} {'pick/best':>9}  best config")
     met, within, measured, total_pairs, right_pairs = True, 0, 0, 0, 0
@@ -91,11 +86,11 @@ def main(argv: list[str] | None = None) -> int:
         best = min(points, key=lambda m: m.seconds)
         pick = next((m for m in points if m.point.label == "model pick"), None)
         ratio = pick.seconds / best.seconds if pick else float("nan")
-        space = None if len(points) >= 30 else whole_space(TRIED[kernel][0], chip)
-        whole = space is not None and len(TRIED[kernel]) >= space  # every config the VMEM report lets through
+        space = None if len(points) >= 30 else whole_space(tried[kernel][0], chip)
+        whole = space is not None and len(tried[kernel]) >= space  # every config the VMEM report lets through
         enough = len(points) >= 30 or whole
         met &= pick is not None and ratio <= PICK_BAR and enough
-        note = "" if len(points) >= 30 else (f"  (the whole space: {space} configs fit, {len(TRIED[kernel])} tried)"
+        note = "" if len(points) >= 30 else (f"  (the whole space: {space} configs fit, {len(tried[kernel])} tried)"
                                              if whole else "  (fewer than 30 configs)")
         print(f"{kernel:<14} {len(points):>7} {best.seconds * 1e3:>11.3f} ms {pick.seconds * 1e3 if pick else 0:>8.3f} ms "
               f"{ratio:>8.3f}x  {best.point.config}" + note)

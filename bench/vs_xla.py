@@ -148,7 +148,7 @@ def run(case: Case, chip: str, interpret: bool, tiny: bool, given: dict[str, str
     import compiler
     from compiler.reference import make_inputs
     from compiler.tpu.runtime import to_jax, to_torch, tpu_device
-    from compiler.tune.evaluators import WARM_BELOW, time_calls, time_pipelined
+    from compiler.tune.evaluators import time_on_device
 
     kernel = compiler.load((REPO / case.file).read_text()).kernels[case.kernel]
     specs = kernel.resolve_args(case.tiny if tiny else case.args)
@@ -160,10 +160,7 @@ def run(case: Case, chip: str, interpret: bool, tiny: bool, given: dict[str, str
 
     def timed(fn: Callable[..., Any]) -> float:
         """As the tpu evaluator times: warm, then the best of loops of pipelined calls with one wait each."""
-        first = time_calls(lambda: jax.block_until_ready(fn(*arrays)), 1, 1)[0]
-        if first < WARM_BELOW:
-            time_calls(lambda: jax.block_until_ready(fn(*arrays)), 3, 0)
-        return min(time_pipelined(lambda: fn(*arrays), first)[0])
+        return min(time_on_device(lambda: fn(*arrays))[0])
 
     ours_fn = compiler.tpu.runtime.load_entry(ck.source, ck.entry)
     if interpret:

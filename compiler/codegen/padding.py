@@ -13,6 +13,11 @@ def sublane_rows_of(itemsize: int) -> int:
     return 8 * max(1, 4 // max(1, itemsize))
 
 
+def lanes_padded(n: int) -> int:
+    """A last dim of `n` elements as laid out: whole 128-lane rows."""
+    return -(-n // 128) * 128
+
+
 def padded_count(shape: tuple[int, ...], itemsize: int) -> int:
     """Elements of `shape` once laid out in (sublane, 128-lane) tiles, as the TPU stores it."""
     return _padded_count(tuple(shape), itemsize)
@@ -24,7 +29,7 @@ def _padded_count(shape: tuple[int, ...], itemsize: int) -> int:
     if not shape:
         return rows * 128
     dims = list(shape)
-    dims[-1] = -(-dims[-1] // 128) * 128
+    dims[-1] = lanes_padded(dims[-1])
     if len(dims) >= 2:
         dims[-2] = -(-dims[-2] // rows) * rows
     else:

@@ -201,13 +201,13 @@ class TpuEvaluator(Evaluator):
     def _inputs(self, ck: CompiledKernel, device: Any, make_inputs: Callable[..., list[Any]],
                 to_jax: Callable[..., Any]) -> tuple[list[Any], dict[str, Any]]:
         """The call's arrays on `device` and its scalars, drawn with seed 0 (the same for every config)."""
-        key = (device.id, tuple(ck.scalar_args()), tuple((n, repr(s)) for n, s in ck.call_specs.items()))
+        key = (device.id, tuple((n, repr(s)) for n, s in ck.call_specs.items()))  # the scalars' values too
         if self._last is not None and self._last[0] == key:
             return self._last[1], self._last[2]
         self._last = None  # the previous problem's arrays go before this one's are made
-        arrays, scalars = [], {}
+        arrays, scalars, scalar_names = [], {}, ck.scalar_args()
         for name, value in zip(ck.call_specs, make_inputs(ck.call_specs, seed=0), strict=True):
-            if name in ck.scalar_args():
+            if name in scalar_names:
                 scalars[name] = value
             else:
                 arrays.append(to_jax(value, f"`{name}`", device))
@@ -215,8 +215,6 @@ class TpuEvaluator(Evaluator):
         return arrays, scalars
 
     def measure(self, ck: CompiledKernel) -> Measurement:
-        import jax
-
         from ..reference import make_inputs
         from ..tpu.runtime import load_entry, to_jax
 
@@ -230,11 +228,7 @@ class TpuEvaluator(Evaluator):
 
             key_line = classify_compile_error(str(exc))["key_line"]
             return Measurement(None, error=f"the TPU compiler rejects it: {key_line[:300]}")
-        call = lambda: fn(*arrays, **scalars)  # noqa: E731
-        first = time_calls(lambda: jax.block_until_ready(call()), 1, 1)[0]  # warm (the jit's compile), then timed
-        if first < WARM_BELOW:
-            time_calls(lambda: jax.block_until_ready(call()), self.warmup, 0)
-        times, per_loop = time_pipelined(call, first)
+        times, per_loop = time_on_device(lambda: fn(*arrays, **scalars), self.warmup)
         seconds = min(times)
         check = check_where_kernels_run(ck)
         metrics = _figures(seconds, ck, False) | {
@@ -265,6 +259,18 @@ def check_where_kernels_run(ck: CompiledKernel, seed: int = 0) -> CorrectnessRes
 
 
 LOOPS = 5  # loops of pipelined calls the tpu evaluator times per config: the best is its figure
+
+
+def time_on_device(call: Callable[[], Any], warmup: int = TpuEvaluator.warmup) -> tuple[list[float], int]:
+    """How the tpu evaluator times a jax call (bench/vs_xla.py times XLA and JAX's kernels so too): one untimed
+    call (the jit's compile), one timed; `warmup` more for a kernel quicker than WARM_BELOW; then time_pipelined.
+    Returns its seconds per call of each loop and the calls per loop."""
+    import jax
+
+    first = time_calls(lambda: jax.block_until_ready(call()), 1, 1)[0]
+    if first < WARM_BELOW:
+        time_calls(lambda: jax.block_until_ready(call()), warmup, 0)
+    return time_pipelined(call, first)
 
 
 def time_pipelined(call: Callable[[], Any], first: float, loops: int = LOOPS) -> tuple[list[float], int]:

@@ -39,7 +39,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..codegen.padding import padded_count
+from ..codegen.padding import lanes_padded, padded_count
 from ..ir.chips import Chip
 from ..ir.plan import CallPlan, InnerLoop, KernelPlan, Operand, Work
 from .constants import ModelConstants, constants_for
@@ -187,8 +187,8 @@ def copied_bytes(call: CallPlan) -> float:
         n = math.prod(grid[: axis + 1]) - math.prod(grid[:axis])
         changed = [op for op in outer if op.grid_axes and max(op.grid_axes) >= axis]
         total += max(0, n) * sum(_CallModel._copy_bytes(changed))
-    total += sum(_block_bytes(op) for op in outer if op.kind == "input" or op.reads_old)
-    total += sum(_block_bytes(op) for op in outer if op.kind in ("output", "inout"))
+    total += _copies_of([op for op in outer if op.kind == "input" or op.reads_old])
+    total += _copies_of([op for op in outer if op.kind in ("output", "inout")])
     for lp in call.inner_loops:
         copied = [op for op in call.operands if op.inner_loop == lp.index
                   and (op.memory == "dma" or (op.memory == "hbm" and lp.strategy == "emit_pipeline"))]
@@ -208,7 +208,7 @@ def _block_bytes(op: Operand) -> int:
     dims = op.block_dims
     if not dims:
         return op.itemsize
-    return math.prod(dims[:-1]) * (-(-dims[-1] // 128) * 128) * op.itemsize
+    return math.prod(dims[:-1]) * lanes_padded(dims[-1]) * op.itemsize
 
 
 @dataclass
