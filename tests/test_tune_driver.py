@@ -158,7 +158,7 @@ def test_the_tpu_evaluator_times_loops_of_pipelined_calls(monkeypatch) -> None:
     import jax
     import jax.numpy as jnp
 
-    from compiler.tune.evaluators import LOOPS, TIMED_SECONDS, time_pipelined
+    from compiler.tune.evaluators import LOOPS, SLOW_CALL, TIMED_SECONDS, time_pipelined
 
     x = jnp.ones((256, 256))
     f = jax.jit(lambda a: a @ a)
@@ -169,8 +169,10 @@ def test_the_tpu_evaluator_times_loops_of_pipelined_calls(monkeypatch) -> None:
     assert len(times) == LOOPS and k == 40 and len(outs) == LOOPS * k
     assert len(waits) == LOOPS  # one wait a loop, for its last call
     assert all(0 < t < TIMED_SECONDS for t in times)
-    _, once = time_pipelined(lambda: f(x), first=10.0)  # a kernel of seconds: one call a loop
-    assert once == 1
+    slow, once = time_pipelined(lambda: f(x), first=SLOW_CALL)  # a kernel of a second: two loops of one call
+    assert once == 1 and len(slow) == 2
+    quicker, k = time_pipelined(lambda: f(x), first=SLOW_CALL * 0.99)  # just quicker: still five loops
+    assert len(quicker) == LOOPS and k == 1
 
 
 def test_a_measured_config_is_checked_where_kernels_run(monkeypatch) -> None:

@@ -259,6 +259,7 @@ def check_where_kernels_run(ck: CompiledKernel, seed: int = 0) -> CorrectnessRes
 
 
 LOOPS = 5  # loops of pipelined calls the tpu evaluator times per config: the best is its figure
+SLOW_CALL = 1.0  # seconds: a kernel this slow is timed in two loops of one call
 
 
 def time_on_device(call: Callable[[], Any], warmup: int = TpuEvaluator.warmup) -> tuple[list[float], int]:
@@ -278,9 +279,13 @@ def time_pipelined(call: Callable[[], Any], first: float, loops: int = LOOPS) ->
 
     jax dispatches asynchronously: the chip runs a loop's calls one after another with no round trip to the
     host between them, so a kernel of microseconds is timed as itself, not as its dispatch (one call at a time,
-    each waited for, was). k makes a loop last about TIMED_SECONDS / loops: one call of a kernel of a second."""
+    each waited for, was). k makes a loop last about TIMED_SECONDS / loops: one call of a kernel of a second.
+    A kernel of SLOW_CALL or more gets two loops of one call: its dispatch is nothing beside it and its calls
+    differ by well under a percent, so five would only spend the chip's time (a sweep's 6-second configs)."""
     import jax
 
+    if first >= SLOW_CALL:
+        loops = min(loops, 2)
     k = max(1, min(100_000, round(TIMED_SECONDS / loops / max(first, 1e-9))))
     times = []
     for _ in range(loops):
