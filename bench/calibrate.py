@@ -15,6 +15,7 @@ into constants.py (with "[fit] <what>" sources). Fitted parameters (--params):
   latency  dma_latency            call     call_overhead           mxu     mxu_efficiency
   vector   vpu_rate (eup_rate keeps its ratio)   overlap   overlap_loop   dma   dma_efficiency
   rows     mxu_min_rows (the LHS rows a dot costs at least per weight tile)
+  fori     fori_iteration_overhead (a fori_loop iteration's loop control and dynamic slicing)
 Default: grid inner latency call dma rows (what v5e's points pin: its vector rate and loop overlap run to a
 bound when fitted, and its MXU efficiency stays at the 0.9606 its earlier 20 points gave: freed, the sweep pulls it
 to 0.90 for configs whose cost the model does not express, and the guide's large-block matmuls go 20-24 % slow),
@@ -59,6 +60,7 @@ PARAMS = {
     "overlap": (("overlap_loop",), 1.0, "", 0.0, 1.0),
     "dma": (("dma_efficiency",), 1.0, "", 0.3, 1.0),
     "rows": (("mxu_min_rows",), 1.0, "rows", 1.0, 128.0),
+    "fori": (("fori_iteration_overhead",), 1e-6, "µs", 0.0, 5.0),
 }
 DEFAULT_PARAMS = ("grid", "inner", "latency", "call", "dma", "rows")
 MEASURED_PARAMS = (*DEFAULT_PARAMS, "mxu", "vector", "overlap")
