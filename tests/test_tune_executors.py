@@ -66,6 +66,19 @@ def shout(x: int) -> int:
     return x
 
 
+def report_sigterm(path: str) -> int:
+    """Arrange for this worker to write `path` if it is ever sent SIGTERM (as libtpu's crash handler prints a
+    stack trace then); its pid."""
+    import signal
+
+    def noted(signum, frame):
+        Path(path).write_text("SIGTERM")
+        os._exit(1)
+
+    signal.signal(signal.SIGTERM, noted)
+    return os.getpid()
+
+
 def overlapping(spans: list[tuple[int, float, float]]) -> bool:
     spans = sorted(spans, key=lambda s: s[1])
     return any(b[1] < a[2] - 0.05 for a, b in zip(spans, spans[1:], strict=False))
@@ -147,6 +160,43 @@ def test_local_shutdown_stops_running_work():
     assert time.monotonic() - start < 10
     with pytest.raises(Exception):  # noqa: B017 - cancelled or broken, but never a result
         future.result(timeout=10)
+
+
+def test_local_shutdown_of_a_finished_run_lets_workers_end_on_their_own(tmp_path):
+    """A tuning run that finished shuts its pool down without cancelling: the workers end without a signal (a
+    TPU worker sent SIGTERM has libtpu print a stack trace), promptly."""
+    ex = LocalExecutor(1)
+    marker = tmp_path / "sigterm"
+    pid = ex.submit(report_sigterm, str(marker)).result(timeout=60)
+    start = time.monotonic()
+    ex.shutdown(cancel=False)
+    assert time.monotonic() - start < 10
+    assert not marker.exists()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_a_finished_tuning_run_does_not_cancel_its_workers(monkeypatch, capsys, tmp_path):
+    """`helion-pallas tune` that ran to its end lets its executors' workers end on their own; one stopped
+    (Ctrl-C, the editor's cancel) stops them."""
+    from compiler.cli import build_parser
+    from compiler.tune import command
+
+    shutdowns = []
+    made = command.make_executor
+
+    def recording(*args, **kwargs):
+        ex = made(*args, **kwargs)
+        real = ex.shutdown
+        ex.shutdown = lambda cancel=True: shutdowns.append(cancel) or real(cancel)
+        return ex
+
+    monkeypatch.setattr(command, "make_executor", recording)
+    example = Path(__file__).resolve().parents[1] / "examples" / "softmax.py"
+    ns = build_parser().parse_args(["tune", str(example), "--chip", "v5e", "--max-evals", "5",
+                                     "--store", str(tmp_path / "store.sqlite")])
+    assert command.run(ns) == 0
+    assert shutdowns and not any(shutdowns)
 
 
 def test_local_workers_never_write_to_stdout(capfd):

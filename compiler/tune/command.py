@@ -82,6 +82,7 @@ def _run(ns: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     executor = refine = store = None
+    finished = False
     store_error: str | None = None
     restore: Callable[[], None] = lambda: None  # noqa: E731
     try:
@@ -117,10 +118,11 @@ def _run(ns: argparse.Namespace) -> int:
                 return NOTHING_VALID
         options = TuneOptions(ns.evaluator, ns.max_evals, ns.budget, ns.seed, max(1, ns.top))
         results = _tune_all(ns, problems, options, executor, refine, store, stop, verdicts)
+        finished = not stop.is_set()
     finally:
         for ex in (executor, refine):
-            if ex is not None:
-                ex.shutdown(cancel=True)
+            if ex is not None:  # a finished run's workers end on their own (executors.LocalExecutor.shutdown)
+                ex.shutdown(cancel=not finished)
         if store is not None:
             store.close()
         restore()

@@ -21,6 +21,7 @@ import logging
 import multiprocessing
 import os
 import sys
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures.process import BrokenProcessPool
@@ -142,6 +143,9 @@ def _worker_init() -> None:
     lifeline.hold_from_env()  # a forked worker imported nothing, so `import compiler` did not do it
 
 
+END_GRACE = 30.0  # seconds the workers of a finished run may take to end on their own (a TPU runtime's teardown)
+
+
 class LocalExecutor(Executor):
     """A pool of spawned processes: not forked, as the parent may hold threads, jax or a TPU. `fork`: the
     caller has run no torch computation (its thread pool does not survive a fork), so its workers are
@@ -190,10 +194,18 @@ class LocalExecutor(Executor):
                 proc.join()
 
     def shutdown(self, cancel: bool = True) -> None:
+        """cancel=False lets the workers end on their own (running work first), END_GRACE seconds at most: a
+        worker that holds a TPU and is sent SIGTERM has libtpu's crash handler print a stack trace."""
         if cancel:
             self._terminate(self._pool)
-        else:
-            self._pool.shutdown(wait=True)
+            return
+        processes = list((getattr(self._pool, "_processes", None) or {}).values())
+        self._pool.shutdown(wait=False)
+        deadline = time.monotonic() + END_GRACE
+        for proc in processes:
+            proc.join(max(0.0, deadline - time.monotonic()))
+        if any(proc.is_alive() for proc in processes):
+            self._terminate(self._pool)
 
 
 def _ray_invoke(fn: Callable[..., R], args: tuple[Any, ...]) -> R:
