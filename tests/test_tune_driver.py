@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -276,6 +277,9 @@ def test_a_measurement_climbs_from_the_best_config_it_measured() -> None:
     # the model's best (the search never scored the default), then one step a round toward the chip's best
     assert measured[0] == 16 and set(measured[1:3]) == {8, 32} and measured[3:] == [64, 128]
     assert rows(kept[0].config) == 128 and kept[0].seconds == 1e-3
+    measured.clear()  # a run whose --budget is spent measures the model's best and does not climb
+    refine(problem, "tpu", 1, ranked, Recording(), key.with_evaluator("tpu"), None, None, [], time.monotonic() - 1)
+    assert measured == [16]
     near = climb(problem, {"block_sizes": [64]}, set())
     assert {rows(c.config) for c in near} == {32, 128} and len(near) <= CLIMB_WIDTH
 

@@ -38,7 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument(
-        "--budget", type=float, metavar="SECONDS", help="at most this search time per shape set (it usually converges sooner)"
+        "--budget", type=float, metavar="SECONDS",
+        help="at most this search time per shape set, the tpu evaluator's climb included (it usually converges sooner)"
     )
     budget.add_argument("--max-evals", type=int, metavar="N", help="at most this many search evaluations per shape set")
     parser.add_argument("--store", metavar="PATH", help="results store (default: the user cache directory)")

@@ -297,6 +297,7 @@ class TuneRun:
                     store,
                     self.run_id,
                     self.rejected,
+                    None if options.budget is None else self.start + options.budget,
                 )
         except BaseException:
             self._finish_run("failed")

@@ -14,6 +14,7 @@ May import: compiler.ir, this package's correctness, evaluators, executors, keys
 from __future__ import annotations
 
 import functools
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,9 +64,11 @@ def refine(
     store: TuningStore | None,
     run_id: str | None,
     rejected: list[dict[str, Any]],
+    deadline: float | None = None,
 ) -> list[Candidate]:
     """The slow evaluator on the model's best candidates, best first, until `count` succeed (and, for a
-    measurement, the default config too); the successful ones, best first."""
+    measurement, the default config too, then the climb until `deadline`, a time.monotonic() value: the run's
+    --budget); the successful ones, best first."""
     evaluator = get_evaluator(evaluator_name)
     if not evaluator.estimated:
         ranked, count = with_default(problem, ranked, count)
@@ -98,6 +101,8 @@ def refine(
     if not evaluator.estimated and kept:
         tried = {Config(c.config) for c in ranked[:pos]}
         for _ in range(CLIMB_ROUNDS):
+            if deadline is not None and time.monotonic() > deadline:
+                break
             best = min(kept, key=rank)
             batch = climb(problem, best.config, tried)[:CLIMB_WIDTH]
             tried |= {Config(c.config) for c in batch}
