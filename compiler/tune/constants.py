@@ -174,7 +174,7 @@ _GUIDE_CALL = (102.9e-6, "[guide] fit on v5e: mostly its 1024 points (the guide'
 _GUIDE_MXU = (1.0, "[guide] fit on v5e, at its bound: once the restarts of our nested K pipeline are charged no "
                    "MXU inefficiency is left to fit")
 
-# [chip] fit: `python bench/calibrate.py --chip v5e --params inner latency call dma rows fori` to the [guide]'s
+# [chip] fit: `python bench/calibrate.py --chip v5e` (its default parameters) to the [guide]'s
 # plain table and our own v5e tables together (194 points, 10.1 % geometric-mean error; the grid step keeps the
 # fit to the first 169: freed it went to zero). The tables: 14 points measured 2026-12-05 and issue 29's sweep of
 # 2026-12-06 (174 configs of seven kernels). The MXU efficiency is the earlier fit to the first 20 of them.
