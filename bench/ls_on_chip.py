@@ -62,6 +62,15 @@ async def run(file: Path, kernel: str, chip: str, timeout: float) -> int:
     def on_refresh(_params: Any) -> None:
         return None
 
+    messages: list[str] = []  # what the server tells the user (why tuning fell back to the model, ...)
+
+    @client.feature(types.WINDOW_SHOW_MESSAGE)
+    def on_message(params: types.ShowMessageParams) -> None:
+        messages.append(params.message)
+
+    for method in (types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, "helion/diagnosticsStage"):
+        client.feature(method)(lambda _params: None)
+
     await client.start_io(sys.executable, "-m", "helion_ls")
     start = time.monotonic()
     deadline = start + timeout
@@ -87,6 +96,8 @@ async def run(file: Path, kernel: str, chip: str, timeout: float) -> int:
         titles = await poll(client, uri, "Best:", deadline)
         print(f"lenses after tuning ({time.monotonic() - tuned:.1f} s): {titles}")
         print(f"last tuning state: {states[-1] if states else None}")
+        for message in messages:
+            print(f"server message: {message}")
     finally:
         await client.shutdown_async(None)
         client.exit(None)
