@@ -134,6 +134,13 @@ def region_work(nodes: list[Node], dma: frozenset[int] = frozenset()) -> Work:
 FUSED_FACTOR = 1.3
 UNROLLED_FACTOR = 0.94
 UNROLLED_EXPONENT = 0.876
+# An emit_pipeline body loads its carried values from their VMEM scratch and stores the new ones: beside the
+# scratch it holds ~half of them (as _carry_bytes lays them out) on top of its fused largest value. libtpu 0.0.42.1
+# on v5e, attention 8k in nine emit_pipeline configs (bench/vmem_calibration.py): [256, 64, 128] needs 37.7 MiB of
+# temporaries (spill slots) where the largest value alone gave 20.8 (the report said 117 MiB, the chip's compiler
+# and libtpu 133.94: out of VMEM), [64, 128, 128] 18.6 against 10.4; with the carries, every one of the nine is
+# within -0.9 / +3.7 MiB.
+PIPELINE_CARRY_FACTOR = 0.5
 
 
 def temporaries_bytes(nodes: list[Node], strategy: Callable[[InnerLoop], str],
@@ -143,7 +150,8 @@ def temporaries_bytes(nodes: list[Node], strategy: Callable[[InnerLoop], str],
     A fori_loop's carried values are values, not VMEM scratch (an emit_pipeline's are, and the report counts
     them as such): each iteration holds the carry it was given and the one it returns (_carry_bytes). Without
     them the report fell short of libtpu by 1.65x for attention 8k's [1, 8192, 512] fori_loop on v5e (52.8 MiB
-    estimated, 87.1 needed: the f32 accumulator and two row statistics of 8192 rows, twice, are 32 MiB)."""
+    estimated, 87.1 needed: the f32 accumulator and two row statistics of 8192 rows, twice, are 32 MiB).
+    An emit_pipeline body holds about half as much again beside its scratch (PIPELINE_CARRY_FACTOR)."""
     straight = _largest_value(nodes, dma)
     peak = FUSED_FACTOR * straight
     for n in nodes:
@@ -155,6 +163,8 @@ def temporaries_bytes(nodes: list[Node], strategy: Callable[[InnerLoop], str],
                 inner = max(inner, UNROLLED_FACTOR * trips**UNROLLED_EXPONENT * _largest_value(n.body, dma))
             elif how == "fori_loop":
                 inner += 2 * sum(_carry_bytes(c.phi.meta.shape, c.phi.meta.dtype) for c in n.carried)
+            elif how == "emit_pipeline":
+                inner += PIPELINE_CARRY_FACTOR * _pipeline_carry_bytes(n)
             peak = max(peak, inner)
     return int(peak)
 
@@ -169,6 +179,24 @@ def _carry_bytes(shape: tuple[int, ...], dtype: torch.dtype) -> int:
     if len(long) == 1:
         return padded_bytes((long[0], 1), dtype)
     return padded_bytes(shape, dtype)
+
+
+def _pipeline_carry_bytes(loop: InnerLoop) -> int:
+    """The carried values of an emit_pipeline body as it holds them: none for an accumulator a dot adds into; a
+    row statistic of the blocks another carried value accumulates (attention's running max and sum, [b, q] beside
+    the [b, q, d] accumulator) as a column, one row per element padded to 128 lanes (it is broadcast against them);
+    the rest as _carry_bytes."""
+    shapes = [tuple(c.phi.meta.shape) for c in loop.carried]
+    total = 0
+    for c, shape in zip(loop.carried, shapes, strict=True):
+        producer = c.next.producer if c.next is not None else None
+        if isinstance(producer, Op) and producer.kind == "dot" and len(producer.args) > 2 and producer.args[2] is c.phi:
+            continue  # a dot accumulating into it: the MXU adds into the scratch (matmul: ~0.3 MiB of temporaries)
+        if any(len(other) == len(shape) + 1 and other[: len(shape)] == shape for other in shapes):
+            total += padded_bytes((*shape, 1), c.phi.meta.dtype)
+        else:
+            total += _carry_bytes(c.phi.meta.shape, c.phi.meta.dtype)
+    return total
 
 
 def _largest_value(nodes: list[Node], dma: frozenset[int] = frozenset()) -> int:

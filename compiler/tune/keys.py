@@ -22,7 +22,8 @@ if TYPE_CHECKING:  # compiler.ir.specs imports torch; the store (and its worker 
 
 # Bump whenever code generation changes in a way that can change a kernel's speed or validity:
 # every stored result keyed with an older version is then ignored.
-CODEGEN_VERSION = "helion-ls-0.1.0/2"  # 2: pallas_load_buffer_count is per tensor argument
+CODEGEN_VERSION = "helion-ls-0.1.0/3"  # 2: pallas_load_buffer_count is per tensor argument; 3: an
+# emit_pipeline's carried values count in its VMEM temporaries (the VMEM limit it asks for, pruning, verdicts)
 
 
 def model_fingerprint(folder: Path = Path(__file__).parent) -> str:
