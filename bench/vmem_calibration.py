@@ -36,6 +36,13 @@ CASES = [
     ("attention", 0, {"block_sizes": [1, 4096, 1024], "loop_orders": [[1, 0]], "pallas_loop_type": "unroll"}),
     *[("attention", 0, {"block_sizes": blocks, "pallas_loop_type": "fori_loop"})
       for blocks in ([1, 4096, 1024], [1, 8192, 512], [1, 8192, 1024], [2, 4096, 1024])],
+    # emit_pipeline bodies hold half their carried values beside their largest value (codegen/work.py
+    # PIPELINE_CARRY_FACTOR): batched blocks, whose row statistics are [b, q] columns, and single ones
+    *[("attention", 0, {"block_sizes": blocks, "pallas_loop_type": "emit_pipeline",
+                        **({"pallas_load_buffer_count": buffers} if buffers else {})})
+      for blocks, buffers in (([256, 64, 128], [2, 1, 2]), ([64, 128, 128], [2, 1, 1]), ([32, 128, 256], [2, 1, 1]),
+                              ([16, 256, 256], None), ([8, 128, 256], [2, 1, 2]), ([4, 512, 512], None),
+                              ([2, 512, 1024], [2, 2, 1]), ([1, 1024, 2048], None), ([1, 2048, 2048], None))],
     ("softmax", 0, None),
     ("batch_softmax", 0, None),
     ("bmm", 0, None),
