@@ -27,6 +27,9 @@ from .keys import TrialKey
 from .objective import objective
 from .store import TuningStore
 
+CLIMB_ROUNDS = 3  # rounds of neighbours a measuring evaluator tries after the model's best
+CLIMB_WIDTH = 4  # neighbours measured per round, the model's best first
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -113,11 +116,8 @@ def refine(
 
 
 def rank(c: Candidate) -> float:
+    """What candidates are ordered by: the tuning objective (speed, with the VMEM margin)."""
     return objective(c.seconds, c.metrics)
-
-
-CLIMB_ROUNDS = 3  # rounds of neighbours a measuring evaluator tries after the model's best
-CLIMB_WIDTH = 4  # neighbours measured per round, the model's best first
 
 
 def climb(problem: Problem, config: dict[str, Any], tried: set[Config]) -> list[Candidate]:
@@ -141,7 +141,7 @@ def climb(problem: Problem, config: dict[str, Any], tried: set[Config]) -> list[
     changes = [[m] for m in single] + [[a, b] for i, a in enumerate(single) for b in single[i + 1 :] if a[0] != b[0]]
     seen, out = set(tried), []
     for change in changes:
-        near = Config(space.to_config(point | dict(change)))
+        near = space.to_config(point | dict(change))
         if near in seen:
             continue
         seen.add(near)
