@@ -8,7 +8,7 @@ batch_softmax configs were 2 MiB blocks one to eight batches deep (3.27-3.30 ms)
 blocks 16 or 32 batches deep (3.16 ms), one or two steps from them. A deterministic evaluator's stored result for
 a config is reused, not redone.
 
-May import: compiler.ir, this package's correctness, evaluators, executors, keys, objective and store.
+May import: compiler.ir, this package's correctness, evaluators, executors, keys, objective, search and store.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from .evaluators import Problem, evaluate, get_evaluator
 from .executors import Executor
 from .keys import TrialKey
 from .objective import objective
+from .search import Dimension, is_ordered, neighbour_indices
 from .store import TuningStore
 
 CLIMB_ROUNDS = 3  # rounds of neighbours a measuring evaluator tries after the model's best
@@ -126,18 +127,15 @@ def climb(problem: Problem, config: dict[str, Any], tried: set[Config]) -> list[
     value), or two at once (a block grows where another shrinks: the same bytes in another shape). Those that do
     not compile or fit VMEM are left out."""
     space = problem.load_kernel().config_space(problem.args, problem.chip)
-    dims = space.dimensions
+    dims = [Dimension(name, tuple(values)) for name, values in space.dimensions]
     point = space.point_of(Config(config))
 
-    def moves(name: str, values: list[Any]) -> list[Any]:
-        at = values.index(point[name]) if point[name] in values else None
-        if at is None:
+    def moves(d: Dimension) -> list[Any]:  # the values one step from the config's, as the search steps
+        if point[d.name] not in d.values:
             return []
-        if all(isinstance(v, int) for v in values):
-            return [values[j] for j in (at - 1, at + 1) if 0 <= j < len(values)]
-        return [v for v in values if v != point[name]]
+        return [d.values[j] for j in neighbour_indices(d, is_ordered(d), d.values.index(point[d.name]))]
 
-    single = [(name, v) for name, values in dims for v in moves(name, values)]
+    single = [(d.name, v) for d in dims for v in moves(d)]
     changes = [[m] for m in single] + [[a, b] for i, a in enumerate(single) for b in single[i + 1 :] if a[0] != b[0]]
     seen, out = set(tried), []
     for change in changes:

@@ -136,6 +136,20 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def is_ordered(dim: DimensionLike) -> bool:
+    """Are neighbouring values of `dim` related: its `ordered` when it says, else whether every value is a number."""
+    given = getattr(dim, "ordered", None)
+    return given if given is not None else all(_is_number(v) for v in dim.values)
+
+
+def neighbour_indices(dim: DimensionLike, ordered: bool, i: int) -> list[int]:
+    """The indices one step from value i of `dim`: the next value down and up of an ordered dimension, every other
+    value of another."""
+    if ordered:
+        return [j for j in (i - 1, i + 1) if 0 <= j < len(dim.values)]
+    return [j for j in range(len(dim.values)) if j != i]
+
+
 def _score(outcome: Any) -> tuple[float | None, dict[str, Any]]:
     if isinstance(outcome, BaseException):
         return None, {"error": f"{type(outcome).__name__}: {outcome}"}
@@ -173,12 +187,7 @@ class _Search:
         for dim in self.dims:
             if len(dim.values) == 0:
                 raise ValueError(f"dimension {dim.name!r} has no values")
-        self.ordered = [
-            getattr(d, "ordered", None)
-            if getattr(d, "ordered", None) is not None
-            else all(_is_number(v) for v in d.values)
-            for d in self.dims
-        ]
+        self.ordered = [is_ordered(d) for d in self.dims]
         self.size = math.prod(len(d.values) for d in self.dims)
         self.evaluate = evaluate
         self.executor = executor
@@ -377,9 +386,7 @@ class _Search:
         return self.sample_new()
 
     def moves(self, d: int, i: int) -> list[int]:
-        if self.ordered[d]:
-            return [j for j in (i - 1, i + 1) if 0 <= j < len(self.dims[d].values)]
-        return [j for j in range(len(self.dims[d].values)) if j != i]
+        return neighbour_indices(self.dims[d], self.ordered[d], i)
 
     def neighbours(self, point: Point, pairs: bool) -> list[Point]:
         out = []
