@@ -141,18 +141,14 @@ def _sweep_targets(chip: str, tiny: bool, tune_evals: int, count: int, kernels: 
 
     import compiler
     from compiler.ir.specs import format_args
-    from compiler.tune.driver import TuneOptions, tune
-    from compiler.tune.evaluators import Problem
 
     for name, (file, args, small) in SWEEP.items():
         if kernels and name not in kernels:
             continue
-        source = (REPO / file).read_text()
-        kernel = compiler.load(source).kernels[name]
+        kernel = compiler.load((REPO / file).read_text()).kernels[name]
         specs = kernel.resolve_args(small if tiny else args)
-        # the tuner as `helion-pallas tune` runs it: its winner has passed the correctness gate
-        picked = tune(Problem(source, name, specs, chip, str(REPO / file)), TuneOptions(max_evals=tune_evals))
-        chosen = {"model pick": picked.best.config} if picked.best is not None else {}
+        picked = model_pick(file, name, specs, chip, tune_evals)
+        chosen = {"model pick": picked} if picked is not None else {}
         default = dict(kernel.default_config(specs, chip))
         if repr(compiler.Config(default)) not in {repr(compiler.Config(c)) for c in chosen.values()}:
             chosen["default"] = default
@@ -170,6 +166,18 @@ def _sweep_targets(chip: str, tiny: bool, tune_evals: int, count: int, kernels: 
                 chosen[f"sample {len(chosen) - fixed + 1}"] = dict(config)
         for label, config in chosen.items():
             yield Target("sweep", file, name, format_args(specs), config, 0, label)
+
+
+def model_pick(file: str, name: str, specs: dict[str, Any], chip: str, max_evals: int | None = None) -> dict | None:
+    """The model-only tuner's pick for a kernel of this repository, as `helion-pallas tune --chip CHIP` reports it:
+    its winner has passed the correctness gate (max_evals None: the command's default budget); None when no
+    config did."""
+    from compiler.tune.driver import TuneOptions, tune
+    from compiler.tune.evaluators import Problem
+
+    path = REPO / file
+    result = tune(Problem(path.read_text(), name, specs, chip, str(path)), TuneOptions(max_evals=max_evals))
+    return dict(result.best.config) if result.best is not None else None
 
 
 def report_fits(kernel: Any, specs: dict[str, Any], config: dict[str, Any], chip: str) -> bool:

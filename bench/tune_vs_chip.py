@@ -3,8 +3,9 @@
 For each kernel of the sweep: the configs measured (the model-only tuner's pick when the sweep was planned, the
 default, configs drawn across the space), the best of them, and the pick of the model-only tuner as it is now (the
 model may have been refitted since) with its measured time over the best (issue 29: within 1.05x, over at least 30
-configs) — measured in the sweep or in a --tuned run's trials, else "not measured", and the model against every measured point (±20 % on 90 % of the points; 95 % of the pairs the chip
-separates by more than 3 % in the chip's order). The model's figures are compared without the launch term: the tpu
+configs) — measured in the sweep or in a --tuned run's trials, else "not measured"; and the model against every
+measured point (±20 % on 90 % of the points; 95 % of the pairs the chip separates by more than 3 % in the chip's
+order). The model's figures are compared without the launch term: the tpu
 evaluator times loops of pipelined calls. With --tuned, the winners of `helion-pallas tune --evaluator tpu --json`
 on the same chip against the sweep's best (within 1.02x). Model figures are ESTIMATES for the named chip.
 
@@ -26,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from calibrate import SEPARATION, Modelled, compile_point, separated_pairs  # noqa: E402
 from published import REPO, Point  # noqa: E402
-from tpu_measure import report_fits  # noqa: E402
+from tpu_measure import model_pick, report_fits  # noqa: E402
 
 PICK_BAR, POINT_BAR, SHARE_BAR, PAIR_BAR = 1.05, 0.20, 0.90, 0.95
 TUNED_BAR = 1.02  # issue 29: a tpu-evaluator winner within 1.02x of the best measured
@@ -50,19 +51,13 @@ def whole_space(record: dict, chip: str) -> int | None:
                for values in itertools.product(*(values for _, values in space.dimensions)))  # fmt: skip
 
 
-def current_pick(record: dict, chip: str) -> dict:
-    """The model-only tuner's pick for the record's kernel and shapes with the model as it is now: what
-    `helion-pallas tune --chip CHIP` (its default budget, the gate included) reports."""
-    from compiler.tune.driver import TuneOptions, tune
-    from compiler.tune.evaluators import Problem
-
-    path = REPO / record["file"]
-    source = path.read_text()
+def current_pick(record: dict, chip: str) -> dict | None:
+    """The model-only tuner's pick for the record's kernel and shapes with the model as it is now (what
+    `helion-pallas tune --chip CHIP` reports, the gate included)."""
     import compiler
 
-    specs = compiler.load(source).kernels[record["kernel"]].resolve_args(record["args"])
-    result = tune(Problem(source, record["kernel"], specs, chip, str(path)), TuneOptions())
-    return dict(result.best.config)
+    kernel = compiler.load((REPO / record["file"]).read_text()).kernels[record["kernel"]]
+    return model_pick(record["file"], record["kernel"], kernel.resolve_args(record["args"]), chip)
 
 
 def measured_seconds(config: dict, points: list[Modelled], tuned: list[dict]) -> float | None:
@@ -122,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         points = [Modelled(m.point, m.plan, m.seconds, dispatch=False) for m in points]
         best = min(points, key=lambda m: m.seconds)
         pick = current_pick(tried[kernel][0], chip)
-        seconds = measured_seconds(pick, points, [t for t in tuned if t["kernel"] == kernel])
+        seconds = None if pick is None else measured_seconds(pick, points, [t for t in tuned if t["kernel"] == kernel])
         ratio = seconds / best.seconds if seconds is not None else float("nan")
         space = None if len(points) >= 30 else whole_space(tried[kernel][0], chip)
         whole = space is not None and len(tried[kernel]) >= space  # every config the VMEM report lets through
