@@ -185,13 +185,7 @@ class LocalExecutor(Executor):
         # processes themselves; _processes is its table of worker processes.
         processes = list((getattr(pool, "_processes", None) or {}).values())
         pool.shutdown(wait=False, cancel_futures=True)
-        for proc in processes:
-            proc.terminate()
-        for proc in processes:
-            proc.join(5)
-            if proc.is_alive():
-                proc.kill()
-                proc.join()
+        _stop(processes)
 
     def shutdown(self, cancel: bool = True) -> None:
         """cancel=False lets the workers end on their own (running work first), END_GRACE seconds at most: a
@@ -204,8 +198,18 @@ class LocalExecutor(Executor):
         deadline = time.monotonic() + END_GRACE
         for proc in processes:
             proc.join(max(0.0, deadline - time.monotonic()))
-        if any(proc.is_alive() for proc in processes):
-            self._terminate(self._pool)
+        _stop([proc for proc in processes if proc.is_alive()])  # the pool no longer lists them once shut down
+
+
+def _stop(processes: list[Any]) -> None:
+    """SIGTERM each process, then SIGKILL any still running 5 s later."""
+    for proc in processes:
+        proc.terminate()
+    for proc in processes:
+        proc.join(5)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
 
 
 def _ray_invoke(fn: Callable[..., R], args: tuple[Any, ...]) -> R:
