@@ -107,10 +107,10 @@ async def run(file: Path, kernel: str, chip: str, timeout: float) -> int:
     if best is None:
         print("no Best lens arrived")
         return 1
-    from compiler.ir.chips import get_chip
     from compiler.tpu.runtime import tpu_device_files
+    from compiler.tune.evidence import evidence
 
-    want = f"measured on {get_chip(chip).device_kind}" if tpu_device_files() else f"model estimate for {chip}"
+    want = evidence("tpu" if tpu_device_files() else "model", chip)  # the words the server labels it with
     ok = want in best
     print(f"{'ok' if ok else 'WRONG'}: the Best lens should say {want!r}")
     return 0 if ok else 1
