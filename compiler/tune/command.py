@@ -460,7 +460,8 @@ def format_result(r: TuneResult) -> str:
             f"{_config_text(c.config)}"
         )
     if any(over_default(c.metrics) for c in r.top):
-        lines.append(f"  ^ needs more than the default scoped VMEM: ranked as if {VMEM_MARGIN:.0%} slower")
+        ranked = f"ranked as if {VMEM_MARGIN:.0%} slower" if r.estimate else "measured, ranked by its time"
+        lines.append(f"  ^ needs more than the default scoped VMEM: {ranked}")
     if r.best is None:
         lines.append("  no candidate passed the correctness check")
     else:

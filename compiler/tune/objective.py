@@ -1,9 +1,13 @@
 """What tuning ranks configs by, and when a better config is worth writing into a kernel.
 
-Speed, with the rules our hints state: a config that needs more than the chip's default scoped VMEM
-(HPL301: the generated code raises `vmem_limit_bytes`, taking VMEM other kernels of the program may want)
-ranks as if it were VMEM_MARGIN slower, so it is picked only when it is at least that much faster than every
-config within the default limit. A stored best is offered for *Apply* only when it gains at least
+Speed, with the rules our hints state: an *estimate* for a config that needs more than the chip's default
+scoped VMEM (HPL301: the generated code raises `vmem_limit_bytes`, taking VMEM other kernels of the program
+may want) ranks as if it were VMEM_MARGIN slower, so the model picks it only when it expects it to be at least
+that much faster than every config within the default limit: near the limit the model's VMEM account and time
+are least sure (attention [256, 64, 128]: 117 MiB reported, 134 MiB to the compiler). A time measured on the
+chip ranks as it is: the chip compiled the kernel with the limit it asks for, and the margin would make the tpu
+evaluator pick a config it measured slower (attention 8k on v5e: 100.7 ms within the limit over 97.6 ms
+above it). A stored best is offered for *Apply* only when it gains at least
 APPLY_GAIN over the config the kernel runs with now. The store (`TuningStore.top`) orders trials by the same
 objective, in SQL.
 """
@@ -23,9 +27,14 @@ def over_default(metrics: Mapping[str, Any] | None) -> bool:
     return bool(metrics) and metrics.get("vmem_verdict") == OVER_DEFAULT
 
 
+def margined(metrics: Mapping[str, Any] | None) -> bool:
+    """Does the margin apply: an estimate (not a time measured on a chip) for a config over the default limit?"""
+    return over_default(metrics) and metrics.get("estimate") is not False
+
+
 def objective(seconds: float, metrics: Mapping[str, Any] | None) -> float:
-    """Seconds, with the over-the-default-VMEM margin added."""
-    return seconds * (1 + VMEM_MARGIN) if over_default(metrics) else seconds
+    """Seconds, with the over-the-default-VMEM margin added to an estimate."""
+    return seconds * (1 + VMEM_MARGIN) if margined(metrics) else seconds
 
 
 def worth_applying(best: float, current: float) -> bool:
@@ -36,5 +45,5 @@ def worth_applying(best: float, current: float) -> bool:
 # `objective` in SQLite, on the trials table's `seconds` and `metrics` (JSON) columns
 OBJECTIVE_SQL = (
     f"seconds * (CASE WHEN json_extract(metrics, '$.vmem_verdict') = '{OVER_DEFAULT}' "
-    f"THEN {1 + VMEM_MARGIN!r} ELSE 1.0 END)"
+    f"AND coalesce(json_extract(metrics, '$.estimate'), 1) != 0 THEN {1 + VMEM_MARGIN!r} ELSE 1.0 END)"
 )

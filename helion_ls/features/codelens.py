@@ -95,10 +95,10 @@ def tuned_note(summary: Summary | None, current: Config | None) -> str | None:
     if within is None or not within.seconds:
         return f"Tuning picked it: no config it tried fits the default limit ({best.evaluator}, {what})"
     gain = within.seconds / best.seconds - 1
+    why = f", over the {objective.VMEM_MARGIN:.0%} an estimate must gain" if objective.margined(best.metrics) else ""
     return (
         f"Tuning picked it: {gain:.0%} faster than the best config within the default limit "
-        f"({Config(within.config).short()}, {fmt_seconds(within.seconds)}; {best.evaluator}, {what}), over the "
-        f"{objective.VMEM_MARGIN:.0%} that asks for"
+        f"({Config(within.config).short()}, {fmt_seconds(within.seconds)}; {best.evaluator}, {what}){why}"
     )
 
 
