@@ -6,6 +6,7 @@ import textwrap
 
 import pytest
 import torch
+from test_checks_libtpu import libtpu
 
 import compiler
 from compiler import CompileError
@@ -53,6 +54,7 @@ def test_segment_max_masks_rows_of_other_segments(strategy):
                         for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist(), strict=True)])
     torch.testing.assert_close(out, want)
     assert "pl.cdiv(hi - lo, 8)" in ck.source and "jnp.clip(t_begin, 0, 32)" in ck.source
+    assert "x_ref[pl.ds(t_at, 8), :]" in ck.source  # f32 rows one lane tile wide: Mosaic addresses any start
     loop = next(lp for lp in ck.plan.loops if lp.kind == "inner")
     assert loop.strategy == "fori_loop" and loop.device_bounds == (True,)
     assert "computed on the device" in loop.note
@@ -234,7 +236,9 @@ def test_offsets_tile_of_a_short_vector_lowers():
     ck, out = run(kernel(source), "x=f32[19, 128], offsets=i32[5]", [x, offsets], {})
     want = torch.stack([x[a:b].sum(0) for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist(), strict=True)])
     torch.testing.assert_close(out, want)
-    assert "offsets_ref[pl.ds(" in ck.source
+    # entries 4t and 4t + 1 of a vector are lanes no TPU can prove 128-aligned: gathered from the whole vector
+    assert "_gather(offsets_ref[...], tile_b * 4 + " in ck.source
+    assert "_gather(offsets_ref[...], (tile_b * 4) + 1 + " in ck.source
 
 
 def test_device_bounded_leading_rows_default_to_row_blocks():
@@ -254,3 +258,62 @@ def test_device_bounded_leading_rows_default_to_row_blocks():
     k = kernel(source)
     config = k.default_config("q=f32[300, 4, 128], offsets=i32[4]")
     assert config["block_sizes"][0] >= 128, config
+
+
+CAUSAL_PREFIX = """
+    @helion.kernel()
+    def causal_prefix(x: torch.Tensor) -> torch.Tensor:
+        out = torch.zeros([x.size(0)], dtype=x.dtype, device=x.device)
+        for tq in hl.tile(x.size(0)):
+            acc = hl.zeros([tq], dtype=torch.float32)
+            for tk in hl.tile(0, tq.end):
+                acc = acc + x[tq, tk].sum(dim=1)
+            out[tq] = acc
+        return out
+"""
+
+
+def unaligned_windows() -> list[tuple[str, str, list, dict, object]]:
+    """(source, args, inputs, config, expected) of kernels whose windows start where only the device knows."""
+    x = torch.randn(40, 256)  # two lane tiles: Mosaic shifts f32 rows at any start only within one
+    offsets = torch.tensor([0, 5, 5, 19, 40], dtype=torch.int32)
+    maxima = torch.stack([x[a:b].amax(0) if b > a else torch.full((256,), float("-inf"))
+                          for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist(), strict=True)])
+    y = torch.randn(32, 256)
+    scaled = y.clone()
+    scaled[3:21] = scaled[3:21] * 2.0 + 1.0
+    z = torch.randn(256, 256)
+    return [
+        (SEGMENT_MAX, "x=f32[40, 256], offsets=i32[5]", [x, offsets], {"block_sizes": [8]}, maxima),
+        (SEGMENT_SCALE, "x=f32[32, 256], offsets=i32[3]", [y, torch.tensor([3, 10, 21], dtype=torch.int32)],
+         {"block_sizes": [16]}, scaled),
+        (CAUSAL_PREFIX, "x=f32[256, 256]", [z], {"block_sizes": [128, 128]}, torch.stack([z[i, : 128 * (i // 128 + 1)].sum() for i in range(256)])),
+    ]
+
+
+@pytest.mark.parametrize("case", range(3), ids=["segment_rows", "segment_store", "causal_prefix"])
+def test_windows_at_device_offsets_are_read_as_the_tpu_can_address_them(case):
+    """Mosaic addresses a window of a ref's last two dims at a start known only on the device when it can prove
+    the start a multiple of the tiling (8 rows of f32, 128 lanes); it refuses the kernel otherwise (E2003, on
+    the chip as in libtpu's deviceless compile). A segment's rows from device offsets are gathered and stored
+    through the exact one-hot helpers; a prefix window at multiples of 128 keeps its slice with the hint."""
+    source, args, inputs, config, want = unaligned_windows()[case]
+    for strategy in STRATEGIES:
+        ck, out = run(kernel(source), args, inputs, {**config, "pallas_loop_type": strategy})
+        torch.testing.assert_close(out, want, rtol=1e-4, atol=1e-4)
+        if case == 0:
+            assert "_gather(x_ref[...], t_at + jax.lax.broadcasted_iota(jnp.int32, (8,), 0), axis=0)" in ck.source
+        elif case == 1:
+            assert "x_out_ref[...] = _scatter(x_out_ref[...], t_at + " in ck.source
+        else:
+            assert "pl.multiple_of(jnp.clip(tk_begin, 0, 128), 128)" in ck.source and "_gather" not in ck.source
+
+
+@libtpu
+@pytest.mark.parametrize("case", range(3), ids=["segment_rows", "segment_store", "causal_prefix"])
+def test_windows_at_device_offsets_compile_for_the_chip(case):
+    """What the chip's compiler said before (E2003 for each of these) its deviceless compile no longer says."""
+    source, args, _, config, _ = unaligned_windows()[case]
+    for strategy in STRATEGIES:
+        ck = kernel(source).compile(args=args, config={**config, "pallas_loop_type": strategy}, chip="v5e")
+        assert [d.message for d in ck.check_tpu_compile() if d.is_error] == [], ck.source

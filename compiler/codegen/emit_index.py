@@ -5,9 +5,17 @@ dim is indexed here from its IR index item: `pl.ds(start, size)` for inner tiles
 one position, `:` plus the `_gather` / `_scatter` helpers for tensor indices. Computed positions that are not
 proven to lie inside the array are brought inside it (the TPU never reads out of bounds): a scalar wraps
 negatives like torch and is clamped, a window start is clamped so the whole window fits.
+
+Mosaic addresses the last two dims of a VMEM ref at a start known only on the device when it can prove the
+start a multiple of the dim's tiling (128 lanes; 8 rows of 32-bit values, 16 of 16-bit, 32 of 8-bit; any row of
+32-bit values when the ref is one lane tile wide), and refuses the kernel otherwise (E2003). A window it cannot prove aligned (a jagged segment's rows, `offsets[t + 1]`,
+a 64-lane block) is read as an exact `_gather` of the dim and written with `_scatter` instead: the same values,
+at a cost that grows with the dim's length.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -17,6 +25,13 @@ from ..support.diagnostics import UserError
 from . import outputs
 from .exprs import dtype_text
 from .plan_builder import CallLayout, OperandLayout
+
+LANES = 128  # a dynamic lane offset must be a multiple of this
+
+
+def sublane_multiple(dtype: torch.dtype) -> int:
+    """Rows a dynamic sublane offset must be a multiple of: a vreg holds 8 rows of 32 bits, packed types more."""
+    return 8 * max(1, 4 // dtype.itemsize)
 
 HELPERS = {
     "wrap_index": (
@@ -151,6 +166,7 @@ class IndexWriter:
     loop_vars: dict[tuple[int, int], str]
     strategy: dict[int, str]
     helpers: set[str]
+    window_multiple: dict[tuple[int, int], int]  # device-bounded tile: what its window start is a multiple of
 
     def tile_begin(self, dim: TileDim, as_id: bool = False, first: bool = False) -> str:
         raise NotImplementedError
@@ -194,9 +210,15 @@ class IndexWriter:
 
     def read(self, op: OperandLayout, ref: str, node: Load | Store) -> str:
         """A read of `ref`; one element picked by a dynamic index along the lane dim is taken out of its row
-        with a mask (TPUs cannot address a lane that is not provably 128-aligned)."""
+        with a mask (TPUs cannot address a lane that is not provably 128-aligned), a window at a start not
+        provably aligned is gathered (see the module docstring)."""
         if op.memory == "smem":
             return f"{ref}[{self.index_text(op, node)}]"
+        window = self.unaligned_window(op, node)
+        if window is not None:
+            row, axis, positions = window
+            self.use_helper("gather")
+            return f"_gather({ref}[{row}], {positions}, axis={axis})"
         parts = self.index_parts(op, node)
         last = [it for it in node.index if it[0] != "newaxis"]
         if not (parts and parts[-1][1] and last and last[-1][0] in ("grid", "id", "scalar")):
@@ -209,6 +231,68 @@ class IndexWriter:
         if op.tensor.value.dtype == torch.bool:
             return f"jnp.any({pick}, axis=-1)"
         return f"jnp.sum({pick}, axis=-1, dtype={dtype_text(op.tensor.value.dtype)})"
+
+    def unaligned_window(self, op: OperandLayout, node: Load | Store) -> tuple[str, int, str] | None:
+        """(the subscript with that dim whole, the dim's axis in what it reads, the window's positions) when the
+        access has a window along one of the ref's last two dims whose start is known only on the device and not
+        proven a multiple of that dim's tiling; None when Mosaic can address it as it is."""
+        if op.memory == "smem":
+            return None
+        modes = self.layout.modes[id(node)]
+        shape = op.tensor.value.shape
+        items = [it for it in node.index if it[0] != "newaxis"]
+        parts = self.index_parts(op, node)
+        sliced = [(d, it) for d, it in enumerate(items) if modes[d] in ("block", "sliced")]
+        if len(sliced) != len(parts) or (parts and parts[-1][1]):
+            return None  # a single lane picked on the last dim: read() masks it out of its row
+        for p in range(max(0, len(parts) - 2), len(parts)):
+            d, it = sliced[p]
+            start = None if modes[d] == "block" else self._dynamic_start(it, shape[d])
+            if start is None:
+                continue
+            text, count, multiple = start
+            lanes = p == len(parts) - 1
+            need = LANES if lanes else sublane_multiple(op.tensor.value.dtype)
+            if multiple % need == 0 or count >= shape[d]:  # a window as long as the dim can only start at 0
+                continue
+            if not lanes and op.tensor.value.dtype.itemsize == 4 and op.block_dims_visible()[-1] <= LANES:
+                continue  # rows of 32 bits in one lane tile: Mosaic shifts them itself (libtpu 0.0.42, v5e)
+
+            row = [t for t, _ in parts]
+            row[p] = ":"
+            axis = sum(not picks for _, picks in parts[:p])
+            subscript = "..." if set(row) == {":"} else ", ".join(row)
+            return subscript, axis, f"{text} + jax.lax.broadcasted_iota(jnp.int32, ({count},), 0)"
+        return None
+
+    def _dynamic_start(self, it: tuple, size: int) -> tuple[str, int, int] | None:
+        """(start, size, a number the start is a multiple of; 0: always 0) of a stride-1 window whose start is
+        known only on the device; None for a window placed when the kernel is traced and for other items."""
+        if it[0] == "tile":
+            td: TileDim = it[1]
+            if td.dynamic:
+                return self.tile_begin(td), td.block_size, self.window_multiple.get((td.loop_id, td.axis), 1)
+            if self._unrolled(td):
+                return None
+            start = f"{self._var(td)} * {td.block_size}" + (f" + {td.begin}" if td.begin else "")
+            return start, td.block_size, math.gcd(td.block_size, td.begin)
+        if it[0] != "window" or isinstance(it[1], int) or it[3] != 1:
+            return None
+        start, count = it[1], it[2]
+        if self._static(start):
+            return None
+        text, multiple = self._window_start(start, count, size)
+        return text, count, multiple
+
+    def _static(self, v: Value) -> bool:
+        """Is the scalar a Python int when the kernel is traced (constants and unrolled loop positions only)?"""
+        dims: list[TileDim] = []
+        return ix.render(v, lambda d, _what: dims.append(d) or "p") is not None and all(map(self._unrolled, dims))
+
+    def _unrolled(self, td: TileDim) -> bool:
+        """Is the tile's position a Python int when the kernel is traced (an unrolled inner loop)?"""
+        key = (td.loop_id, td.axis)
+        return not td.dynamic and key not in self.grid_names and self.strategy.get(td.loop_id) == "unroll"
 
     def spilling_tiles(self, op: OperandLayout, node: Store) -> list[tuple[int, TileDim]]:
         """(axis in the stored region, tile) for partial tiles whose padding would land on valid elements."""
@@ -291,6 +375,8 @@ class IndexWriter:
             td: TileDim = it[1]
             if td.dynamic:
                 return f"pl.ds({self.tile_begin(td)}, {td.block_size})"
+            if td.block_size >= size and not td.begin:
+                return ":"  # a window as long as the dim can only start at 0 (Mosaic cannot prove a traced start is)
             var = self._var(td)
             start = f"{var} * {td.block_size}" + (f" + {td.begin}" if td.begin else "")
             if self.strategy.get(td.loop_id) == "fori_loop" and not td.begin:
@@ -306,14 +392,21 @@ class IndexWriter:
             if step == 1:
                 return f"{start}:{start + count}"
             return f"pl.ds({start}, {count}, stride={step})"
+        text, _ = self._window_start(start, span, size)
+        return f"pl.ds({text}, {count})" if step == 1 else f"pl.ds({text}, {count}, stride={step})"
+
+    def _window_start(self, start: Value, span: int, size: int) -> tuple[str, int]:
+        """A computed window start, clamped so the `span` positions it reads stay inside `size`, and a number it
+        is a multiple of (0: always 0; the clamp's bound counts: a clamped start is that bound)."""
         text, _ = self.ref(start)
+        m = ix.multiple(start)
         b = ix.bounds(start)
         if b is None or b[0] < 0 or b[1] + span > size:
             text = f"jnp.clip({text}, 0, {size - span})"
-        m = ix.multiple(start)
-        if m > 1 and m % 8 == 0:
+            m = math.gcd(m, size - span)
+        if m > 1 and m % 8 == 0 and not self._static(start):  # a hint on a Python int would make it a traced value
             text = f"pl.multiple_of({text}, {m})"
-        return f"pl.ds({text}, {count})" if step == 1 else f"pl.ds({text}, {count}, stride={step})"
+        return text, m
 
     def gather_axis(self, op: OperandLayout, node: Load | Store) -> tuple[int, Value] | None:
         """(position of the gathered dim in the ref read, the index tensor) for a tensor-indexed access."""

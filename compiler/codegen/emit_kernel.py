@@ -3,6 +3,9 @@ indexing, and the three inner-loop strategies (unrolled Python loop, lax.fori_lo
 
 from __future__ import annotations
 
+import math
+
+from ..frontend import index_exprs as ix
 from ..frontend.indexing import Indexer
 from ..frontend.values import NamedConst
 from ..ir.tile_ir import InnerLoop, KernelIR, Load, Node, Op, Store, TileDim, walk
@@ -27,6 +30,7 @@ class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
         self.strategy: dict[int, str] = {}
         self.block_refs: dict[tuple[int, str], str] = {}  # (id(operand), "in"/"out") -> ref in a pipeline body
         self.device_positions: dict[tuple[int, int], tuple[str, str]] = {}  # device-bounded tile: (first, window)
+        self.window_multiple: dict[tuple[int, int], int] = {}  # device-bounded tile: its window start's multiple
         dma_fns = {f"{d.buffer}_{suffix}" for d in layout.dma.values() for suffix in ("fetch", "wait", "put", "put_wait")}
         names = Names(RESERVED | {o.ref_name for o in layout.operands} | {alias_param(o) for o in layout.operands}
                       | set(layout.scratch.values()) | {s.name for s in layout.scratch_plan} | dma_fns
@@ -207,6 +211,12 @@ class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
             value = f"_{helper}({current}, {self.ref(index)[0]}, {value}, axis={axis}{valid})"
         if n.pred is not None:  # under `if` on a device value: the old values stay where it is false
             value = f"jnp.where({self.ref(n.pred)[0]}, {value}, {current})"
+        window = self.unaligned_window(op, n) if gathered is None else None
+        if window is not None:  # see emit_index: a window Mosaic cannot address is written by a one-hot select
+            row, axis, positions = window
+            self.use_helper("scatter")
+            self.out.add(indent, f"{ref}[{row}] = _scatter({ref}[{row}], {positions}, {value}, axis={axis})", n.range)
+            return
         parts = self.index_parts(op, n) if op.memory != "smem" else []
         if parts and parts[-1][1]:  # one lane: TPUs store whole vectors, so merge it into its row
             lanes = op.block_dims_visible()[-1]
@@ -321,9 +331,20 @@ class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
             lo = self.writer.arg(d.lo, True)
             start = f"{var} * {d.block_size}" if lo == "0" else f"{lo} + {var} * {d.block_size}"
             self.out.add(indent + 1, f"{first} = {start}  # first position of this step")
-            if shortest is not None:
-                self.out.add(indent + 1, f"{window} = jnp.clip({first}, 0, {shortest - d.block_size})  "
-                                         f"# window start: the {d.block_size} positions read stay inside {shortest}")
+            if shortest is None:
+                continue
+            last = shortest - d.block_size
+            multiple = math.gcd(0 if lo == "0" else ix.multiple(d.lo), d.block_size, last)
+            self.window_multiple[(d.loop_id, d.axis)] = multiple
+            if last == 0:
+                self.out.add(indent + 1, f"{window} = 0  # window start: the {d.block_size} positions read are all "
+                                         f"{shortest}")
+                continue
+            clamped = f"jnp.clip({first}, 0, {last})"
+            if multiple > 1:  # Mosaic addresses a sublane / lane window only at a start it can prove aligned
+                clamped = f"pl.multiple_of({clamped}, {multiple})"
+            self.out.add(indent + 1, f"{window} = {clamped}  "
+                                     f"# window start: the {d.block_size} positions read stay inside {shortest}")
         self.region(indent + 1, loop.body)
         nxt = [self.ref(c.next)[0] for c in loop.carried]
         self.out.add(indent + 1, f"return ({', '.join(nxt)}{',' if len(nxt) == 1 else ''})" if nxt else "return carry")
