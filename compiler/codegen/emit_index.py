@@ -7,8 +7,8 @@ proven to lie inside the array are brought inside it (the TPU never reads out of
 negatives like torch and is clamped, a window start is clamped so the whole window fits.
 
 Mosaic addresses the last two dims of a VMEM ref at a start known only on the device when it can prove the
-start a multiple of the dim's tiling (128 lanes; 8 rows of 32-bit values, 16 of 16-bit, 32 of 8-bit; any row of
-32-bit values when the ref is one lane tile wide), and refuses the kernel otherwise (E2003). A window it cannot prove aligned (a jagged segment's rows, `offsets[t + 1]`,
+start a multiple of the dim's tiling (128 lanes; 8 rows, 32 of 8-bit values; any row of 32-bit values when the
+ref is one lane tile wide), and refuses the kernel otherwise (E2003). A window it cannot prove aligned (a jagged segment's rows, `offsets[t + 1]`,
 a 64-lane block) is read as an exact `_gather` of the dim and written with `_scatter` instead: the same values,
 at a cost that grows with the dim's length.
 """
@@ -30,8 +30,9 @@ LANES = 128  # a dynamic lane offset must be a multiple of this
 
 
 def sublane_multiple(dtype: torch.dtype) -> int:
-    """Rows a dynamic sublane offset must be a multiple of: a vreg holds 8 rows of 32 bits, packed types more."""
-    return 8 * max(1, 4 // dtype.itemsize)
+    """Rows a dynamic sublane offset must be a multiple of (libtpu 0.0.42's deviceless compile for v5e: 8 for
+    32- and 16-bit types, loads and stores; 32 for 8-bit ones)."""
+    return 8 if dtype.itemsize >= 2 else 32
 
 HELPERS = {
     "wrap_index": (
