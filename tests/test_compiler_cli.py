@@ -6,7 +6,7 @@ import sys
 
 import pytest
 import torch
-from conftest import EXAMPLES
+from conftest import EXAMPLES, REPO
 from test_checks_libtpu import libtpu
 
 import compiler
@@ -290,33 +290,17 @@ def reference(x, lengths):
 """
 
 
-BF16_SCALAR = """
-import helion
-import helion.language as hl
-import torch
-
-
-# helion: args(x=bf16[4, 64])
-@helion.kernel(static_shapes=True)
-def row_sum_plus_last(x: torch.Tensor) -> torch.Tensor:
-    rows, cols = x.shape
-    out = torch.empty(rows, dtype=torch.float32, device=x.device)
-    for r in hl.grid(rows):
-        out[r] = x[r, :].to(torch.float32).sum() + x[r, cols - 1].to(torch.float32)
-    return out
-"""
-
-
 @libtpu
 def test_check_fails_a_row_the_tpu_compiler_rejects_before_interpreting_it(tmp_path, capsys):
     """Interpret mode runs this kernel right, but Mosaic extracts only 32-bit scalars from a vector (a v5e said
     so of the conformance case grid_row_sum_plus_last_bf16 on the chip): the row is the compiler's verdict on
     the kernel's line, not an `ok` the chip would contradict."""
+    case = (REPO / "tests/conformance/kernels/grid_row_sum_plus_last_bf16.py").read_text()
     path = tmp_path / "bf16_scalar.py"
-    path.write_text(BF16_SCALAR)
+    path.write_text(case.replace("@helion.kernel", "# helion: args(x=bf16[4, 64])\n@helion.kernel", 1))
     code, out = _check(path, capsys)
     row = out.splitlines()[1]
-    assert code == 1 and "REJECTED BY THE TPU COMPILER HPL401 line 13: " in row and "32-bit scalar" in row, out
+    assert code == 1 and "REJECTED BY THE TPU COMPILER HPL401 line 17: " in row and "32-bit scalar" in row, out
     assert "(ran interpret mode on this CPU for v7x; the TPU compiler's verdict from the deviceless libtpu" in out
 
 
