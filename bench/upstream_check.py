@@ -25,18 +25,15 @@ from typing import Any
 os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
 
 
-def file_rows(path: Path, chip: str, loop_types: list[str]) -> tuple[list[dict[str, Any]], str]:
-    """The check rows of one file, and where they ran."""
+def file_report(path: Path, chip: str, loop_types: list[str]) -> dict[str, Any]:
+    """The check of one file as JSON: its rows, its notes (failures beside the rows) and where it ran. A file
+    that does not load has no rows (check_rows turns every problem into a row or a note, never raises)."""
     from compiler.check import check_rows
-    from compiler.support.diagnostics import CompileError
 
-    try:
-        report = check_rows(str(path), None, chip, loop_types)
-    except CompileError as exc:  # the file itself does not load: one row says why
-        return [{"kernel": "-", "loop_type": "-", "verdict": "failed", "detail": str(exc)[:300]}], ""
+    report = check_rows(str(path), None, chip, loop_types)
     rows = [{"kernel": r.kernel, "loop_type": r.loop_type, "config": r.config, "verdict": r.verdict,
              "max_error": r.max_error, "detail": r.eager[:300]} for r in report.rows]
-    return rows, report.where
+    return {"rows": rows, "notes": list(report.notes), "where": report.where}
 
 
 def run(folder: Path, out: Path, chip: str, loop_types: list[str], deadline: float) -> int:
@@ -51,10 +48,10 @@ def run(folder: Path, out: Path, chip: str, loop_types: list[str], deadline: flo
             print(f"deadline reached before {path.name}", flush=True)
             break
         t0 = time.monotonic()
-        rows, where = file_rows(path, chip, loop_types)
-        data["files"][path.name] = {"rows": rows, "where": where, "seconds": round(time.monotonic() - t0, 1)}
+        report = data["files"][path.name] = file_report(path, chip, loop_types)
+        report["seconds"] = round(time.monotonic() - t0, 1)
         out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-        print(f"{path.name}: {', '.join(r['verdict'] for r in rows) or 'no kernels'} "
+        print(f"{path.name}: {', '.join(r['verdict'] for r in report['rows']) or 'no kernels'} "
               f"({time.monotonic() - t0:.1f} s)", flush=True)
     return 0
 

@@ -243,8 +243,8 @@ class IndexWriter:
         shape = op.tensor.value.shape
         items = [it for it in node.index if it[0] != "newaxis"]
         parts = self.index_parts(op, node)
-        sliced = [(d, it) for d, it in enumerate(items) if modes[d] in ("block", "sliced")]
-        if len(sliced) != len(parts) or (parts and parts[-1][1]):
+        sliced = [(d, it) for d, it in enumerate(items) if modes[d] in ("block", "sliced")]  # one per part
+        if parts and parts[-1][1]:
             return None  # a single lane picked on the last dim: read() masks it out of its row
         for p in range(max(0, len(parts) - 2), len(parts)):
             d, it = sliced[p]
@@ -275,8 +275,7 @@ class IndexWriter:
                 return self.tile_begin(td), td.block_size, self.window_multiple.get((td.loop_id, td.axis), 1)
             if self._unrolled(td):
                 return None
-            start = f"{self._var(td)} * {td.block_size}" + (f" + {td.begin}" if td.begin else "")
-            return start, td.block_size, math.gcd(td.block_size, td.begin)
+            return self._tile_start(td), td.block_size, math.gcd(td.block_size, td.begin)
         if it[0] != "window" or isinstance(it[1], int) or it[3] != 1:
             return None
         start, count = it[1], it[2]
@@ -378,14 +377,17 @@ class IndexWriter:
                 return f"pl.ds({self.tile_begin(td)}, {td.block_size})"
             if td.block_size >= size and not td.begin:
                 return ":"  # a window as long as the dim can only start at 0 (Mosaic cannot prove a traced start is)
-            var = self._var(td)
-            start = f"{var} * {td.block_size}" + (f" + {td.begin}" if td.begin else "")
+            start = self._tile_start(td)
             if self.strategy.get(td.loop_id) == "fori_loop" and not td.begin:
                 start = f"pl.multiple_of({start}, {td.block_size})"
             return f"pl.ds({start}, {td.block_size})"
         if kind == "window":
             return self._window(it[1], it[2], it[3], size)
         return self._position(it, size, load)
+
+    def _tile_start(self, td: TileDim) -> str:
+        """Where a tile's block starts in the dim it slices (a multiple of gcd(block size, begin))."""
+        return f"{self._var(td)} * {td.block_size}" + (f" + {td.begin}" if td.begin else "")
 
     def _window(self, start: object, count: int, step: int, size: int) -> str:
         span = (count - 1) * step + 1

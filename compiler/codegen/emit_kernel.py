@@ -334,7 +334,7 @@ class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
             if shortest is None:
                 continue
             last = shortest - d.block_size
-            multiple = math.gcd(0 if lo == "0" else ix.multiple(d.lo), d.block_size, last)
+            multiple = math.gcd(ix.multiple(d.lo), d.block_size, last)
             self.window_multiple[(d.loop_id, d.axis)] = multiple
             if last == 0:
                 self.out.add(indent + 1, f"{window} = 0  # window start: the {d.block_size} positions read are all "
