@@ -8,6 +8,7 @@ same --out carries on. Compare a chip's run with a CPU's: the rows both ran, how
 difference, and any row the CPU calls ok that failed on the chip (issue 28: there must be none).
 
     python bench/upstream_check.py DIR --out RUN.json [--chip v5e] [--loop-types unroll] [--deadline S]
+                                   [--file-limit S]   (exit 3: a file ran out of time; run again to carry on)
     python bench/upstream_check.py --compare CHIP.json CPU.json
 """
 
@@ -18,6 +19,7 @@ import datetime
 import json
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -36,7 +38,10 @@ def file_report(path: Path, chip: str, loop_types: list[str]) -> dict[str, Any]:
     return {"rows": rows, "notes": list(report.notes), "where": report.where}
 
 
-def run(folder: Path, out: Path, chip: str, loop_types: list[str], deadline: float) -> int:
+UNFINISHED = 3  # the exit status of a run stopped by --file-limit: run it again with the same --out
+
+
+def run(folder: Path, out: Path, chip: str, loop_types: list[str], deadline: float, file_limit: float = 0) -> int:
     data = json.loads(out.read_text()) if out.exists() else {"files": {}}
     data.update({"tool": "bench/upstream_check.py", "folder": str(folder), "chip": chip, "loop_types": loop_types,
                  "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%MZ")})
@@ -48,12 +53,32 @@ def run(folder: Path, out: Path, chip: str, loop_types: list[str], deadline: flo
             print(f"deadline reached before {path.name}", flush=True)
             break
         t0 = time.monotonic()
+        guard = _give_up_after(file_limit, out, data, path.name) if file_limit else None
         report = data["files"][path.name] = file_report(path, chip, loop_types)
+        if guard is not None:
+            guard.cancel()
         report["seconds"] = round(time.monotonic() - t0, 1)
         out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
         print(f"{path.name}: {', '.join(r['verdict'] for r in report['rows']) or 'no kernels'} "
               f"({time.monotonic() - t0:.1f} s)", flush=True)
     return 0
+
+
+def _give_up_after(seconds: float, out: Path, data: dict[str, Any], name: str) -> threading.Timer:
+    """A file still running after `seconds` is recorded without rows and the process ends (status UNFINISHED):
+    a compile that does not finish (on a TPU it runs in this process, where nothing can interrupt it) must not
+    take the rest of the folder with it."""
+    def give_up() -> None:
+        data["files"][name] = {"rows": [], "notes": [f"no verdict: still running after {seconds:.0f} s"],
+                               "where": "", "seconds": seconds}
+        out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        print(f"{name}: no verdict after {seconds:.0f} s; run again with the same --out to carry on", flush=True)
+        os._exit(UNFINISHED)
+
+    timer = threading.Timer(seconds, give_up)
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 def verdicts(run_json: dict[str, Any]) -> dict[tuple[str, str, str], str]:
@@ -84,13 +109,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chip", default="v5e", help="the chip to compile for (default v5e)")
     parser.add_argument("--loop-types", default="unroll", help="comma-separated loop strategies (default unroll)")
     parser.add_argument("--deadline", type=float, default=0, help="start no file after this many seconds")
+    parser.add_argument("--file-limit", type=float, default=0,
+                        help=f"record a file still running after this many seconds without rows and exit {UNFINISHED}")
     parser.add_argument("--compare", nargs=2, metavar=("CHIP_JSON", "CPU_JSON"))
     ns = parser.parse_args(argv)
     if ns.compare:
         return compare(*(json.loads(Path(p).read_text()) for p in ns.compare))
     if not ns.folder or not ns.out:
         parser.error("give a folder and --out, or --compare")
-    return run(Path(ns.folder), Path(ns.out), ns.chip, ns.loop_types.split(","), ns.deadline)
+    return run(Path(ns.folder), Path(ns.out), ns.chip, ns.loop_types.split(","), ns.deadline, ns.file_limit)
 
 
 if __name__ == "__main__":

@@ -46,9 +46,10 @@ HELPERS = {
         '    """block[..., idx, ...] along `axis` (the whole dim is in the block), exactly: a one-hot matmul at\n'
         "    HIGHEST precision for floats, the 16-bit halves through two one-hot matmuls for integers.\"\"\"\n"
         "    rows = block.shape[axis]\n"
-        "    flat = idx.reshape(-1)\n"
-        "    flat = jnp.where(flat < 0, flat + rows, flat)\n"
-        "    one_hot = flat[:, None] == jax.lax.broadcasted_iota(jnp.int32, (flat.shape[0], rows), 1)\n"
+        "    idx = jnp.where(idx < 0, idx + rows, idx)\n"
+        "    one_hot = idx[..., None] == jax.lax.broadcasted_iota(jnp.int32, idx.shape + (rows,), idx.ndim)\n"
+        "    if idx.ndim != 1:  # built at the index's shape, then stacked: Mosaic cannot flatten the index itself\n"
+        "        one_hot = one_hot.astype(jnp.float32).reshape(-1, rows)\n"
         "    table = jnp.moveaxis(block, axis, 0)\n"
         "    rest = table.shape[1:]\n"
         "    if len(rest) != 1:\n"
