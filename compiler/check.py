@@ -146,7 +146,7 @@ def _drawn(tables: tuple[IndexTable, ...]) -> str:
 class Row:
     """One kernel x loop strategy of a check. `verdict` is what a machine compares (recorded chip truth):
     ok | mismatch | rejected HPLnnn (the TPU compiler refused it) | failed (compile error or crash) |
-    not run | unchecked."""
+    not run | unchecked | unverified (right in interpret mode, but the TPU compiler never answered)."""
 
     kernel: str
     loop_type: str
@@ -248,7 +248,7 @@ def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip:
             except CompileError as exc:
                 rows.append(Row(k.name, lt, "-", f"compile error: {exc}", "-", "-", "failed"))
                 continue
-            rejected = None if on_chip else _tpu_compile_problem(ck, notes)
+            rejected, unanswered = (None, None) if on_chip else _tpu_compile_problem(ck, notes)
             if rejected is not None:
                 code, text = rejected
                 rows.append(Row(k.name, lt, ck.config.short(), f"REJECTED BY THE TPU COMPILER {text}", "-",
@@ -327,23 +327,30 @@ def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip:
                 # nothing compared at all (no eager reference, no reference() of the file's own) is no pass either
                 verdict = ("mismatch" if problem is not None or own_problem is not None
                            else "unchecked" if unchecked is not None and own is None else "ok")
+            if verdict == "ok" and unanswered is not None:
+                verdict, eager = "unverified", f"UNVERIFIED: {eager} in interpret mode, but {unanswered}"
             rows.append(Row(k.name, lt, ck.config.short(), eager, mine, seconds, verdict, worst))
     return CheckReport(rows, [*ran_at.values(), *notes], "")
 
 
-def _tpu_compile_problem(ck: Any, notes: list[str]) -> tuple[str, str] | None:
+def _tpu_compile_problem(ck: Any, notes: list[str]) -> tuple[tuple[str, str] | None, str | None]:
     """The deviceless libtpu compile's verdict on `ck`: (HPL code, where and what) when the TPU compiler
-    rejects it, else None. When libtpu cannot answer (not installed, timed out) a note says so once."""
+    rejects it, else None; and why an installed libtpu could not answer (its compile timed out or crashed),
+    which leaves an interpret-mode pass unverified: the chip may never finish that compile either (upstream
+    jagged_layer_norm on a TPU v5e). When libtpu is not installed, a note says so once."""
     diagnostics = ck.check_tpu_compile()
     errors = [d for d in diagnostics if d.is_error]
     if errors:
         d = errors[0]
-        return d.code, f"{d.code} line {d.range.start.line + 1}: {d.message}"
+        return (d.code, f"{d.code} line {d.range.start.line + 1}: {d.message}"), None
+    unanswered = None
     for d in diagnostics:  # HPL402 (no libtpu) or an HPL401 warning (timed out, crashed): the verdict is unknown
+        if d.code == "HPL401":
+            unanswered = d.message
         note = f"{ck.kernel.name}: the TPU compiler gave no verdict: {d.message}"
         if note not in notes:
             notes.append(note)
-    return None
+    return None, unanswered
 
 
 def max_error(out: Any, expected: Any) -> float | None:

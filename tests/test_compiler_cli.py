@@ -304,6 +304,23 @@ def test_check_fails_a_row_the_tpu_compiler_rejects_before_interpreting_it(tmp_p
     assert "(ran interpret mode on this CPU for v7x; the TPU compiler's verdict from the deviceless libtpu" in out
 
 
+@libtpu
+def test_check_does_not_call_ok_what_the_tpu_compiler_never_answered(capsys, monkeypatch):
+    """A libtpu compile that does not end (upstream jagged_layer_norm's: on a TPU v5e its compile ran for minutes
+    and never finished) leaves an interpret-mode pass unverified: the row fails and says why, it is not `ok`."""
+    from compiler.tpu import libtpu_compile
+
+    impatient = libtpu_compile.TpuCompiler(timeout=0.01)  # the real worker, killed before it can answer
+    monkeypatch.setattr(libtpu_compile, "default_compiler", lambda: impatient)
+    try:
+        code, out = _check(EXAMPLES / "add.py", capsys)
+    finally:
+        impatient.close()
+    row = out.splitlines()[1]
+    assert code == 1 and "UNVERIFIED: ok in interpret mode, but the libtpu compile timed out" in row, out
+    assert out.rstrip().endswith("0 passed, 1 failed"), out
+
+
 def test_check_says_when_the_eager_reference_cannot_run_a_kernel(tmp_path, capsys, without_libtpu):
     """Not a MISMATCH: nothing was compared with it. The file's own reference() still judges the kernel; with
     none, nothing compared the kernel at all and the row does not pass."""
