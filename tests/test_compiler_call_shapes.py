@@ -62,6 +62,16 @@ def test_kernels_called_from_check_through_run_example_get_their_shapes(rows):
     assert kernel.shape_set_ranges == [kernel.decorator_range] * 2
 
 
+def test_pretuned_kernels_called_through_their_sweep_harness_get_its_shapes():
+    """upstream's pretuned files call their kernels only inside `make_calls`, which `main()` hands to
+    `_bench.run_sweep` with the shapes (HPL107, no shape set, before): each shape, once, is a shape set."""
+    module = compiler.load((HERE / "sweep.py").read_text(), "sweep.py")
+    assert sets(module, "rms_norm") == ["x=bf16[256, 1024], weight=bf16[1024]",
+                                        "x=bf16[256, 2048], weight=bf16[2048]",
+                                        "x=bf16[512, 768], weight=bf16[768]"]
+    assert module.kernels["rms_norm"].shape_set_origins[0].label.startswith("from `run_sweep(shapes, make_calls")
+
+
 def test_a_lambda_in_a_dict_of_kernels_passes_its_scalar(rows):
     assert sets(rows, "row_scale") == ["x=bf16[64, 256], scale=0.5", "x=bf16[128, 512], scale=0.5"]
 

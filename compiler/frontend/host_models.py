@@ -104,6 +104,7 @@ class Models(TorchModels, BuiltinModels, OperatorModels):
         self.functions: dict[str, Callable[[list, dict, Range], Any]] = {
             "helion._testing.run_example": self.run_example,
             "helion._testing.code_and_output": self.code_and_output,
+            "_bench.run_sweep": self.run_sweep,
             "helion.runtime.settings._get_backend": lambda a, k, r: "pallas",
             "helion._compat.use_tileir_tunables": lambda a, k, r: False,
             "functools.partial": lambda a, k, r: Partial(a[0], tuple(a[1:]), dict(k)) if a else UNKNOWN,
@@ -172,6 +173,8 @@ class Models(TorchModels, BuiltinModels, OperatorModels):
             return BoundBuiltin(obj, attr) if attr in ("to", "half", "float", "bfloat16") else UNKNOWN
         if isinstance(obj, FakeDevice):
             return getattr(obj, attr) if attr in ("type", "index") else UNKNOWN
+        if isinstance(obj, Builtin) and (obj.name, attr) == ("dict", "fromkeys"):  # ordered de-duplication
+            return BoundBuiltin(dict, attr)
         if isinstance(obj, torch.dtype):
             return getattr(obj, attr) if attr in ("itemsize", "is_floating_point", "is_signed") else UNKNOWN
         if isinstance(obj, torch.finfo | torch.iinfo):
@@ -278,6 +281,22 @@ class Models(TorchModels, BuiltinModels, OperatorModels):
             out = self.ev.call_value(fn, list(call_args), {}, rng, None)
             if bwd is True:
                 self.backward(out, rng)
+        return UNKNOWN
+
+    def run_sweep(self, args: list, kwargs: dict, rng: Range) -> Any:
+        """upstream's pretuned kernels' harness, `run_sweep(shapes, make_calls, ...)` (pretuned_kernels/_bench.py,
+        which their `main()` imports): for each shape, `make_calls(shape)` builds the inputs and returns
+        `(helion_call, baselines, cells)`; the zero-argument `helion_call` calls the kernel. Baselines are plain
+        torch and are not followed."""
+        given = dict(zip(("shapes", "make_calls"), args, strict=False))
+        given.update({k: v for k, v in kwargs.items() if k in ("shapes", "make_calls")})
+        shapes, make_calls = self.items_of(given.get("shapes")), given.get("make_calls")
+        if shapes is None or make_calls is None:
+            return UNKNOWN
+        for shape in shapes:
+            calls = self.ev.call_value(make_calls, [shape], {}, rng, None)
+            if isinstance(calls, tuple) and calls:
+                self.ev.call_value(calls[0], [], {}, rng, None)
         return UNKNOWN
 
     def code_and_output(self, args: list, kwargs: dict, rng: Range) -> Any:
