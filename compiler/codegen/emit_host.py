@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import torch
+
 from ..ir.tile_ir import VIEW_OPS, GridLoop, KernelIR, Load, Op, Return, Store, TileDim, Value, viewed, walk
 from ..support.diagnostics import UserError
 from .emit_base import RESERVED, Names, Output, RegionWriter, about, flat
 from .exprs import dtype_text, literal
 from .plan_builder import CallLayout, OperandLayout
+from .work import CARRIED
 
 
 class HostWriter(RegionWriter):
@@ -41,6 +44,10 @@ class HostWriter(RegionWriter):
         returns = "its outputs" + (f", then the updated {', '.join(self.mutated)}" if self.mutated else "")
         self.out.add(1, f'"""Runs `{ir.name}`; returns {returns}. '
                         'On CPU pass interpret=pltpu.InterpretParams()."""')
+        for p in tensors:
+            if ir.args[p].dtype in CARRIED:
+                carried = dtype_text(ir.args[p].dtype)
+                self.out.add(1, f"{p} = {p}.astype({carried})  # Mosaic has no float16 vectors: carried as {carried}")
         initialized = self._initialized_allocs()
         for n in ir.host:
             if isinstance(n, Op):
@@ -191,8 +198,8 @@ class HostWriter(RegionWriter):
         return self.name_of(v)
 
     def ret(self, n: Return) -> None:
-        vals = [self.ref(v)[0] if isinstance(v, Value) else literal(v) for v in n.values]
-        extra = [m for m in self.mutated]
+        vals = [self._as_declared(self.ref(v)[0], v.dtype) if isinstance(v, Value) else literal(v) for v in n.values]
+        extra = [self._as_declared(m, self.ir.args[m].dtype) for m in self.mutated]
         if n.is_tuple or extra:
             items = vals + extra if n.values != (None,) else extra
             if n.values == (None,) and len(extra) == 1:
@@ -201,6 +208,11 @@ class HostWriter(RegionWriter):
             self.out.add(1, f"return ({', '.join(items)}{',' if len(items) == 1 else ''})", n.range)
         else:
             self.out.add(1, f"return {vals[0]}", n.range)
+
+    @staticmethod
+    def _as_declared(text: str, dtype: torch.dtype) -> str:
+        """A result in the dtype the kernel gives it (a float16 one was carried as float32)."""
+        return f"{text}.astype(jnp.{str(dtype).removeprefix('torch.')})" if dtype in CARRIED else text
 
     def load_expr(self, node: Load) -> str:
         raise AssertionError("host code has no loads")

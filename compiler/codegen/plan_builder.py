@@ -46,10 +46,10 @@ from .loops import (
     shortest_indexed_dim,
 )
 from .placement import CannotStream, Placer, layout_tiling, py_name
-from .work import padded_bytes, region_work, temporaries_bytes
+from .work import carried_dtype, padded_bytes, region_work, temporaries_bytes
 
 JNP_DTYPES = {
-    torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16", torch.int32: "int32",
+    torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float32", torch.int32: "int32",
     torch.int16: "int16", torch.int8: "int8", torch.uint8: "uint8", torch.bool: "bool",
     torch.float8_e4m3fn: "float8_e4m3fn", torch.float8_e5m2: "float8_e5m2", torch.int64: "int32",
     torch.float64: "float32",
@@ -298,7 +298,7 @@ def _dma_scratch(dma: dict[int, DmaAccess], taken: set[str]) -> list[Scratch]:
         dtype = d.src.value.dtype
         role = {"gather": "dma_buffer", "window_load": "dma_buffer", "scatter": "dma_staging",
                 "window_store": "dma_window_out"}[d.kind]
-        out.append(Scratch(name, d.buffer_shape, JNP_DTYPES[dtype], dtype.itemsize, role, d.node.range))
+        out.append(Scratch(name, d.buffer_shape, JNP_DTYPES[dtype], carried_dtype(dtype).itemsize, role, d.node.range))
         out.append(Scratch(d.sem, (d.slots,), "int32", 4, "dma_sem", d.node.range))
         if d.kind == "window_store":  # each slot's count of rows copied out, for its wait
             out.append(Scratch(f"{name}_count", (d.slots,), "int32", 4, "counter", d.node.range))
@@ -403,7 +403,7 @@ def _scratch(grid: GridLoop, loop_type: object, ops: list[OperandLayout],
                             name = f"{py_name(c.name)}_{n.index}_scratch"
                         names[(n.index, c.name)] = name
                         dtype = c.phi.dtype
-                        plan.append(Scratch(name, tuple(c.phi.shape) or (1,), JNP_DTYPES[dtype], dtype.itemsize,
+                        plan.append(Scratch(name, tuple(c.phi.shape) or (1,), JNP_DTYPES[dtype], carried_dtype(dtype).itemsize,
                                             "carried", n.range))
                     if _uses_own_position(n) or id(n) in revisited or n.dims[0].loop_id in sliced or n.index in positioned:
                         name = f"{py_name(n.dims[0].name)}_step"
@@ -473,7 +473,7 @@ def _call_plan(layout: CallLayout, loop_type: object, chip: Chip) -> CallPlan:
             axes = tuple(range(len(dims))) if any(d.loop is None for d in mine) else ()
         operands.append(Operand(
             name=o.ref_name, tensor=o.tensor.name, kind=o.kind, array_shape=tuple(o.tensor.value.shape),
-            dtype=JNP_DTYPES[dtype], itemsize=dtype.itemsize, memory=o.memory, block_shape=block,
+            dtype=JNP_DTYPES[dtype], itemsize=carried_dtype(dtype).itemsize, memory=o.memory, block_shape=block,
             buffer_count=o.buffer_count, grid_axes=axes,
             inner_loop=o.loop.index if o.loop is not None else None, inner_axes=o.inner_axes,
             index_map=o.inner_index_map if o.memory == "hbm" else o.index_map, ranges=tuple(o.ranges),
@@ -518,5 +518,5 @@ def _call_plan(layout: CallLayout, loop_type: object, chip: Chip) -> CallPlan:
 
 def operand_vmem_bytes(op: Operand) -> int:
     """Padded VMEM bytes one operand takes (all its buffers)."""
-    dtype = {v: k for k, v in JNP_DTYPES.items() if k not in (torch.int64, torch.float64)}[op.dtype]
+    dtype = {v: k for k, v in JNP_DTYPES.items() if k not in (torch.int64, torch.float64, torch.float16)}[op.dtype]
     return padded_bytes(op.block_shape, dtype) * op.buffer_count

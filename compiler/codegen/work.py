@@ -16,24 +16,33 @@ from .padding import padded_count, sublane_rows_of
 _NO_VECTOR_WORK = {"reshape", "index", "full", "iota", "tile_begin", "tile_end", "tile_id", "broadcast_to", "alloc"}
 
 
+# What a kernel's values of a dtype are carried as on a TPU: Mosaic loads no float16 vector on any chip ("Invalid
+# vector type for load", libtpu 0.0.42 for v4 to v7x), so float16 tensors cross into the kernel as float32.
+CARRIED = {torch.float16: torch.float32}
+
+
+def carried_dtype(dtype: torch.dtype) -> torch.dtype:
+    return CARRIED.get(dtype, dtype)
+
+
 def sublane_rows(dtype: torch.dtype) -> int:
     """Rows per (sublanes x 128) vector tile: 8 for 32-bit, 16 for 16-bit, 32 for 8-bit."""
-    return sublane_rows_of(dtype.itemsize)
+    return sublane_rows_of(carried_dtype(dtype).itemsize)
 
 
 def padded_elems(shape: tuple[int, ...], dtype: torch.dtype) -> int:
     """Elements of `shape` once laid out in (sublane, 128-lane) tiles, as the TPU stores it."""
-    return padded_count(shape, dtype.itemsize)
+    return padded_count(shape, carried_dtype(dtype).itemsize)
 
 
 def padded_bytes(shape: tuple[int | None, ...], dtype: torch.dtype) -> int:
     dims = tuple(d for d in shape if d is not None)
-    return padded_elems(dims, dtype) * dtype.itemsize
+    return padded_elems(dims, dtype) * carried_dtype(dtype).itemsize
 
 
 def _vreg_elems(v: Value) -> float:
     """Vector work in 32-bit-lane units: a packed bf16 vreg holds twice the elements of an f32 one."""
-    itemsize = v.meta.dtype.itemsize  # read off the meta tensor once: the model asks this for every value
+    itemsize = carried_dtype(v.meta.dtype).itemsize  # read off the meta tensor once: the model asks this for every value
     return padded_count(v.meta.shape, itemsize) * min(1.0, itemsize / 4)
 
 

@@ -10,7 +10,8 @@ precision its name promises:
                               sums): ~16 significant bits, more than tf32's 11, ~2.2x the default's time
   "tf32x3", "ieee"            Precision.HIGHEST: f32 to within rounding, ~5x the default's time
 
-Dots of 16-bit, 8-bit or integer operands are exact products already and run at the default. The setting
+Dots of bf16, 8-bit or integer operands are exact products already and run at the default; float16 operands,
+carried as float32 (Mosaic has no float16 vectors) and wider than one bf16 pass, are planned as f32 ones. The setting
 comes from the decorator (`@helion.kernel(dot_precision="ieee")`), else HELION_DOT_PRECISION, else "tf32".
 Each dot op of the IR carries its plan in `kwargs["precision"]`: codegen spells it, the model costs it.
 Interpret mode on a CPU computes the written-out passes exactly as the chip does, and HIGHEST as f32, so a CPU
@@ -57,7 +58,7 @@ def setting(decorator: ast.expr) -> str:
 
 def plan(a: torch.dtype, b: torch.dtype, chosen: str) -> str:
     """"default", "bf16x3" or "highest" for a dot of `a` and `b` operands under the setting `chosen`."""
-    if torch.float32 in (a, b) or torch.float64 in (a, b):
+    if {a, b} & {torch.float32, torch.float64, torch.float16}:  # float16 is carried as float32 (codegen/work.py)
         return _F32_PLAN[chosen]
     return "default"
 
