@@ -150,6 +150,14 @@ UNROLLED_EXPONENT = 0.876
 # and libtpu 133.94: out of VMEM), [64, 128, 128] 18.6 against 10.4; with the carries, every one of the nine is
 # within -0.9 / +3.7 MiB.
 PIPELINE_CARRY_FACTOR = 0.5
+# A one-hot gather (`_gather`: K positions from R rows of `rest` elements each) holds its selection matrix and a
+# few arrays of one row per position beside it (the product, the kind of each non-finite entry, the choice). libtpu
+# 0.0.42.1 for v5e, f32 (MiB needed against the one-hot's K x R and the K x rest columns, both padded to 128 lanes):
+# K=16384, R=128, rest 1: 28.1 (8 + 8); R=256: 40.2 (16 + 8); R=512: 48.0 (32 + 8); K=8192, R=128: 14.1 (4 + 4);
+# K=4096, R=1024: 20.5 (16 + 2); rest 128: 36.0 (8 + 8). The fused 1.3x of the one-hot alone said 10.5 for the
+# first (upstream jagged_dense_add: HPL302, 27.18 MiB needed, 19 asked for). 1.3x the one-hot and the table plus
+# 2.5x the columns is within -15 / +28 % of all six.
+GATHER_COLUMNS_FACTOR = 2.5
 
 
 def temporaries_bytes(nodes: list[Node], strategy: Callable[[InnerLoop], str],
@@ -162,7 +170,7 @@ def temporaries_bytes(nodes: list[Node], strategy: Callable[[InnerLoop], str],
     estimated, 87.1 needed: the f32 accumulator and two row statistics of 8192 rows, twice, are 32 MiB).
     An emit_pipeline body holds about half as much again beside its scratch (PIPELINE_CARRY_FACTOR)."""
     straight = _largest_value(nodes, dma)
-    peak = FUSED_FACTOR * straight
+    peak = max(FUSED_FACTOR * straight, _gather_temporaries(nodes, dma))
     for n in nodes:
         if isinstance(n, InnerLoop):
             inner = temporaries_bytes(n.body, strategy, dma)
@@ -206,6 +214,19 @@ def _pipeline_carry_bytes(loop: InnerLoop) -> int:
         else:
             total += _carry_bytes(c.phi.meta.shape, c.phi.meta.dtype)
     return total
+
+
+def _gather_temporaries(nodes: list[Node], dma: frozenset[int]) -> float:
+    """What the largest one-hot gather in straight-line code holds (GATHER_COLUMNS_FACTOR)."""
+    most = 0.0
+    for n in nodes:
+        sizes = gather_sizes(n) if isinstance(n, Load | Store) and id(n) not in dma else None
+        if sizes is not None:
+            k, r, rest = sizes
+            one_hot, table = padded_bytes((k, r), torch.float32), padded_bytes((r, rest), n.tensor.value.dtype)
+            most = max(most, FUSED_FACTOR * (one_hot + table)
+                       + GATHER_COLUMNS_FACTOR * padded_bytes((k, rest), torch.float32))
+    return most
 
 
 def _largest_value(nodes: list[Node], dma: frozenset[int] = frozenset()) -> int:
