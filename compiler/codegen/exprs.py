@@ -213,14 +213,16 @@ class ExprWriter:
         k, a, kw = op.kind, op.args, op.kwargs
         out = op.outputs()[0]
         if k in INFIX:
+            widen = None
             if k in ("mul", "div") and _rounds_scalar(a[1] if k == "div" else a[0] if not isinstance(a[0], Value) else a[1],
                                                      out.dtype):
-                wide = [f"{self.arg(x)}.astype(jnp.float32)" if isinstance(x, Value) else self.arg(x) for x in a]
-                return f"({wide[0]} {INFIX[k]} {wide[1]}).astype({dtype_text(out.dtype)})", True
-            if k in ("lshift", "rshift") and out.dtype.itemsize < 4 and not out.dtype.is_floating_point:
+                widen = "jnp.float32"
+            elif k in ("lshift", "rshift") and out.dtype.itemsize < 4 and not out.dtype.is_floating_point:
                 # Mosaic legalizes no shift of 8- or 16-bit vectors (libtpu for v5e, as the chip: int4 unpacking):
                 # shift in int32, then wrap back as torch's narrow shift does
-                wide = [f"{self.arg(x)}.astype(jnp.int32)" if isinstance(x, Value) else self.arg(x) for x in a]
+                widen = "jnp.int32"
+            if widen is not None:
+                wide = [f"{self.arg(x)}.astype({widen})" if isinstance(x, Value) else self.arg(x) for x in a]
                 return f"({wide[0]} {INFIX[k]} {wide[1]}).astype({dtype_text(out.dtype)})", True
             return f"{self.operand(a[0], out)} {INFIX[k]} {self.operand(a[1], out)}", False
         if k == "neg":

@@ -216,17 +216,21 @@ def _pipeline_carry_bytes(loop: InnerLoop) -> int:
     return total
 
 
+def _one_hot_bytes(n: Node, dma: frozenset[int]) -> tuple[int, int] | None:
+    """A one-hot gather's (selection matrix + whole gathered block, its one-row-per-position columns) in padded
+    bytes; None for any other node, and for an access whose rows are copied by DMA."""
+    sizes = gather_sizes(n) if isinstance(n, Load | Store) and id(n) not in dma else None
+    if sizes is None:
+        return None
+    k, r, rest = sizes
+    matrix = padded_bytes((k, r), torch.float32) + padded_bytes((r, rest), n.tensor.value.dtype)
+    return matrix, padded_bytes((k, rest), torch.float32)
+
+
 def _gather_temporaries(nodes: list[Node], dma: frozenset[int]) -> float:
     """What the largest one-hot gather in straight-line code holds (GATHER_COLUMNS_FACTOR)."""
-    most = 0.0
-    for n in nodes:
-        sizes = gather_sizes(n) if isinstance(n, Load | Store) and id(n) not in dma else None
-        if sizes is not None:
-            k, r, rest = sizes
-            one_hot, table = padded_bytes((k, r), torch.float32), padded_bytes((r, rest), n.tensor.value.dtype)
-            most = max(most, FUSED_FACTOR * (one_hot + table)
-                       + GATHER_COLUMNS_FACTOR * padded_bytes((k, rest), torch.float32))
-    return most
+    gathers = [b for b in (_one_hot_bytes(n, dma) for n in nodes) if b is not None]
+    return max((FUSED_FACTOR * matrix + GATHER_COLUMNS_FACTOR * columns for matrix, columns in gathers), default=0.0)
 
 
 def _largest_value(nodes: list[Node], dma: frozenset[int] = frozenset()) -> int:
@@ -236,9 +240,7 @@ def _largest_value(nodes: list[Node], dma: frozenset[int] = frozenset()) -> int:
         outs = n.outputs() if isinstance(n, Op) and n.kind not in ("alloc",) else (n.out,) if isinstance(n, Load) else ()
         for v in outs:
             biggest = max(biggest, padded_bytes(v.meta.shape, v.meta.dtype))
-        sizes = gather_sizes(n) if isinstance(n, Load | Store) and id(n) not in dma else None
-        if sizes is not None:  # the one-hot selection matrix and the whole gathered block
-            k, r, rest = sizes
-            dtype = n.tensor.value.dtype
-            biggest = max(biggest, padded_bytes((k, r), torch.float32) + padded_bytes((r, rest), dtype))
+        gather = _one_hot_bytes(n, dma)
+        if gather is not None:  # the one-hot selection matrix and the whole gathered block
+            biggest = max(biggest, gather[0])
     return biggest

@@ -95,6 +95,13 @@ def _type_info(kind: type, args: list, kwargs: dict) -> Any:
         return UNKNOWN
 
 
+def _given(names: tuple[str, ...], args: list, kwargs: dict) -> dict[str, Any]:
+    """The arguments of a harness call by parameter name (positional first, then keywords), of `names` only."""
+    given = dict(zip(names, args, strict=False))
+    given.update({k: v for k, v in kwargs.items() if k in names})
+    return given
+
+
 class Models(TorchModels, BuiltinModels, OperatorModels):
     """Attribute reads, calls, subscripts and operators on values host_eval.py does not define itself."""
 
@@ -268,9 +275,7 @@ class Models(TorchModels, BuiltinModels, OperatorModels):
         """upstream's `run_example(kernels, baselines, args, ..., bwd=False)`: each kernel (one, or a dict of
         them) is called with `args`; with `bwd=True` its output's backward runs too. Baselines are plain
         torch references and are not followed."""
-        names = ("kernel_fn", "baseline_fn", "args")
-        given = dict(zip(names, args, strict=False))
-        given.update({k: v for k, v in kwargs.items() if k in names})
+        given = _given(("kernel_fn", "baseline_fn", "args"), args, kwargs)
         call_args = self.items_of(given.get("args"))
         kernels = given.get("kernel_fn")
         if call_args is None or kernels is None:
@@ -288,8 +293,7 @@ class Models(TorchModels, BuiltinModels, OperatorModels):
         which their `main()` imports): for each shape, `make_calls(shape)` builds the inputs and returns
         `(helion_call, baselines, cells)`; the zero-argument `helion_call` calls the kernel. Baselines are plain
         torch and are not followed."""
-        given = dict(zip(("shapes", "make_calls"), args, strict=False))
-        given.update({k: v for k, v in kwargs.items() if k in ("shapes", "make_calls")})
+        given = _given(("shapes", "make_calls"), args, kwargs)
         shapes, make_calls = self.items_of(given.get("shapes")), given.get("make_calls")
         if shapes is None or make_calls is None:
             return UNKNOWN
