@@ -292,15 +292,15 @@ def reference(x, lengths):
 
 @libtpu
 def test_check_fails_a_row_the_tpu_compiler_rejects_before_interpreting_it(tmp_path, capsys):
-    """Interpret mode runs this kernel right, but Mosaic extracts only 32-bit scalars from a vector (a v5e said
-    so of the conformance case grid_row_sum_plus_last_bf16 on the chip): the row is the compiler's verdict on
-    the kernel's line, not an `ok` the chip would contradict."""
-    case = (REPO / "tests/conformance/kernels/grid_row_sum_plus_last_bf16.py").read_text()
-    path = tmp_path / "bf16_scalar.py"
-    path.write_text(case.replace("@helion.kernel", "# helion: args(x=bf16[4, 64])\n@helion.kernel", 1))
+    """Interpret mode runs this kernel right, but Mosaic copies no strided lanes (a v5e said so of the conformance
+    case slice_strided on the chip): the row is the compiler's verdict on the kernel's line, not an `ok` the chip
+    would contradict."""
+    case = (REPO / "tests/conformance/kernels/slice_strided.py").read_text()
+    path = tmp_path / "strided_lanes.py"
+    path.write_text(case.replace("@helion.kernel", "# helion: args(src=f32[64, 32], dst=f32[64, 32])\n@helion.kernel", 1))
     code, out = _check(path, capsys)
     row = out.splitlines()[1]
-    assert code == 1 and "REJECTED BY THE TPU COMPILER HPL401 line 17: " in row and "32-bit scalar" in row, out
+    assert code == 1 and "REJECTED BY THE TPU COMPILER HPL401 line 16: " in row and "Stride on last dim" in row, out
     assert "(ran interpret mode on this CPU for v7x; the TPU compiler's verdict from the deviceless libtpu" in out
 
 

@@ -1,6 +1,7 @@
 """How the kernel indexes the blocks it was given: the subscript of each ref read and write.
 
-A dim placed "block" or "squeezed" (see `placement`) needs nothing in the kernel (`:` / absent); a "sliced"
+A dim placed "block" or "squeezed" (see `placement`) needs nothing in the kernel (`:` / absent), a "group" dim
+picks its position's offset in the group; a "sliced"
 dim is indexed here from its IR index item: `pl.ds(start, size)` for inner tiles and windows, a scalar for
 one position, `:` plus the `_gather` / `_scatter` helpers for tensor indices. Computed positions that are not
 proven to lie inside the array are brought inside it (the TPU never reads out of bounds): a scalar wraps
@@ -207,44 +208,101 @@ class IndexWriter:
                 parts.append((":", False))
             elif mode == "sliced":
                 parts.append((self._sliced(it, shape[d], isinstance(node, Load)), it[0] in ("int", "grid", "id", "scalar")))
+            elif mode == "group":  # the block is the aligned group of rows (or lanes) holding the position
+                group = op.block_shape[d]
+                parts.append((f"({self._position(it, shape[d], True)}) % {group}", True))
             d += 1
         return parts
 
     def read(self, op: OperandLayout, ref: str, node: Load | Store) -> str:
-        """A read of `ref`; one element picked by a dynamic index along the lane dim is taken out of its row
-        with a mask (TPUs cannot address a lane that is not provably 128-aligned), a window at a start not
-        provably aligned is gathered (see the module docstring)."""
+        """A read of `ref`. A position picked by a dynamic index along the lanes, or along the rows of a value
+        narrower than 32 bits, is taken out of its rows with a mask (TPUs address neither at a start not proven
+        aligned); a window at a start not provably aligned is gathered (see the module docstring)."""
         if op.memory == "smem":
             return f"{ref}[{self.index_text(op, node)}]"
-        window = self.unaligned_window(op, node)
-        if window is not None:
-            row, axis, positions = window
-            self.use_helper("gather")
-            return f"_gather({ref}[{row}], {positions}, axis={axis})"
-        parts = self.index_parts(op, node)
-        last = [it for it in node.index if it[0] != "newaxis"]
-        if not (parts and parts[-1][1] and last and last[-1][0] in ("grid", "id", "scalar")):
+        window = self._window_part(op, node)
+        masked = self._masked_picks(op, node)
+        if window is None and not masked:
             return f"{ref}[{self.index_text(op, node)}]"
-        row = ", ".join([p for p, _ in parts[:-1]] + [":"])
-        row = "..." if set(row.split(", ")) == {":"} else row
-        iota = f"jax.lax.broadcasted_iota(jnp.int32, ({op.block_dims_visible()[-1]},), 0)"
-        zero = "False" if op.tensor.value.dtype == torch.bool else "0"
-        pick = f"jnp.where({iota} == {parts[-1][0]}, {ref}[{row}], {zero})"
-        if op.tensor.value.dtype == torch.bool:
-            return f"jnp.any({pick}, axis=-1)"
-        return f"jnp.sum({pick}, axis=-1, dtype={dtype_text(op.tensor.value.dtype)})"
+        parts = self.index_parts(op, node)
+        text = [":" if p in masked or (window and p == window[0]) else t for p, (t, _) in enumerate(parts)]
+        subscript = "..." if set(text) == {":"} else ", ".join(text)
+        value = f"{ref}[{subscript}]" if not masked else self._mask_out(op, f"{ref}[{subscript}]", parts, masked)
+        if window is None:
+            return value
+        p, positions = window
+        self.use_helper("gather")
+        return f"_gather({value}, {positions}, axis={sum(not picks for _, picks in parts[:p])})"
+
+    def _mask_out(self, op: OperandLayout, value: str, parts: list[tuple[str, bool]], masked: dict[int, str]) -> str:
+        """`value` (the block read with the masked parts whole) with each masked part's position taken out: a
+        sum of the one selected row (or lane) under a mask."""
+        lane = len(parts) - 1
+        lane_kept = lane in masked or not parts[lane][1]  # the read value ends with the lane dim
+        visible = op.block_dims_visible()
+        conditions, axes = [], []
+        for p in sorted(masked):
+            shape = f"({visible[p]},)" if p == lane or not lane_kept else f"({visible[p]}, 1)"
+            conditions.append(f"(jax.lax.broadcasted_iota(jnp.int32, {shape}, 0) == {masked[p]})")
+            axes.append(-1 if p == lane or not lane_kept else -2)
+        dtype = op.tensor.value.dtype
+        axis = str(axes[0]) if len(axes) == 1 else f"({', '.join(map(str, axes))})"
+        mask = " & ".join(conditions)
+        if dtype == torch.bool:
+            return f"jnp.any(jnp.where({mask}, {value}, False), axis={axis})"
+        if dtype.itemsize < 4 and (all(picks for _, picks in parts) or not dtype.is_floating_point):
+            # Mosaic takes a scalar out of 32-bit vectors only, and reduces no 8-bit integers: sum in 32 bits
+            wide = "jnp.float32" if dtype.is_floating_point else "jnp.int32"
+            return f"jnp.sum(jnp.where({mask}, {value}.astype({wide}), 0), axis={axis}).astype({dtype_text(dtype)})"
+        return f"jnp.sum(jnp.where({mask}, {value}, 0), axis={axis}, dtype={dtype_text(dtype)})"
+
+    def _masked_picks(self, op: OperandLayout, node: Load | Store) -> dict[int, str]:
+        """Parts of the read (see `index_parts`) that pick one position the kernel must mask out of the whole
+        block dim, with that position: a dynamic position on the lane dim, or on the row dim of a value narrower
+        than 32 bits or of one element (libtpu for v5e: E2003 unless the row is a proven multiple of 8, "dynamic
+        load with unaligned indices" for one f32 element; whole 32-bit rows it shifts itself)."""
+        parts = self.index_parts(op, node)
+        items = [it for it, mode in zip([it for it in node.index if it[0] != "newaxis"], self.layout.modes[id(node)],
+                                        strict=True) if mode in ("block", "sliced", "group")]
+        out: dict[int, str] = {}
+        dtype = op.tensor.value.dtype
+        if len(items) != len(parts) or len(parts) != len(op.block_dims_visible()):
+            return out
+        for p in range(max(0, len(parts) - 2), len(parts)):
+            text, picks = parts[p]
+            it = items[p]
+            if not picks or it[0] not in ("grid", "id", "scalar"):
+                continue
+            if p == len(parts) - 1:
+                out[p] = text
+            elif (dtype.itemsize < 4 or parts[-1][1]) and dtype != torch.bool and not (
+                    it[0] == "scalar" and self._static(it[1])):
+                out[p] = text  # (bool rows the chip reads as they are: grid_row_count_bool ran on the v5e)
+        return out
 
     def unaligned_window(self, op: OperandLayout, node: Load | Store) -> tuple[str, int, str] | None:
         """(the subscript with that dim whole, the dim's axis in what it reads, the window's positions) when the
         access has a window along one of the ref's last two dims whose start is known only on the device and not
         proven a multiple of that dim's tiling; None when Mosaic can address it as it is."""
+        window = self._window_part(op, node)
+        if window is None:
+            return None
+        p, positions = window
+        parts = self.index_parts(op, node)
+        row = [t for t, _ in parts]
+        row[p] = ":"
+        axis = sum(not picks for _, picks in parts[:p])
+        return ("..." if set(row) == {":"} else ", ".join(row)), axis, positions
+
+    def _window_part(self, op: OperandLayout, node: Load | Store) -> tuple[int, str] | None:
+        """(the part of the read, see `index_parts`, the window's positions) of `unaligned_window`'s window."""
         if op.memory == "smem":
             return None
         modes = self.layout.modes[id(node)]
         shape = op.tensor.value.shape
         items = [it for it in node.index if it[0] != "newaxis"]
         parts = self.index_parts(op, node)
-        sliced = [(d, it) for d, it in enumerate(items) if modes[d] in ("block", "sliced")]  # one per part
+        sliced = [(d, it) for d, it in enumerate(items) if modes[d] in ("block", "sliced", "group")]  # one per part
         if parts and parts[-1][1]:
             return None  # a single lane picked on the last dim: read() masks it out of its row
         for p in range(max(0, len(parts) - 2), len(parts)):
@@ -259,12 +317,7 @@ class IndexWriter:
                 continue
             if not lanes and op.tensor.value.dtype.itemsize == 4 and op.block_dims_visible()[-1] <= LANES:
                 continue  # rows of 32 bits in one lane tile: Mosaic shifts them itself (libtpu 0.0.42, v5e)
-
-            row = [t for t, _ in parts]
-            row[p] = ":"
-            axis = sum(not picks for _, picks in parts[:p])
-            subscript = "..." if set(row) == {":"} else ", ".join(row)
-            return subscript, axis, f"{text} + jax.lax.broadcasted_iota(jnp.int32, ({count},), 0)"
+            return p, f"{text} + jax.lax.broadcasted_iota(jnp.int32, ({count},), 0)"
         return None
 
     def _dynamic_start(self, it: tuple, size: int) -> tuple[str, int, int] | None:

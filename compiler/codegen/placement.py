@@ -7,6 +7,10 @@ Each dim of an access ends up in one of three modes (`DimPlan.mode`):
               kernel reads it with `:`.
 - "squeezed": one position chosen by the index map (`x[b, h, tile, :]` with `b = bh // heads`); the dim is
               dropped from the block (`pl.Squeezed()`).
+- "group":    one position, made of launch-grid positions, on one of the two (8, 128)-tiled dims, which cannot be
+              squeezed: the block is the aligned group of rows (8 of 32-bit values, 16 of 16-bit, 32 of 8-bit) or
+              128 lanes holding it, chosen by the index map (`h // 16`), and the kernel picks `h % 16` from it (a
+              `[batch, tokens, heads, dim]` tensor read one head per step keeps 16 heads in VMEM, not all of them).
 - "sliced":   the block spans the whole dim (or a launch-grid tile's block, for sub-tiles) and the kernel
               picks positions inside it: `pl.ds` for inner tiles and windows, a scalar for a position the index
               map cannot compute (loaded data, inner-loop positions, the two (8, 128)-tiled dims), `:` plus a
@@ -38,7 +42,7 @@ class DimPlan:
     block: int | None  # None = squeezed
     outer: str  # entry of the top-level BlockSpec index map
     inner: str  # entry of the emit_pipeline BlockSpec index map (hbm operands)
-    mode: str  # block | squeezed | sliced
+    mode: str  # block | squeezed | group | sliced
     grid_axes: frozenset[int] = frozenset()
     inner_walk: bool = False  # the streaming inner loop walks this dim
 
@@ -165,7 +169,7 @@ class Placer:
                 raise CannotStream
             return whole
         if kind == "scalar":
-            return self._scalar_dim(it[1], d, shape, streaming, hbm)
+            return self._scalar_dim(n, it[1], d, shape, streaming, hbm)
         # a window
         start, count, step = it[1], it[2], it[3]
         if step == 1 and _is_const(start) is None and _block_ok(d, shape, count, itemsize) \
@@ -181,8 +185,22 @@ class Placer:
             raise CannotStream
         return whole
 
-    def _scalar_dim(self, v: object, d: int, shape: tuple[int, ...], streaming: InnerLoop | None,
+    def _group(self, n: Load | Store, d: int, shape: tuple[int, ...], position: str | None,
+               axes: frozenset[int]) -> DimPlan:
+        """One read position on a tiled dim: the aligned group of rows or lanes holding it when the index map can
+        name it (launch-grid positions, proven inside the dim), else the whole dim; the kernel picks it."""
+        rows = 128 if d == len(shape) - 1 else 8 * max(1, 4 // n.tensor.value.dtype.itemsize)
+        if position is None or not isinstance(n, Load) or len(shape) < 2 or shape[d] <= rows:
+            return DimPlan(shape[d], "0", "0", "sliced")
+        entry = f"{position} // {rows}"
+        return DimPlan(rows, entry, entry, "group", axes)
+
+    def _scalar_dim(self, n: Load | Store, v: object, d: int, shape: tuple[int, ...], streaming: InnerLoop | None,
                     hbm: bool) -> DimPlan:
+        if tiled_layout_dim(d, shape) and not hbm:
+            b = ix.bounds(v)
+            outer = ix.render(v, self._grid_position) if b is not None and 0 <= b[0] and b[1] < shape[d] else None
+            return self._group(n, d, shape, outer, self._axes(v))
         if not tiled_layout_dim(d, shape):
             outer = ix.render(v, self._grid_position)
             if outer is not None:
@@ -201,8 +219,11 @@ class Placer:
         size = shape[d]
         g = self.grid_dims.get((td.loop_id, td.axis))
         if g is not None and kind != "tile" and tiled_layout_dim(d, shape):
-            # one row of a dim the TPU tiles (last two): keep the whole dim in VMEM, index it in the kernel
-            return DimPlan(size, "0", "0", "sliced")
+            # one row of a dim the TPU tiles (last two): the group of rows holding it, or the whole dim, in VMEM
+            lo, hi = (0, td.steps - 1) if kind == "id" else (td.begin, td.extent - 1)
+            inside = not td.dynamic and 0 <= lo and hi < size
+            return self._group(n, d, shape, _position(self.grid_names[g], td, kind) if inside else None,
+                               frozenset({g}))
         if g is not None and kind == "tile" and len(shape) == 1 and isinstance(n, Load) and \
                 not _block_ok(d, shape, td.block_size, n.tensor.value.dtype.itemsize):
             # a 1-D block the TPU cannot tile, read (a 4-entry block of 5 offsets: `offsets[tile_b]`): the whole

@@ -6,7 +6,8 @@ On a machine whose jax sees a TPU, for that chip:
                and the largest error against the case's plain-torch reference
   check        `helion-pallas check` rows (every kernel x loop strategy) of examples/ and tests/kernels/:
                the verdict and the largest error against the eager reference (else the file's reference())
-Rows are appended to the JSON file as they finish, so a run cut short keeps what it measured and a later run
+A unit listed under "awaiting" (its code changed after the chip answered) is not "done", so the next run records it
+and takes it off that list. Rows are appended to the JSON file as they finish, so a run cut short keeps what it measured and a later run
 with the same --out carries on where it stopped. tests/test_chip_truth.py compares the CPU's verdicts
 (interpret mode plus the deviceless libtpu compile) with every recorded row.
 
@@ -114,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
             row["unit"] = key
         data["rows"] = [r for r in data["rows"] if r.get("unit") != key] + rows
         data["done"].append(key)
+        data.get("awaiting", {}).pop(str(path.relative_to(REPO)), None)  # the chip has answered for its new code
         out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
         verdicts = ", ".join(str(r.get("outcome") or r.get("verdict")) for r in rows)
         print(f"{key}: {verdicts} ({time.monotonic() - t0:.1f} s)", flush=True)

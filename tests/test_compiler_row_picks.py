@@ -1,0 +1,67 @@
+"""One row picked at a launch-grid position on a tensor's second-to-last dim (`x[b, tokens, h.begin, :]` of a
+[batch, tokens, heads, dim] tensor, a scalar `y[b, h.begin, last]`): the block is the aligned group of rows
+holding it (16 heads of bf16, 8 of f32, 32 of int8) chosen by the index map, not every head, and a row of a
+value narrower than 32 bits (or one element) is masked out of the group: libtpu for v5e refuses the direct
+read (E2003, "Only 32-bit scalar vector.extracts", "dynamic load with unaligned indices"). Upstream's
+mamba2 and gated-delta-net kernels read their inputs this way."""
+
+import pytest
+import torch
+from test_checks_libtpu import libtpu
+
+import compiler
+
+SRC = '''
+import torch
+import helion
+import helion.language as hl
+
+
+@helion.kernel(static_shapes=True)
+def head_rows(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    b, t, h, d = x.shape
+    out = torch.empty([b, h, t, d], dtype=torch.float32, device=x.device)
+    for tile_b, tile_h, tile_t in hl.tile([b, h, t], block_size=[1, 1, None]):
+        last = y[tile_b.begin, tile_h.begin, y.size(2) - 1].to(torch.float32)
+        rows = x[tile_b.begin, tile_t, tile_h.begin, :].to(torch.float32)
+        out[tile_b.begin, tile_h.begin, tile_t, :] = rows * last
+    return out
+'''
+CASES = [  # dtype, dim, heads, group of rows; y is large enough to stay in VMEM (not SMEM)
+    (torch.bfloat16, 64, 32, 16),
+    (torch.int8, 128, 64, 32),
+    (torch.float32, 64, 16, 8),
+]
+NAMES = {torch.bfloat16: "bf16", torch.int8: "i8", torch.float32: "f32"}
+
+
+def _compiled(dtype: torch.dtype, dim: int, heads: int):
+    kernel = compiler.load(SRC).kernels["head_rows"]
+    n = NAMES[dtype]
+    return kernel.compile(args=f"x={n}[2, 256, {heads}, {dim}], y={n}[2, {heads}, 2048]", chip="v5e")
+
+
+def _inputs(dtype: torch.dtype, dim: int, heads: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(0)
+    if dtype == torch.int8:
+        return (torch.randint(-100, 100, (2, 256, heads, dim), generator=g, dtype=dtype),
+                torch.randint(-5, 5, (2, heads, 2048), generator=g, dtype=dtype))
+    return (torch.randn(2, 256, heads, dim, generator=g).to(dtype), torch.randn(2, heads, 2048, generator=g).to(dtype))
+
+
+@pytest.mark.parametrize(("dtype", "dim", "heads", "group"), CASES, ids=[NAMES[c[0]] for c in CASES])
+def test_a_head_per_step_reads_its_group_and_matches_torch(dtype, dim, heads, group):
+    ck = _compiled(dtype, dim, heads)
+    x, y = _inputs(dtype, dim, heads)
+    want = x.float().permute(0, 2, 1, 3) * y[:, :, -1].float()[:, :, None, None]
+    torch.testing.assert_close(ck(x, y), want, rtol=0, atol=0)
+    assert f"(pl.Squeezed(), 256, {group}, {dim}), lambda tile_b, tile_h, tile_t: (tile_b, tile_t, tile_h // {group}, 0)" \
+        in ck.source, ck.source
+    assert f"% {group}" in ck.source
+
+
+@libtpu
+@pytest.mark.parametrize(("dtype", "dim", "heads", "group"), CASES, ids=[NAMES[c[0]] for c in CASES])
+def test_the_tpu_compiler_accepts_the_picks(dtype, dim, heads, group):
+    errors = [d for d in _compiled(dtype, dim, heads).check_tpu_compile() if d.is_error]
+    assert errors == [], [d.message for d in errors]
