@@ -65,3 +65,30 @@ def test_a_head_per_step_reads_its_group_and_matches_torch(dtype, dim, heads, gr
 def test_the_tpu_compiler_accepts_the_picks(dtype, dim, heads, group):
     errors = [d for d in _compiled(dtype, dim, heads).check_tpu_compile() if d.is_error]
     assert errors == [], [d.message for d in errors]
+
+
+def _large(dtype: torch.dtype):
+    kernel = compiler.load(SRC).kernels["head_rows"]
+    n = NAMES[dtype]
+    heads = 32 if dtype == torch.bfloat16 else 16
+    return kernel.compile(args=f"x={n}[2, 2048, {heads}, 128], y={n}[2, {heads}, 2048]", config={"block_sizes": [1024]},
+                          chip="v5e")
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=["bf16", "f32"])
+def test_the_vmem_report_counts_the_group_a_row_is_read_from(dtype):
+    """Taking one head out of 1024 rows of its group holds the group's 4 MiB as a value (the block is 8 MiB)."""
+    temporaries = [r for r in _large(dtype).vmem.rows if r.name == "(temporaries)"]
+    assert temporaries and temporaries[0].bytes >= 4 << 20, temporaries
+
+
+@libtpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=["bf16", "f32"])
+def test_the_vmem_report_is_near_what_libtpu_needs(dtype):
+    from compiler.ir.chips import get_chip
+    from compiler.tpu.libtpu_compile import tpu_compile
+
+    ck = _large(dtype)
+    result = tpu_compile(ck.source, ck.entry, ck.arg_structs(), get_chip("v5e"))
+    assert result.ok, result.error
+    assert 0.8 <= ck.vmem.total_bytes / result.vmem_used_bytes <= 1.25, (ck.vmem.total_bytes, result.vmem_used_bytes)

@@ -25,6 +25,7 @@ from ..ir.tile_ir import Load, Store, TileDim, Value
 from ..support.diagnostics import UserError
 from . import outputs
 from .exprs import dtype_text
+from .placement import masks_pick
 from .plan_builder import CallLayout, OperandLayout
 
 LANES = 128  # a dynamic lane offset must be a multiple of this
@@ -257,15 +258,12 @@ class IndexWriter:
         return f"jnp.sum(jnp.where({mask}, {value}, 0), axis={axis}, dtype={dtype_text(dtype)})"
 
     def _masked_picks(self, op: OperandLayout, node: Load | Store) -> dict[int, str]:
-        """Parts of the read (see `index_parts`) that pick one position the kernel must mask out of the whole
-        block dim, with that position: a dynamic position on the lane dim, or on the row dim of a value narrower
-        than 32 bits or of one element (libtpu for v5e: E2003 unless the row is a proven multiple of 8, "dynamic
-        load with unaligned indices" for one f32 element; whole 32-bit rows it shifts itself)."""
+        """Parts of the read (see `index_parts`) that pick one position the kernel masks out of the whole block
+        dim (`placement.masks_pick`), with that position: a device-known position on the lane or row dim."""
         parts = self.index_parts(op, node)
         items = [it for it, mode in zip([it for it in node.index if it[0] != "newaxis"], self.layout.modes[id(node)],
                                         strict=True) if mode in ("block", "sliced", "group")]
         out: dict[int, str] = {}
-        dtype = op.tensor.value.dtype
         if len(items) != len(parts) or len(parts) != len(op.block_dims_visible()):
             return out
         for p in range(max(0, len(parts) - 2), len(parts)):
@@ -273,11 +271,10 @@ class IndexWriter:
             it = items[p]
             if not picks or it[0] not in ("grid", "id", "scalar"):
                 continue
-            if p == len(parts) - 1:
-                out[p] = text
-            elif (dtype.itemsize < 4 or parts[-1][1]) and dtype != torch.bool and not (
-                    it[0] == "scalar" and self._static(it[1])):
-                out[p] = text  # (bool rows the chip reads as they are: grid_row_count_bool ran on the v5e)
+            lane = p == len(parts) - 1
+            if lane or not (it[0] == "scalar" and self._static(it[1])):
+                if masks_pick(lane, op.tensor.value.dtype, parts[-1][1]):
+                    out[p] = text
         return out
 
     def unaligned_window(self, op: OperandLayout, node: Load | Store) -> tuple[str, int, str] | None:

@@ -88,6 +88,15 @@ def resident_extent(td: TileDim, d: int, shape: tuple[int, ...], dtype: torch.dt
     return -(-need // mult) * mult
 
 
+def masks_pick(lane: bool, dtype: torch.dtype, one_element: bool) -> bool:
+    """Must a position picked on a device-known index along the lane dim (`lane`) or the row dim of a VMEM block
+    be masked out of the whole block dim? Always for lanes; for rows of values narrower than 32 bits, or for one
+    element (libtpu for v5e: E2003 unless the row is a proven multiple of 8, "Only 32-bit scalar vector.extracts",
+    "dynamic load with unaligned indices" for one f32 element; whole 32-bit rows it shifts itself). Bool rows are
+    read as they are (the conformance case grid_row_count_bool ran on the v5e)."""
+    return lane or ((dtype.itemsize < 4 or one_element) and dtype != torch.bool)
+
+
 def _block_ok(d: int, shape: tuple[int, ...], n: int, itemsize: int) -> bool:
     """May a block of `n` positions tile dim `d` (TPU block-shape rules)?"""
     if n == shape[d]:

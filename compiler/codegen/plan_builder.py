@@ -511,9 +511,37 @@ def _call_plan(layout: CallLayout, loop_type: object, chip: Chip) -> CallPlan:
         name=layout.name, range=grid.header_range or grid.range, grid=grid_shape,
         dimension_semantics=tuple(semantics), operands=tuple(operands), scratch=tuple(layout.scratch_plan),
         inner_loops=tuple(inner), outer_work=region_work(grid.body, dma_ids),
-        temporaries_bytes=temporaries_bytes(grid.body, lambda lp: loop_strategy(loop_type, lp), dma_ids),
+        temporaries_bytes=temporaries_bytes(grid.body, lambda lp: loop_strategy(loop_type, lp), dma_ids,
+                                            _masked_read_bytes(layout)),
         vmem_limit_bytes=chip.default_scoped_vmem_bytes,
     )
+
+
+def _masked_read_bytes(layout: CallLayout) -> dict[int, int]:
+    """Per read of a device-known position on a block's row or lane dim: the padded bytes of what it reads, the
+    value with that dim whole (the temporaries count it as a value). A position masked out of its block dim
+    (placement.masks_pick) reads the whole dim; so does Mosaic's own shift of a 32-bit row (libtpu for v5e: one
+    head of [2, 2048, 16, 128] f32 in 1024-row blocks needed 3.8 MiB of temporaries beside its 4 MiB group)."""
+    out: dict[int, int] = {}
+    for n in walk(layout.grid.body):
+        op = layout.by_node.get(id(n))
+        if not isinstance(n, Load) or op is None or op.memory in ("smem", "dma"):
+            continue
+        items = [it for it in n.index if it[0] != "newaxis"]
+        parts = [(it, mode) for it, mode in zip(items, layout.modes[id(n)], strict=True)
+                 if mode in ("block", "sliced", "group")]
+        picks = [mode == "group" or (mode == "sliced" and it[0] in ("int", "grid", "id", "scalar")) for it, mode in parts]
+        visible = op.block_dims_visible()
+        shape = list(n.out.meta.shape)
+        grown = False
+        for p in range(max(0, len(parts) - 2), len(parts)):
+            lane = p == len(parts) - 1
+            if picks[p] and parts[p][0][0] in ("grid", "id", "scalar") and len(visible) == len(parts):
+                shape.insert(len(shape) - (0 if lane or picks[-1] else 1), visible[p])
+                grown = True
+        if grown:
+            out[id(n)] = padded_bytes(tuple(shape), n.tensor.value.dtype)
+    return out
 
 
 def operand_vmem_bytes(op: Operand) -> int:

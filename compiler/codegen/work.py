@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import torch
 
@@ -161,23 +161,27 @@ GATHER_COLUMNS_FACTOR = 2.5
 
 
 def temporaries_bytes(nodes: list[Node], strategy: Callable[[InnerLoop], str],
-                      dma: frozenset[int] = frozenset()) -> int:
+                      dma: frozenset[int] = frozenset(), reads: Mapping[int, int] | None = None) -> int:
     """Estimated VMEM the compiler needs for intermediate values of one grid step (an estimate, labelled so).
 
     A fori_loop's carried values are values, not VMEM scratch (an emit_pipeline's are, and the report counts
     them as such): each iteration holds the carry it was given and the one it returns (_carry_bytes). Without
     them the report fell short of libtpu by 1.65x for attention 8k's [1, 8192, 512] fori_loop on v5e (52.8 MiB
     estimated, 87.1 needed: the f32 accumulator and two row statistics of 8192 rows, twice, are 32 MiB).
-    An emit_pipeline body holds about half as much again beside its scratch (PIPELINE_CARRY_FACTOR)."""
-    straight = _largest_value(nodes, dma)
+    An emit_pipeline body holds about half as much again beside its scratch (PIPELINE_CARRY_FACTOR).
+    `reads`: per load (id), the bytes it reads when that is more than its value (a row masked out of its group:
+    libtpu for v5e needed 1.0-1.8x the group read as temporaries, one head of [2, 2048, 32, 128] bf16 in 1024-row
+    blocks 7.4 MiB beside a 4 MiB group)."""
+    reads = reads or {}
+    straight = _largest_value(nodes, dma, reads)
     peak = max(FUSED_FACTOR * straight, _gather_temporaries(nodes, dma))
     for n in nodes:
         if isinstance(n, InnerLoop):
-            inner = temporaries_bytes(n.body, strategy, dma)
+            inner = temporaries_bytes(n.body, strategy, dma, reads)
             how = strategy(n)
             if how == "unroll":
                 trips = math.prod(d.steps for d in n.dims)
-                inner = max(inner, UNROLLED_FACTOR * trips**UNROLLED_EXPONENT * _largest_value(n.body, dma))
+                inner = max(inner, UNROLLED_FACTOR * trips**UNROLLED_EXPONENT * _largest_value(n.body, dma, reads))
             elif how == "fori_loop":
                 inner += 2 * sum(_carry_bytes(c.phi.meta.shape, c.phi.meta.dtype) for c in n.carried)
             elif how == "emit_pipeline":
@@ -233,9 +237,10 @@ def _gather_temporaries(nodes: list[Node], dma: frozenset[int]) -> float:
     return max((FUSED_FACTOR * matrix + GATHER_COLUMNS_FACTOR * columns for matrix, columns in gathers), default=0.0)
 
 
-def _largest_value(nodes: list[Node], dma: frozenset[int] = frozenset()) -> int:
-    """Padded bytes of the largest value computed in straight-line code (not descending into loops)."""
-    biggest = 0
+def _largest_value(nodes: list[Node], dma: frozenset[int] = frozenset(), reads: Mapping[int, int] | None = None) -> int:
+    """Padded bytes of the largest value computed in straight-line code (not descending into loops), a masked
+    read's whole group (`reads`) counted as a value."""
+    biggest = max((reads.get(id(n), 0) for n in nodes), default=0) if reads else 0
     for n in nodes:
         outs = n.outputs() if isinstance(n, Op) and n.kind not in ("alloc",) else (n.out,) if isinstance(n, Load) else ()
         for v in outs:
