@@ -11,7 +11,9 @@ Mosaic addresses the last two dims of a VMEM ref at a start known only on the de
 start a multiple of the dim's tiling (128 lanes; 8 rows, 32 of 8-bit values; any row of 32-bit values when the
 ref is one lane tile wide), and refuses the kernel otherwise (E2003). A window it cannot prove aligned (a jagged segment's rows, `offsets[t + 1]`,
 a 64-lane block) is read as an exact `_gather` of the dim and written with `_scatter` instead: the same values,
-at a cost that grows with the dim's length.
+at a cost that grows with the dim's length. One position picked at a device-known index on the lane dim, or on
+the row dim of a value narrower than 32 bits (or one element), is taken out of its block dim with a mask and a
+sum (and stored by merging it into its rows under the mask): `placement.masks_pick` says which.
 """
 
 from __future__ import annotations
@@ -54,10 +56,12 @@ HELPERS = {
         "        one_hot = one_hot.astype(jnp.float32).reshape(-1, rows)\n"
         "    table = jnp.moveaxis(block, axis, 0)\n"
         "    rest = table.shape[1:]\n"
+        "    if not rest and table.dtype.itemsize < 4:  # Mosaic makes no column of 16- or 8-bit values: widen first\n"
+        "        table = table.astype(jnp.float32 if jnp.issubdtype(table.dtype, jnp.floating) else jnp.int32)\n"
         "    if len(rest) != 1:\n"
         "        table = table.reshape(rows, -1)\n"
         "    out = _one_hot_rows(one_hot, table)\n"
-        "    out = out.reshape(idx.shape + rest)\n"
+        "    out = out.reshape(idx.shape + rest).astype(block.dtype)\n"
         "    if axis:\n"
         "        out = jnp.moveaxis(out, tuple(range(idx.ndim)), tuple(range(axis, axis + idx.ndim)))\n"
         "    return out\n"
@@ -238,6 +242,34 @@ class IndexWriter:
     def _mask_out(self, op: OperandLayout, value: str, parts: list[tuple[str, bool]], masked: dict[int, str]) -> str:
         """`value` (the block read with the masked parts whole) with each masked part's position taken out: a
         sum of the one selected row (or lane) under a mask."""
+        mask, axes = self._mask(op, parts, masked)
+        dtype = op.tensor.value.dtype
+        axis = str(axes[0]) if len(axes) == 1 else f"({', '.join(map(str, axes))})"
+        if dtype == torch.bool:
+            return f"jnp.any(jnp.where({mask}, {value}, False), axis={axis})"
+        if dtype.itemsize < 4 and (all(picks for _, picks in parts) or not dtype.is_floating_point):
+            # Mosaic takes a scalar out of 32-bit vectors only, and reduces no 8-bit integers: sum in 32 bits
+            wide = "jnp.float32" if dtype.is_floating_point else "jnp.int32"
+            return f"jnp.sum(jnp.where({mask}, {value}.astype({wide}), 0), axis={axis}).astype({dtype_text(dtype)})"
+        return f"jnp.sum(jnp.where({mask}, {value}, 0), axis={axis}, dtype={dtype_text(dtype)})"
+
+    def masked_write(self, op: OperandLayout, ref: str, node: Store, value: str) -> tuple[str, str] | None:
+        """(the subscript, the merged block) of a store of one row picked by a masked position (see
+        `_masked_picks`): the row goes into its block dim under the mask, the other rows keep their values.
+        None when no row is masked (one lane alone the caller merges into its row)."""
+        masked = self._masked_picks(op, node) if op.memory != "smem" else {}
+        parts = self.index_parts(op, node)
+        if not any(p != len(parts) - 1 for p in masked):
+            return None
+        text = [":" if p in masked else t for p, (t, _) in enumerate(parts)]
+        subscript = "..." if set(text) == {":"} else ", ".join(text)
+        mask, axes = self._mask(op, parts, masked)
+        grown = f"jnp.expand_dims({value}, {axes[0] if len(axes) == 1 else tuple(axes)})"
+        return subscript, f"jnp.where({mask}, {grown}, {ref}[{subscript}])"
+
+    def _mask(self, op: OperandLayout, parts: list[tuple[str, bool]], masked: dict[int, str]) -> tuple[str, list[int]]:
+        """The mask that selects each masked part's position in the block read with those parts whole, and the
+        axes (counted from the end) of those parts in it."""
         lane = len(parts) - 1
         lane_kept = lane in masked or not parts[lane][1]  # the read value ends with the lane dim
         visible = op.block_dims_visible()
@@ -246,16 +278,7 @@ class IndexWriter:
             shape = f"({visible[p]},)" if p == lane or not lane_kept else f"({visible[p]}, 1)"
             conditions.append(f"(jax.lax.broadcasted_iota(jnp.int32, {shape}, 0) == {masked[p]})")
             axes.append(-1 if p == lane or not lane_kept else -2)
-        dtype = op.tensor.value.dtype
-        axis = str(axes[0]) if len(axes) == 1 else f"({', '.join(map(str, axes))})"
-        mask = " & ".join(conditions)
-        if dtype == torch.bool:
-            return f"jnp.any(jnp.where({mask}, {value}, False), axis={axis})"
-        if dtype.itemsize < 4 and (all(picks for _, picks in parts) or not dtype.is_floating_point):
-            # Mosaic takes a scalar out of 32-bit vectors only, and reduces no 8-bit integers: sum in 32 bits
-            wide = "jnp.float32" if dtype.is_floating_point else "jnp.int32"
-            return f"jnp.sum(jnp.where({mask}, {value}.astype({wide}), 0), axis={axis}).astype({dtype_text(dtype)})"
-        return f"jnp.sum(jnp.where({mask}, {value}, 0), axis={axis}, dtype={dtype_text(dtype)})"
+        return " & ".join(conditions), axes
 
     def _masked_picks(self, op: OperandLayout, node: Load | Store) -> dict[int, str]:
         """Parts of the read (see `index_parts`) that pick one position the kernel masks out of the whole block

@@ -217,6 +217,10 @@ class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
             self.use_helper("scatter")
             self.out.add(indent, f"{ref}[{row}] = _scatter({ref}[{row}], {positions}, {value}, axis={axis})", n.range)
             return
+        merged = self.masked_write(op, ref, n, value)
+        if merged is not None:  # one row (of a narrow type, or one element): merged into its block dim
+            self.out.add(indent, f"{ref}[{merged[0]}] = {merged[1]}  # one row of the block", n.range)
+            return
         parts = self.index_parts(op, n) if op.memory != "smem" else []
         if parts and parts[-1][1]:  # one lane: TPUs store whole vectors, so merge it into its row
             lanes = op.block_dims_visible()[-1]

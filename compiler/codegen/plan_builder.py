@@ -45,7 +45,7 @@ from .loops import (
     multi_dim_tile_loops,
     shortest_indexed_dim,
 )
-from .placement import CannotStream, Placer, layout_tiling, py_name
+from .placement import CannotStream, Placer, layout_tiling, masks_pick, py_name
 from .work import carried_dtype, padded_bytes, region_work, temporaries_bytes
 
 JNP_DTYPES = {
@@ -518,29 +518,35 @@ def _call_plan(layout: CallLayout, loop_type: object, chip: Chip) -> CallPlan:
 
 
 def _masked_read_bytes(layout: CallLayout) -> dict[int, int]:
-    """Per read of a device-known position on a block's row or lane dim: the padded bytes of what it reads, the
-    value with that dim whole (the temporaries count it as a value). A position masked out of its block dim
-    (placement.masks_pick) reads the whole dim; so does Mosaic's own shift of a 32-bit row (libtpu for v5e: one
-    head of [2, 2048, 16, 128] f32 in 1024-row blocks needed 3.8 MiB of temporaries beside its 4 MiB group)."""
+    """Per access of a device-known position on a block's row or lane dim: the padded bytes of what it reads or
+    merges, the value with that dim whole (the temporaries count it as a value). A position masked out of its
+    block dim (placement.masks_pick) reads the whole dim, and a row stored there is merged into it; so does
+    Mosaic's own shift of a 32-bit row (libtpu for v5e: one head of [2, 2048, 16, 128] f32 in 1024-row blocks
+    needed 3.8 MiB of temporaries beside its 4 MiB group)."""
     out: dict[int, int] = {}
     for n in walk(layout.grid.body):
         op = layout.by_node.get(id(n))
-        if not isinstance(n, Load) or op is None or op.memory in ("smem", "dma"):
+        if not isinstance(n, Load | Store) or op is None or op.memory in ("smem", "dma"):
             continue
         items = [it for it in n.index if it[0] != "newaxis"]
         parts = [(it, mode) for it, mode in zip(items, layout.modes[id(n)], strict=True)
                  if mode in ("block", "sliced", "group")]
         picks = [mode == "group" or (mode == "sliced" and it[0] in ("int", "grid", "id", "scalar")) for it, mode in parts]
         visible = op.block_dims_visible()
-        shape = list(n.out.meta.shape)
-        grown = False
-        for p in range(max(0, len(parts) - 2), len(parts)):
-            lane = p == len(parts) - 1
-            if picks[p] and parts[p][0][0] in ("grid", "id", "scalar") and len(visible) == len(parts):
-                shape.insert(len(shape) - (0 if lane or picks[-1] else 1), visible[p])
-                grown = True
-        if grown:
-            out[id(n)] = padded_bytes(tuple(shape), n.tensor.value.dtype)
+        if len(visible) != len(parts):
+            continue
+        masked = [p for p in range(max(0, len(parts) - 2), len(parts)) if picks[p] and parts[p][0][0] in
+                  ("grid", "id", "scalar") and (isinstance(n, Load) or (p < len(parts) - 1 and masks_pick(
+                      False, n.tensor.value.dtype, picks[-1])))]
+        if not masked:
+            continue
+        shape = []  # the block region read (or merged), before positions are picked or gathered from it
+        for p, (it, mode) in enumerate(parts):
+            if p in masked or mode == "block" or it[0] in ("gather", "full"):
+                shape.append(visible[p])
+            elif not picks[p]:
+                shape.append(it[1].block_size if it[0] == "tile" else it[2] if it[0] == "window" else visible[p])
+        out[id(n)] = padded_bytes(tuple(shape), n.tensor.value.dtype)
     return out
 
 

@@ -240,7 +240,7 @@ def _gather_temporaries(nodes: list[Node], dma: frozenset[int]) -> float:
 def _largest_value(nodes: list[Node], dma: frozenset[int] = frozenset(), reads: Mapping[int, int] | None = None) -> int:
     """Padded bytes of the largest value computed in straight-line code (not descending into loops), a masked
     read's whole group (`reads`) counted as a value."""
-    biggest = max((reads.get(id(n), 0) for n in nodes), default=0) if reads else 0
+    biggest = max((reads.get(id(n), 0) for n in nodes), default=0) if reads else 0  # loads and stores
     for n in nodes:
         outs = n.outputs() if isinstance(n, Op) and n.kind not in ("alloc",) else (n.out,) if isinstance(n, Load) else ()
         for v in outs:
