@@ -37,3 +37,30 @@ def test_one_row_tiles_read_rows_of_a_unit_dim_view():
     torch.testing.assert_close(scale, peak)
     assert "x.reshape(16, 1, 256)" in ck.source and "scale.reshape(16, 1, 1)" in ck.source
     assert ck.check_lowering() == [], ck.source
+
+
+SUBTILE_SRC = '''
+import torch
+import helion
+import helion.language as hl
+
+
+@helion.kernel(static_shapes=True, config=helion.Config(block_sizes=[32]))
+def centred(x: torch.Tensor, mean: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for rows in hl.tile(x.size(0)):
+        for sub in hl.tile(rows.begin, rows.end):
+            out[sub, :] = x[sub, :] - mean[sub][:, None]
+    return out
+'''
+
+
+def test_a_sub_tile_that_is_its_tiles_one_block_reads_rows_of_a_1d_view():
+    """Upstream layer_norm_bwd's `mean[mb]` under `for mb in hl.tile(mb_cta.begin, mb_cta.end)` with 32-row blocks:
+    a (32,) block of a 1-D tensor is not Mosaic-legal, so the read takes row `rows.id` of the [n / 32, 32] view."""
+    kernel = compiler.load(SUBTILE_SRC).kernels["centred"]
+    ck = kernel.compile(args="x=f32[256, 128], mean=f32[256]")
+    x, mean = torch.randn(256, 128), torch.randn(256)
+    torch.testing.assert_close(ck(x, mean), x - mean[:, None])
+    assert "mean.reshape(8, 32)" in ck.source, ck.source
+    assert ck.check_lowering() == [], ck.source

@@ -75,7 +75,8 @@ class TensorAccess:
         return out
 
     def _as_rows(self, tensor: Value, items: tuple, rng: Range, store: bool = False) -> tuple[Value, tuple]:
-        """`x[tile]` of a small 1-D tensor with a block too short for a rank-1 block: row `tile.id` of its
+        """`x[tile]` of a small 1-D tensor with a block too short for a rank-1 block (or `x[sub]` of a sub-tile
+        that is its grid tile's one block: upstream layer_norm_bwd's `mean[mb]`): row `tile.id` of its
         [n / block, block] view (compiler/frontend/row_views.py); a launch-grid tile of one row on the
         second-to-last dim (`hl.tile(tokens, block_size=1)`): row `tile.id` of the [..., n, 1, m] view, a block
         Mosaic accepts ((1, m) of [n, m] is not); otherwise the access as it is."""
@@ -86,6 +87,9 @@ class TensorAccess:
         if len(tensor.shape) != 1 or len(items) != 1 or items[0][0] != "tile":
             return tensor, items
         d: TileDim = items[0][1]
+        if d.parent is not None and d.block_size == d.parent.block_size and d.steps == 1 and not d.begin \
+                and not d.dynamic:
+            d = d.parent  # `hl.tile(t.begin, t.end)` in one block of t's size: that block is t's own
         n, b = tensor.shape[0], d.block_size
         if d.dynamic or d.parent is not None or d.begin or d.extent != n or not use_rows(n, b, tensor.dtype.itemsize):
             return tensor, items
