@@ -27,7 +27,7 @@ from ..ir.tile_ir import Load, Store, TileDim, Value
 from ..support.diagnostics import UserError
 from . import outputs
 from .exprs import dtype_text
-from .placement import masks_pick
+from .placement import DEVICE_POSITIONS, kept_dims, masks_pick
 from .plan_builder import CallLayout, OperandLayout
 
 LANES = 128  # a dynamic lane offset must be a multiple of this
@@ -201,22 +201,15 @@ class IndexWriter:
     def index_parts(self, op: OperandLayout, node: Load | Store) -> list[tuple[str, bool]]:
         """The subscript of each dim of the block as the kernel sees it (squeezed dims dropped), and whether
         it picks one position (that dim is then dropped from the value)."""
-        modes = self.layout.modes[id(node)]
         shape = op.tensor.value.shape
         parts = []
-        d = 0
-        for it in node.index:
-            if it[0] == "newaxis":
-                continue
-            mode = modes[d]
+        for d, it, mode, picks in kept_dims(node.index, self.layout.modes[id(node)]):
             if mode == "block":
                 parts.append((":", False))
             elif mode == "sliced":
-                parts.append((self._sliced(it, shape[d], isinstance(node, Load)), it[0] in ("int", "grid", "id", "scalar")))
-            elif mode == "group":  # the block is the aligned group of rows (or lanes) holding the position
-                group = op.block_shape[d]
-                parts.append((f"({self._position(it, shape[d], True)}) % {group}", True))
-            d += 1
+                parts.append((self._sliced(it, shape[d], isinstance(node, Load)), picks))
+            else:  # a group: the block is the aligned group of rows (or lanes) holding the position
+                parts.append((f"({self._position(it, shape[d], True)}) % {op.block_shape[d]}", True))
         return parts
 
     def read(self, op: OperandLayout, ref: str, node: Load | Store) -> str:
@@ -284,20 +277,17 @@ class IndexWriter:
         """Parts of the read (see `index_parts`) that pick one position the kernel masks out of the whole block
         dim (`placement.masks_pick`), with that position: a device-known position on the lane or row dim."""
         parts = self.index_parts(op, node)
-        items = [it for it, mode in zip([it for it in node.index if it[0] != "newaxis"], self.layout.modes[id(node)],
-                                        strict=True) if mode in ("block", "sliced", "group")]
+        items = [it for _, it, _, _ in kept_dims(node.index, self.layout.modes[id(node)])]
         out: dict[int, str] = {}
-        if len(items) != len(parts) or len(parts) != len(op.block_dims_visible()):
+        if len(parts) != len(op.block_dims_visible()):
             return out
         for p in range(max(0, len(parts) - 2), len(parts)):
             text, picks = parts[p]
-            it = items[p]
-            if not picks or it[0] not in ("grid", "id", "scalar"):
-                continue
-            lane = p == len(parts) - 1
-            if lane or not (it[0] == "scalar" and self._static(it[1])):
-                if masks_pick(lane, op.tensor.value.dtype, parts[-1][1]):
-                    out[p] = text
+            it, lane = items[p], p == len(parts) - 1
+            static = it[0] == "scalar" and self._static(it[1])
+            if picks and it[0] in DEVICE_POSITIONS and (lane or not static) and \
+                    masks_pick(lane, op.tensor.value.dtype, parts[-1][1]):
+                out[p] = text
         return out
 
     def unaligned_window(self, op: OperandLayout, node: Load | Store) -> tuple[str, int, str] | None:
@@ -318,16 +308,14 @@ class IndexWriter:
         """(the part of the read, see `index_parts`, the window's positions) of `unaligned_window`'s window."""
         if op.memory == "smem":
             return None
-        modes = self.layout.modes[id(node)]
         shape = op.tensor.value.shape
-        items = [it for it in node.index if it[0] != "newaxis"]
         parts = self.index_parts(op, node)
-        sliced = [(d, it) for d, it in enumerate(items) if modes[d] in ("block", "sliced", "group")]  # one per part
+        kept = kept_dims(node.index, self.layout.modes[id(node)])  # one per part
         if parts and parts[-1][1]:
             return None  # a single lane picked on the last dim: read() masks it out of its row
         for p in range(max(0, len(parts) - 2), len(parts)):
-            d, it = sliced[p]
-            start = None if modes[d] == "block" else self._dynamic_start(it, shape[d])
+            d, it, mode, _ = kept[p]
+            start = None if mode == "block" else self._dynamic_start(it, shape[d])
             if start is None:
                 continue
             text, count, multiple = start

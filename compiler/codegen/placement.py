@@ -88,6 +88,18 @@ def resident_extent(td: TileDim, d: int, shape: tuple[int, ...], dtype: torch.dt
     return -(-need // mult) * mult
 
 
+KEPT_MODES = ("block", "sliced", "group")  # modes of the dims a block keeps (the kernel indexes them)
+DEVICE_POSITIONS = ("grid", "id", "scalar")  # index items of one position known only on the device
+
+
+def kept_dims(index: tuple, modes: tuple[str, ...]) -> list[tuple[int, tuple, str, bool]]:
+    """The dims of an access its block keeps, in order (one per part of the kernel's subscript): (tensor dim,
+    index item, mode, whether it picks one position, the dim then leaving the value)."""
+    items = [it for it in index if it[0] != "newaxis"]
+    return [(d, it, mode, mode == "group" or (mode == "sliced" and it[0] in ("int", *DEVICE_POSITIONS)))
+            for d, (it, mode) in enumerate(zip(items, modes, strict=True)) if mode in KEPT_MODES]
+
+
 def masks_pick(lane: bool, dtype: torch.dtype, one_element: bool) -> bool:
     """Must a position picked on a device-known index along the lane dim (`lane`) or the row dim of a VMEM block
     be masked out of the whole block dim? Always for lanes; for rows of values narrower than 32 bits, or for one

@@ -45,7 +45,7 @@ from .loops import (
     multi_dim_tile_loops,
     shortest_indexed_dim,
 )
-from .placement import CannotStream, Placer, layout_tiling, masks_pick, py_name
+from .placement import DEVICE_POSITIONS, CannotStream, Placer, kept_dims, layout_tiling, masks_pick, py_name
 from .work import carried_dtype, padded_bytes, region_work, temporaries_bytes
 
 JNP_DTYPES = {
@@ -512,12 +512,12 @@ def _call_plan(layout: CallLayout, loop_type: object, chip: Chip) -> CallPlan:
         dimension_semantics=tuple(semantics), operands=tuple(operands), scratch=tuple(layout.scratch_plan),
         inner_loops=tuple(inner), outer_work=region_work(grid.body, dma_ids),
         temporaries_bytes=temporaries_bytes(grid.body, lambda lp: loop_strategy(loop_type, lp), dma_ids,
-                                            _masked_read_bytes(layout)),
+                                            _picked_region_bytes(layout)),
         vmem_limit_bytes=chip.default_scoped_vmem_bytes,
     )
 
 
-def _masked_read_bytes(layout: CallLayout) -> dict[int, int]:
+def _picked_region_bytes(layout: CallLayout) -> dict[int, int]:
     """Per access of a device-known position on a block's row or lane dim: the padded bytes of what it reads or
     merges, the value with that dim whole (the temporaries count it as a value). A position masked out of its
     block dim (placement.masks_pick) reads the whole dim, and a row stored there is merged into it; so does
@@ -528,23 +528,20 @@ def _masked_read_bytes(layout: CallLayout) -> dict[int, int]:
         op = layout.by_node.get(id(n))
         if not isinstance(n, Load | Store) or op is None or op.memory in ("smem", "dma"):
             continue
-        items = [it for it in n.index if it[0] != "newaxis"]
-        parts = [(it, mode) for it, mode in zip(items, layout.modes[id(n)], strict=True)
-                 if mode in ("block", "sliced", "group")]
-        picks = [mode == "group" or (mode == "sliced" and it[0] in ("int", "grid", "id", "scalar")) for it, mode in parts]
+        kept = kept_dims(n.index, layout.modes[id(n)])
         visible = op.block_dims_visible()
-        if len(visible) != len(parts):
+        if len(visible) != len(kept):
             continue
-        masked = [p for p in range(max(0, len(parts) - 2), len(parts)) if picks[p] and parts[p][0][0] in
-                  ("grid", "id", "scalar") and (isinstance(n, Load) or (p < len(parts) - 1 and masks_pick(
-                      False, n.tensor.value.dtype, picks[-1])))]
-        if not masked:
+        last = len(kept) - 1
+        picked = [p for p in range(max(0, last - 1), last + 1) if kept[p][3] and kept[p][1][0] in DEVICE_POSITIONS
+                  and (isinstance(n, Load) or (p < last and masks_pick(False, n.tensor.value.dtype, kept[last][3])))]
+        if not picked:
             continue
         shape = []  # the block region read (or merged), before positions are picked or gathered from it
-        for p, (it, mode) in enumerate(parts):
-            if p in masked or mode == "block" or it[0] in ("gather", "full"):
+        for p, (_, it, mode, picks) in enumerate(kept):
+            if p in picked or mode == "block" or it[0] in ("gather", "full"):
                 shape.append(visible[p])
-            elif not picks[p]:
+            elif not picks:
                 shape.append(it[1].block_size if it[0] == "tile" else it[2] if it[0] == "window" else visible[p])
         out[id(n)] = padded_bytes(tuple(shape), n.tensor.value.dtype)
     return out

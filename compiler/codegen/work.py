@@ -169,9 +169,9 @@ def temporaries_bytes(nodes: list[Node], strategy: Callable[[InnerLoop], str],
     them the report fell short of libtpu by 1.65x for attention 8k's [1, 8192, 512] fori_loop on v5e (52.8 MiB
     estimated, 87.1 needed: the f32 accumulator and two row statistics of 8192 rows, twice, are 32 MiB).
     An emit_pipeline body holds about half as much again beside its scratch (PIPELINE_CARRY_FACTOR).
-    `reads`: per load (id), the bytes it reads when that is more than its value (a row masked out of its group:
-    libtpu for v5e needed 1.0-1.8x the group read as temporaries, one head of [2, 2048, 32, 128] bf16 in 1024-row
-    blocks 7.4 MiB beside a 4 MiB group)."""
+    `reads`: per load or store (id), the bytes of the block region it reads or merges when that is more than its
+    value (one row picked out of its group: libtpu for v5e needed 1.0-1.8x the group read as temporaries, one head
+    of [2, 2048, 32, 128] bf16 in 1024-row blocks 7.4 MiB beside a 4 MiB group)."""
     reads = reads or {}
     straight = _largest_value(nodes, dma, reads)
     peak = max(FUSED_FACTOR * straight, _gather_temporaries(nodes, dma))
@@ -238,9 +238,9 @@ def _gather_temporaries(nodes: list[Node], dma: frozenset[int]) -> float:
 
 
 def _largest_value(nodes: list[Node], dma: frozenset[int] = frozenset(), reads: Mapping[int, int] | None = None) -> int:
-    """Padded bytes of the largest value computed in straight-line code (not descending into loops), a masked
-    read's whole group (`reads`) counted as a value."""
-    biggest = max((reads.get(id(n), 0) for n in nodes), default=0) if reads else 0  # loads and stores
+    """Padded bytes of the largest value computed in straight-line code (not descending into loops), the block
+    region a picking access reads or merges (`reads`) counted as a value."""
+    biggest = max((reads.get(id(n), 0) for n in nodes), default=0) if reads else 0
     for n in nodes:
         outs = n.outputs() if isinstance(n, Op) and n.kind not in ("alloc",) else (n.out,) if isinstance(n, Load) else ()
         for v in outs:
