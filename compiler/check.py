@@ -13,6 +13,7 @@ import math
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +64,7 @@ def _scale(t: torch.Tensor) -> float:
     return float(finite.abs().max()) if finite.numel() else 0.0
 
 
-def compare(out: Any, expected: Any, same_program: bool = False) -> str | None:
+def compare(out: Any, expected: Any, same_program: bool = False, slack: tuple[float, ...] = ()) -> str | None:
     """None when `out` matches `expected` (tensors or tuples of tensors), else why not: element by element,
     within a relative bound and an absolute one that grows with the expected output's largest magnitude
     (`tolerance`). NaN where the other side has NaN too matches (`equal_nan`): both sides run the same
@@ -71,7 +72,8 @@ def compare(out: Any, expected: Any, same_program: bool = False) -> str | None:
     happened, and a run whose outputs are NaN everywhere compared nothing and is no pass. With `same_program`
     (the eager run of the kernel) the dtypes must agree too: the compiler refuses 64-bit outputs rather than
     narrowing them, so another dtype means the two read the program differently (a bfloat16 kernel against a
-    float16 eager run was ok), which the cast to `out`'s dtype would hide."""
+    float16 eager run was ok), which the cast to `out`'s dtype would hide. `slack`: more absolute error allowed
+    per output (`summation_slack`)."""
     outs = out if isinstance(out, tuple) else (out,)
     exps = expected if isinstance(expected, tuple | list) else (expected,)
     if len(outs) != len(exps):
@@ -88,11 +90,34 @@ def compare(out: Any, expected: Any, same_program: bool = False) -> str | None:
         if o.dtype.itemsize == 1 and o.dtype.is_floating_point:  # torch has no isfinite/abs for fp8
             o, e = o.float(), e.float()
         bounds = tolerance(held, _scale(e))
+        if i < len(slack):
+            bounds["atol"] += slack[i]
         try:
             torch.testing.assert_close(o, e, equal_nan=True, **bounds)
         except AssertionError as exc:
             return f"output {i}: {_summary(exc)} (allowed {bounds['atol']:.3g} + {bounds['rtol']:g}·|expected|)"
     return None
+
+
+def summation_slack(expected: Any, exact: Any) -> tuple[float, ...]:
+    """Per output, twice the largest difference between the eager run and the same program with every float
+    product summed exactly (f64). A value rounded to bf16 and multiplied again (squeeze_and_excitation_net's
+    `relu(x @ a)` stored as bf16, then `@ b` and a sigmoid) lands one bf16 step either side of a rounding
+    boundary depending on summation order alone, and the chip sums in another order than torch: its answer
+    was 0.074 from torch's where the bound allowed 0.06. The kernel and the eager run are each one such order
+    away from the exact sums, so they may be twice that apart."""
+    exps = expected if isinstance(expected, tuple | list) else (expected,)
+    exacts = exact if isinstance(exact, tuple | list) else (exact,)
+    out: list[float] = []
+    for e, x in zip(exps, exacts, strict=False):
+        if not (isinstance(e, torch.Tensor) and isinstance(x, torch.Tensor) and e.dtype.is_floating_point
+                and e.shape == x.shape) or e.dtype.itemsize == 1:
+            out.append(0.0)
+            continue
+        gap = (e.double() - x.double()).abs()
+        gap = gap[torch.isfinite(gap)]
+        out.append(2.0 * float(gap.max()) if gap.numel() else 0.0)
+    return tuple(out)
 
 
 def _held_in(t: torch.Tensor) -> torch.dtype:
@@ -274,6 +299,7 @@ def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip:
             inputs, own = drawn[shapes]
             args = _clone(inputs)
             own_problem = problem = unchecked = None
+            spread_note = ""
             verdict = None
             worst = None
             nans = (0, 0)
@@ -291,6 +317,9 @@ def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip:
                     if in_place:
                         expected = _mutated(k, ck, ref_args)
                     problem = compare(out, expected, same_program=True)
+                    if problem is not None:
+                        problem, spread_note = _within_summation_spread(
+                            out, expected, problem, partial(_exact_run, reference, source, k, ck, inputs, path, in_place))
                     worst = max_error(out, expected)
                     if problem is None:
                         nans = nan_note(out)
@@ -320,7 +349,8 @@ def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip:
             elif unchecked is not None and problem is None:
                 eager = f"NOT CHECKED (the eager reference cannot run it: {unchecked})"
             else:
-                eager = ("ok" if not nans[0] else f"ok (NaN in both at {nans[0]} of {nans[1]})") if problem is None \
+                eager = ("ok" + spread_note if not nans[0] else f"ok (NaN in both at {nans[0]} of {nans[1]})") \
+                    if problem is None \
                     else problem if problem.startswith("NO SIGNAL") else f"MISMATCH {problem}"
             mine = "-" if own is None else "ok" if own_problem is None else f"MISMATCH {own_problem}"
             if verdict is None:
@@ -331,6 +361,32 @@ def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip:
                 verdict, eager = "unverified", f"UNVERIFIED: {eager} in interpret mode, but {unanswered}"
             rows.append(Row(k.name, lt, ck.config.short(), eager, mine, seconds, verdict, worst))
     return CheckReport(rows, [*ran_at.values(), *notes], "")
+
+
+def _exact_run(reference: Any, source: str, k: Any, ck: Any, inputs: list[Any], path: str | None,
+               in_place: bool) -> Any:
+    """The eager run again with every float product summed in f64: its outputs (or arguments written)."""
+    result, after = reference.run(source, k.name, _clone(inputs), list(ck.config["block_sizes"]), path,
+                                  tunables=dict(ck.config), exact_dots=True)
+    return _mutated(k, ck, after) if in_place else result
+
+
+def _within_summation_spread(out: Any, expected: Any, problem: str,
+                             exact: Callable[[], Any]) -> tuple[str | None, str]:
+    """A mismatch judged again with `summation_slack` allowed: (None, why it is ok) when the kernel is within
+    what summation order alone moves the outputs, else (the mismatch, saying what was allowed). The exact run
+    happens only here, after a mismatch, so a kernel that matches pays nothing for it."""
+    try:
+        slack = summation_slack(expected, exact())
+    except ReferenceRunError:
+        return problem, ""
+    if not any(slack):
+        return problem, ""
+    widened = compare(out, expected, same_program=True, slack=slack)
+    moved = ", ".join(f"output {i} by {s / 2:.3g}" for i, s in enumerate(slack) if s)
+    if widened is None:
+        return None, f" (within twice what summing its dots exactly moves the eager run: {moved})"
+    return f"{widened}, with twice what summing its dots exactly moves the eager run allowed ({moved})", ""
 
 
 def _tpu_compile_problem(ck: Any, notes: list[str]) -> tuple[tuple[str, str] | None, str | None]:

@@ -34,6 +34,7 @@ from compiler.support.forking import forks_with_torch
 
 TIME_LIMIT = 300.0  # seconds of wall clock per run
 START_LIMIT = 120.0  # seconds for a fresh worker to import torch and answer
+EXACT_DOTS = "kernel with exact dots"  # the request kind of a run whose float products are summed in f64
 
 
 def default_memory_limit() -> int:
@@ -78,8 +79,9 @@ def _serve(conn: Any, parent: int, memory_bytes: int, cpu_seconds: int, threads:
         try:
             if isinstance(args, Drawn):
                 args = args.values()
-            if kind == "kernel":
-                result = load_module(source, filename, kernel=kernel).run(kernel, args, block_sizes, tunables)
+            if kind in ("kernel", EXACT_DOTS):
+                result = load_module(source, filename, kernel=kernel).run(kernel, args, block_sizes, tunables,
+                                                                          exact_dots=kind == EXACT_DOTS)
             else:  # a plain function of the file (its torch `reference`)
                 result = load_module(source, filename, function=kernel).namespace[kernel](*args)
             reply: tuple = ("ok", result, [a if send_back is None or i in send_back else None
@@ -185,11 +187,14 @@ class ReferenceProcess:
         filename: str = "<helion kernel source>",
         send_back: Collection[int] | None = None,
         tunables: Mapping[str, Any] | None = None,
+        exact_dots: bool = False,
     ) -> tuple[Any, list[Any]]:
         """(the kernel's result, the arguments after the call: in-place kernels write into them; with
         `send_back`, only the arguments at those positions, None for the others). `tunables`: the config whose
-        hl.register_tunable values the kernel reads (the compiled one's)."""
-        return self._request("kernel", source, kernel, args, block_sizes, filename, send_back, tunables)
+        hl.register_tunable values the kernel reads (the compiled one's). `exact_dots`: every float product
+        summed in f64 (reference/matmul_mode.py)."""
+        kind = EXACT_DOTS if exact_dots else "kernel"
+        return self._request(kind, source, kernel, args, block_sizes, filename, send_back, tunables)
 
     def begin(
         self,

@@ -42,12 +42,12 @@ class Runtime:
 
     @contextmanager
     def launch(self, fn: Callable[..., Any], block_sizes: Sequence[int] | None,
-               tunables: Mapping[str, Any] | None = None) -> Iterator[Launch]:
+               tunables: Mapping[str, Any] | None = None, exact_dots: bool = False) -> Iterator[Launch]:
         axes = Axes() if _calls_jagged_tile(fn.__code__) else None
         launch = Launch(fn.__code__, block_sizes, tunables, axes)
         self._launches.append(launch)
         try:
-            with MixedPrecisionMatmul(), UninitializedAsNaN(), torch_scan_replaced(), \
+            with MixedPrecisionMatmul(exact_dots), UninitializedAsNaN(), torch_scan_replaced(), \
                     AxesMode(axes) if axes else nullcontext():
                 yield launch
         finally:
@@ -90,14 +90,16 @@ class EagerKernel:
         kwargs: dict[str, Any] | None = None,
         block_sizes: Sequence[int] | None = None,
         tunables: Mapping[str, Any] | None = None,
+        exact_dots: bool = False,
     ) -> Any:
         """`tunables`: hl.register_tunable values by name (a config's), else the decorator config's, else each
-        fragment's default."""
+        fragment's default. `exact_dots`: every float product summed in f64 (matmul_mode.py)."""
         if block_sizes is None:
             block_sizes = self.config.get("block_sizes")
         runtime = self._runtime
         try:
-            with runtime.launch(self.fn, block_sizes, dict(self.config) if tunables is None else tunables) as launch:
+            with runtime.launch(self.fn, block_sizes, dict(self.config) if tunables is None else tunables,
+                                exact_dots) as launch:
                 result = self.fn(*args, **(kwargs or {}))
         except ReferenceRunError:
             raise

@@ -33,14 +33,14 @@ class ReferenceModule:
         return {name: value for name, value in self.namespace.items() if isinstance(value, EagerKernel)}
 
     def run(self, kernel: str, args: Sequence[Any], block_sizes: Sequence[int] | None = None,
-            tunables: Mapping[str, Any] | None = None) -> Any:
+            tunables: Mapping[str, Any] | None = None, exact_dots: bool = False) -> Any:
         found = self.kernels.get(kernel)
         if found is None:
             known = ", ".join(self.kernels) or "none"
             raise ReferenceRunError(
                 f"no @helion.kernel function named {kernel!r} (kernels: {known})", kernel=kernel
             )
-        return found.run(args, block_sizes=block_sizes, tunables=tunables)
+        return found.run(args, block_sizes=block_sizes, tunables=tunables, exact_dots=exact_dots)
 
 
 def load_module(source: str, filename: str = DEFAULT_FILENAME, kernel: str | None = None,
