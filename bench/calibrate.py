@@ -16,7 +16,8 @@ into constants.py (with "[fit] <what>" sources). Fitted parameters (--params):
   vector   vpu_rate (eup_rate keeps its ratio)   overlap   overlap_loop   dma   dma_efficiency
   rows     mxu_min_rows (the LHS rows a dot costs at least per weight tile)
   fori     fori_iteration_overhead (a fori_loop iteration's loop control and dynamic slicing)
-Default: inner latency call dma rows fori (what v5e's points pin: its vector rate and loop overlap run to a
+  carry    fori_carried_element (a fori_loop iteration's read and write-back of its carried values, per element)
+Default: inner latency call dma rows fori carry (what v5e's points pin: its vector rate and loop overlap run to a
 bound when fitted, and its MXU efficiency stays at the 0.9606 its earlier 20 points gave: freed, the sweep pulls it
 to 0.90 for configs whose cost the model does not express, and the guide's large-block matmuls go 20-24 % slow;
 the grid step keeps its fit to the first 169 points: with attention's fori_loops in, freed it goes to zero),
@@ -62,8 +63,9 @@ PARAMS = {
     "dma": (("dma_efficiency",), 1.0, "", 0.3, 1.0),
     "rows": (("mxu_min_rows",), 1.0, "rows", 1.0, 128.0),
     "fori": (("fori_iteration_overhead",), 1e-6, "µs", 0.0, 5.0),
+    "carry": (("fori_carried_element",), 1e-12, "ps", 0.0, 10.0),
 }
-DEFAULT_PARAMS = ("inner", "latency", "call", "dma", "rows", "fori")
+DEFAULT_PARAMS = ("inner", "latency", "call", "dma", "rows", "fori", "carry")
 MEASURED_PARAMS = (*DEFAULT_PARAMS, "mxu", "vector", "overlap")
 
 

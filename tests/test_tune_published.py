@@ -49,14 +49,14 @@ def test_rank_order_right_within_each_size_of_the_published_tables(modelled) -> 
     assert len(groups) >= 14
 
 
-PAIRS_ORDERED = 0.947  # the model orders 94.8 % of the v5e's separated pairs now (issue 29 asks 95 %)
+PAIRS_ORDERED = 0.95  # issue 29's bar; the model orders 95.6 % of the v5e's separated pairs (2026-12-06, 23:20 UTC)
 
 
 def test_our_v5e_measurements_within_20_percent_and_ordered(modelled) -> None:
     """Issue 29's bar for the v5e model: within ±20 % of the chip on at least 90 % of the points, and 95 % of the
-    pairs the chip separates by more than 3 % in the chip's order. The second is NOT met since attention's last
-    25 configs came in (2026-12-06: 1858 of 1960, 94.8 %; no fit of the constants orders more than 1859, README):
-    this holds the model to what it orders now, so that it does not fall further."""
+    pairs the chip separates by more than 3 % in the chip's order. Met since a fori_loop iteration pays for the
+    values it carries (2026-12-06: 181 of 198 points within ±20 %, 2649 of 2772 pairs; without that term 178 and
+    2630, below both bars once the 24 points of that evening came in)."""
     chip = [m for m in modelled if m.point.table.startswith("chip-v5e")]
     assert len(chip) >= 14
     within = [abs(m.error()) <= 0.20 for m in chip]
@@ -66,7 +66,7 @@ def test_our_v5e_measurements_within_20_percent_and_ordered(modelled) -> None:
     pairs, right = len(found), sum(ok for _, _, ok in found)
     # among those it gets wrong: attention's default [1, 256, 256] (97.6 ms) against the tuner's [1, 2048, 1024]
     # with its loop order swapped (104.3 ms), and attention in blocks narrower than 128 lanes
-    assert pairs >= 1960 and right >= PAIRS_ORDERED * pairs, (right, pairs)
+    assert pairs >= 2772 and right >= PAIRS_ORDERED * pairs, (right, pairs)
 
 
 def test_seed_figures_within_ten_percent(modelled) -> None:
@@ -86,7 +86,7 @@ def test_v5e_fit_reproduces_constants_py() -> None:
     base = constants_for("v5e")
     fitted = fit(pts, base, DEFAULT_PARAMS, "[fit] test")
     for name in ("pipeline_iteration_overhead", "dma_latency", "call_overhead", "dma_efficiency", "mxu_min_rows",
-                 "fori_iteration_overhead"):
+                 "fori_iteration_overhead", "fori_carried_element"):
         assert getattr(fitted, name) == pytest.approx(getattr(base, name), rel=0.02), name
     assert fitted.sources["fori_iteration_overhead"] == "[fit] test"
     # and the fit is what it claims to be: no worse than the constants it started from

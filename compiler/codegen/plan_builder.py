@@ -45,6 +45,7 @@ from .loops import (
     multi_dim_tile_loops,
     shortest_indexed_dim,
 )
+from .padding import padded_count
 from .placement import DEVICE_POSITIONS, CannotStream, Placer, kept_dims, layout_tiling, masks_pick, py_name
 from .work import carried_dtype, padded_bytes, region_work, temporaries_bytes
 
@@ -420,6 +421,13 @@ def _scratch(grid: GridLoop, loop_type: object, ops: list[OperandLayout],
 STEP = "#step"  # key of an emit_pipeline loop's step counter in CallLayout.scratch
 
 
+def _carried_elems(loop: InnerLoop) -> float:
+    """32-bit elements of what one iteration of `loop` hands the next (a matmul's accumulator, a softmax's
+    running max and sum), laid out in tiles: a fori_loop body reads and writes them every iteration."""
+    return float(sum(padded_count(tuple(c.phi.shape), carried_dtype(c.phi.dtype).itemsize)
+                     * min(1.0, carried_dtype(c.phi.dtype).itemsize / 4) for c in loop.carried))
+
+
 def _uses_own_position(loop: InnerLoop) -> bool:
     """Does the loop body read its tiles' begin/end/index/id or mask them? (emit_pipeline then needs a step
     counter). Any op naming one of the loop's tiles in its arguments does."""
@@ -494,6 +502,7 @@ def _call_plan(layout: CallLayout, loop_type: object, chip: Chip) -> CallPlan:
                     block_size=d.block_size, trips=trips, range=n.range,
                     operands=tuple(o.ref_name for o in layout.operands if o.loop is n),
                     work=region_work(n.body, dma_ids), note=loop_note(n, loop_type, grid.body),
+                    carried_elems=_carried_elems(n),
                 ))
                 visit(n.body)
 

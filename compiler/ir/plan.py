@@ -159,6 +159,7 @@ class InnerLoop:
     operands: tuple[str, ...]  # Operand.name streamed or sliced by this loop
     work: Work  # per iteration
     note: str = ""  # bounds computed on the device: how the loop runs (and why not as the config asked)
+    carried_elems: float = 0.0  # 32-bit elements of the values one iteration hands the next, tile-padded
 
 
 @dataclass(frozen=True)
