@@ -812,3 +812,28 @@ def test_tiles_in_shapes_are_their_lengths() -> None:
     x = torch.randn(7, 6)
     out = run_reference(src, "halves_swapped", [x], [4])
     torch.testing.assert_close(out, torch.cat([x[:, 3:], x[:, :3]], dim=1))
+
+
+def test_a_device_read_is_a_value_of_its_own_and_host_views_stay_views() -> None:
+    # upstream mamba2_chunk_scan scales a loaded block in place (`cb_local *= decay`) for every head of a group:
+    # Helion's load is a copy, so `cb` must stay as it was (the eager run compounded the scaling: off by 10^28)
+    src = textwrap.dedent('''
+        import torch
+        import helion
+        import helion.language as hl
+
+        @helion.kernel()
+        def scaled(cb: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+            flat = out[0]  # host code: a view of out, written through below
+            for h in hl.grid(out.size(1)):
+                for tile in hl.tile(cb.size(0)):
+                    block = cb[tile]
+                    block *= 2.0
+                    flat[h, tile] = block
+            return out
+    ''')
+    cb = torch.arange(8.0)
+    out = torch.zeros(1, 3, 8)
+    result = run_reference(src, "scaled", [cb, out], [4])
+    torch.testing.assert_close(cb, torch.arange(8.0))  # every head read the block as it is in memory
+    torch.testing.assert_close(result, (2 * torch.arange(8.0)).expand(1, 3, 8))  # written through the host view

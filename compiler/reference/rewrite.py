@@ -1,6 +1,12 @@
 """Source rewrite that lets Tiles act as indices: `x[tile_m, :]` becomes `x[__hl_key__((tile_m, slice(None)), x)]`,
 and as sizes: `t.reshape([tile_b, 2, half])` becomes `t.reshape(__hl_sizes__([tile_b, 2, half]))`.
 
+Inside a device loop (`for ... in hl.tile(...)` / `hl.grid` / `hl.jagged_tile`) a read `x[...]` is a load, a value
+of its own, as Helion compiles it: it becomes `__hl_load__(x[...])`, a copy where torch's indexing gave a view, so
+that `cb_local *= decay` on a loaded block does not write into `cb` (upstream mamba2_chunk_scan: every later head
+then read the scaled block again, and the eager run was off by up to 10^28 where the kernel was right). Host code
+keeps torch's views, as upstream's host code does.
+
 Only the subscript key and the size arguments of torch's shape-taking calls are wrapped, so loads, stores,
 `+=` and `del` keep Python's own evaluation order; the key and size functions are the identity for anything
 that holds no Tile. Annotations are left alone.
@@ -13,6 +19,8 @@ import ast
 KEY_NAME = "__hl_key__"
 SLICE_NAME = "__hl_slice__"
 SIZES_NAME = "__hl_sizes__"
+LOAD_NAME = "__hl_load__"
+DEVICE_LOOPS = frozenset({"tile", "grid", "jagged_tile"})  # hl functions whose `for` loop is device code
 # shape-taking tensor methods, and torch functions (`torch.zeros(...)`): a Tile among their sizes is a length
 SIZE_METHODS = frozenset({"reshape", "view", "expand", "broadcast_to", "unflatten", "new_zeros", "new_ones",
                           "new_empty", "new_full"})
@@ -38,7 +46,36 @@ def _takes_sizes(func: ast.expr) -> bool:
     return torch_function or func.attr in SIZE_METHODS  # hl.zeros is not one: it takes the Tiles themselves
 
 
+def _device_loop(node: ast.For) -> bool:
+    """`for ... in hl.tile(...)` (or hl.grid, hl.jagged_tile, by any module alias)."""
+    call = node.iter
+    if not isinstance(call, ast.Call):
+        return False
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return name in DEVICE_LOOPS
+
+
+def load_copy(value: object) -> object:
+    """What a device-code read holds: its own values (a copy where indexing gave a view of the tensor)."""
+    import torch
+
+    return value.clone() if isinstance(value, torch.Tensor) and value._is_view() else value
+
+
 class _WrapKeys(ast.NodeTransformer):
+    def __init__(self) -> None:
+        self.device_depth = 0
+
+    def visit_For(self, node: ast.For) -> ast.For:
+        device = _device_loop(node)
+        self.device_depth += device
+        try:
+            self.generic_visit(node)
+        finally:
+            self.device_depth -= device
+        return node
+
     def visit_Call(self, node: ast.Call) -> ast.Call:
         self.generic_visit(node)
         if _takes_sizes(node.func):
@@ -49,7 +86,13 @@ class _WrapKeys(ast.NodeTransformer):
                     kw.value = _sizes_call(kw.value)
         return node
 
-    def visit_Subscript(self, node: ast.Subscript) -> ast.Subscript:
+    def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
+        node = self._wrap_key(node)
+        if self.device_depth and isinstance(node.ctx, ast.Load):
+            return ast.copy_location(ast.Call(ast.Name(LOAD_NAME, ast.Load()), [node], []), node)
+        return node
+
+    def _wrap_key(self, node: ast.Subscript) -> ast.Subscript:
         self.generic_visit(node)
         key = node.slice
         if isinstance(key, ast.Slice):  # `a[i:j]`: no Tile can hide in a plain slice

@@ -15,7 +15,7 @@ from compiler.reference.errors import ReferenceRunError, deepest_line, describe
 from compiler.reference.helion_module import builtins_with_helion, helion_modules
 from compiler.reference.kernel import EagerKernel, Runtime
 from compiler.reference.prune import kernel_module
-from compiler.reference.rewrite import KEY_NAME, SIZES_NAME, SLICE_NAME, rewrite_module
+from compiler.reference.rewrite import KEY_NAME, LOAD_NAME, SIZES_NAME, SLICE_NAME, load_copy, rewrite_module
 from compiler.reference.tiles import sizes
 from compiler.support.syntax import parse
 
@@ -67,6 +67,7 @@ def load_module(source: str, filename: str = DEFAULT_FILENAME, kernel: str | Non
         KEY_NAME: runtime.index_key,
         SLICE_NAME: slice,
         SIZES_NAME: sizes,
+        LOAD_NAME: load_copy,
     }
     try:
         exec(code, namespace)
