@@ -837,3 +837,32 @@ def test_a_device_read_is_a_value_of_its_own_and_host_views_stay_views() -> None
     result = run_reference(src, "scaled", [cb, out], [4])
     torch.testing.assert_close(cb, torch.arange(8.0))  # every head read the block as it is in memory
     torch.testing.assert_close(result, (2 * torch.arange(8.0)).expand(1, 3, 8))  # written through the host view
+
+
+RACY = textwrap.dedent('''
+    import torch
+    import helion
+    import helion.language as hl
+
+    @helion.kernel()
+    def scatter(x: torch.Tensor, rows: torch.Tensor, count: int) -> torch.Tensor:
+        out = torch.zeros_like(x)
+        for tile in hl.tile(x.size(0)):
+            valid = tile.index < count
+            where = torch.where(valid, rows[tile], 0)  # masked rows sent to row 0, which rows[2] writes too
+            out[where, :] = torch.where(valid[:, None], x[tile, :], out[where, :])
+        return out
+''')
+
+
+def test_a_store_that_writes_an_element_twice_with_different_values_is_a_race() -> None:
+    x = torch.arange(1.0, 17.0).reshape(8, 2)
+    rows = torch.tensor([3, 1, 0, 2, 7, 6, 5, 4])
+    with pytest.raises(ReferenceRunError, match=r"line 12: .*one store writes \[0, 0\] of \[8, 2\] twice \(5 and 0; 1 more\): a race"):
+        run_reference(RACY, "scatter", [x, rows, 6], [8])
+    full = run_reference(RACY, "scatter", [x, rows, 8], [8])  # every row written once: no race
+    torch.testing.assert_close(full, torch.zeros(8, 2).index_copy(0, rows, x))
+    same = RACY.replace("torch.where(valid[:, None], x[tile, :], out[where, :])", "x[tile, :] * 0 + 5.0")
+    twice = run_reference(same.replace("out[where, :]", "out[where * 0, :]"), "scatter", [x, rows, 6], [8])
+    # every row to row 0, the same value each time: no race
+    assert twice[0].tolist() == [5.0, 5.0]

@@ -3,6 +3,7 @@
 One `Runtime` belongs to one exec'd module; `helion.language` functions ask it for the current `Launch`.
 Exceptions raised while a kernel runs come back as `ReferenceRunError` with the kernel source line.
 While a kernel runs, `MixedPrecisionMatmul` gives `addmm`/`baddbmm` Helion's f32-accumulator semantics,
+`RacingStores` stops a store that writes an element twice with different values (races.py),
 `UninitializedAsNaN` fills `torch.empty` as interpret mode fills unwritten memory and, in a kernel that calls
 `hl.jagged_tile`, `AxesMode` masks the jagged positions (jagged.py).
 """
@@ -47,7 +48,7 @@ class Runtime:
         launch = Launch(fn.__code__, block_sizes, tunables, axes)
         self._launches.append(launch)
         try:
-            with MixedPrecisionMatmul(exact_dots), UninitializedAsNaN(), torch_scan_replaced(), \
+            with launch.races, MixedPrecisionMatmul(exact_dots), UninitializedAsNaN(), torch_scan_replaced(), \
                     AxesMode(axes) if axes else nullcontext():
                 yield launch
         finally:

@@ -14,6 +14,8 @@ from typing import Any
 
 import torch
 
+from compiler.reference.races import RacingStores
+
 DEFAULT_MAX_BLOCK = 128
 
 
@@ -116,6 +118,7 @@ class Launch:
         self._code = code
         self.tunables = dict(tunables or {})  # hl.register_tunable values by name (the config's)
         self.axes = axes  # jagged.Axes when the kernel calls hl.jagged_tile: which tile each value's axes run along
+        self.races = RacingStores()  # races.py: a store that writes an element twice with different values
         self._requested = list(block_sizes or ())
         self._sites: dict[tuple[tuple[CodeType, int], ...], list[int]] = {}
         self.resolved: list[int] = []  # block size per slot, in order of first appearance
