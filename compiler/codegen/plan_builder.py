@@ -45,9 +45,8 @@ from .loops import (
     multi_dim_tile_loops,
     shortest_indexed_dim,
 )
-from .padding import padded_count
 from .placement import DEVICE_POSITIONS, CannotStream, Placer, kept_dims, layout_tiling, masks_pick, py_name
-from .work import carried_dtype, padded_bytes, region_work, temporaries_bytes
+from .work import carried_dtype, padded_bytes, region_work, temporaries_bytes, vreg_elems
 
 JNP_DTYPES = {
     torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float32", torch.int32: "int32",
@@ -424,8 +423,7 @@ STEP = "#step"  # key of an emit_pipeline loop's step counter in CallLayout.scra
 def _carried_elems(loop: InnerLoop) -> float:
     """32-bit elements of what one iteration of `loop` hands the next (a matmul's accumulator, a softmax's
     running max and sum), laid out in tiles: a fori_loop body reads and writes them every iteration."""
-    return float(sum(padded_count(tuple(c.phi.shape), carried_dtype(c.phi.dtype).itemsize)
-                     * min(1.0, carried_dtype(c.phi.dtype).itemsize / 4) for c in loop.carried))
+    return sum((vreg_elems(c.phi) for c in loop.carried), 0.0)
 
 
 def _uses_own_position(loop: InnerLoop) -> bool:

@@ -40,7 +40,7 @@ def padded_bytes(shape: tuple[int | None, ...], dtype: torch.dtype) -> int:
     return padded_elems(dims, dtype) * carried_dtype(dtype).itemsize
 
 
-def _vreg_elems(v: Value) -> float:
+def vreg_elems(v: Value) -> float:
     """Vector work in 32-bit-lane units: a packed bf16 vreg holds twice the elements of an f32 one."""
     itemsize = carried_dtype(v.meta.dtype).itemsize  # read off the meta tensor once: the model asks this for every value
     return padded_count(v.meta.shape, itemsize) * min(1.0, itemsize / 4)
@@ -76,7 +76,7 @@ def op_work(op: Op) -> Work:
         flops = 2.0 * bsz * m * n * k
         rows = sublane_rows(a.dtype)
         pm, pn, pk = -(-m // rows) * rows, -(-n // 128) * 128, -(-k // 128) * 128
-        acc_work = _vreg_elems(outs[0]) if len(op.args) > 2 else 0.0
+        acc_work = vreg_elems(outs[0]) if len(op.args) > 2 else 0.0
         padded = 2.0 * bsz * pm * pn * pk
         kind = mxu_operand_class(a.dtype, b.dtype)
         passes = PASSES[op.kwargs["precision"]]
@@ -88,7 +88,7 @@ def op_work(op: Op) -> Work:
         short = {"mxu_short": padded, "mxu_short_weights": 2.0 * bsz * pn * pk} if pm < SHORT_LHS_ROWS else {}
         return Work(flops, padded, acc_work, 0.0, **({f"mxu_{kind}": padded} if kind != "bf16" else {}), **short)
     ins = [a for a in op.args if isinstance(a, Value)]
-    size = max([_vreg_elems(v) for v in ins + list(outs)] or [0.0])
+    size = max([vreg_elems(v) for v in ins + list(outs)] or [0.0])
     if op.kind in ("softmax", "log_softmax"):
         return Work(0, 0, 4 * size, size)
     if op.kind == "mask":  # iota, add, compare (and the & of several), select
@@ -113,7 +113,7 @@ def access_work(n: Load | Store, dma: frozenset[int] = frozenset()) -> Work:
     precision, PASSES["highest"] bf16 passes; integers two f32 matmuls of 16-bit halves), unless its rows are
     copied by DMA (`dma`: those accesses' node ids)."""
     v = n.out if isinstance(n, Load) else n.value
-    work = Work(0, 0, _vreg_elems(v) * 0.5, 0)
+    work = Work(0, 0, vreg_elems(v) * 0.5, 0)
     sizes = gather_sizes(n) if id(n) not in dma else None
     if sizes is None:
         return work

@@ -7,9 +7,9 @@ that `cb_local *= decay` on a loaded block does not write into `cb` (upstream ma
 then read the scaled block again, and the eager run was off by up to 10^28 where the kernel was right). Host code
 keeps torch's views, as upstream's host code does.
 
-Only the subscript key and the size arguments of torch's shape-taking calls are wrapped, so loads, stores,
-`+=` and `del` keep Python's own evaluation order; the key and size functions are the identity for anything
-that holds no Tile. Annotations are left alone.
+Only the subscript key, the size arguments of torch's shape-taking calls and (in device code) a read as a whole
+are wrapped, so loads, stores, `+=` and `del` keep Python's own evaluation order; the key and size functions are
+the identity for anything that holds no Tile. Annotations are left alone.
 """
 
 from __future__ import annotations
@@ -54,13 +54,6 @@ def _device_loop(node: ast.For) -> bool:
     func = call.func
     name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
     return name in DEVICE_LOOPS
-
-
-def load_copy(value: object) -> object:
-    """What a device-code read holds: its own values (a copy where indexing gave a view of the tensor)."""
-    import torch
-
-    return value.clone() if isinstance(value, torch.Tensor) and value._is_view() else value
 
 
 class _WrapKeys(ast.NodeTransformer):

@@ -15,7 +15,7 @@ from compiler.reference.errors import ReferenceRunError, deepest_line, describe
 from compiler.reference.helion_module import builtins_with_helion, helion_modules
 from compiler.reference.kernel import EagerKernel, Runtime
 from compiler.reference.prune import kernel_module
-from compiler.reference.rewrite import KEY_NAME, LOAD_NAME, SIZES_NAME, SLICE_NAME, load_copy, rewrite_module
+from compiler.reference.rewrite import KEY_NAME, LOAD_NAME, SIZES_NAME, SLICE_NAME, rewrite_module
 from compiler.reference.tiles import sizes
 from compiler.support.syntax import parse
 
@@ -41,6 +41,12 @@ class ReferenceModule:
                 f"no @helion.kernel function named {kernel!r} (kernels: {known})", kernel=kernel
             )
         return found.run(args, block_sizes=block_sizes, tunables=tunables, exact_dots=exact_dots)
+
+
+def load_copy(value: object) -> object:
+    """What a device-code read holds (`__hl_load__`, rewrite.py): its own values, a copy where indexing gave a
+    view of the tensor."""
+    return value.clone() if isinstance(value, torch.Tensor) and value._is_view() else value
 
 
 def load_module(source: str, filename: str = DEFAULT_FILENAME, kernel: str | None = None,
