@@ -47,6 +47,7 @@ from .evaluators import Problem, gate_case, get_evaluator, verify
 from .executors import Executor, InlineExecutor
 from .kernel_space import KernelSpace
 from .keys import TrialKey
+from .objective import MODEL_RESOLUTION, objective, worth_applying
 from .refine import Candidate, refine
 from .search import Evaluated, SearchProgress, search
 from .store import TuningStore
@@ -180,6 +181,7 @@ class Searched:
     work_seconds: float
     rejected: list[dict[str, Any]]
     gate: Any = None  # the winner's gate case (GateCase or the verdict of one that does not compile), if prepared
+    notes: tuple[str, ...] = ()  # what the search phase has to say (the current config kept)
 
 
 class TuneRun:
@@ -224,6 +226,7 @@ class TuneRun:
             self.work_seconds, self.rejected = searched.work_seconds, searched.rejected
             self.evaluated, self.pruned = len(self.result.evaluated), self.result.pruned
             self._gate_case = searched.gate
+            self.notes += searched.notes
             return
         self.space = space = KernelSpace(problem, kernel, kernel.config_space(problem.args, problem.chip))
         model_key = self.key.with_evaluator("model")
@@ -299,13 +302,37 @@ class TuneRun:
                     self.rejected,
                     None if options.budget is None else self.start + options.budget,
                 )
+            self.candidates = self._current_first(self.candidates)
         except BaseException:
             self._finish_run("failed")
             raise
         self.work_seconds = time.monotonic() - self.start  # the gate's checks are added as they arrive
 
     def searched(self) -> Searched:
-        return Searched(self.result, self.candidates, self.run_id, self.work_seconds, self.rejected, self._gate_case)
+        return Searched(self.result, self.candidates, self.run_id, self.work_seconds, self.rejected, self._gate_case,
+                        tuple(self.notes))
+
+    def _current_first(self, candidates: list[Candidate]) -> list[Candidate]:
+        """The config the kernel runs with now (its decorator's, else its default) first, when the best's figure is
+        an estimate that promises less than the model's resolution over it (objective.least_gain): the model
+        does not order configs that close. Said in a note."""
+        if len(candidates) < 2 or not get_evaluator(self.options.evaluator).estimated:
+            return candidates
+        space = self.space.space
+        now = self.kernel.decorator_config or self.kernel.default_config(self.problem.args, self.problem.chip)
+        current = space.to_config(space.point_of(Config(dict(now))))
+        at = next((i for i, c in enumerate(candidates) if Config(c.config) == current), None)
+        if not at:  # not scored (outside the space, or failed), or the best already
+            return candidates
+        best, kept = candidates[0], candidates[at]
+        ahead, now_at = objective(best.seconds, best.metrics), objective(kept.seconds, kept.metrics)
+        if worth_applying(ahead, now_at, True):
+            return candidates
+        self.notes.append(
+            f"kept the current config {Config(kept.config).short()}: the model's best, {Config(best.config).short()}, "
+            f"is {now_at / ahead - 1:.1%} faster by tuning's objective, under the model's {MODEL_RESOLUTION:.0%} "
+            "resolution (compiler/tune/objective.py)")
+        return [kept, *candidates[:at], *candidates[at + 1 :]]
 
     def prepare_gate(self) -> None:
         """Compile the winner for the gate's reduced shapes now (the first half of its check: static work), so

@@ -10,6 +10,13 @@ evaluator pick a config it measured slower (attention 8k on v5e: 100.7 ms within
 above it). A stored best is offered for *Apply* only when it gains at least
 APPLY_GAIN over the config the kernel runs with now. The store (`TuningStore.top`) orders trials by the same
 objective, in SQL.
+
+An estimate has a resolution: below it the model's order is a coin toss. Over the v5e sweeps (bench/chip/,
+3,346 pairs of configs of one kernel, `bench/tune_vs_chip.py` prints it), where the model put two configs less
+than 3 % apart the chip ordered them its way in 203 of 444 pairs (46 %); 3-5 % apart in 75 %, 5-10 % in 69 %,
+over 10 % in 97 %. So an estimate must promise MODEL_RESOLUTION over the config the kernel runs with now to
+replace it — in tuning's pick and for *Apply* — and a measured time APPLY_GAIN. Attention 8k on the v5e: the
+model's best was 1.6-1.9 % faster than the default by its estimate and 6-10 % slower on the chip.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from typing import Any
 
 VMEM_MARGIN = 0.05  # an over-the-default-limit config must be >= 5 % faster than the best within it
 APPLY_GAIN = 0.02  # Apply is offered for a gain of >= 2 % (by the objective) over the current config
+MODEL_RESOLUTION = 0.03  # ... and >= 3 % between estimates: the least gap the model orders better than chance
 OVER_DEFAULT = "over_default_limit"  # the VMEM report's verdict (metrics["vmem_verdict"])
 
 
@@ -37,9 +45,15 @@ def objective(seconds: float, metrics: Mapping[str, Any] | None) -> float:
     return seconds * (1 + VMEM_MARGIN) if margined(metrics) else seconds
 
 
-def worth_applying(best: float, current: float) -> bool:
-    """Is going from `current` to `best` (objective values) a gain of at least APPLY_GAIN?"""
-    return current >= best * (1 + APPLY_GAIN)
+def least_gain(estimated: bool) -> float:
+    """The gain a better config must promise over the current one: the model's resolution between estimates."""
+    return max(APPLY_GAIN, MODEL_RESOLUTION) if estimated else APPLY_GAIN
+
+
+def worth_applying(best: float, current: float, estimated: bool = False) -> bool:
+    """Is going from `current` to `best` (objective values; `estimated`: both are estimates) a gain of at least
+    `least_gain`?"""
+    return current >= best * (1 + least_gain(estimated))
 
 
 # `objective` in SQLite, on the trials table's `seconds` and `metrics` (JSON) columns

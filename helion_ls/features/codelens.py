@@ -5,7 +5,7 @@ kernel without shape lines, whose shape sets come from the file's calls, has the
   says that tuning runs the kernel's code; "Tuning off: <why>" where that is not allowed, see trust.py)
   "Tuning… n/N" while a tuner searches, "Verifying best…" while it checks the winner (click to cancel)
   "Best: <short config> — <est. time, TF/s or GB/s> (× vs current)" · "Apply" (only for a gain of at least
-  APPLY_GAIN, compiler/tune/objective.py; decided in offer.py, which the message after a tuning reads too);
+  objective.least_gain, compiler/tune/objective.py; decided in offer.py, which the message after a tuning reads too);
   "(current)" once applied
   "Retune on <chip> (shapes|chip changed)" when the last tuning of the shape set was for other shapes or
   another chip: a result is shown only for the shape set's text and chip it was tuned for

@@ -2,7 +2,8 @@
 after a tuning, so the message never points at a lens that is not there.
 
 The best is offered when it is not the config the kernel compiles with now and, where the current config's
-figure is known, it gains at least APPLY_GAIN over it by tuning's objective (compiler/tune/objective.py).
+figure is known, it gains at least what tuning's objective asks over it (compiler/tune/objective.py: APPLY_GAIN
+for a measured time, the model's resolution between two estimates).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ class Offer:
     is_current: bool  # the best is the config the kernel compiles with now
     apply: bool  # an Apply lens is offered
     gain: float | None  # current time / best time - 1, where the current config's time is known
+    least: float = objective.APPLY_GAIN  # the gain that would have been worth applying
 
     def note(self) -> str:
         """The Best lens's words on the current config: "(current)", "(1.25× vs current)" or why no Apply."""
@@ -32,7 +34,7 @@ class Offer:
         if self.apply:
             return f" ({1 + self.gain:.2f}× vs current)"
         # said in percent: "1.02×" could be 1.9 %
-        return f" ({100 * self.gain:.1f} % faster than current, under the {objective.APPLY_GAIN:.0%} worth applying)"
+        return f" ({100 * self.gain:.1f} % faster than current, under the {self.least:.0%} worth applying)"
 
 
 def apply_offer(summary: Summary, current: Config | None) -> Offer:
@@ -43,10 +45,15 @@ def apply_offer(summary: Summary, current: Config | None) -> Offer:
     if now is None or not now.seconds or not best.seconds:
         return Offer(False, True, None)
     gain = now.seconds / best.seconds - 1
+    estimated = _estimate(best.metrics) and _estimate(now.metrics)
     worth = objective.worth_applying(
-        objective.objective(best.seconds, best.metrics), objective.objective(now.seconds, now.metrics)
+        objective.objective(best.seconds, best.metrics), objective.objective(now.seconds, now.metrics), estimated
     )
-    return Offer(False, worth, gain)
+    return Offer(False, worth, gain, objective.least_gain(estimated))
+
+
+def _estimate(metrics: dict | None) -> bool:
+    return (metrics or {}).get("estimate") is not False
 
 
 def tuned_message(head: str, best: str, offer: Offer | None) -> str:
@@ -60,6 +67,6 @@ def tuned_message(head: str, best: str, offer: Offer | None) -> str:
         return text + ", the config it compiles with now: nothing to apply."
     if not offer.apply:
         return (text + f", {100 * (offer.gain or 0.0):.1f} % faster than the current config, under the "
-                f"{objective.APPLY_GAIN:.0%} worth applying: no Apply lens is offered (the Best lens shows it).")
+                f"{offer.least:.0%} worth applying: no Apply lens is offered (the Best lens shows it).")
     faster = f" ({1 + offer.gain:.2f}× vs current)" if offer.gain is not None else ""
     return text + f"{faster}. Click *Apply* on its Best lens to put it in the decorator."
