@@ -64,8 +64,9 @@ PARAMS = {
     "rows": (("mxu_min_rows",), 1.0, "rows", 1.0, 128.0),
     "fori": (("fori_iteration_overhead",), 1e-6, "µs", 0.0, 5.0),
     "carry": (("fori_carried_element",), 1e-12, "ps", 0.0, 10.0),
+    "reload": (("code_reload",), 1e-6, "µs", 0.0, 50.0),
 }
-DEFAULT_PARAMS = ("inner", "latency", "call", "dma", "rows", "fori", "carry")
+DEFAULT_PARAMS = ("inner", "latency", "call", "dma", "rows", "fori", "carry", "reload")
 MEASURED_PARAMS = (*DEFAULT_PARAMS, "mxu", "vector", "overlap")
 
 

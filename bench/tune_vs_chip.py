@@ -15,7 +15,9 @@ on the same chip against the sweep's best (within 1.02x). Model figures are ESTI
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import math
 import os
 import sys
 from collections import defaultdict
@@ -138,8 +140,33 @@ def main(argv: list[str] | None = None) -> int:
     print(f"pairs separated by more than {SEPARATION - 1:.0%} in the chip's order: {right_pairs} of {total_pairs} "
           f"({order:.1%}; bar {PAIR_BAR:.0%})")
     print(f"every pick within {PICK_BAR}x of the best of >= 30 configs: {'met' if met else 'NOT MET'}")
+    resolution(by_kernel)
     tuned_met = tuned_against_sweep(tuned, chip, by_kernel)
     return 0 if met and tuned_met and share >= SHARE_BAR and order >= PAIR_BAR else 1
+
+
+GAPS = (0.0, 0.03, 0.05, 0.10, math.inf)  # the model's predicted gap between two configs, binned
+
+
+def resolution(by_kernel: dict[str, list[Modelled]]) -> None:
+    """How often the chip orders two configs of a kernel as the model does, by how far apart the model puts them:
+    below objective.MODEL_RESOLUTION the model's order is no better than chance, so tuning does not act on it."""
+    from compiler.tune.objective import MODEL_RESOLUTION
+
+    agree, total = [0] * (len(GAPS) - 1), [0] * (len(GAPS) - 1)
+    for points in by_kernel.values():
+        models = [(Modelled(m.point, m.plan, m.seconds, dispatch=False).model(), m.seconds) for m in points]
+        for (ma, sa), (mb, sb) in itertools.combinations(models, 2):
+            (fast, fast_s), (slow, slow_s) = sorted([(ma, sa), (mb, sb)])
+            i = next(i for i in range(len(GAPS) - 1) if slow / fast - 1 < GAPS[i + 1])
+            total[i] += 1
+            agree[i] += fast_s <= slow_s
+    print(f"the chip's order of two configs the model puts this far apart (tuning acts on {MODEL_RESOLUTION:.0%} "
+          "or more):")
+    for i in range(len(GAPS) - 1):
+        upper = f"{GAPS[i + 1]:.0%}" if math.isfinite(GAPS[i + 1]) else "more"
+        share = agree[i] / total[i] if total[i] else 0.0
+        print(f"  {GAPS[i]:.0%} to {upper}: {agree[i]} of {total[i]} pairs ({share:.0%})")
 
 
 def tuned_against_sweep(tuned: list[dict], chip: str, by_kernel: dict[str, list[Modelled]]) -> bool:

@@ -49,14 +49,16 @@ def test_rank_order_right_within_each_size_of_the_published_tables(modelled) -> 
     assert len(groups) >= 14
 
 
-PAIRS_ORDERED = 0.95  # issue 29's bar; the model orders 95.6 % of the v5e's separated pairs (2026-12-06, 23:20 UTC)
+PAIRS_ORDERED = 0.95  # issue 29's bar; the model orders 95.1 % of the v5e's separated pairs (2026-12-07, 02:50 UTC)
 
 
 def test_our_v5e_measurements_within_20_percent_and_ordered(modelled) -> None:
     """Issue 29's bar for the v5e model: within ±20 % of the chip on at least 90 % of the points, and 95 % of the
     pairs the chip separates by more than 3 % in the chip's order. Met since a fori_loop iteration pays for the
     values it carries (2026-12-06: 181 of 198 points within ±20 %, 2649 of 2772 pairs; without that term 178 and
-    2630, below both bars once the 24 points of that evening came in)."""
+    2630, below both bars once the 24 points of that evening came in), and again since a grid step whose code is
+    past the instruction memory reloads it (2026-12-07: 207 of 225, 3609 of 3795; without it 3293 of 3483 of the
+    first 216 points, 94.5 %)."""
     chip = [m for m in modelled if m.point.table.startswith("chip-v5e")]
     assert len(chip) >= 14
     within = [abs(m.error()) <= 0.20 for m in chip]
@@ -64,9 +66,9 @@ def test_our_v5e_measurements_within_20_percent_and_ordered(modelled) -> None:
     found = [pair for group in _groups(modelled, {"chip-v5e", "chip-v5e-picks", "chip-v5e-sweep"})
              for pair in separated_pairs(group)]
     pairs, right = len(found), sum(ok for _, _, ok in found)
-    # among those it gets wrong: attention's default [1, 256, 256] (97.6 ms) against the tuner's [1, 2048, 1024]
-    # with its loop order swapped (104.3 ms), and attention in blocks narrower than 128 lanes
-    assert pairs >= 2772 and right >= PAIRS_ORDERED * pairs, (right, pairs)
+    # among those it gets wrong: attention [1, 1024, 256] (112.4 ms: its code 0.6 % past the instruction memory,
+    # the model's count of it exactly at it), batch_softmax's 8-row blocks, attention's 64- and 128-row blocks
+    assert pairs >= 3795 and right >= PAIRS_ORDERED * pairs, (right, pairs)
 
 
 def test_seed_figures_within_ten_percent(modelled) -> None:

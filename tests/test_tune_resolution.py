@@ -1,6 +1,6 @@
 """An estimate has a resolution: the model's best replaces the config a kernel runs with now only when it promises
 at least objective.MODEL_RESOLUTION over it, and a measured time APPLY_GAIN (compiler/tune/objective.py: on the
-v5e, configs the model put under 3 % apart the chip ordered its way in fewer than half the pairs)."""
+v5e, configs the model put under 3 % apart the chip ordered its way in 60 % of the pairs, 3-5 % apart in 82 %)."""
 
 from __future__ import annotations
 

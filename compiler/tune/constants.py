@@ -64,6 +64,8 @@ class ModelConstants:
     fori_iteration_overhead:     τ_inner for a fori_loop iteration (scalar loop control, dynamic slicing).
     fori_carried_element: seconds a fori_loop iteration takes per 32-bit element of the values it hands the next
                      (InnerLoop.carried_elems): read and written back around the loop's boundary, not overlapped.
+    imem_bundles:    VLIW bundles of code the instruction memory holds (0: not known, no code term).
+    code_reload:     seconds a grid step takes to load its instructions again when a call's code is longer.
     dma_latency:     L, seconds from issuing a batch of DMAs to its completion, beyond the bytes' own time.
     dma_efficiency:  the fraction of the HBM bandwidth a stream of block copies sustains.
     call_overhead:   seconds one call of a kernel costs beyond its grid steps, as a wall-clock benchmark of
@@ -86,6 +88,8 @@ class ModelConstants:
     pipeline_iteration_overhead: float
     fori_iteration_overhead: float
     fori_carried_element: float
+    imem_bundles: float
+    code_reload: float
     dma_latency: float
     dma_efficiency: float
     call_overhead: float
@@ -178,11 +182,17 @@ _GUIDE_MXU = (1.0, "[guide] fit on v5e, at its bound: once the restarts of our n
                    "MXU inefficiency is left to fit")
 
 # [chip] fit: `python bench/calibrate.py --chip v5e` (its default parameters) to the [guide]'s
-# plain table and our own v5e tables together (218 points, 9.5 % geometric-mean error; the grid step keeps the
-# fit to the first 169: freed it went to zero). The tables: 14 points measured 2026-12-05 and issue 29's sweep of
-# 2026-12-06 (174 configs of seven kernels, then 24 more at 23:10: the model's picks, matmul in fori_loops over
-# K blocks of 128-2048, attention's unrolled q x kv blocks). The MXU efficiency is the earlier fit to the first 20.
+# plain table and our own v5e tables together (245 points, 8.9 % geometric-mean error, 9.3 % without the code
+# term; the grid step keeps the fit to the first 169: freed it went to zero). The tables: 14 points measured
+# 2026-12-05 and issue 29's sweep of 2026-12-06 (174 configs of seven kernels, then 24 more at 23:10: the model's
+# picks, matmul in fori_loops over K blocks of 128-2048, attention's unrolled q x kv blocks) and of 2026-12-07
+# (27 more at 02:00-02:30: attention's blocks of 64-4096 queries, add around its pick, matmul and bmm with twice
+# the code of their best). The MXU efficiency is the earlier fit to the first 20.
 _CHIP_FIT = "[guide+chip] fit (bench/calibrate.py --chip v5e)"
+_V5E_RELOAD = 9.858e-6
+# The instruction memory of chips none of whose kernels past it was measured: unknown, so no code term.
+_NO_IMEM = (0.0, "[assumed] not known: no kernel with more code than v5e's instruction memory was measured here")
+_NO_RELOAD = (0.0, "[assumed] none (see imem_bundles)")
 
 # TPU v5e, one TensorCore. The per-step, latency, DMA, call and MXU constants are fitted to the [guide]'s plain
 # table and to [chip], our kernels measured on a TPU v5e (bench/published.py: chip-v5e, chip-v5e-picks,
@@ -191,7 +201,7 @@ V5E = _constants(
     "v5e",
     calibrated=True,
     mxu_efficiency=(0.9606, f"{_CHIP_FIT}: bmm, matmul and attention on the chip run at 89-94 % of the peak"),
-    mxu_min_rows=(39.71, f"{_CHIP_FIT}: bmm and matmul in blocks of 8-64 rows on the chip; " + _MIN_ROWS_V5E),
+    mxu_min_rows=(39.68, f"{_CHIP_FIT}: bmm and matmul in blocks of 8-64 rows on the chip; " + _MIN_ROWS_V5E),
     vpu_rate=(_SEED_VPU_RATE * _V5E_SCALE, _BY_CLOCK + "; [chip] does not pin it (the fit runs to its bound)"),
     eup_rate=(_SEED_VPU_RATE * _V5E_SCALE / 4, "[assumed] a quarter of vpu_rate (one EUP slot against four "
                                                "VALU slots)"),
@@ -199,15 +209,21 @@ V5E = _constants(
     overlap_loop=(_SEED_OVERLAP_LOOP, "[from v7x] [seed] fit; [chip] does not pin it"),
     step_overhead=(0.1676e-6, f"{_CHIP_FIT}: add 16384^2 in [8, 128] blocks, 262,144 grid steps of next to no "
                               "work, and softmax in blocks of 8-32 rows"),
-    pipeline_iteration_overhead=(0.3262e-6, f"{_CHIP_FIT}: the guide's 128^3 points at 4096 and 8192, where each "
+    pipeline_iteration_overhead=(0.3261e-6, f"{_CHIP_FIT}: the guide's 128^3 points at 4096 and 8192, where each "
                                             "K step's ~0.35 µs is all overhead (compute ~40 ns, DMA ~80 ns)"),
-    fori_iteration_overhead=(0.1803e-6, f"{_CHIP_FIT}: attention in fori_loops of 16-64 kv rows, 0.3 µs an iteration "
+    fori_iteration_overhead=(0.1804e-6, f"{_CHIP_FIT}: attention in fori_loops of 16-64 kv rows, 0.3 µs an iteration "
                                          "of which ~0.1 is its compute"),
-    fori_carried_element=(0.9001e-12, f"{_CHIP_FIT}: matmul 8192^3 in fori_loops over K blocks of 128-2048 with "
+    fori_carried_element=(0.8989e-12, f"{_CHIP_FIT}: matmul 8192^3 in fori_loops over K blocks of 128-2048 with "
                                "[512, 512] and [1024, 1024] accumulators"),
-    dma_latency=(0.2048e-6, f"{_CHIP_FIT}: softmax's 32- and 64-row blocks cost ~0.1-0.2 µs a step beyond their "
+    imem_bundles=(65536.0, "[chip] threshold: libtpu's code for attention [1, 1024, 512] (63,482 bundles) and "
+                           "[1, 1024, 1024] (62,935) ran at the model's time, [1, 1024, 256] (65,922) 20 % slower; "
+                           "matmul [1024, 512, 512] (58,557) at 98 % of the peak, bmm [4, 1024, 1024, 2048] "
+                           "(121,588) 13 % slower; 2^16"),
+    code_reload=(_V5E_RELOAD, f"{_CHIP_FIT}: matmul, bmm and attention whose code is past the instruction memory, "
+                              "~10 µs a grid step"),
+    dma_latency=(0.2047e-6, f"{_CHIP_FIT}: softmax's 32- and 64-row blocks cost ~0.1-0.2 µs a step beyond their "
                             "bytes"),
-    dma_efficiency=(0.8631, f"{_CHIP_FIT}: add and softmax in large blocks stream ~700 GB/s of the data sheet's "
+    dma_efficiency=(0.8622, f"{_CHIP_FIT}: add and softmax in large blocks stream ~700 GB/s of the data sheet's "
                             "819"),
     call_overhead=(99.95e-6, f"{_CHIP_FIT} (the [guide]'s timeit includes Python dispatch; [chip]'s pipelined "
                              "calls do not and are compared without it)"),
@@ -233,6 +249,8 @@ V7X = _constants(
     fori_iteration_overhead=(0.2317e-6, "[from v5e, as fitted before its carried-value term] a scalar loop plus "
                                         "address arithmetic"),
     fori_carried_element=(0.0, "[assumed] none: no fori_loop of this chip was measured (v5e's is fitted)"),
+    imem_bundles=_NO_IMEM,
+    code_reload=_NO_RELOAD,
     dma_latency=_GUIDE_LATENCY,
     dma_efficiency=(1.0, "[assumed] the data-sheet bandwidth: no memory-bound measurement on this chip pins it"),
     call_overhead=_GUIDE_CALL,
@@ -243,8 +261,8 @@ V7X = _constants(
 )
 
 V6E = _carried(V7X, "v6e", mxu_min_rows=(128.0, _MIN_ROWS_V6E))
-V5P = _carried(V5E, "v5p")
-V4 = _carried(V5E, "v4")
+V5P = _carried(V5E, "v5p", imem_bundles=_NO_IMEM, code_reload=_NO_RELOAD)
+V4 = _carried(V5E, "v4", imem_bundles=_NO_IMEM, code_reload=_NO_RELOAD)
 
 CHIP_CONSTANTS = {c.chip: c for c in (V4, V5E, V5P, V6E, V7X)}
 

@@ -27,6 +27,13 @@ steps), then per `pallas_call` (calls run one after another):
   hands the next (a matmul's accumulator), the time to read and write it back: on the v5e a [1024, 1024] f32
   accumulator costs ~1.35 µs an iteration whatever the dot's K, and [512, 512] a quarter of that. Unrolled
   iterations pay none of these.
+- Code that does not fit the instruction memory: a call's code is about its issue cycles, one VLIW bundle a
+  cycle — each straight-line region's MXU passes at the peak rate or its vector work, whichever is more, plus
+  one iteration of each looped inner loop. Past the chip's instruction memory (v5e: 65,536 bundles) every grid
+  step pays to load its instructions again. On the v5e, libtpu compiled matmul 8192^3 in [1024, 512, 512]
+  blocks to 58,557 bundles and it ran at 98 % of the peak; [1024, 1024, 512], twice the code, ran 11 % slower,
+  ~10 µs a step; attention [1, 1024, 512] (63,482 bundles) ran at the model's time and [1, 1024, 256] (65,922)
+  20 % slower.
 - Prologue: the first step's input blocks with nothing to hide behind; epilogue: the last output blocks.
 - A batch of copies of b bytes takes L + b / (HBM bandwidth · DMA efficiency), b counting a block's rows as
   they are and its lanes padded to 128. (A cost per contiguous run of a copy, tried on the v5e, fitted to zero
@@ -67,6 +74,7 @@ BREAKDOWN = (
     "compute",  # MXU and vector work after their overlap, every outer step and inner iteration
     "step_overhead",  # τ_step per grid step
     "inner_overhead",  # τ_inner per emit_pipeline / fori_loop iteration, and a fori_loop's carried values
+    "code_reload",  # per grid step, when the call's code does not fit the instruction memory
     "exposed_dma",  # outer (BlockSpec) copies not hidden behind a step's compute
     "inner_exposed_dma",  # emit_pipeline copies not hidden behind an iteration's compute
     "pipeline_restarts",  # the cold first fetch and last write-back of every nested pipeline run
@@ -241,7 +249,8 @@ class _CallModel:
         steps = math.prod(grid)
 
         parts = self._step()
-        step = parts.total + c.step_overhead
+        reload = c.code_reload if c.imem_bundles and round(self.code_bundles) > c.imem_bundles else 0.0
+        step = parts.total + c.step_overhead + reload
 
         # Transitions between consecutive steps, grouped by the outermost grid axis that moves.
         outer = _outer_operands(call)
@@ -264,6 +273,7 @@ class _CallModel:
             "compute": steps * parts.compute,
             "step_overhead": steps * c.step_overhead,
             "inner_overhead": steps * parts.inner_overhead,
+            "code_reload": steps * reload,
             "exposed_dma": exposed,
             "inner_exposed_dma": steps * parts.inner_exposed,
             "pipeline_restarts": steps * parts.restarts,
@@ -276,7 +286,7 @@ class _CallModel:
             "mxu": self.work["mxu"],
             "vector": self.work["vector"],
             "hbm": exposed + steps * (parts.inner_exposed + parts.restarts),
-            "overhead": steps * (c.step_overhead + parts.inner_overhead),
+            "overhead": steps * (c.step_overhead + parts.inner_overhead + reload),
         }
         if steady["hbm"] > 0.25 * self.seconds:
             self.bound = "hbm"
@@ -304,16 +314,25 @@ class _CallModel:
             vector = w.vpu_elems / self.c.vpu_rate + w.eup_elems / self.c.eup_rate
         return max(mxu, vector) + (1.0 - omega) * min(mxu, vector), mxu, vector
 
+    def _issue_cycles(self, w: Work) -> float:
+        """Bundles a region's code takes: its MXU passes at the peak rate or its vector work, whichever is more."""
+        mxu = self._mxu_seconds(w) * self.c.mxu_efficiency
+        vector = w.vpu_elems / self.c.vpu_rate + w.eup_elems / self.c.eup_rate
+        return max(mxu, vector) * self.chip.clock_hz
+
     def _step(self) -> _StepParts:
-        """One grid step: its straight-line compute, then each looped inner loop."""
+        """One grid step: its straight-line compute, then each looped inner loop; the call's code size
+        (`code_bundles`) on the way."""
         c = self.c
         parts = _StepParts()
         straight = self.call.outer_work
+        self.code_bundles = 0.0
         for lp in self.call.inner_loops:
             if lp.strategy == "unroll":
                 straight = straight + lp.work.scaled(lp.trips)
                 self._copies(lp, 0.0, parts)
                 continue
+            self.code_bundles += self._issue_cycles(lp.work)
             t, mxu, vector = self._overlap(lp.work + self._carried_traffic(lp), c.overlap_loop)
             self._copies(lp, t, parts)
             parts.compute += lp.trips * t
@@ -323,6 +342,7 @@ class _CallModel:
                 parts.inner_overhead += lp.trips * (c.fori_iteration_overhead + lp.carried_elems * c.fori_carried_element)
             else:
                 self._pipeline(lp, t, parts)
+        self.code_bundles += self._issue_cycles(straight)
         t, mxu, vector = self._overlap(straight, c.overlap_straight, self.vector_override)
         parts.compute += t
         parts.mxu += mxu

@@ -11,12 +11,13 @@ above it). A stored best is offered for *Apply* only when it gains at least
 APPLY_GAIN over the config the kernel runs with now. The store (`TuningStore.top`) orders trials by the same
 objective, in SQL.
 
-An estimate has a resolution: below it the model's order is a coin toss. Over the v5e sweeps (bench/chip/,
-3,346 pairs of configs of one kernel, `bench/tune_vs_chip.py` prints it), where the model put two configs less
-than 3 % apart the chip ordered them its way in 203 of 444 pairs (46 %); 3-5 % apart in 75 %, 5-10 % in 69 %,
-over 10 % in 97 %. So an estimate must promise MODEL_RESOLUTION over the config the kernel runs with now to
-replace it — in tuning's pick and for *Apply* — and a measured time APPLY_GAIN. Attention 8k on the v5e: the
-model's best was 1.6-1.9 % faster than the default by its estimate and 6-10 % slower on the chip.
+An estimate has a resolution: below it the model's order is little better than a coin toss. Over the v5e
+sweeps (bench/chip/v5e_sweep_*.json, 4,545 pairs of configs of one kernel; `bench/tune_vs_chip.py` prints it),
+where the model put two configs less than 3 % apart the chip ordered them its way in 403 of 674 pairs (60 %);
+3-5 % apart in 82 %, 5-10 % in 75 %, over 10 % in 97 %. So an estimate must promise MODEL_RESOLUTION over the
+config the kernel runs with now to replace it — in tuning's pick and for *Apply* — and a measured time
+APPLY_GAIN. Attention 8k on the v5e: the model's best was 1.6-2.0 % faster than the default by its estimate and
+7-10 % slower on the chip.
 """
 
 from __future__ import annotations
