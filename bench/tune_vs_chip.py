@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"pairs separated by more than {SEPARATION - 1:.0%} in the chip's order: {right_pairs} of {total_pairs} "
           f"({order:.1%}; bar {PAIR_BAR:.0%})")
     print(f"every pick within {PICK_BAR}x of the best of >= 30 configs: {'met' if met else 'NOT MET'}")
-    resolution(by_kernel)
+    resolution(chip, by_kernel)
     tuned_met = tuned_against_sweep(tuned, chip, by_kernel)
     return 0 if met and tuned_met and share >= SHARE_BAR and order >= PAIR_BAR else 1
 
@@ -148,10 +148,10 @@ def main(argv: list[str] | None = None) -> int:
 GAPS = (0.0, 0.03, 0.05, 0.10, math.inf)  # the model's predicted gap between two configs, binned
 
 
-def resolution(by_kernel: dict[str, list[Modelled]]) -> None:
+def resolution(chip: str, by_kernel: dict[str, list[Modelled]]) -> None:
     """How often the chip orders two configs of a kernel as the model does, by how far apart the model puts them:
-    below objective.MODEL_RESOLUTION the model's order is no better than chance, so tuning does not act on it."""
-    from compiler.tune.objective import MODEL_RESOLUTION
+    what ModelConstants.resolution is read off (below it tuning does not act on the model's order)."""
+    from compiler.tune.constants import constants_for
 
     agree, total = [0] * (len(GAPS) - 1), [0] * (len(GAPS) - 1)
     for points in by_kernel.values():
@@ -161,8 +161,8 @@ def resolution(by_kernel: dict[str, list[Modelled]]) -> None:
             i = next(i for i in range(len(GAPS) - 1) if slow / fast - 1 < GAPS[i + 1])
             total[i] += 1
             agree[i] += fast_s <= slow_s
-    print(f"the chip's order of two configs the model puts this far apart (tuning acts on {MODEL_RESOLUTION:.0%} "
-          "or more):")
+    print(f"the chip's order of two configs the model puts this far apart (tuning acts on "
+          f"{constants_for(chip).resolution:.0%} or more on {chip}):")
     for i in range(len(GAPS) - 1):
         upper = f"{GAPS[i + 1]:.0%}" if math.isfinite(GAPS[i + 1]) else "more"
         share = agree[i] / total[i] if total[i] else 0.0

@@ -38,7 +38,7 @@ def trial(config: dict, seconds: float) -> Trial:
 
 
 @pytest.mark.parametrize(("best", "now", "expected"), [
-    (1.00e-4, 1.01e-4, ", 1.0 % faster than the current config, under the 3% worth applying: no Apply lens"),
+    (1.00e-4, 1.01e-4, ", 1.0 % faster than the current config, under the 2% worth applying: no Apply lens"),
     (1.00e-4, 1.50e-4, " (1.50× vs current). Click *Apply* on its Best lens to put it in the decorator."),
 ])
 async def test_the_message_and_the_lens_read_one_decision(best: float, now: float, expected: str):
@@ -105,7 +105,7 @@ async def test_a_best_within_the_margin_is_said_so_and_no_apply_is_pointed_at(cl
     record(client, text, name, current, 1.01e-7)
     record(client, text, name, other, 1.00e-7)
     message = await tune_and_message(client, uri, name)
-    assert "1.0 % faster than the current config, under the 3% worth applying: no Apply lens" in message, message
+    assert "1.0 % faster than the current config, under the 2% worth applying: no Apply lens" in message, message
     assert "Click *Apply*" not in message and "Use the Apply lens" not in message, message
     line = text.splitlines().index(next(x for x in text.splitlines() if x.startswith("# helion: args(")))
     titles = []
@@ -114,7 +114,7 @@ async def test_a_best_within_the_margin_is_said_so_and_no_apply_is_pointed_at(cl
         if any(t.startswith("Best: ") for t in titles):
             break
         await asyncio.sleep(0.2)
-    assert any("(1.0 % faster than current, under the 3% worth applying)" in t for t in titles), titles
+    assert any("(1.0 % faster than current, under the 2% worth applying)" in t for t in titles), titles
     assert not any(t.startswith("Apply") for t in titles), titles
 
     # the current config itself is the best: said so, nothing to apply

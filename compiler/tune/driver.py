@@ -47,7 +47,7 @@ from .evaluators import Problem, gate_case, get_evaluator, verify
 from .executors import Executor, InlineExecutor
 from .kernel_space import KernelSpace
 from .keys import TrialKey
-from .objective import MODEL_RESOLUTION, objective, worth_applying
+from .objective import objective, resolution, worth_applying
 from .refine import Candidate, refine
 from .search import Evaluated, SearchProgress, search
 from .store import TuningStore
@@ -313,10 +313,10 @@ class TuneRun:
                         tuple(self.notes))
 
     def _current_first(self, candidates: list[Candidate]) -> list[Candidate]:
-        """The config the kernel runs with now (its decorator's, else its default) first, when the best's figure is
-        an estimate that promises less than the model's resolution over it (objective.least_gain): the model
-        does not order configs that close. Said in a note."""
-        if len(candidates) < 2 or not get_evaluator(self.options.evaluator).estimated:
+        """The config the kernel runs with now (its decorator's, else its default) first, when the best is an
+        estimate that promises less than the model's resolution on the chip over it (objective.resolution): the
+        model does not order configs that close. Said in a note."""
+        if len(candidates) < 2:
             return candidates
         space = self.space.space
         now = self.kernel.decorator_config or self.kernel.default_config(self.problem.args, self.problem.chip)
@@ -326,12 +326,13 @@ class TuneRun:
             return candidates
         best, kept = candidates[0], candidates[at]
         ahead, now_at = objective(best.seconds, best.metrics), objective(kept.seconds, kept.metrics)
-        if worth_applying(ahead, now_at, True):
+        least = resolution(best.metrics, kept.metrics)
+        if not least or worth_applying(ahead, now_at, least):
             return candidates
         self.notes.append(
             f"kept the current config {Config(kept.config).short()}: the model's best, {Config(best.config).short()}, "
-            f"is {now_at / ahead - 1:.1%} faster by tuning's objective, under the model's {MODEL_RESOLUTION:.0%} "
-            "resolution (compiler/tune/objective.py)")
+            f"is {now_at / ahead - 1:.1%} faster by tuning's objective, under the model's {least:.0%} resolution "
+            f"on {self.problem.chip} (compiler/tune/objective.py)")
         return [kept, *candidates[:at], *candidates[at + 1 :]]
 
     def prepare_gate(self) -> None:

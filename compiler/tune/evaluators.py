@@ -33,6 +33,7 @@ from ..compiled import CompiledKernel
 from ..ir.chips import Chip, get_chip
 from ..support.diagnostics import CompileError
 from . import collector
+from .constants import constants_for
 from .correctness import CorrectnessResult, GateCase, check_case, prepare_check
 from .model import estimate
 from .problem import Problem
@@ -98,6 +99,7 @@ class ModelEvaluator(Evaluator):
     def measure(self, ck: CompiledKernel) -> Measurement:
         est = estimate(ck.plan, ck.chip)
         metrics = _figures(est.seconds, ck, True) | {
+            "resolution": constants_for(ck.chip.name).resolution,
             "calibrated": est.calibrated,
             "bound": est.bound,
             "breakdown": est.breakdown,
@@ -136,6 +138,7 @@ class CompileEvaluator(Evaluator):
         }
         est = estimate(ck.plan, ck.chip, compiled_vector=compiled)
         metrics = _figures(est.seconds, ck, True) | {
+            "resolution": constants_for(ck.chip.name).resolution,
             "calibrated": est.calibrated,
             "bound": est.bound,
             "breakdown": est.breakdown,
@@ -175,7 +178,6 @@ class ScheduleEvaluator(Evaluator):
 
 def vector_seconds(categories: Mapping[str, int], chip: str) -> float:
     """Vector-unit seconds of one grid step on `chip` from libtpu's static op counts of straight-line code."""
-    from .constants import constants_for
 
     c = constants_for(chip)
     ops = sum(categories.get(k, 0) for k in ("vector_alu", "cross_lane", "vector_load", "vector_store"))

@@ -14,10 +14,12 @@ objective, in SQL.
 An estimate has a resolution: below it the model's order is little better than a coin toss. Over the v5e
 sweeps (bench/chip/v5e_sweep_*.json, 4,545 pairs of configs of one kernel; `bench/tune_vs_chip.py` prints it),
 where the model put two configs less than 3 % apart the chip ordered them its way in 403 of 674 pairs (60 %);
-3-5 % apart in 82 %, 5-10 % in 75 %, over 10 % in 97 %. So an estimate must promise MODEL_RESOLUTION over the
-config the kernel runs with now to replace it — in tuning's pick and for *Apply* — and a measured time
-APPLY_GAIN. Attention 8k on the v5e: the model's best was 1.6-2.0 % faster than the default by its estimate and
-7-10 % slower on the chip.
+3-5 % apart in 82 %, 5-10 % in 75 %, over 10 % in 97 %. So between two of the model's estimates for a chip whose
+resolution was measured (ModelConstants.resolution, carried in the estimate's metrics) the better must promise
+that much to replace the config the kernel runs with now — in tuning's pick and for *Apply* (APPLY_GAIN at
+least). Attention 8k on the v5e: the model's best was 1.6-2.0 % faster than the default by its estimate and
+7-10 % slower on the chip. Where the resolution was not measured (every chip but the v5e) tuning picks the
+model's best as before.
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ from typing import Any
 
 VMEM_MARGIN = 0.05  # an over-the-default-limit config must be >= 5 % faster than the best within it
 APPLY_GAIN = 0.02  # Apply is offered for a gain of >= 2 % (by the objective) over the current config
-MODEL_RESOLUTION = 0.03  # ... and >= 3 % between estimates: the least gap the model orders better than chance
 OVER_DEFAULT = "over_default_limit"  # the VMEM report's verdict (metrics["vmem_verdict"])
 
 
@@ -46,15 +47,23 @@ def objective(seconds: float, metrics: Mapping[str, Any] | None) -> float:
     return seconds * (1 + VMEM_MARGIN) if margined(metrics) else seconds
 
 
-def least_gain(estimated: bool) -> float:
-    """The gain a better config must promise over the current one: the model's resolution between estimates."""
-    return max(APPLY_GAIN, MODEL_RESOLUTION) if estimated else APPLY_GAIN
+def resolution(best: Mapping[str, Any] | None, current: Mapping[str, Any] | None) -> float:
+    """The least gap at which the model orders these two trials better than chance on their chip: its measured
+    resolution when both are the model's estimates, else 0 (a measured time, a chip not measured)."""
+    def of(metrics: Mapping[str, Any] | None) -> float:
+        return float(metrics.get("resolution", 0.0)) if metrics and metrics.get("estimate") is not False else 0.0
+
+    return min(of(best), of(current))
 
 
-def worth_applying(best: float, current: float, estimated: bool = False) -> bool:
-    """Is going from `current` to `best` (objective values; `estimated`: both are estimates) a gain of at least
-    `least_gain`?"""
-    return current >= best * (1 + least_gain(estimated))
+def least_gain(best: Mapping[str, Any] | None, current: Mapping[str, Any] | None) -> float:
+    """The gain `best` must promise over `current` to be offered for Apply."""
+    return max(APPLY_GAIN, resolution(best, current))
+
+
+def worth_applying(best: float, current: float, least: float = APPLY_GAIN) -> bool:
+    """Is going from `current` to `best` (objective values) a gain of at least `least`?"""
+    return current >= best * (1 + least)
 
 
 # `objective` in SQLite, on the trials table's `seconds` and `metrics` (JSON) columns

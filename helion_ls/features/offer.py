@@ -2,8 +2,8 @@
 after a tuning, so the message never points at a lens that is not there.
 
 The best is offered when it is not the config the kernel compiles with now and, where the current config's
-figure is known, it gains at least what tuning's objective asks over it (compiler/tune/objective.py: APPLY_GAIN
-for a measured time, the model's resolution between two estimates).
+figure is known, it gains at least what tuning's objective asks over it (compiler/tune/objective.py: APPLY_GAIN,
+or between two of the model's estimates its resolution on their chip where that was measured).
 """
 
 from __future__ import annotations
@@ -45,15 +45,11 @@ def apply_offer(summary: Summary, current: Config | None) -> Offer:
     if now is None or not now.seconds or not best.seconds:
         return Offer(False, True, None)
     gain = now.seconds / best.seconds - 1
-    estimated = _estimate(best.metrics) and _estimate(now.metrics)
+    least = objective.least_gain(best.metrics, now.metrics)
     worth = objective.worth_applying(
-        objective.objective(best.seconds, best.metrics), objective.objective(now.seconds, now.metrics), estimated
+        objective.objective(best.seconds, best.metrics), objective.objective(now.seconds, now.metrics), least
     )
-    return Offer(False, worth, gain, objective.least_gain(estimated))
-
-
-def _estimate(metrics: dict | None) -> bool:
-    return (metrics or {}).get("estimate") is not False
+    return Offer(False, worth, gain, least)
 
 
 def tuned_message(head: str, best: str, offer: Offer | None) -> str:
