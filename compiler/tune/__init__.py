@@ -5,8 +5,9 @@ store      SQLite results store shared by the CLI, the language server and worke
 executors  run evaluation functions in parallel: in-process, a local process pool, or Ray
 search     search strategies over a discrete config space (exhaustive, pattern search)
 
-objective  what tuning ranks by (speed, with a margin against configs over the default scoped VMEM) and
-           when a better config is worth applying; the store orders by it too
+objective  what tuning ranks by (speed, with a margin against configs over the default scoped VMEM), when a
+           better config is worth applying, and the model's resolution below which it is not; the store orders
+           by it too
 crosscheck model vs the TPU compiler's estimate of the model's picks: agree, or disagree on order or size
 evidence   what a figure is, as shown beside it: "measured on TPU v5 lite" or "model estimate for v7x"
 
