@@ -313,13 +313,14 @@ class TuneRun:
                         tuple(self.notes))
 
     def _current_first(self, candidates: list[Candidate]) -> list[Candidate]:
-        """The config the kernel runs with now (its decorator's, else its default) first, when the best is an
-        estimate that promises less than the model's resolution on the chip over it (objective.resolution): the
-        model does not order configs that close. Said in a note."""
+        """The config the kernel runs with now (its decorator's for the shape set, else its default) first, when the
+        best is an estimate that promises less than the model's resolution on the chip over it
+        (objective.resolution): the model does not order configs that close. Said in a note."""
         if len(candidates) < 2:
             return candidates
         space = self.space.space
-        now = self.kernel.decorator_config or self.kernel.default_config(self.problem.args, self.problem.chip)
+        now = self.kernel.config_for(self.problem.shape_set) or self.kernel.default_config(self.problem.args,
+                                                                                         self.problem.chip)
         current = space.to_config(space.point_of(Config(dict(now))))
         at = next((i for i, c in enumerate(candidates) if Config(c.config) == current), None)
         if not at:  # not scored (outside the space, or failed), or the best already
