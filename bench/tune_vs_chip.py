@@ -5,7 +5,8 @@ default, configs drawn across the space), the best of them, and the pick of the 
 model may have been refitted since) with its measured time over the best (issue 29: within 1.05x, over at least 30
 configs) — measured in the sweep or in a --tuned run's trials, else "not measured"; and the model against every
 measured point (±20 % on 90 % of the points; 95 % of the pairs the chip separates by more than 3 % in the chip's
-order). The model's figures are compared without the launch term: the tpu
+order), and how often the chip orders two configs as the model does by how far apart the model puts them (what
+ModelConstants.resolution is read off). The model's figures are compared without the launch term: the tpu
 evaluator times loops of pipelined calls. With --tuned, the winners of `helion-pallas tune --evaluator tpu --json`
 on the same chip against the sweep's best (within 1.02x). Model figures are ESTIMATES for the named chip.
 
