@@ -178,7 +178,6 @@ class ScheduleEvaluator(Evaluator):
 
 def vector_seconds(categories: Mapping[str, int], chip: str) -> float:
     """Vector-unit seconds of one grid step on `chip` from libtpu's static op counts of straight-line code."""
-
     c = constants_for(chip)
     ops = sum(categories.get(k, 0) for k in ("vector_alu", "cross_lane", "vector_load", "vector_store"))
     eup = categories.get("transcendental", 0) * c.vpu_rate / c.eup_rate

@@ -233,6 +233,7 @@ class _StepParts:
     mxu: float = 0.0
     vector: float = 0.0
     inner_hbm: float = 0.0  # HBM time of every copy the step's inner loops make (hidden or not)
+    code_bundles: float = 0.0  # the call's code: issue cycles of its straight-line code and of each looped body
 
     @property
     def total(self) -> float:
@@ -249,7 +250,7 @@ class _CallModel:
         steps = math.prod(grid)
 
         parts = self._step()
-        reload = c.code_reload if c.imem_bundles and round(self.code_bundles) > c.imem_bundles else 0.0
+        reload = c.code_reload if c.imem_bundles and round(parts.code_bundles) > c.imem_bundles else 0.0
         step = parts.total + c.step_overhead + reload
 
         # Transitions between consecutive steps, grouped by the outermost grid axis that moves.
@@ -311,28 +312,28 @@ class _CallModel:
         """(time, mxu seconds, vector seconds) of straight-line work with overlap ω."""
         mxu = self._mxu_seconds(w)
         if vector is None:
-            vector = w.vpu_elems / self.c.vpu_rate + w.eup_elems / self.c.eup_rate
+            vector = self._vector_seconds(w)
         return max(mxu, vector) + (1.0 - omega) * min(mxu, vector), mxu, vector
+
+    def _vector_seconds(self, w: Work) -> float:
+        return w.vpu_elems / self.c.vpu_rate + w.eup_elems / self.c.eup_rate
 
     def _issue_cycles(self, w: Work) -> float:
         """Bundles a region's code takes: its MXU passes at the peak rate or its vector work, whichever is more."""
         mxu = self._mxu_seconds(w) * self.c.mxu_efficiency
-        vector = w.vpu_elems / self.c.vpu_rate + w.eup_elems / self.c.eup_rate
-        return max(mxu, vector) * self.chip.clock_hz
+        return max(mxu, self._vector_seconds(w)) * self.chip.clock_hz
 
     def _step(self) -> _StepParts:
-        """One grid step: its straight-line compute, then each looped inner loop; the call's code size
-        (`code_bundles`) on the way."""
+        """One grid step: its straight-line compute, then each looped inner loop; the call's code size on the way."""
         c = self.c
         parts = _StepParts()
         straight = self.call.outer_work
-        self.code_bundles = 0.0
         for lp in self.call.inner_loops:
             if lp.strategy == "unroll":
                 straight = straight + lp.work.scaled(lp.trips)
                 self._copies(lp, 0.0, parts)
                 continue
-            self.code_bundles += self._issue_cycles(lp.work)
+            parts.code_bundles += self._issue_cycles(lp.work)
             t, mxu, vector = self._overlap(lp.work + self._carried_traffic(lp), c.overlap_loop)
             self._copies(lp, t, parts)
             parts.compute += lp.trips * t
@@ -342,7 +343,7 @@ class _CallModel:
                 parts.inner_overhead += lp.trips * (c.fori_iteration_overhead + lp.carried_elems * c.fori_carried_element)
             else:
                 self._pipeline(lp, t, parts)
-        self.code_bundles += self._issue_cycles(straight)
+        parts.code_bundles += self._issue_cycles(straight)
         t, mxu, vector = self._overlap(straight, c.overlap_straight, self.vector_override)
         parts.compute += t
         parts.mxu += mxu
