@@ -22,6 +22,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -59,6 +60,13 @@ def initialize_result(params: dict[str, Any], template: dict[str, Any]) -> dict[
     return result
 
 
+def files_clock() -> float:
+    """Now, by the clock the kernel stamps file modification times with (Linux: the coarse real-time clock,
+    up to a tick behind time.time()): a file written after this moment has an mtime no earlier."""
+    coarse = getattr(time, "CLOCK_REALTIME_COARSE", None)
+    return time.clock_gettime(coarse) if coarse is not None else time.time()
+
+
 class EarlyReader:
     """Reads the client's messages from the start of the process, in its own thread."""
 
@@ -76,6 +84,7 @@ class EarlyReader:
         self.initialize_id: Any = None
         self.initialize_result: dict[str, Any] | None = None  # what was answered
         self.answered = threading.Event()  # initialize was answered (or the input ended first)
+        self.answered_at: float | None = None  # when, by files_clock()
 
     def start(self) -> None:
         threading.Thread(target=self._run, name="helion-stdin", daemon=True).start()
@@ -117,6 +126,7 @@ class EarlyReader:
             params = message.get("params") if isinstance(message.get("params"), dict) else {}
             self._initialize_params = params
             self.initialize_result = initialize_result(params, self._template)
+            self.answered_at = files_clock()
             self._send({"jsonrpc": "2.0", "id": message["id"], "result": self.initialize_result})
             self.answered.set()
             if self._early is not None:

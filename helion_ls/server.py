@@ -66,6 +66,7 @@ class HelionServer(LanguageServer):
         self.checker = Tuner(on_change=lambda job: None, limit=1)  # the TPU compiler's checks (features/crosscheck.py)
         self.stores: dict[str, StoreView] = {}
         self.watcher: Watcher | None = None
+        self.initialize_answered_at: float | None = None  # set by the stdio transport (handshake.py)
         self.monitor = LoopMonitor()
         self.lenses = RefreshPacer(self.refresh_lenses)  # features call `lenses.changed()`
         self.client_shows_tuning_progress = False  # initializationOptions.clientShowsTuningProgress

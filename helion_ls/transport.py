@@ -208,6 +208,7 @@ async def serve_early_stdio(
     server.protocol.set_writer(_Writer(stdout, lambda: loop.call_soon_threadsafe(session.end, 1, "")))
     if reader.initialize_id is not None:
         server.protocol.answered_early = (reader.initialize_id, reader.initialize_result)
+        server.initialize_answered_at = reader.answered_at
     return await session.run(lambda s: reader.attach(lambda body: loop.call_soon_threadsafe(s.body, body)))
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
+from ..handshake import files_clock
 from ..settings import CLIENT_ANNOUNCEMENTS
 from ..watch import Watcher
 from . import disk_changes, scheduling
@@ -58,6 +59,26 @@ def _root(ls: Host) -> str | None:
     return folder_path(root) if root else None
 
 
+def _start_watching(ls: Host) -> None:
+    """Watch the workspace's folders and the tuning stores known so far (store_for adds later ones); files
+    written since `initialize` was answered, before the watch was in place, are reported too."""
+    if ls.watcher is not None:
+        return
+    ls.watcher = Watcher(
+        asyncio.get_running_loop(),
+        on_store=lambda path: disk_changes.store_changed(ls, path),
+        on_python=lambda path: disk_changes.external_change(ls, path),
+        since=ls.initialize_answered_at or files_clock(),
+    )
+    ls.watcher.start()
+    for store in ls.stores.values():
+        ls.watcher.watch_store(store.path)
+    folders = [folder_path(folder.uri) for folder in ls.workspace.folders.values()]
+    for path in folders or [_root(ls)]:
+        if path:
+            ls.watcher.watch_folder(path)
+
+
 def register(ls: Host) -> None:
     @ls.feature(types.INITIALIZE)
     def initialize(ls: Host, params: types.InitializeParams) -> None:
@@ -71,27 +92,14 @@ def register(ls: Host) -> None:
             options = {k: v for k, v in options.items() if k not in CLIENT_ANNOUNCEMENTS}
         ls.startup_problems = ls.settings.set_initial(options, base)
         ls.tuner.set_limit(ls.settings.default.max_concurrent_tunings)
+        _start_watching(ls)  # before the answer: a file written once the client is told "ready" is seen
 
     @ls.feature(types.INITIALIZED)
     async def initialized(ls: Host, params: types.InitializedParams) -> None:
         ls.monitor.start()
         ls.pool.start()  # the compile workers import and warm up meanwhile
         _report(ls, ls.startup_problems)
-        ls.watcher = Watcher(
-            asyncio.get_running_loop(),
-            on_store=lambda path: disk_changes.store_changed(ls, path),
-            on_python=lambda path, deleted: disk_changes.external_change(ls, path, deleted),
-        )
-        ls.watcher.start()
-        for store in ls.stores.values():
-            ls.watcher.watch_store(store.path)
         ls.store_for(ls.settings.default)
-        for folder in ls.workspace.folders.values():
-            path = folder_path(folder.uri)
-            if path:
-                ls.watcher.watch_folder(path)
-        if not ls.workspace.folders and _root(ls):
-            ls.watcher.watch_folder(_root(ls))
         await pull_configuration(ls)
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)

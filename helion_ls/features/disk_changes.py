@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 
 from pygls.uris import from_fs_path
 
@@ -21,8 +22,8 @@ log = logging.getLogger(__name__)
 EXTERNAL_DELAY = 0.3  # let the client's reload (didChange) arrive first
 
 
-def external_change(ls: Host, path: str, deleted: bool) -> None:
-    """A Python file in the workspace changed outside the editor."""
+def external_change(ls: Host, path: str) -> None:
+    """A Python file in the workspace changed outside the editor: what it is now is read from the disk."""
     uri = from_fs_path(path)
     if uri is None:
         return
@@ -31,7 +32,7 @@ def external_change(ls: Host, path: str, deleted: bool) -> None:
         state.force_compile = True
         schedule(ls, uri, compile=True, delay=EXTERNAL_DELAY)
         return
-    if deleted:
+    if not os.path.exists(path):
         ls.analyzer.close(uri)
         return
     asyncio.create_task(_external_closed(ls, uri, path))
@@ -40,6 +41,9 @@ def external_change(ls: Host, path: str, deleted: bool) -> None:
 async def _external_closed(ls: Host, uri: str, path: str) -> None:
     try:
         text = await ls.pool.call(_read, path)
+    except FileNotFoundError:  # deleted since the event
+        ls.analyzer.close(uri)
+        return
     except OSError as exc:
         log.info("cannot read %s after it changed: %s", path, exc)
         return

@@ -49,6 +49,7 @@ class Host(Protocol):
     client_shows_apply_notice: bool
     workspace_trusted: bool | None
     startup_problems: list[str]
+    initialize_answered_at: float | None  # when the handshake answered initialize (transport.py), if it did
 
     def encoding(self) -> str: ...
 
