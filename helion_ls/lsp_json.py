@@ -9,12 +9,9 @@ also before the server's own imports are done (see early.py); lsp.py has the lsp
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from compiler.support.diagnostics import Diagnostic, Position, Range
-
-if TYPE_CHECKING:
-    from .layout import Layout
 
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
 
@@ -43,9 +40,16 @@ def range_json(rng: Range, lines: list[str], encoding: str = UTF16) -> dict[str,
     return {"start": position_json(rng.start, lines, encoding), "end": position_json(rng.end, lines, encoding)}
 
 
+class Places(Protocol):
+    """Which client document shows a module range, and where (layout.Layout is the one): a protocol, so that
+    this module does not name layout.py, which builds on it."""
+
+    def range_json(self, rng: Range, encoding: str = UTF16) -> tuple[str, dict[str, Any]]: ...
+
+
 def diagnostic_json(
     diag: Diagnostic,
-    layout: Layout,
+    layout: Places,
     encoding: str = UTF16,
     message: str | None = None,
     related: list[tuple[Range, str]] = (),
