@@ -10,14 +10,14 @@ from __future__ import annotations
 import logging
 import traceback
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .ir.specs import ArgSpec, TensorSpec, format_args
 from .ir.tables import IndexTable
 from .support.diagnostics import Diagnostic, Range, internal_error
 
 if TYPE_CHECKING:
-    from .api import Kernel
+    from .frontend.module import KernelDef
     from .ir.chips import Chip
     from .ir.config import Config
     from .ir.plan import KernelPlan
@@ -26,10 +26,18 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+class CompiledFrom(Protocol):
+    """What a compile keeps of its kernel (api.Kernel is one): a protocol, so that the result does not name
+    the public face that makes it (api -> pipeline -> compiled imports one way, also at type level)."""
+
+    name: str
+    definition: KernelDef
+
+
 class CompiledKernel:
     """A kernel compiled for one shape set, config and chip: generated source, plan, VMEM report, runner."""
 
-    def __init__(self, kernel: Kernel, args: dict[str, ArgSpec], config: Config, chip: Chip, source: str,
+    def __init__(self, kernel: CompiledFrom, args: dict[str, ArgSpec], config: Config, chip: Chip, source: str,
                  source_map: list[tuple[int, Range]], plan: KernelPlan, vmem: VmemReport,
                  diagnostics: list[Diagnostic], mutated: list[str]):
         self.kernel = kernel

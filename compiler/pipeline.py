@@ -11,7 +11,7 @@ compiles: these functions take the Kernel (its facts and its trace cache) and im
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .compiled import CompiledKernel
 from .ir.chips import Chip, get_chip
@@ -22,9 +22,12 @@ from .support.diagnostics import ArgRankError, CompileError, Diagnostic, Range, 
 from .vmem.report import VmemReport, fmt_bytes
 
 if TYPE_CHECKING:
-    from .api import Kernel
+    from collections import OrderedDict
+
     from .codegen.plan_builder import CallLayout
     from .codegen.space import BlockUse
+    from .frontend.call_shapes import ShapeOrigin
+    from .frontend.module import KernelDef, ModuleInfo
     from .frontend.values import BlockSizeTable
     from .ir.tile_ir import KernelIR
 
@@ -40,6 +43,34 @@ def as_chip(chip: str | Chip) -> Chip:
     except ValueError as exc:
         raise CompileError([error("HPL109", str(exc), Range.lines(0))]) from None
 
+
+
+class Kernel(Protocol):
+    """What the pipeline reads of a kernel (api.Kernel is the one): a protocol, so that the pipeline does not
+    name the public face that calls it (api -> pipeline imports one way, also at type level)."""
+
+    name: str
+    source: str
+    info: ModuleInfo
+    definition: KernelDef
+    range: Range
+    name_range: Range
+    decorator_range: Range
+    _traces: OrderedDict[tuple, tuple[KernelIR, list[BlockUse], BlockSizeTable]]
+
+    @property
+    def _too_deep(self) -> Diagnostic | None: ...
+    @property
+    def shape_set_ranges(self) -> list[Range]: ...
+    @property
+    def shape_set_origins(self) -> list[ShapeOrigin | None]: ...
+    def line_label(self, line: int, unnamed: str = ...) -> str: ...
+    def shape_set_range(self, index: int | None) -> Range: ...
+    def resolve_args(self, args: Any = None, shape_set: int | None = None) -> dict[str, ArgSpec]: ...
+    def config_for(self, shape_set: int | None) -> Config | None: ...
+    def config_range(self, shape_set: int | None) -> Range | None: ...
+    def with_defaults(self, specs: dict[str, ArgSpec]) -> dict[str, ArgSpec]: ...
+    def _shape_set_of(self, specs: dict[str, ArgSpec]) -> int | None: ...
 
 def trace(kernel: Kernel, specs: dict[str, ArgSpec], config: Config, chip: Chip
           ) -> tuple[KernelIR, list[BlockUse], BlockSizeTable]:

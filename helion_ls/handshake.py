@@ -11,7 +11,7 @@ dropped, see transport.Protocol) and then every kept and later message body. Unt
 given to `watch` (early.py) sees the initialize parameters and every kept message, and may publish
 through `send_early`.
 
-Light on purpose: imports only the standard library and framing.py.
+Light on purpose: imports only the standard library, framing.py and file_clock.py.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ import logging
 import os
 import sys
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from .file_clock import files_clock
 from .framing import Framer
 
 log = logging.getLogger(__name__)
@@ -58,13 +58,6 @@ def initialize_result(params: dict[str, Any], template: dict[str, Any]) -> dict[
         if sync.get(key) is not None:
             result["capabilities"]["textDocumentSync"][key] = False
     return result
-
-
-def files_clock() -> float:
-    """Now, by the clock the kernel stamps file modification times with (Linux: the coarse real-time clock,
-    up to a tick behind time.time()): a file written after this moment has an mtime no earlier."""
-    coarse = getattr(time, "CLOCK_REALTIME_COARSE", None)
-    return time.clock_gettime(coarse) if coarse is not None else time.time()
 
 
 class EarlyReader:

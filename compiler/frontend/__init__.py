@@ -21,5 +21,12 @@ the functions the file's own calls pass.
 After the trace, masks.py keeps padding of partial tiles out of results, index_exprs.py reads the facts
 placement needs off computed indices, and table_roles.py says what each integer tensor argument is to the
 kernel. notebook.py reads a Jupyter notebook as one module.
+Two hubs, on purpose: the `Tracer` (tracer.py) and the host evaluator (host_eval.py) are the state of one
+trace / one abstract evaluation, and the modules that do parts of that work (dispatch, hl_calls, scans,
+indexing, tensor_access, row_views, split_index, branches, kernel_statements, module_constants; the host_*
+modules) take the hub as their first argument. At run time the imports go one way (the hub imports its
+parts; tests/test_import_direction.py holds that); the parts name the hub only under `TYPE_CHECKING`, for
+their annotations, so at type level these modules form one circle through tracer.py and host_eval.py.
+A protocol per part would repeat the hub's wide surface in a dozen places for no change in behaviour.
 May import `compiler.support` and `compiler.ir`; nothing from codegen, vmem, tpu, tune or helion_ls.
 """

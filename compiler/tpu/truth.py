@@ -6,14 +6,35 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..support.diagnostics import Diagnostic, Range, error, hint, warning
 from ..vmem.report import call_total, fmt_bytes
 from ..vmem.verdicts import contributors
 
 if TYPE_CHECKING:
-    from ..compiled import CompiledKernel
+    from ..ir.chips import Chip
+    from ..ir.plan import KernelPlan
+    from ..vmem.report import VmemReport
+
+
+class _Named(Protocol):
+    name: str
+
+
+class CompiledKernel(Protocol):
+    """What the checks read of a compile (compiler.compiled.CompiledKernel is one): a protocol, so that this
+    stage does not name the top level that calls it (no import circle, not even at type level)."""
+
+    kernel: _Named
+    chip: Chip
+    source: str
+    entry: str
+    source_map: list[tuple[int, Range]]
+    plan: KernelPlan
+    vmem: VmemReport
+
+    def compile_args(self) -> Any: ...
 
 log = logging.getLogger(__name__)
 

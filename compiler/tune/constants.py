@@ -30,7 +30,7 @@ Sources named below:
   [assumed] a round engineering figure that no measurement here pins down; stated so it can be replaced.
   [from X]  no measurement on this chip pins it: chip X's value, carried over as stated.
 A JSON written by bench/tpu_measure.py on a real TPU feeds bench/calibrate.py, which refits the fitted
-constants of that chip from it (README: "Calibrating on a TPU").
+constants of that chip from it (docs/tpu-vm.md: "Calibrating on a TPU").
 
 Model figures are estimates for a named chip; `calibrated` says whether any constant of that chip was fitted
 to measurements on it (v5e: [guide] and [chip], v7x: [seed]; v4, v5p and v6e carry other chips' values).

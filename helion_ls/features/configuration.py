@@ -11,7 +11,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from ..handshake import files_clock
+from ..file_clock import files_clock
 from ..settings import CLIENT_ANNOUNCEMENTS
 from ..watch import Watcher
 from . import disk_changes, scheduling

@@ -1,7 +1,8 @@
 // End-to-end check of the extension in a real VS Code: code-server (from e2e/setup.sh) with the built
 // helion-ls.vsix installed, driven by playwright-core through Debian's chromium. It opens a copy of the repo's
 // examples/attention.py and checks what a user sees, step by step, saving a screenshot of each step in
-// e2e/screenshots/; steps 07f* hover inside kernel bodies and read the message after a tuning (e2e/hovers.mjs);
+// e2e/screenshots/ (step 07b's is also the README's picture, docs/images/editor.png); steps 07f* hover inside
+// kernel bodies and read the message after a tuning (e2e/hovers.mjs);
 // one step opens a Jupyter notebook (e2e/notebook.mjs); the last step starts a second code-server with
 // workspace trust on (Restricted Mode).
 // Exits non-zero when any step does not show what it should.
@@ -28,6 +29,8 @@ const ENTRY = join(HERE, ".code-server/node_modules/code-server/out/node/entry.j
 const VSIX = join(CLIENT, "helion-ls.vsix");
 const EXAMPLE = join(REPO, "examples/attention.py");
 const SHOTS = join(HERE, "screenshots");
+// The README's picture of the editor (hover, lenses, a diagnostic): step 07b's screenshot, kept current by every run.
+const EDITOR_SHOT = join(REPO, "docs/images/editor.png");
 const PYTHON = process.env.HELION_PYTHON || "python3";
 const RUN_BUDGET = 420_000; // the whole run stays under 7 minutes
 const RUN_DEADLINE = Date.now() + RUN_BUDGET;
@@ -581,6 +584,8 @@ async function runSteps(page, url) {
     log(`VMEM error: ${text.replace(/\s+/g, " ").slice(0, 300)}`);
     await page.waitForTimeout(400);
     await shot("07b-vmem-error-on-config");
+    mkdirSync(dirname(EDITOR_SHOT), { recursive: true });
+    copyFileSync(join(SHOTS, "07b-vmem-error-on-config.png"), EDITOR_SHOT);
     await page.keyboard.press("Escape");
   });
 
