@@ -45,14 +45,16 @@ MAX_SOURCE_BYTES = 5_000_000
 
 
 def load(path_or_source: str | os.PathLike | NotebookModule, name: str | None = None,
-         call_shapes: InferredShapes | None = None) -> Module:
+         call_shapes: InferredShapes | None = None, where: str | None = None) -> Module:
     """Parse a file (or source text) statically. Never raises for bad code: problems become diagnostics.
 
     `name`: the file that source text comes from (an editor's unsaved buffer), for generated headers.
     A Jupyter notebook (an `.ipynb` path, or a `NotebookModule` an editor built) is the module of its code
     cells (see compiler/frontend/notebook.py).
     `call_shapes`: the shapes from the file's calls, when another process found them for this very text
-    (`Module.call_shapes` of its load); else they are found when first needed (that imports torch)."""
+    (`Module.call_shapes` of its load); else they are found when first needed (that imports torch).
+    `where`: the file's full path when `name` is not it (an editor's buffer): the kernel wrappers its project
+    names or its workspace defines are looked up from there (frontend/kernel_forms.py)."""
     path = name
     notebook = path_or_source if isinstance(path_or_source, NotebookModule) else None
     text = notebook.text if notebook is not None else str(path_or_source)
@@ -72,7 +74,8 @@ def load(path_or_source: str | os.PathLike | NotebookModule, name: str | None = 
         return Module(path, text, ModuleInfo(text, None, diagnostics=[
             error("HPL100", f"file is too large to analyse ({len(text)} bytes)", Range.lines(0))]))
     try:
-        info = parse_module(text)
+        info = parse_module(text, where or (path if path and os.path.isabs(path) else
+                                            os.path.abspath(path) if path and os.path.exists(path) else None))
     except Exception:  # noqa: BLE001 - the one place internal errors become a diagnostic
         log.exception("internal error while parsing")
         info = ModuleInfo(text, None, diagnostics=[internal_error(Range.lines(0))])

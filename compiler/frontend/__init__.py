@@ -1,6 +1,7 @@
 """Front end: Helion source text -> typed tile IR, statically (the user's file is never imported or run).
 
-module.py finds kernels, imports and `# helion: args(...)` lines. tracer.py traces a kernel body: expressions
+module.py finds kernels, imports and `# helion: args(...)` lines; kernel_forms.py the kernels declared through a wrapper
+that applies helion.kernel (vLLM's register_kernel), their helion.Settings, input generators and baselines. tracer.py traces a kernel body: expressions
 (expressions.py), statements and inlined helpers (kernel_statements.py), device loops into IR loops
 (device_loops.py), subscripts of host tensors into loads/stores (tensor_access.py), whose index items
 indexing.py builds on the position arithmetic of positions.py (value_indexing.py and composed_reads.py
