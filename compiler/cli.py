@@ -56,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--chip", help="the chip to compile for (default: this machine's TPU, else v7x); on that "
                                   "TPU the kernels run on it, elsewhere in interpret mode")
     k.add_argument("--loop-types", default="unroll,emit_pipeline,fori_loop")
+    k.add_argument("--cases", metavar="SEL", help="check these cases of a kernel's input generator (vLLM's "
+                   "generate_inputs): 'all', or comma-separated case indices and parts of case labels "
+                   "('num_tokens=128'); default: each kernel's first shape set")
     k.set_defaults(handler=cmd_check)
 
     t = sub.add_parser("tune", help="search configs for each kernel and shape set")
@@ -278,7 +281,8 @@ def cmd_check(ns: argparse.Namespace) -> int:
     module = load(Path(ns.file))
     if not module.kernels:  # e.g. a syntax error: its diagnostic, one line, instead of a traceback
         print_diagnostics(module.diagnostics, module, ns.file)
-        print(f"helion-pallas: no @helion.kernel function in {ns.file}", file=sys.stderr)
+        print(f"helion-pallas: no kernel in {ns.file} (no @helion.kernel function, nor one a wrapper such as "
+              "vLLM's register_kernel declares)", file=sys.stderr)
         return 1 if any(d.is_error for d in module.diagnostics) else 2
     broken = broken_cells(module, ns.file)
     loops = [s.strip() for s in ns.loop_types.split(",") if s.strip()]
@@ -288,7 +292,7 @@ def cmd_check(ns: argparse.Namespace) -> int:
     except ChipBusy as exc:
         print(f"helion-pallas: {exc}", file=sys.stderr)
         return 2
-    return check_file(ns.file, ns.kernel, chip, loops) or int(broken)
+    return check_file(ns.file, ns.kernel, chip, loops, ns.cases) or int(broken)
 
 
 if __name__ == "__main__":

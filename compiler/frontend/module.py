@@ -14,7 +14,7 @@ from typing import Any
 from ..ir.callables import with_file_names
 from ..ir.config import Config, ConfigError, config_from_call
 from ..ir.specs import ArgSpec, CallableSpec, SpecError, parse_args_text
-from ..support.diagnostics import Diagnostic, Position, Range, error
+from ..support.diagnostics import Diagnostic, Position, Range, error, hint
 from ..support.syntax import error_range, parse
 from .kernel_forms import Declaration, Wrappers, declaration, registered_generators
 
@@ -137,6 +137,12 @@ def _is_main_guard(stmt: ast.If) -> bool:
 
 def _declared(kernel: KernelDef, declared: Declaration | None, condition: str | None) -> None:
     kernel.condition = condition
+    if condition is not None:
+        node = kernel.node
+        start = Position(node.lineno - 1, node.col_offset)
+        kernel.diagnostics.append(hint(
+            "HPL116", f"`{kernel.name}` is defined only where {condition} (a module-level `if`); it is analysed as "
+                      "that branch defines it", Range(start, Position(start.line, start.character + 3))))
     if declared is not None:
         kernel.declared_by = declared.wrapper
         kernel.input_generator = declared.input_generator
