@@ -180,6 +180,7 @@ def _print_compiled(kernel: Kernel, ck: Any, args: str, diagnostics: Any, loweri
     None when it failed), then its diagnostics; the exit status (1 also for a notebook cell that does not
     parse: ns.broken)."""
     name = kernel.name
+    diagnostics = _with_file_level(kernel, ns.module, diagnostics)
     if ck is None:
         if ns.emit == "json":
             print(json.dumps({"kernel": name, "diagnostics": [d.to_json() for d in diagnostics]}, indent=2))
@@ -199,6 +200,18 @@ def _print_compiled(kernel: Kernel, ck: Any, args: str, diagnostics: Any, loweri
         print(json.dumps(out, indent=2))
     print_diagnostics(list(diagnostics), ns.module, ns.file)
     return 1 if ns.broken or any(d.is_error for d in diagnostics) else 0
+
+
+def _with_file_level(kernel: Kernel, module: Module, diagnostics: Any) -> list[Diagnostic]:
+    """A compile's diagnostics with what the file says of the kernel before any compile (its settings, a
+    branch it is defined on, its shape lines, the file's syntax): the language server shows those too."""
+    out = list(diagnostics)
+    seen = {(d.code, d.range, d.message) for d in out}
+    for d in [*module.info.diagnostics, *kernel.definition.diagnostics]:
+        if (d.code, d.range, d.message) not in seen:
+            seen.add((d.code, d.range, d.message))
+            out.append(d)
+    return out
 
 
 def _compile_unit(kernel: Kernel, unit: Any, ns: argparse.Namespace) -> int:
