@@ -39,11 +39,11 @@ __all__ = ["CompileError", "CompiledKernel", "Config", "Diagnostic", "Kernel", "
            "Severity", "load", "parse_python", "skip_dynamo_import"]
 
 
-def load(path_or_source: Any, name: str | None = None, call_shapes: Any = None) -> Module:
+def load(path_or_source: Any, name: str | None = None, call_shapes: Any = None, where: str | None = None) -> Module:
     """Parse a file or source text statically; see `compiler.api.load`."""
     from .api import load as _load
 
-    return _load(path_or_source, name, call_shapes)
+    return _load(path_or_source, name, call_shapes, where)
 
 
 def skip_dynamo_import() -> int:

@@ -45,14 +45,16 @@ MAX_SOURCE_BYTES = 5_000_000
 
 
 def load(path_or_source: str | os.PathLike | NotebookModule, name: str | None = None,
-         call_shapes: InferredShapes | None = None) -> Module:
+         call_shapes: InferredShapes | None = None, where: str | None = None) -> Module:
     """Parse a file (or source text) statically. Never raises for bad code: problems become diagnostics.
 
     `name`: the file that source text comes from (an editor's unsaved buffer), for generated headers.
     A Jupyter notebook (an `.ipynb` path, or a `NotebookModule` an editor built) is the module of its code
     cells (see compiler/frontend/notebook.py).
     `call_shapes`: the shapes from the file's calls, when another process found them for this very text
-    (`Module.call_shapes` of its load); else they are found when first needed (that imports torch)."""
+    (`Module.call_shapes` of its load); else they are found when first needed (that imports torch).
+    `where`: the file's full path when `name` is not it (an editor's buffer): the kernel wrappers its project
+    names or its workspace defines are looked up from there (frontend/kernel_forms.py)."""
     path = name
     notebook = path_or_source if isinstance(path_or_source, NotebookModule) else None
     text = notebook.text if notebook is not None else str(path_or_source)
@@ -72,7 +74,8 @@ def load(path_or_source: str | os.PathLike | NotebookModule, name: str | None = 
         return Module(path, text, ModuleInfo(text, None, diagnostics=[
             error("HPL100", f"file is too large to analyse ({len(text)} bytes)", Range.lines(0))]))
     try:
-        info = parse_module(text)
+        info = parse_module(text, where or (path if path and os.path.isabs(path) else
+                                            os.path.abspath(path) if path and os.path.exists(path) else None))
     except Exception:  # noqa: BLE001 - the one place internal errors become a diagnostic
         log.exception("internal error while parsing")
         info = ModuleInfo(text, None, diagnostics=[internal_error(Range.lines(0))])
@@ -89,6 +92,9 @@ class Module:
         self.source = source
         self.info = info
         self.notebook = notebook  # set for a Jupyter notebook: where each module line is in its cells
+        # which cases of an input generator are shape sets: None a few representative ones, "all", or a
+        # comma-separated selection of indices and case-label parts (`select_cases`); set before reading them
+        self.cases: str | None = None
         self._call_shapes = call_shapes
         self.kernels: dict[str, Kernel] = {k.name: Kernel(self, k) for k in info.kernels}
 
@@ -154,6 +160,7 @@ class Kernel:
         self.decorator_config = definition.decorator_config
         self.decorator_configs = definition.decorator_configs
         self._call_shapes = lambda: module.call_shapes
+        self._cases = lambda: module.cases
         self._siblings = lambda: module.kernels.values()
         self.config_ranges: list[Range] = list(definition.configs_ranges)
         self.config_range_all: Range | None = definition.config_range
@@ -192,10 +199,20 @@ class Kernel:
     # -- shape sets: the shape lines, else the file's calls ------------------------------------------------
 
     @cached_property
-    def _inferred(self) -> list[tuple[dict[str, ArgSpec], ShapeOrigin]]:
+    def all_inferred(self) -> list[tuple[dict[str, ArgSpec], ShapeOrigin]]:
+        """Every shape set found in the file's code: its calls', or each case of its input generator."""
         if self.definition.shape_sets or _bad_shape_lines(self.definition):
             return []  # shape lines win (and a bad one is what to fix)
         return self._call_shapes().sets.get(self.name, [])
+
+    @cached_property
+    def _inferred(self) -> list[tuple[dict[str, ArgSpec], ShapeOrigin]]:
+        """The shape sets used: of an input generator's dozens of cases a few that stand for them (the smallest,
+        a middle one, the largest), unless the module's `cases` asks for all or some (`select_cases`)."""
+        found = self.all_inferred
+        if not any(o.case_label is not None for _, o in found):
+            return found
+        return [found[i] for i in select_cases(found, self._cases())]
 
     @cached_property
     def shape_sets(self) -> list[dict[str, ArgSpec]]:
@@ -217,6 +234,27 @@ class Kernel:
         """Where each shape set from the file's calls comes from (label, the call's range); None for a shape
         line."""
         return [o for _, o in self._inferred] or [None] * len(self.shape_sets)
+
+    @cached_property
+    def declaration_text(self) -> str | None:
+        """How the file declares the kernel when not plainly (`@helion.kernel`), and where its shape sets come
+        from when that is an input generator: one sentence for hovers and the CLI; None when plain."""
+        d = self.definition
+        parts = []
+        if d.declared_by:
+            parts.append(f"declared with `{d.declared_by.rsplit('.', 1)[-1]}` ({d.declared_by}), which applies "
+                         "helion.kernel with its helion_settings")
+        if d.condition:
+            parts.append(f"defined only where {d.condition}")
+        found = self.all_inferred
+        if d.input_generator and found and found[0][1].case_label is not None:
+            shown = len(self.shape_sets)
+            parts.append(f"shape sets: {shown} of the {len(found)} cases of `{d.input_generator}()`"
+                         + (" (the smallest, a middle and the largest)" if shown < len(found) and
+                            self._cases() is None else ""))
+        if d.baseline:
+            parts.append(f"reference: `{d.baseline}` (autotune_baseline_fn)")
+        return "; ".join(parts) if parts else None
 
     # -- public entry points --------------------------------------------------------------------------
 
@@ -344,6 +382,26 @@ class Kernel:
 
 
 _TUNED = {"block_sizes", "pallas_loop_type", "pallas_load_buffer_count"}
+REPRESENTATIVE_CASES = 3
+
+
+def select_cases(found: list[tuple[dict[str, ArgSpec], ShapeOrigin]], selection: str | None) -> list[int]:
+    """Indices of the generator cases `selection` names: None a few representative ones; "all"; else each
+    comma-separated item an index into all the cases or a part of their labels ("num_tokens=128")."""
+    if selection is None:
+        from .frontend.case_choice import representative
+
+        return representative([specs for specs, _ in found], REPRESENTATIVE_CASES)
+    if selection.strip() == "all":
+        return list(range(len(found)))
+    chosen: list[int] = []
+    for item in (p.strip() for p in selection.split(",")):
+        if item.isdigit():
+            if int(item) < len(found):
+                chosen.append(int(item))
+            continue
+        chosen += [i for i, (_, o) in enumerate(found) if item and item in (o.case_label or o.label)]
+    return sorted(set(chosen))
 
 
 def _wanted(info: ModuleInfo) -> list[str]:

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from .api import load
+from .frontend.baselines import baseline_of
 from .ir.chips import get_chip
 from .ir.specs import SpecError, TensorSpec, format_args, parse_spec
 from .ir.tables import IndexTable
@@ -197,13 +198,17 @@ class CheckReport:
 _FAILED = "FAILED: "  # prefix of a note that counts as a failure
 
 
-def check_file(path: str, kernel_name: str | None, chip: str, loop_types: list[str]) -> int:
-    """Print the check table of `path`; 0 when every row passed, 1 otherwise, 2 for a missing kernel."""
+def check_file(path: str, kernel_name: str | None, chip: str, loop_types: list[str], cases: str | None = None) -> int:
+    """Print the check table of `path`; 0 when every row passed, 1 otherwise, 2 for a missing kernel.
+    `cases`: which cases of an input generator to check (api.select_cases); None: each kernel's first shape set."""
     module = load(Path(path))
+    module.cases = cases
     if kernel_name and kernel_name not in module.kernels:
         print(f"helion-pallas: no kernel {kernel_name} in {path}")
         return 2
-    report = check_rows(path, kernel_name, chip, loop_types, module)
+    for k in ([module.kernels[kernel_name]] if kernel_name else module.kernels.values()):
+        print(kernel_summary(k, checked=None if cases else 1))
+    report = check_rows(path, kernel_name, chip, loop_types, module, cases)
     rows = [("kernel", "loop type", "config", "vs eager", "vs reference()", "seconds")]
     rows += [(r.kernel, r.loop_type, r.config, r.eager, r.mine, r.seconds) for r in report.rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
@@ -217,18 +222,35 @@ def check_file(path: str, kernel_name: str | None, chip: str, loop_types: list[s
     return 1 if failed else 0
 
 
-def check_rows(path: str, kernel_name: str | None, chip: str, loop_types: list[str], module: Any = None
-               ) -> CheckReport:
+def kernel_summary(k: Any, checked: int | None = None) -> str:
+    """A kernel as the CLI lists it: how it is declared, and its shape sets with what each is (a generator's
+    case, a call, a shape line); `checked`: how many of them the check runs (None: all)."""
+    lines = [f"{k.name}: " + (k.declaration_text or "@helion.kernel")]
+    for i, specs in enumerate(k.shape_sets):
+        origin = k.shape_set_origins[i] if i < len(k.shape_set_origins) else None
+        where = origin.label.replace("`", "") if origin is not None else "shape line"
+        run = "" if checked is None or i < checked else " (not checked: --cases selects)"
+        lines.append(f"  shape set {i}: {where}: {format_args(specs)}{run}")
+    if not k.shape_sets:
+        lines.append("  no shape set")
+    return "\n".join(lines)
+
+
+def check_rows(path: str, kernel_name: str | None, chip: str, loop_types: list[str], module: Any = None,
+               cases: str | None = None) -> CheckReport:
     """Run the check of `path` (every kernel, or `kernel_name`) and return its rows: on this machine's TPU
-    when it is `chip`, else in interpret mode with the deviceless libtpu compile's verdict first."""
+    when it is `chip`, else in interpret mode with the deviceless libtpu compile's verdict first. `cases`:
+    check these cases of input generators (all of a kernel's shape sets); None: each kernel's first."""
     from .reference import ReferenceProcess
 
-    module = module or load(Path(path))
+    if module is None:
+        module = load(Path(path))
+        module.cases = cases
     small = module.info.constants.get("SMALL")  # read statically: the module itself is never run whole
     kernels = [module.kernels[kernel_name]] if kernel_name else list(module.kernels.values())
     on_chip = runs_on_chip(get_chip(chip))
     with ReferenceProcess() as reference:
-        report = _check_kernels(module, kernels, path, small, chip, loop_types, reference, on_chip)
+        report = _check_kernels(module, kernels, path, small, chip, loop_types, reference, on_chip, cases is not None)
     if on_chip:
         report.where = f"on the chip: {get_chip(chip).device_kind} ({chip})"
     else:
@@ -241,10 +263,21 @@ def check_rows(path: str, kernel_name: str | None, chip: str, loop_types: list[s
 
 
 def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip: str, loop_types: list[str],
-                   reference: Any, on_chip: bool) -> CheckReport:
+                   reference: Any, on_chip: bool, every_set: bool = False) -> CheckReport:
+    """Rows of each kernel at its first shape set (every one with `every_set`, each row's kernel then named
+    with its case)."""
+    if not every_set:
+        return _check_sets(module, [(k, None) for k in kernels], path, small, chip, loop_types, reference, on_chip)
+    pairs = [(k, i) for k in kernels for i in range(max(1, len(k.shape_sets)))]
+    return _check_sets(module, pairs, path, small, chip, loop_types, reference, on_chip)
+
+
+def _check_sets(module: Any, pairs: list[tuple[Any, int | None]], path: str, small: Any, chip: str,
+                loop_types: list[str], reference: Any, on_chip: bool) -> CheckReport:
     from .reference import make_inputs
 
     source = module.source
+    kernels = [k for k, _ in pairs]
 
     def call(name: str, args: list[Any]) -> Any:
         result, after = reference.call(source, name, args, path)
@@ -254,12 +287,14 @@ def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip:
     notes: list[str] = []  # failures that are not one run: the file's reference raised or disagrees
     ran_at: dict[str, str] = {}  # shapes run that are not the kernel's own shape set: what and why
     rows: list[Row] = []
-    for k in kernels:
-        specs_text = small if isinstance(small, dict) and len(kernels) == 1 else None
+    for k, index in pairs:
+        specs_text = small if isinstance(small, dict) and len(set(map(id, kernels))) == 1 else None
+        name = k.name if index is None else f"{k.name} [{_case_name(k, index)}]"
         try:
-            specs = k.with_defaults({n: parse_spec(v) for n, v in specs_text.items()} if specs_text else k.resolve_args())
+            specs = k.with_defaults({n: parse_spec(v) for n, v in specs_text.items()} if specs_text else
+                                    k.resolve_args(shape_set=index))
         except (SpecError, CompileError) as exc:
-            rows.append(Row(k.name, "-", "-", f"bad inputs: {exc}", "-", "-", "failed"))
+            rows.append(Row(name, "-", "-", f"bad inputs: {exc}", "-", "-", "failed"))
             continue
         drawn: dict[str, tuple[list[Any], OwnReference | None]] = {}  # per shapes run: inputs, own reference
         disagreement_checked = False
@@ -271,17 +306,17 @@ def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip:
                 if specs_text is None and (_elements(specs) > REDUCE_ABOVE or _vmem_too_large(ck) or _jagged(ck)):
                     ck = _reduced(k, ck, chip)
             except CompileError as exc:
-                rows.append(Row(k.name, lt, "-", f"compile error: {exc}", "-", "-", "failed"))
+                rows.append(Row(name, lt, "-", f"compile error: {exc}", "-", "-", "failed"))
                 continue
             rejected, unanswered = (None, None) if on_chip else _tpu_compile_problem(ck, notes)
             if rejected is not None:
                 code, text = rejected
-                rows.append(Row(k.name, lt, ck.config.short(), f"REJECTED BY THE TPU COMPILER {text}", "-",
+                rows.append(Row(name, lt, ck.config.short(), f"REJECTED BY THE TPU COMPILER {text}", "-",
                                 f"{time.perf_counter() - start:.2f}", f"rejected {code}"))
                 continue
             too_large = None if on_chip else _too_large(ck)  # what takes minutes to interpret runs on a chip
             if too_large:
-                rows.append(Row(k.name, lt, ck.config.short(), f"NOT RUN ({too_large}; a SMALL = {{...}} dict in the "
+                rows.append(Row(name, lt, ck.config.short(), f"NOT RUN ({too_large}; a SMALL = {{...}} dict in the "
                                                                f"file chooses smaller inputs)", "-", "-", "not run"))
                 continue
             shapes = format_args(ck.args)
@@ -291,9 +326,16 @@ def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip:
                                  f"in the file chooses the inputs)"
             if shapes not in drawn:  # drawn once the compile says which are index tables
                 inputs = make_inputs(dict(ck.args), tables=ck.tables)
-                own = OwnReference.find(module.info.functions, k.name, len(module.kernels), inputs, call)
+                baseline, cuda_only = baseline_of(module.info, k.definition)
+                if cuda_only and cuda_only not in notes:
+                    notes.append(cuda_only)
+                own = OwnReference.find(module.info.functions, k.name, len(module.kernels), inputs, call, baseline)
                 if own is not None and own.error:
-                    notes.append(f"{_FAILED}{k.name}: {own.name}() failed: {own.error}")
+                    if own.name == baseline and "No module named" in own.error:  # vLLM's baseline, vLLM not here
+                        notes.append(f"{k.name}: its autotune_baseline_fn `{baseline}` cannot run here "
+                                     f"({own.error}); checked against the eager reference")
+                    else:
+                        notes.append(f"{_FAILED}{k.name}: {own.name}() failed: {own.error}")
                     own = None
                 drawn[shapes] = (inputs, own)
             inputs, own = drawn[shapes]
@@ -359,7 +401,7 @@ def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip:
                            else "unchecked" if unchecked is not None and own is None else "ok")
             if verdict == "ok" and unanswered is not None:
                 verdict, eager = "unverified", f"UNVERIFIED: {eager} in interpret mode, but {unanswered}"
-            rows.append(Row(k.name, lt, ck.config.short(), eager, mine, seconds, verdict, worst))
+            rows.append(Row(name, lt, ck.config.short(), eager, mine, seconds, verdict, worst))
     return CheckReport(rows, [*ran_at.values(), *notes], "")
 
 
@@ -435,12 +477,15 @@ class OwnReference:
 
     @classmethod
     def find(cls, functions: Collection[str], kernel: str, n_kernels: int, inputs: list[Any],
-             call: Callable[[str, list[Any]], Any]) -> OwnReference | None:
-        """The file's reference for `kernel` (found statically in `functions`), run on a copy of `inputs`
-        through `call(name, args)`, which leaves `args` updated the way the function updated them; None
-        when the file has none."""
+             call: Callable[[str, list[Any]], Any], baseline: str | None = None) -> OwnReference | None:
+        """The file's reference for `kernel` (found statically in `functions`): its `autotune_baseline_fn`
+        (`baseline`), else `reference_<kernel>`, else `reference` in a file of one kernel; run on a copy of
+        `inputs` through `call(name, args)`, which leaves `args` updated the way the function updated them;
+        None when the file has none."""
         name = f"reference_{kernel}" if f"reference_{kernel}" in functions else "reference"
-        if name not in functions or (name == "reference" and n_kernels != 1):
+        if baseline is not None and baseline in functions:
+            name = baseline
+        elif name not in functions or (name == "reference" and n_kernels != 1):
             return None
         args = _clone(inputs)
         try:
@@ -454,6 +499,13 @@ class OwnReference:
         if in_place and self.result is None:
             return _mutated(kernel, compiled, self.args)
         return self.result
+
+
+def _case_name(k: Any, index: int) -> str:
+    origin = k.shape_set_origins[index] if index < len(k.shape_set_origins) else None
+    if origin is not None and origin.case_label is not None:
+        return origin.case_label
+    return f"shape set {index}"
 
 
 def _too_large(ck: Any) -> str | None:

@@ -56,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--chip", help="the chip to compile for (default: this machine's TPU, else v7x); on that "
                                   "TPU the kernels run on it, elsewhere in interpret mode")
     k.add_argument("--loop-types", default="unroll,emit_pipeline,fori_loop")
+    k.add_argument("--cases", metavar="SEL", help="check these cases of a kernel's input generator (vLLM's "
+                   "generate_inputs): 'all', or comma-separated case indices and parts of case labels "
+                   "('num_tokens=128'); default: each kernel's first shape set")
     k.set_defaults(handler=cmd_check)
 
     t = sub.add_parser("tune", help="search configs for each kernel and shape set")
@@ -177,6 +180,7 @@ def _print_compiled(kernel: Kernel, ck: Any, args: str, diagnostics: Any, loweri
     None when it failed), then its diagnostics; the exit status (1 also for a notebook cell that does not
     parse: ns.broken)."""
     name = kernel.name
+    diagnostics = _with_file_level(kernel, ns.module, diagnostics)
     if ck is None:
         if ns.emit == "json":
             print(json.dumps({"kernel": name, "diagnostics": [d.to_json() for d in diagnostics]}, indent=2))
@@ -196,6 +200,18 @@ def _print_compiled(kernel: Kernel, ck: Any, args: str, diagnostics: Any, loweri
         print(json.dumps(out, indent=2))
     print_diagnostics(list(diagnostics), ns.module, ns.file)
     return 1 if ns.broken or any(d.is_error for d in diagnostics) else 0
+
+
+def _with_file_level(kernel: Kernel, module: Module, diagnostics: Any) -> list[Diagnostic]:
+    """A compile's diagnostics with what the file says of the kernel before any compile (its settings, a
+    branch it is defined on, its shape lines, the file's syntax): the language server shows those too."""
+    out = list(diagnostics)
+    seen = {(d.code, d.range, d.message) for d in out}
+    for d in [*module.info.diagnostics, *kernel.definition.diagnostics]:
+        if (d.code, d.range, d.message) not in seen:
+            seen.add((d.code, d.range, d.message))
+            out.append(d)
+    return out
 
 
 def _compile_unit(kernel: Kernel, unit: Any, ns: argparse.Namespace) -> int:
@@ -278,7 +294,8 @@ def cmd_check(ns: argparse.Namespace) -> int:
     module = load(Path(ns.file))
     if not module.kernels:  # e.g. a syntax error: its diagnostic, one line, instead of a traceback
         print_diagnostics(module.diagnostics, module, ns.file)
-        print(f"helion-pallas: no @helion.kernel function in {ns.file}", file=sys.stderr)
+        print(f"helion-pallas: no kernel in {ns.file} (no @helion.kernel function, nor one a wrapper such as "
+              "vLLM's register_kernel declares)", file=sys.stderr)
         return 1 if any(d.is_error for d in module.diagnostics) else 2
     broken = broken_cells(module, ns.file)
     loops = [s.strip() for s in ns.loop_types.split(",") if s.strip()]
@@ -288,7 +305,7 @@ def cmd_check(ns: argparse.Namespace) -> int:
     except ChipBusy as exc:
         print(f"helion-pallas: {exc}", file=sys.stderr)
         return 2
-    return check_file(ns.file, ns.kernel, chip, loops) or int(broken)
+    return check_file(ns.file, ns.kernel, chip, loops, ns.cases) or int(broken)
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ from .documents import (
     StageResult,
     Unit,
     file_name,
+    file_path,
     load_document,
     remap,
 )
@@ -89,6 +90,7 @@ def compile_request(loaded: Loaded, view: KernelView, unit: Unit) -> dict[str, A
         "chip": unit.key.chip,
         "decorator_range": view.decorator_range,
         "file": unit.key.file,
+        "where": file_path(loaded.uri),
         "notebook": loaded.notebook,
     }
 
@@ -186,7 +188,7 @@ class Analyzer:
         notebook, mentions = state.notebook, state.mentions_helion
         loaded = await self.pool.call(load_document, uri, version, text, chip, None, notebook, mentions)
         if loaded.needs_call_shapes and self.is_current(uri, version, text):
-            shapes = await self.call_shapes(text, file_name(uri), notebook)
+            shapes = await self.call_shapes(text, file_name(uri), notebook, file_path(uri))
             loaded = await self.pool.call(load_document, uri, version, text, chip, shapes, notebook, mentions)
         loaded.layout = layout  # the documents that showed this text (a notebook's cells)
         if self.is_current(uri, version, text):
@@ -194,11 +196,12 @@ class Analyzer:
             self._on_loaded(loaded)
         return loaded
 
-    async def call_shapes(self, text: str, file: str, notebook: NotebookModule | None = None) -> Any:
+    async def call_shapes(self, text: str, file: str, notebook: NotebookModule | None = None,
+                          where: str | None = None) -> Any:
         """The shapes the file's own calls give its kernels without a shape line, found by a compile worker
         (it has torch; this process does not import it). A worker that fails costs the shapes, said once.
         A notebook's cells name the lines in their labels (`from check(512, 1024) at cell 7:2`)."""
-        key = ("call_shapes", hashlib.sha256(text.encode()).hexdigest(), notebook.cells if notebook else None)
+        key = ("call_shapes", hashlib.sha256(text.encode()).hexdigest(), notebook.cells if notebook else None, where)
 
         def failed(why: str) -> dict[str, Any]:
             self._failed.add(key)  # this text's publish is not remembered
@@ -206,7 +209,7 @@ class Analyzer:
                            Range.lines(0))
             return {"call_shapes": InferredShapes(diagnostics=[note])}
 
-        request = {"kind": "call_shapes", "source": text, "file": file, "notebook": notebook}
+        request = {"kind": "call_shapes", "source": text, "file": file, "notebook": notebook, "where": where}
         answer = await self.pool.run(key, request, failed)
         return answer["call_shapes"]
 
@@ -368,6 +371,7 @@ class Analyzer:
         request = {
             "stage": stage,
             "source": loaded.text,
+            "where": file_path(loaded.uri),
             "kernel": view.name,
             "args": unit.key.shape_key or None,
             "config": unit.config.to_json() if unit.config is not None else None,

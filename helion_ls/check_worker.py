@@ -27,14 +27,14 @@ _MODULES: OrderedDict[str, Any] = OrderedDict()  # parsed texts by digest
 def _compile(cache: OrderedDict, req: dict[str, Any]) -> Any:
     import compiler
 
-    digest = hashlib.sha256(req["source"].encode()).hexdigest()
+    digest = hashlib.sha256(req["source"].encode()).hexdigest() + "\0" + (req.get("where") or "")
     key = (digest, req["kernel"], req.get("args"), json.dumps(req.get("config"), sort_keys=True), req["chip"])
     if key in cache:
         cache.move_to_end(key)
         return cache[key]
     module = _MODULES.get(digest)
     if module is None:  # the kernels of one file arrive one by one: parse the file once
-        module = _MODULES[digest] = compiler.load(req["source"])
+        module = _MODULES[digest] = compiler.load(req["source"], where=req.get("where"))
         while len(_MODULES) > 2:
             _MODULES.popitem(last=False)
     kernel = module.kernels[req["kernel"]]

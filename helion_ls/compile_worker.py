@@ -42,11 +42,13 @@ class Compiler:
     def __init__(self) -> None:
         self._modules: OrderedDict[str, Any] = OrderedDict()
 
-    def module(self, source: str, file: str | None = None, notebook: Any = None) -> Any:
+    def module(self, source: str, file: str | None = None, notebook: Any = None, where: str | None = None) -> Any:
         digest = hashlib.sha256(source.encode()).hexdigest() + (file or "") + repr(notebook.cells if notebook else "")
+        digest += "\0" + (where or "")
         found = self._modules.get(digest)
         if found is None:
-            found = self._modules[digest] = compiler.load(notebook if notebook is not None else source, file)
+            found = self._modules[digest] = compiler.load(notebook if notebook is not None else source, file,
+                                                          where=where)
             while len(self._modules) > MODULES:
                 self._modules.popitem(last=False)
         self._modules.move_to_end(digest)
@@ -60,7 +62,7 @@ class Compiler:
         start = time.perf_counter()
         compiled = None
         try:
-            kernel = self.module(req["source"], req.get("file"), req.get("notebook")).kernels[req["kernel"]]
+            kernel = self.module(req["source"], req.get("file"), req.get("notebook"), req.get("where")).kernels[req["kernel"]]
             ck = kernel.compile(args=req["args"], config=req["config"], chip=req["chip"])
             diagnostics = list(ck.diagnostics)
             compiled = CompiledSnapshot.of(ck)
@@ -79,7 +81,7 @@ class Compiler:
         """The shapes a file's own calls give its kernels without a shape line (for the server, which has no
         torch); the parsed module keeps them for the compiles of the same text that follow."""
         start = time.perf_counter()
-        module = self.module(req["source"], req.get("file"), req.get("notebook"))
+        module = self.module(req["source"], req.get("file"), req.get("notebook"), req.get("where"))
         return {"call_shapes": module.call_shapes, "seconds": time.perf_counter() - start}
 
     def fixes(self, req: dict[str, Any]) -> dict[str, Any]:

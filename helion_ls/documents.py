@@ -176,6 +176,13 @@ def _name_range(node: ast.FunctionDef, lines: list[str]) -> Range:
     return Range(Position(line, col), Position(line, col + len(node.name.encode())))
 
 
+def file_path(uri: str) -> str | None:
+    """The document's file on disk (None for an untitled buffer): the compiler looks up the kernel wrappers its
+    project names or its workspace defines from there (compiler/frontend/kernel_forms.py)."""
+    path = to_fs_path(uri) if uri.startswith("file:") else None
+    return path or None
+
+
 def file_name(uri: str) -> str:
     """The name generated code gives the document (its file name; an untitled buffer keeps its URI's tail)."""
     path = to_fs_path(uri) or uri
@@ -212,7 +219,7 @@ def load_document(
     if not (mentions_helion if mentions_helion is not None else HELION_HINT.search(text)):
         return Loaded(uri, version, text, lines, [], {}, layout)
     try:
-        module = compiler.load(notebook or text, file_name(uri), call_shapes)
+        module = compiler.load(notebook or text, file_name(uri), call_shapes, where=file_path(uri))
         if call_shapes is None and module.needs_call_shapes:
             return Loaded(uri, version, text, lines, [], {}, layout, notebook, needs_call_shapes=True)
     except Exception as exc:  # the compiler promises not to raise; if it does, say so once

@@ -35,11 +35,12 @@ def _problems(kernel: Any, index: int, chip: str) -> tuple[frozenset[str], Any]:
     return frozenset(d.code for d in ck.diagnostics if d.severity <= Severity.WARNING), ck.config
 
 
-def verified_fixes(load: Callable[[str, str | None], Any], req: dict[str, Any]) -> dict[str, Any]:
+def verified_fixes(load: Callable[..., Any], req: dict[str, Any]) -> dict[str, Any]:
     start = time.monotonic()
     deadline = start + float(req.get("budget", 3.0))
     source, name, chip, file = req["source"], req["kernel"], req["chip"], req.get("file")
-    kernel = load(source, file).kernels.get(name)
+    where = req.get("where")
+    kernel = load(source, file, None, where).kernels.get(name)
     sets = [i for i in req.get("shape_sets") or [0] if isinstance(i, int)]
     if kernel is None or not sets:
         return {"fixes": [], "seconds": time.monotonic() - start}
@@ -54,7 +55,7 @@ def verified_fixes(load: Callable[[str, str | None], Any], req: dict[str, Any]) 
         for edit, scope in _edits(source, name, kernel, fix, sets, before):
             if time.monotonic() > deadline:
                 break
-            if _removes_the_error(apply_edit(source, edit), file, name, sets, before, chip):
+            if _removes_the_error(apply_edit(source, edit), file, name, sets, before, chip, where):
                 title = f"Set {config_assignments(source, name, fix.changes)}{scope} — needs " \
                         f"{fmt_bytes(fix.total_bytes)} of VMEM ({chip} estimate)"
                 out.append({"title": title, "start": edit.start, "end": edit.end, "new_text": edit.new_text,
@@ -85,8 +86,9 @@ def _edits(source: str, name: str, kernel: Any, fix: VmemFix, sets: list[int], b
     return out
 
 
-def _removes_the_error(text: str, file: str | None, name: str, sets: list[int], before: list, chip: str) -> bool:
-    kernel = compiler.load(text, file).kernels.get(name)
+def _removes_the_error(text: str, file: str | None, name: str, sets: list[int], before: list, chip: str,
+                       where: str | None = None) -> bool:
+    kernel = compiler.load(text, file, where=where).kernels.get(name)
     if kernel is None:
         return False
     for i, (was, _) in enumerate(before):

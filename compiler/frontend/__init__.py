@@ -1,6 +1,7 @@
 """Front end: Helion source text -> typed tile IR, statically (the user's file is never imported or run).
 
-module.py finds kernels, imports and `# helion: args(...)` lines. tracer.py traces a kernel body: expressions
+module.py finds kernels, imports and `# helion: args(...)` lines; kernel_forms.py the kernels declared through a wrapper
+that applies helion.kernel (vLLM's register_kernel), their helion.Settings, input generators and baselines. tracer.py traces a kernel body: expressions
 (expressions.py), statements and inlined helpers (kernel_statements.py), device loops into IR loops
 (device_loops.py), subscripts of host tensors into loads/stores (tensor_access.py), whose index items
 indexing.py builds on the position arithmetic of positions.py (value_indexing.py and composed_reads.py
@@ -15,7 +16,8 @@ meta kernels without importing torch._dynamo.
 call_recorder.py finds the shapes kernels without a shape line are called with (call_shapes.py holds
 them, torch-free), by a bounded abstract evaluation of the module's own code (host_eval.py,
 host_statements.py, host_models.py, host_builtins.py, host_operators.py, host_torch.py, host_values.py);
-shape_hint.py is the hint for a kernel with no shape set at all. Functions passed as kernel arguments (flex attention's `score_mod`):
+generator_shapes.py gives the shape sets of a kernel with an input generator (vLLM's generate_inputs), one per case key,
+of which case_choice.py picks a few for the editor; baselines.py finds a kernel's autotune_baseline_fn. shape_hint.py is the hint for a kernel with no shape set at all. Functions passed as kernel arguments (flex attention's `score_mod`):
 callable_args.py traces a spec's body inline where the kernel calls it, callable_specs.py makes specs of
 the functions the file's own calls pass.
 After the trace, masks.py keeps padding of partial tiles out of results, index_exprs.py reads the facts

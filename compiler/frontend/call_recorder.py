@@ -26,6 +26,7 @@ from ..ir.specs import (
 from ..support.diagnostics import Range, warning
 from .call_shapes import InferredShapes, ShapeOrigin
 from .callable_specs import callable_spec
+from .generator_shapes import generator_shapes
 from .host_eval import HostEvaluator
 from .host_statements import Exhausted, StepBudget
 from .host_torch import approx_notes, has_unknown, tensors_in
@@ -71,6 +72,9 @@ def record_calls(info: ModuleInfo, wanted: set[str], budget: int,
                       "follow); the shape sets found before are kept", force=True)
     except RecursionError:
         recorder.note(Range.lines(0), "the file's calls nest too deeply to follow", force=True)
+    if any(k.input_generator for k in info.kernels if k.name in wanted):
+        recorder.in_kernel = False
+        generator_shapes(info, ev, wanted, recorder.result, _specs, recorder.note)
     result = recorder.result
     result.steps = ev.budget.steps
     _explain_unreached(info, wanted, ev.facts if complete else None, result, line_label)

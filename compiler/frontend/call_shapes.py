@@ -19,6 +19,7 @@ imports this module, never the other way.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..ir.specs import ArgSpec
 from ..support.diagnostics import Diagnostic, Range
@@ -34,6 +35,12 @@ class ShapeOrigin:
     range: Range
     call: Range
     notes: tuple[str, ...] = ()
+    # a case of the file's input generator (generator_shapes.py): its key as written, a dict for vLLM's CaseKey
+    # ({"hidden_size": 4096, "num_tokens": 128}) or the key's string for the older string keys; the key as a
+    # label ("hidden_size=4096, num_tokens=128"); and the generator ("generate_inputs()"). None for a call.
+    case_key: dict[str, Any] | str | None = field(default=None, hash=False, compare=False)
+    case_label: str | None = None
+    source: str | None = None
 
 
 @dataclass

@@ -178,7 +178,20 @@ class HostEvaluator(Statements, ExpressionEvaluator):
         return UNKNOWN
 
     def _joined(self, node: ast.JoinedStr) -> Any:
-        return ""
+        """An f-string of plain values (numbers, strings, dtypes: a case key "heads_16_batch_8"); "" when a part
+        is anything else (what the text says then never matters to the shapes)."""
+        parts: list[str] = []
+        for value in node.values:
+            if isinstance(value, ast.Constant):
+                parts.append(str(value.value))
+                continue
+            if not isinstance(value, ast.FormattedValue) or value.format_spec is not None:
+                return ""
+            item = self.eval(value.value)
+            if not isinstance(item, int | float | str | torch.dtype):
+                return ""
+            parts.append(repr(item) if value.conversion == ord("r") else str(item))
+        return "".join(parts)
 
     def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp) -> Any:
         outer = self.frame

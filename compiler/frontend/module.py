@@ -7,14 +7,16 @@ import copy
 import functools
 import hashlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..ir.callables import with_file_names
 from ..ir.config import Config, ConfigError, config_from_call
 from ..ir.specs import ArgSpec, CallableSpec, SpecError, parse_args_text
-from ..support.diagnostics import Diagnostic, Position, Range, error
+from ..support.diagnostics import Diagnostic, Position, Range, error, hint
 from ..support.syntax import error_range, parse
+from .kernel_forms import Declaration, Wrappers, declaration, registered_generators
 
 ARGS_LINE = re.compile(r"^(\s*)#\s*helion:\s*args\((.*)\)\s*$")
 ARGS_PREFIX = re.compile(r"^\s*#\s*helion:\s*args\b")
@@ -34,6 +36,10 @@ class KernelDef:
     diagnostics: list[Diagnostic]
     config_range: Range | None = None  # the `config=` value
     configs_ranges: list[Range] = field(default_factory=list)  # each `configs=[...]` entry
+    declared_by: str | None = None  # a wrapper that applies helion.kernel (vLLM's register_kernel), if not itself
+    condition: str | None = None  # defined only under a module-level `if`: "`cond` is true" / "... is false"
+    input_generator: str | None = None  # the module function whose dict of case keys gives its shape sets
+    baseline: str | None = None  # `helion.Settings(autotune_baseline_fn=NAME)`: the file's reference for it
 
 
 @dataclass
@@ -49,8 +55,9 @@ class ModuleInfo:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
-def parse_module(source: str) -> ModuleInfo:
-    """Parse `source`; syntax errors become one diagnostic and no kernels."""
+def parse_module(source: str, where: str | None = None) -> ModuleInfo:
+    """Parse `source`; syntax errors become one diagnostic and no kernels. `where`: the file's path, for the
+    wrappers its project names or its workspace defines (kernel_forms.py); None for a text without one."""
     try:
         tree = parse(source)
     except SyntaxError as exc:
@@ -61,31 +68,91 @@ def parse_module(source: str) -> ModuleInfo:
     lines = source.splitlines()
     for stmt in tree.body:
         _collect_imports(stmt, info.imports)
+    wrappers = Wrappers(where)
     assigned: dict[str, ast.expr] = {}  # module-level `NAME = ...` so far (a decorator's `config=NAME`)
-    for stmt in tree.body:
+    for stmt, condition in _module_statements(tree.body, None, 0):
         _collect_definitions(stmt, info.definitions)
         if isinstance(stmt, ast.FunctionDef):
-            info.functions[stmt.name] = stmt
-            dec = _kernel_decorator(stmt, info.imports)
+            if condition is None or stmt.name not in info.functions:  # a branch's def does not hide the plain one
+                info.functions[stmt.name] = stmt
+            dec, declared = _kernel_decorator(stmt, info.imports, wrappers, assigned)
             if dec is not None:
-                info.kernels.append(_kernel_def(stmt, dec, lines, assigned))
+                kernel = _kernel_def(stmt, declared.settings if declared else dec, lines, assigned)
+                _declared(kernel, declared, condition)
+                info.kernels.append(kernel)
         elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
             alias = _kernel_alias(stmt.target.id, stmt.value, info)  # `attention_dynamic: object = ...`
             if alias is not None:
-                info.kernels.append(_kernel_def(alias, stmt.value, lines, assigned))
+                kernel = _kernel_def(alias, _alias_settings(stmt.value), lines, assigned)
+                _declared(kernel, None, condition)
+                info.kernels.append(kernel)
         elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             alias = _kernel_alias(stmt.targets[0].id, stmt.value, info)
             if alias is not None:
-                info.kernels.append(_kernel_def(alias, stmt.value, lines, assigned))
+                kernel = _kernel_def(alias, _alias_settings(stmt.value), lines, assigned)
+                _declared(kernel, None, condition)
+                info.kernels.append(kernel)
                 continue
+            if condition:
+                continue  # a conditional binding is no constant
             assigned[stmt.targets[0].id] = stmt.value
             try:
                 info.constants[stmt.targets[0].id] = ast.literal_eval(stmt.value)
             except (ValueError, TypeError, SyntaxError, RecursionError):
                 pass
+    generators = registered_generators(tree.body)
     for kernel in info.kernels:
+        if kernel.input_generator is None and kernel.name in generators:
+            kernel.input_generator = generators[kernel.name]
         _with_file_names(kernel, info)
     return info
+
+
+def _module_statements(body: list[ast.stmt], condition: str | None, depth: int
+                       ) -> Iterator[tuple[ast.stmt, str | None]]:
+    """The module's statements in order, with those of its module-level `if` blocks (not the `__main__` guard)
+    and what each branch needs ("`_CUDA_ALIKE` is true"): kernels defined only on one branch are still the
+    file's kernels."""
+    for stmt in body:
+        yield stmt, condition
+        if isinstance(stmt, ast.If) and depth < 3 and not _is_main_guard(stmt):
+            test = _shorten(ast.unparse(stmt.test))
+            yield from _module_statements(stmt.body, _and(condition, f"`{test}` is true"), depth + 1)
+            yield from _module_statements(stmt.orelse, _and(condition, f"`{test}` is false"), depth + 1)
+
+
+def _and(outer: str | None, inner: str) -> str:
+    return inner if outer is None else f"{outer} and {inner}"
+
+
+def _shorten(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _is_main_guard(stmt: ast.If) -> bool:
+    test = stmt.test
+    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+            and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators))
+
+
+def _declared(kernel: KernelDef, declared: Declaration | None, condition: str | None) -> None:
+    kernel.condition = condition
+    if condition is not None:
+        node = kernel.node
+        start = Position(node.lineno - 1, node.col_offset)
+        kernel.diagnostics.append(hint(
+            "HPL116", f"`{kernel.name}` is defined only where {condition} (a module-level `if`); it is analysed as "
+                      "that branch defines it", Range(start, Position(start.line, start.character + 3))))
+    if declared is not None:
+        kernel.declared_by = declared.wrapper
+        kernel.input_generator = declared.input_generator
+        kernel.baseline = declared.baseline
+        kernel.diagnostics.extend(declared.notes)
+
+
+def _alias_settings(value: ast.expr) -> ast.expr:
+    """The `helion.kernel(...)` call of `name = helion.kernel(...)(fn)`: its settings, like a decorator's."""
+    return value.func if isinstance(value, ast.Call) and isinstance(value.func, ast.Call) else value
 
 
 def _with_file_names(kernel: KernelDef, info: ModuleInfo) -> None:
@@ -99,8 +166,13 @@ def _with_file_names(kernel: KernelDef, info: ModuleInfo) -> None:
 def _kernel_alias(name: str, value: ast.expr, info: ModuleInfo) -> ast.FunctionDef | None:
     """`name = helion.kernel(other.fn, ...)` (or `helion.kernel(fn, ...)`): another kernel of the same function
     with its own settings (upstream's attention_dynamic). The function, renamed; None for anything else."""
-    if not (isinstance(value, ast.Call) and value.args and qualified_name(value.func, info.imports) in KERNEL_DECORATORS):
+    if not (isinstance(value, ast.Call) and value.args):
         return None
+    maker = value.func.func if isinstance(value.func, ast.Call) else value.func  # helion.kernel(...)(fn) too
+    if qualified_name(maker, info.imports) not in KERNEL_DECORATORS:
+        return None
+    if isinstance(value.func, ast.Call) and value.func.args:
+        return None  # helion.kernel(fn)(x) is a call of a kernel, not a kernel
     target = value.args[0]
     if isinstance(target, ast.Attribute) and target.attr == "fn":
         target = target.value
@@ -162,12 +234,19 @@ KERNEL_DECORATORS = frozenset({"helion.kernel", "helion.runtime.kernel", "helion
                                "helion.autotuner.aot_kernel", "helion.experimental.aot_kernel"})
 
 
-def _kernel_decorator(fn: ast.FunctionDef, imports: dict[str, str]) -> ast.expr | None:
+def _kernel_decorator(fn: ast.FunctionDef, imports: dict[str, str], wrappers: Wrappers | None = None,
+                      assigned: dict[str, ast.expr] | None = None) -> tuple[ast.expr | None, Declaration | None]:
+    """The decorator that makes `fn` a kernel: `@helion.kernel(...)` (no declaration), or a wrapper that applies
+    helion.kernel (with what it declares); (None, None) for a plain function."""
     for dec in fn.decorator_list:
         target = dec.func if isinstance(dec, ast.Call) else dec
-        if qualified_name(target, imports) in KERNEL_DECORATORS:
-            return dec
-    return None
+        name = qualified_name(target, imports)
+        if name in KERNEL_DECORATORS:
+            return dec, None
+        declared = declaration(dec, name, wrappers, assigned or {}) if wrappers is not None else None
+        if declared is not None:
+            return dec, declared
+    return None, None
 
 
 def _kernel_def(fn: ast.FunctionDef, dec: ast.expr, lines: list[str], assigned: dict[str, ast.expr]) -> KernelDef:

@@ -62,11 +62,31 @@ def _kernel_alias(stmt: ast.stmt, name: str, aliases: dict[str, str]) -> ast.stm
         target, value = stmt.target, stmt.value
     else:
         return None
+    maker = value.func.func if isinstance(value, ast.Call) and isinstance(value.func, ast.Call) else \
+        getattr(value, "func", None)  # `helion.kernel(fn, ...)` or `helion.kernel(...)(fn)`
     if not (isinstance(target, ast.Name) and target.id == name and isinstance(value, ast.Call) and value.args
-            and _dotted(value.func, aliases) in KERNEL_DECORATORS):
+            and maker is not None and _dotted(maker, aliases) in KERNEL_DECORATORS):
         return None
     bare = ast.Call(ast.Attribute(ast.Name(HELION_ALIAS, ast.Load()), "kernel", ast.Load()), [value.args[0]], [])
     return ast.copy_location(ast.Assign([target], ast.copy_location(bare, value)), stmt)
+
+
+def _branch_of(name: str, body: list[ast.stmt]) -> list[ast.stmt]:
+    """`body` with a module-level `if` whose branch defines `name` replaced by that branch's statements (a
+    kernel defined only where `_CUDA_ALIKE` is true runs as that branch defines it)."""
+    out: list[ast.stmt] = []
+    for stmt in body:
+        if isinstance(stmt, ast.If):
+            for branch in (stmt.body, stmt.orelse):
+                if any(isinstance(s, ast.FunctionDef | ast.Assign | ast.AnnAssign) and name in _binds(s)
+                       for s in ast.walk(ast.Module(branch, [])) if isinstance(s, ast.stmt)):
+                    out.extend(_branch_of(name, branch))
+                    break
+            else:
+                out.append(stmt)
+            continue
+        out.append(stmt)
+    return out
 
 
 def _is_main_guard(stmt: ast.stmt) -> bool:
@@ -140,9 +160,14 @@ def kernel_module(tree: ast.Module, kernel: str, plain: bool = False) -> ast.Mod
     """The statements of `tree` that running `kernel` needs (see the module docstring); with `plain`, a
     function that is not a kernel (a file's torch `reference`), kept the same way."""
     aliases = _import_aliases(tree)
-    body = [s for s in tree.body if not _is_main_guard(s)]
-    defs = [i for i, s in enumerate(body) if isinstance(s, ast.FunctionDef) and s.name == kernel
-            and (plain or is_kernel(s, aliases))]
+    body = _branch_of(kernel, [s for s in tree.body if not _is_main_guard(s)])
+    # the front end decided `kernel` is one: a function of that name with a decorator (vLLM's register_kernel,
+    # a wrapper that applies helion.kernel) counts as well as `@helion.kernel`
+    declared = [i for i, s in enumerate(body) if isinstance(s, ast.FunctionDef) and s.name == kernel
+                and (plain or is_kernel(s, aliases))]
+    wrapped = [i for i, s in enumerate(body) if isinstance(s, ast.FunctionDef) and s.name == kernel
+               and s.decorator_list and not plain]
+    defs = declared or wrapped
     for i, stmt in enumerate(body):
         alias = None if plain else _kernel_alias(stmt, kernel, aliases)
         if alias is not None:
@@ -165,7 +190,8 @@ def kernel_module(tree: ast.Module, kernel: str, plain: bool = False) -> ast.Mod
             return
         if isinstance(stmt, ast.FunctionDef):
             bare = ast.copy_location(ast.Attribute(ast.Name(HELION_ALIAS, ast.Load()), "kernel", ast.Load()), stmt)
-            stmt = _plain_function(stmt, bare if is_kernel(stmt, aliases) else None)
+            kernel_here = is_kernel(stmt, aliases) or (i == max(defs) and not plain)
+            stmt = _plain_function(stmt, bare if kernel_here else None)
         kept[i] = stmt
         todo.extend(_reads(stmt))
 

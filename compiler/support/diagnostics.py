@@ -182,6 +182,8 @@ CODES: dict[str, str] = {
     "HPL111": "tensor used in device code is not a kernel argument or host allocation",
     "HPL112": "finding kernel shapes from the file's own calls stopped at a limit (steps, sizes)",
     "HPL113": "an `assert` in the kernel's host code fails for these arguments",
+    "HPL115": "a setting for another backend (a GPU's) is ignored on a TPU (information)",
+    "HPL116": "a kernel defined only on one branch of a module-level `if` (information: which branch)",
     "HPL200": "block size is not TPU-legal (lane dim multiple of 128, sublane dim multiple of 8, or full)",
     "HPL201": "a sub-tile's block size must divide its grid tile's block",
     "HPL202": "index expression not supported on TPU",

@@ -10,6 +10,11 @@ from ..ir.chips import CHIP_NAMES
 EVALUATOR_NAMES = ["compile", "model", "schedule", "tpu"]  # evaluators.EVALUATORS' names (a test keeps them equal)
 
 
+CASES_HELP = ("for a kernel whose shapes come from its input generator (vLLM's generate_inputs): which cases are its "
+              "shape sets: 'all', or comma-separated case indices and parts of case labels ('num_tokens=128'); "
+              "default: the smallest, a middle and the largest")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The `tune` subcommand's arguments."""
     parser.add_argument("file", help="a Python file (or a Jupyter notebook) with @helion.kernel functions")
@@ -42,6 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="at most this search time per shape set, the tpu evaluator's climb included (it usually converges sooner)"
     )
     budget.add_argument("--max-evals", type=int, metavar="N", help="at most this many search evaluations per shape set")
+    parser.add_argument("--cases", metavar="SEL", help=CASES_HELP)
     parser.add_argument("--store", metavar="PATH", help="results store (default: the user cache directory)")
     parser.add_argument("--jobs", type=int, metavar="N",
                         help="search this many shape sets at once with the model evaluator (default: one per CPU)")

@@ -297,7 +297,8 @@ def _problems(ns: argparse.Namespace, chip: str) -> tuple[list[Problem], bool]:
             source = f.read()
     except OSError as exc:
         raise UsageError(f"cannot read {ns.file}: {exc.strerror or exc}") from None
-    module = load(Path(ns.file)) if ns.file.endswith(".ipynb") else load(source)
+    module = load(Path(ns.file)) if ns.file.endswith(".ipynb") else load(source, where=os.path.abspath(ns.file))
+    module.cases = getattr(ns, "cases", None)
     source = module.source  # a notebook's: its code cells as one module
     ns.where = lambda pos: module.describe(pos, ns.file)
     errors = [d for d in module.diagnostics if d.is_error]

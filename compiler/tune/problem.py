@@ -7,6 +7,7 @@ command can parse its problems and start its gate worker before it imports torch
 from __future__ import annotations
 
 import functools
+import os
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ class Problem:
         return format_args(self.args)
 
     def load_kernel(self) -> Kernel:
-        return _kernel(self.source, self.kernel)
+        return _kernel(self.source, self.kernel, self.path)
 
     def require_hbm(self) -> None:
         """Raise the HPL303 of a shape set whose arrays do not fit the chip's HBM: every config would fail in the
@@ -78,9 +79,10 @@ _recent: OrderedDict[tuple[str, ...], CompiledKernel] = OrderedDict()
 
 
 @functools.lru_cache(maxsize=8)
-def _kernel(source: str, name: str) -> Kernel:
-    """Parsed once per process (workers evaluate many configs of the same kernel)."""
-    module = load(source if "\n" in source else source + "\n")
+def _kernel(source: str, name: str, path: str | None = None) -> Kernel:
+    """Parsed once per process (workers evaluate many configs of the same kernel); `path` is the file's, for
+    the kernel wrappers its project names (frontend/kernel_forms.py)."""
+    module = load(source if "\n" in source else source + "\n", where=os.path.abspath(path) if path else None)
     if name not in module.kernels:
         raise KeyError(f"no kernel {name!r} in the source (kernels: {', '.join(module.kernels) or 'none'})")
     return module.kernels[name]

@@ -19,6 +19,7 @@ from lsprotocol import types
 
 from compiler.ir.config import Config
 
+from ..documents import file_path
 from ..edits import EditError, TextEdit
 from ..lru import LruCache
 from .config_edits import best_configs, config_edit, planned_edit, workspace_edit
@@ -98,6 +99,7 @@ async def vmem_fixes(ls: Host, uri: str, diagnostics: list[types.Diagnostic]) ->
         found = _fixes_cache.get(key)
         if found is None:
             request = {"kind": "vmem_fixes", "source": loaded.text, "file": view.units[0].key.file,
+                       "where": file_path(loaded.uri),
                        "kernel": view.name, "shape_sets": list(sets), "chip": chip, "budget": FIX_BUDGET}
             try:
                 answer = await asyncio.wait_for(ls.pool.run(key, request, lambda why: None), FIX_WAIT)

@@ -184,6 +184,9 @@ def kernel_markdown(ls: Host, loaded: Loaded, view: KernelView) -> str:
     the pallas_call site, so code shows without scrolling past tables."""
     chip = view.units[0].key.chip
     parts = [f"**{view.name}** — Helion kernel → Pallas on **{chip}**"]
+    declared = getattr(view.kernel, "declaration_text", None)
+    if declared:
+        parts.append(declared[0].upper() + declared[1:] + ".")
     results = {i: ck for i, ck, _ in _units_with_results(ls, view)}
     for unit in view.units:
         parts.append(f"#### {_set_title(view, unit.index)}")
