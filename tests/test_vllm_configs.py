@@ -1,0 +1,130 @@
+"""vLLM's per-platform config files (compiler/ir/vllm_configs.py): TPU platform names as vLLM derives them,
+vLLM's lookup (case key, else the default entry), and writing one entry while the rest of the file stays as
+it was, byte for byte."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+from compiler.ir import vllm_configs as vc
+from compiler.ir.config import Config
+
+# A GPU platform file as vLLM's ConfigManager writes it (json.dump(indent=2) and a newline)
+H100 = [
+    {"key": {}, "config": {"block_sizes": [2048, 16], "num_warps": 8, "indexing": ["pointer", "tensor_descriptor"]}},
+    {"key": {"hidden_size": 4096, "num_tokens": 128}, "config": {"block_sizes": [1, 4096], "num_warps": 4}},
+]
+H100_TEXT = json.dumps(H100, indent=2) + "\n"
+TUNED = {"block_sizes": [8, 4096], "pallas_loop_type": "unroll"}
+
+
+def test_tpu_platform_names_are_vllms_canonical_device_names() -> None:
+    # vLLM's TPU platform says `TPU {tpu_info TpuChip member}`; utils.canonicalize_gpu_name lowercases it and
+    # makes runs of spaces, '/' and '-' one '_'
+    assert vc.device_name("v5e") == "TPU V5E"
+    assert {c: vc.platform_name(c) for c in ("v4", "v5e", "v5p", "v6e", "v7x")} == {
+        "v4": "tpu_v4", "v5e": "tpu_v5e", "v5p": "tpu_v5p", "v6e": "tpu_v6e", "v7x": "tpu_v7x"}
+    assert vc.platform_name("ironwood") == "tpu_v7x"
+    assert vc.canonical_platform("NVIDIA H100 80GB HBM3") == "nvidia_h100_80gb_hbm3"
+    assert vc.canonical_platform("NVIDIA A100-SXM4 / 80GB") == "nvidia_a100_sxm4_80gb"
+
+
+def test_case_keys_compare_as_vllms_casekey_string() -> None:
+    assert vc.case_key_text({"num_tokens": 128, "hidden_size": 4096}) == '{"hidden_size":4096,"num_tokens":128}'
+    assert vc.case_key_text(None) == vc.case_key_text({}) == "{}"
+    assert vc.describe_key({"num_tokens": 128, "hidden_size": 4096}) == "hidden_size=4096, num_tokens=128"
+    assert vc.describe_key({}) == "default entry"
+
+
+def test_op_name_is_register_kernels_name_else_the_functions() -> None:
+    def deco(text: str) -> ast.expr:
+        return ast.parse(text, mode="eval").body
+
+    assert vc.op_name(deco('register_kernel("my_op", config_picker=p)'), "f") == "my_op"
+    assert vc.op_name(deco('vllm.register_kernel(op_name="other")'), "f") == "other"
+    assert vc.op_name(deco("register_kernel(config_picker=p)"), "f") == "f"
+    assert vc.op_name(deco("helion.kernel(config=c)"), "f") == "f"
+    assert vc.op_name(None, "f") == "f"
+
+
+def test_lookup_takes_the_case_keys_entry_else_the_default(tmp_path: Path) -> None:
+    path = tmp_path / "nvidia_h100.json"
+    assert vc.lookup(path, {"hidden_size": 4096}) is None  # no file
+    path.write_text(H100_TEXT)
+    exact = vc.lookup(path, {"num_tokens": 128, "hidden_size": 4096})
+    assert exact is not None and exact.config == H100[1]["config"] and not exact.is_default
+    fallback = vc.lookup(path, {"hidden_size": 5120, "num_tokens": 128})
+    assert fallback is not None and fallback.is_default and fallback.config == H100[0]["config"]
+    path.write_text(json.dumps(H100[1:]))
+    assert vc.lookup(path, {"hidden_size": 5120}) is None  # neither the key nor a default
+
+
+def test_writing_an_entry_adds_it_and_keeps_the_file_byte_for_byte(tmp_path: Path) -> None:
+    path = tmp_path / "configs" / "rms" / "tpu_v5e.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(H100_TEXT)
+    assert vc.write_entry(path, {"num_tokens": 1, "hidden_size": 2048}, TUNED) is False
+    text = path.read_text()
+    assert text.startswith(H100_TEXT.rstrip().removesuffix("]").rstrip())  # what was there, unchanged
+    assert json.loads(text) == [*H100, {"key": {"hidden_size": 2048, "num_tokens": 1}, "config": TUNED}]
+    assert text == json.dumps(json.loads(text), indent=2) + "\n"  # the new entry in the file's own format
+    found = vc.lookup(path, {"hidden_size": 2048, "num_tokens": 1})
+    assert found is not None and Config(found.config) == Config(TUNED)
+
+
+def test_writing_an_existing_key_replaces_only_that_entry(tmp_path: Path) -> None:
+    path = tmp_path / "tpu_v5e.json"
+    path.write_text(H100_TEXT)
+    vc.write_entry(path, {"hidden_size": 4096, "num_tokens": 128}, TUNED)
+    vc.write_entry(path, None, {"block_sizes": [16, 1024]})  # the default entry
+    data = json.loads(path.read_text())
+    assert [e["key"] for e in data] == [e["key"] for e in H100]  # same entries, same order
+    assert data[1]["config"] == TUNED and data[0]["config"] == {"block_sizes": [16, 1024]}
+    assert path.read_text() == json.dumps(data, indent=2) + "\n"
+
+
+def test_other_formatting_is_kept_tabs_and_one_line(tmp_path: Path) -> None:
+    tabbed = tmp_path / "tabs.json"
+    tabbed.write_text(json.dumps(H100, indent="\t"))  # no newline at the end either
+    vc.write_entry(tabbed, {"hidden_size": 1}, TUNED)
+    data = json.loads(tabbed.read_text())
+    assert tabbed.read_text() == json.dumps(data, indent="\t") and len(data) == 3
+
+    compact = tmp_path / "compact.json"
+    compact.write_text(json.dumps(H100) + "\n")
+    vc.write_entry(compact, {"hidden_size": 1}, TUNED)
+    text = compact.read_text()
+    assert text.startswith(json.dumps(H100)[:-1] + ", {") and text.count("\n") == 1
+
+
+def test_a_missing_file_and_folder_are_made_in_vllms_format(tmp_path: Path) -> None:
+    path = tmp_path / "configs" / "k" / "tpu_v6e.json"
+    assert vc.write_entry(path, {"n": 8}, TUNED) is True
+    assert path.read_text() == json.dumps([{"key": {"n": 8}, "config": TUNED}], indent=2) + "\n"
+    empty = tmp_path / "empty.json"
+    empty.write_text("[]\n")
+    vc.write_entry(empty, None, TUNED)
+    assert json.loads(empty.read_text()) == [{"key": {}, "config": TUNED}] and empty.read_text().endswith("]\n")
+
+
+def test_a_file_not_in_vllms_format_is_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "tpu_v5e.json"
+    for text in ('{"tpu_v5e": {}}', "[{", '[{"key": {}}]'):
+        path.write_text(text)
+        with pytest.raises(vc.VllmConfigError):
+            vc.write_entry(path, None, TUNED)
+        assert path.read_text() == text
+
+
+def test_the_configs_folder_is_found_beside_the_file_or_above_it(tmp_path: Path) -> None:
+    helion = tmp_path / "vllm" / "kernels" / "helion"
+    (helion / "ops" / "rocm").mkdir(parents=True)
+    (helion / "configs" / "rms_norm").mkdir(parents=True)
+    assert vc.kernel_configs_dir(helion / "ops" / "rms.py", "rms_norm") == helion / "configs" / "rms_norm"
+    assert vc.kernel_configs_dir(helion / "ops" / "rocm" / "rms.py", "rms_norm") == helion / "configs" / "rms_norm"
+    assert vc.kernel_configs_dir(helion / "ops" / "rms.py", "silu") is None
+    assert vc.platform_file(helion / "configs" / "rms_norm", "v5e") == helion / "configs" / "rms_norm" / "tpu_v5e.json"
