@@ -1,7 +1,8 @@
 """Workspace commands (each takes one object argument) and the tuning feedback to the client.
 
 helion.tune {uri, kernel, shapeSet|null} · helion.tuneFile {uri} · helion.cancelTuning {uri|null, kernel|null}
-helion.applyConfig {uri, kernel, shapeSet|null, config, configs?}: the decorator edit (config_edits.py; see
+helion.applyConfig {uri, kernel, shapeSet|null, config, configs?}: for a kernel with a vLLM `configs/<kernel>/`
+folder, its entries in the chip's platform file (vllm_target.py); else the decorator edit (config_edits.py; see
 apply_plan.py for when it writes one config per shape set) goes through workspace/applyEdit against the
 document version it was computed from; then the user is told the file has unsaved changes (as helion/applied {uri, message} to
 a client that announced clientShowsApplyNotice: it drops the notice on save) and the new text compiles at
@@ -31,7 +32,7 @@ from ..documents import KernelView, Loaded
 from ..edits import EditError, apply_edit
 from ..trust import WHY_TUNING_RUNS_CODE
 from ..tuning import FINAL, TuneJob, TuneSpec
-from . import crosscheck
+from . import crosscheck, vllm_target
 from .config_edits import best_configs, planned_edit, workspace_edit
 from .host import Host
 from .kernels import current_config, find_kernel, trial_key
@@ -259,6 +260,9 @@ async def lens_offer(ls: Host, job: TuneJob) -> tuple[Any, Offer] | None:
 async def apply_config(ls: Host, arg: dict[str, Any]) -> dict[str, Any]:
     uri, kernel, shape_set = arg["uri"], arg["kernel"], arg.get("shapeSet")
     loaded, view = await find_kernel(ls, uri, kernel)
+    written = await vllm_target.apply(ls, loaded, view, arg)  # a kernel whose configs vLLM reads from files
+    if written is not None:
+        return written
     if arg.get("configs") is None and shape_set is None and len(view.units) > 1:
         found = await best_configs(ls, loaded, view)
         fallback = arg.get("config")

@@ -1,0 +1,116 @@
+"""Kernels whose tuned configs live where vLLM reads them: a kernel with a `configs/<kernel>/` folder beside
+its file (or above it, as vLLM's `helion/ops/` and `helion/configs/`). *Apply* writes the tuned config to the
+entry of the shape set's case key (the default entry without one) in the platform file of the chip it was
+tuned for, instead of editing the decorator; the kernel hover says which entry vLLM runs it with now. The file
+format, platform names and lookup are compiler/ir/vllm_configs.py's."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.uris import to_fs_path
+
+from compiler.ir import vllm_configs as vc
+from compiler.ir.config import Config
+
+from ..documents import KernelView, Loaded, Unit
+from .config_edits import best_configs
+from .host import Host
+
+
+@dataclass(frozen=True)
+class VllmTarget:
+    """Where a shape set's config lives for vLLM on one chip."""
+
+    op_name: str
+    platform_file: Path
+    case_key: dict[str, Any] | None
+    root: Path  # the folder paths are shown relative to (the one holding configs/)
+
+    @property
+    def shown_file(self) -> str:
+        return os.path.relpath(self.platform_file, self.root)
+
+    @property
+    def key_label(self) -> str:
+        return f"entry {vc.describe_key(self.case_key)}" if self.case_key else "the default entry"
+
+
+def case_key(view: KernelView, index: int) -> dict[str, Any] | None:
+    """The case key of shape set `index` (from the file's input generator: `ShapeOrigin.case_key`), if any."""
+    key = getattr(view.origin(index), "case_key", None)
+    return dict(key) if key else None
+
+
+def target(loaded: Loaded, view: KernelView, unit: Unit, chip: str | None = None) -> VllmTarget | None:
+    """The vLLM config entry of `unit` on `chip` (the unit's own by default); None for a kernel without a
+    `configs/<kernel>/` folder (a notebook's or an unsaved buffer's have none)."""
+    if loaded.notebook is not None:
+        return None
+    path = to_fs_path(loaded.uri)
+    if not path or not os.path.isabs(path):
+        return None
+    name = vc.op_name(getattr(view.kernel.definition, "decorator", None), view.name)
+    folder = vc.kernel_configs_dir(path, name)
+    if folder is None:
+        return None
+    return VllmTarget(name, vc.platform_file(folder, chip or unit.key.chip), case_key(view, unit.index),
+                      folder.parent.parent)
+
+
+def write(found: VllmTarget, config: dict[str, Any]) -> str:
+    """Write `config` as `found`'s entry; what was done, for the user. Raises OSError or VllmConfigError."""
+    created = vc.write_entry(found.platform_file, found.case_key, config)
+    made = " (a new file)" if created else ""
+    return f"the tuned config to {found.key_label} of {found.shown_file}{made}, where vLLM reads it"
+
+
+def hover_line(found: VllmTarget) -> str:
+    """Which entry of the platform file vLLM runs this shape set with now, by its rule (the case key's entry,
+    else the default; no file: the kernel is disabled on this platform)."""
+    shown = f"`{found.shown_file}`"
+    try:
+        entries = vc.read_entries(found.platform_file)
+    except (OSError, vc.VllmConfigError) as exc:
+        return f"vLLM config: {shown} cannot be read ({exc})"
+    if entries is None:
+        return f"vLLM config: no TPU config file {shown}: vLLM disables the kernel on this platform"
+    entry = vc.find(entries, found.case_key)
+    if entry is None:
+        return (f"vLLM config: {shown} has no entry for {vc.describe_key(found.case_key)} and no default entry: "
+                "vLLM has no config for this case")
+    which = "the default entry" if entry.is_default else f"entry {vc.describe_key(entry.key)}"
+    return f"vLLM config: {which} of {shown}: `{Config(entry.config)!r}`"
+
+
+async def apply(ls: Host, loaded: Loaded, view: KernelView, arg: dict[str, Any]) -> dict[str, Any] | None:
+    """*Apply* for a kernel with a vLLM configs folder: each shape set's config to its own entry (one shape set,
+    or all of them with their stored bests); None for a kernel without one (the decorator is edited)."""
+    shape_set, chip = arg.get("shapeSet"), arg.get("chip")
+    if shape_set is not None or len(view.units) == 1:
+        units = [view.units[shape_set or 0]]
+        configs = [arg.get("config")]
+    else:
+        units = list(view.units)
+        configs = arg.get("configs") or await best_configs(ls, loaded, view)
+    targets = [target(loaded, view, unit, chip) for unit in units]
+    if any(t is None for t in targets):
+        return None
+    done = []
+    try:
+        for found, config in zip(targets, configs, strict=True):
+            if found is not None and config is not None:
+                done.append(write(found, config))
+    except (OSError, vc.VllmConfigError) as exc:
+        ls.tell_user(f"Cannot write the tuned config of {view.name}: {exc}", types.MessageType.Error)
+        return {"applied": bool(done)}
+    if not done:
+        ls.tell_user(f"No tuned config for {view.name} yet: tune it first.", types.MessageType.Warning)
+        return {"applied": False}
+    ls.tell_user(f"Applied {'; '.join(done)}.")
+    ls.lenses.changed()
+    return {"applied": True, "files": sorted({str(t.platform_file) for t in targets if t is not None})}
