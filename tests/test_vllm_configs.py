@@ -128,3 +128,51 @@ def test_the_configs_folder_is_found_beside_the_file_or_above_it(tmp_path: Path)
     assert vc.kernel_configs_dir(helion / "ops" / "rocm" / "rms.py", "rms_norm") == helion / "configs" / "rms_norm"
     assert vc.kernel_configs_dir(helion / "ops" / "rms.py", "silu") is None
     assert vc.platform_file(helion / "configs" / "rms_norm", "v5e") == helion / "configs" / "rms_norm" / "tpu_v5e.json"
+
+
+# our own kernel, laid out as vLLM keeps its Helion ops (helion/ops/<op>.py, helion/configs/<kernel>/)
+OP = '''import helion
+import helion.language as hl
+import torch
+
+
+# helion: args(x=bf16[128, 4096], weight=bf16[4096], epsilon=1e-6)
+@helion.kernel()
+def rms_norm_tpu(x: torch.Tensor, weight: torch.Tensor, epsilon: float) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tile_m in hl.tile(m):
+        row = x[tile_m, :].to(torch.float32)
+        var = torch.mean(row * row, dim=-1, keepdim=True)
+        out[tile_m, :] = (row * torch.rsqrt(var + epsilon) * weight[None, :].to(torch.float32)).to(out.dtype)
+    return out
+'''
+
+
+def test_tune_write_configs_writes_the_tpu_entry_vllm_reads(tmp_path: Path, capsys) -> None:
+    from compiler.cli import main
+
+    helion_dir = tmp_path / "helion"
+    (helion_dir / "ops").mkdir(parents=True)
+    op = helion_dir / "ops" / "rms_norm.py"
+    op.write_text(OP)
+    tune = ["tune", str(op), "--chip", "v5e", "--max-evals", "3", "--executor", "inline", "--json",
+            "--store", str(tmp_path / "s.sqlite")]
+    assert main([*tune, "--write-configs"]) == 1  # no configs/rms_norm_tpu/ folder: said, nothing made
+    assert "no configs/rms_norm_tpu/ folder" in capsys.readouterr().err
+    assert not (helion_dir / "configs").exists()
+
+    folder = helion_dir / "configs" / "rms_norm_tpu"
+    folder.mkdir(parents=True)
+    (folder / "nvidia_h100.json").write_text(H100_TEXT)
+    assert main([*tune, "--write-configs"]) == 0
+    captured = capsys.readouterr()
+    best = json.loads(captured.out)["best"]["config"]
+    assert "wrote the default entry of" in captured.err and "tpu_v5e.json (new file)" in captured.err
+    entry = vc.lookup(folder / "tpu_v5e.json", {"hidden_size": 4096, "num_tokens": 128})
+    assert entry is not None and entry.is_default and Config(entry.config) == Config(best)
+    assert (folder / "nvidia_h100.json").read_text() == H100_TEXT
+
+    elsewhere = tmp_path / "elsewhere"
+    assert main([*tune, "--write-configs", str(elsewhere)]) == 0
+    assert vc.lookup(elsewhere / "rms_norm_tpu" / "tpu_v5e.json", None) is not None

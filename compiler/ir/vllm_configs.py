@@ -54,6 +54,13 @@ def case_key_text(key: Mapping[str, Any] | None) -> str:
     return json.dumps(dict(key or {}), sort_keys=True, separators=(",", ":"))
 
 
+def case_key_of(origin: Any) -> dict[str, Any] | None:
+    """The case key of a shape set from its origin (`frontend.call_shapes.ShapeOrigin.case_key`); None for a
+    shape line or a call without one."""
+    key = getattr(origin, "case_key", None)
+    return dict(key) if key else None
+
+
 def describe_key(key: Mapping[str, Any] | None) -> str:
     """`hidden_size=4096, num_tokens=128`, or `default entry`."""
     return ", ".join(f"{k}={v}" for k, v in sorted(dict(key or {}).items())) or "default entry"

@@ -42,8 +42,7 @@ class VllmTarget:
 
 def case_key(view: KernelView, index: int) -> dict[str, Any] | None:
     """The case key of shape set `index` (from the file's input generator: `ShapeOrigin.case_key`), if any."""
-    key = getattr(view.origin(index), "case_key", None)
-    return dict(key) if key else None
+    return vc.case_key_of(view.origin(index))
 
 
 def target(loaded: Loaded, view: KernelView, unit: Unit, chip: str | None = None) -> VllmTarget | None:
