@@ -135,6 +135,22 @@ async def test_apply_writes_the_tpu_platform_entry_vllm_reads(client: LanguageCl
     hover = await kernel_hover(client, uri)
     assert "the default entry of `configs/rms_norm_tpu/tpu_v5e.json`" in hover, hover
 
+    # the kernel now compiles with the entry vLLM runs it with: its hover says so, the Best lens is current
+    async def current() -> list[str]:
+        found = await client.text_document_code_lens_async(
+            types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+        return [lens.command.title for lens in found or []]
+
+    for _ in range(150):
+        titles = await current()
+        if any(t.startswith("Best:") and "(current)" in t for t in titles):
+            break
+        await asyncio.sleep(0.2)
+    assert any(t.startswith("Best:") and "(current)" in t for t in titles), titles
+    assert not any(t.startswith("Apply") for t in titles), titles
+    hover = await kernel_hover(client, uri)
+    assert "Config (configs/rms_norm_tpu/tpu_v5e.json, default entry): `helion.Config(block_sizes=[32]" in hover, hover
+
 
 async def test_apply_again_updates_the_entry_and_keeps_the_others(client: LanguageClient):
     tpu_file = client.configs / "tpu_v5e.json"

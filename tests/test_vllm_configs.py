@@ -176,3 +176,23 @@ def test_tune_write_configs_writes_the_tpu_entry_vllm_reads(tmp_path: Path, caps
     elsewhere = tmp_path / "elsewhere"
     assert main([*tune, "--write-configs", str(elsewhere)]) == 0
     assert vc.lookup(elsewhere / "rms_norm_tpu" / "tpu_v5e.json", None) is not None
+
+
+def test_a_kernel_compiles_with_the_entry_vllm_runs_it_with(tmp_path: Path) -> None:
+    """Where the decorator gives no config, a unit's config is the platform file's entry for the chip (the
+    language server and `helion-pallas compile` build their units so); another chip's file is not read."""
+    import compiler
+    from compiler.results import kernel_units
+
+    op = tmp_path / "helion" / "ops" / "rms_norm.py"
+    op.parent.mkdir(parents=True)
+    op.write_text(OP)
+    kernel = compiler.load(op).kernels["rms_norm_tpu"]
+    assert kernel_units(kernel, "v5e", op.name, str(op))[0].config is None  # no configs folder
+    folder = tmp_path / "helion" / "configs" / "rms_norm_tpu"
+    vc.write_entry(folder / "tpu_v5e.json", None, TUNED)
+    unit = kernel_units(kernel, "v5e", op.name, str(op))[0]
+    assert unit.config == Config(TUNED) and unit.config_source == "configs/rms_norm_tpu/tpu_v5e.json, default entry"
+    assert unit.key != kernel_units(kernel, "v5e", op.name)[0].key  # results of either are kept apart
+    assert kernel_units(kernel, "v6e", op.name, str(op))[0].config is None
+    assert kernel.compile(args=unit.args, config=unit.config, chip="v5e").config == Config(block_sizes=[8], pallas_loop_type="unroll")

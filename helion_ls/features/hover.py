@@ -197,7 +197,7 @@ def kernel_markdown(ls: Host, loaded: Loaded, view: KernelView) -> str:
         errors = _errors(ls, loaded, view, unit.index)
         if errors:
             parts.append(errors)
-        origin = "from the decorator" if unit.config is not None else "default"
+        origin = unit.config_source or ("from the decorator" if unit.config is not None else "default")
         parts.append(f"Config ({origin}): `{ck.config!r}`")
         vllm = vllm_target.target(loaded, view, unit)
         if vllm is not None:

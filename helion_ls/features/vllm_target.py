@@ -20,6 +20,7 @@ from compiler.ir.config import Config
 from ..documents import KernelView, Loaded, Unit
 from .config_edits import best_configs
 from .host import Host
+from .scheduling import schedule
 
 
 @dataclass(frozen=True)
@@ -111,5 +112,9 @@ async def apply(ls: Host, loaded: Loaded, view: KernelView, arg: dict[str, Any])
         ls.tell_user(f"No tuned config for {view.name} yet: tune it first.", types.MessageType.Warning)
         return {"applied": False}
     ls.tell_user(f"Applied {'; '.join(done)}.")
+    state = ls.analyzer.docs.get(loaded.uri)
+    if state is not None:  # the kernel now runs with the written entry: read its units again and compile
+        state.loaded, state.force_compile = None, True
+        schedule(ls, loaded.uri, compile=True)
     ls.lenses.changed()
     return {"applied": True, "files": sorted({str(t.platform_file) for t in targets if t is not None})}
