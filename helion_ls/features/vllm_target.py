@@ -118,3 +118,24 @@ async def apply(ls: Host, loaded: Loaded, view: KernelView, arg: dict[str, Any])
         schedule(ls, loaded.uri, compile=True)
     ls.lenses.changed()
     return {"applied": True, "files": sorted({str(t.platform_file) for t in targets if t is not None})}
+
+
+def actions(loaded: Loaded, view: KernelView, bests: list[dict[str, Any] | None]) -> list[types.CodeAction]:
+    """The code actions applying each shape set's stored best (`bests`) to its entry: they run *Apply*."""
+    out = []
+    for unit, config in zip(view.units, bests, strict=True):
+        found = target(loaded, view, unit)
+        if config is None or found is None or Config(config) == unit.config:
+            continue
+        title = (f"Apply tuned config for shape set {unit.index} to {found.key_label} of {found.shown_file}: "
+                 f"{Config(config).short()}")
+        arg = {"uri": loaded.uri, "kernel": view.name, "shapeSet": unit.index, "config": config}
+        out.append(types.CodeAction(title=title, kind=types.CodeActionKind.RefactorRewrite,
+                                    command=types.Command(title=title, command="helion.applyConfig", arguments=[arg])))
+    return out
+
+
+def lens_title(loaded: Loaded, view: KernelView, unit: Unit) -> str | None:
+    """The Apply lens's title for a kernel whose configs vLLM reads from files (None for another kernel)."""
+    found = target(loaded, view, unit)
+    return f"Apply to {found.platform_file.name} ({found.key_label})" if found is not None else None
