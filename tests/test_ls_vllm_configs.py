@@ -15,6 +15,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 from test_ls_support import (
+    attr,
     end_session,
     final_diagnostics,
     line_of,
@@ -74,7 +75,7 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
     (configs / "nvidia_h100.json").write_text(json.dumps(H100, indent=2) + "\n")
     lsp_client.ws, lsp_client.configs = ws, configs
     lsp_client.store = ws.parent / "store" / "tuning.sqlite"
-    await start(lsp_client, ws, libtpu=False, chip=CHIP)
+    await start(lsp_client, ws, libtpu=False, chip=CHIP, executor="inline", tuneMaxEvals=4, compilerCheck="off")
     yield
     await end_session(lsp_client)
 
@@ -171,3 +172,21 @@ async def test_apply_again_updates_the_entry_and_keeps_the_others(client: Langua
     assert text.endswith(kept[kept.index('    {\n        "key": {\n            "hidden_size"'):])
     entry = vllm_configs.lookup(tpu_file, {"hidden_size": 5120, "num_tokens": 8})
     assert entry is not None and entry.config == other["config"]  # its own entry, by vLLM's rule
+
+
+async def test_the_message_after_tuning_says_where_apply_writes(client: LanguageClient):
+    uri = (client.configs.parent.parent / "ops" / "rms_norm.py").as_uri()
+    store_best(client, {"block_sizes": [16], "pallas_loop_type": "unroll"}, 1.0e-8)  # beats the current entry
+    before, since = len(client.messages), len(rec(client).of("helion/tuningState"))
+    await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="helion.tune", arguments=[{"uri": uri, "kernel": KERNEL, "shapeSet": 0}]))
+
+    def done():
+        return next((p for p in rec(client).of("helion/tuningState")[since:]
+                     if attr(p, "kernel") == KERNEL and attr(p, "state") in ("done", "failed")), None)
+
+    assert attr(await rec(client).wait(done, 300), "state") == "done"
+    message = await rec(client).wait(lambda: next(
+        (m.message for m in client.messages[before:] if m.message.startswith(f"Tuned {KERNEL} ")), None), 30)
+    assert message.endswith("Click *Apply* on its Best lens to write it to the default entry of "
+                            "configs/rms_norm_tpu/tpu_v5e.json."), message

@@ -213,8 +213,8 @@ async def tell_tuned(ls: Host, job: TuneJob, name: str) -> None:
         shown = None
     best = job.best or {}
     if shown is not None:
-        summary, offer = shown
-        text = tuned_message(head, _best_text(summary.best.config, summary.best.seconds), offer)
+        summary, offer, destination = shown
+        text = tuned_message(head, _best_text(summary.best.config, summary.best.seconds), offer, destination)
     elif best.get("config") is not None:
         text = tuned_message(head, _best_text(best["config"], best.get("seconds")), None)
     else:
@@ -232,9 +232,9 @@ def _best_text(config: dict, seconds: float | None) -> str:
     return Config(config).short() + (f" — {fmt_seconds(seconds)}" if seconds else "")
 
 
-async def lens_offer(ls: Host, job: TuneJob) -> tuple[Any, Offer] | None:
-    """(summary, offer) as the Best lens of the job's shape set shows them now; None when
-    the document no longer has that kernel as it was tuned."""
+async def lens_offer(ls: Host, job: TuneJob) -> tuple[Any, Offer, str] | None:
+    """(summary, offer, what Apply does with the best) as the Best lens of the job's shape set shows them now;
+    None when the document no longer has that kernel as it was tuned."""
     state = ls.analyzer.state(job.spec.uri)
     if state is None:
         return None
@@ -253,7 +253,9 @@ async def lens_offer(ls: Host, job: TuneJob) -> tuple[Any, Offer] | None:
         summary = unstored_summary(job)  # as the lens shows a result the store did not keep
     if summary is None:
         return None
-    return summary, apply_offer(summary, current)
+    found = vllm_target.target(loaded, view, unit)
+    where = f"write it to {found.key_label} of {found.shown_file}" if found is not None else "put it in the decorator"
+    return summary, apply_offer(summary, current), where
 
 
 # -- apply --------------------------------------------------------------------------------------------
