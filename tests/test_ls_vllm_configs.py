@@ -190,3 +190,18 @@ async def test_the_message_after_tuning_says_where_apply_writes(client: Language
         (m.message for m in client.messages[before:] if m.message.startswith(f"Tuned {KERNEL} ")), None), 30)
     assert message.endswith("Click *Apply* on its Best lens to write it to the default entry of "
                             "configs/rms_norm_tpu/tpu_v5e.json."), message
+
+
+async def test_a_platform_file_not_in_vllms_format_is_never_overwritten(client: LanguageClient):
+    uri = (client.configs.parent.parent / "ops" / "rms_norm.py").as_uri()
+    tpu_file = client.configs / "tpu_v5e.json"
+    broken = '[{"key": {}, "config": {"block_sizes": [64]}},'  # a hand edit half done
+    tpu_file.write_text(broken)
+    assert "`configs/rms_norm_tpu/tpu_v5e.json` cannot be read (not valid JSON" in await kernel_hover(client, uri)
+    lens = await apply_lens(client, uri, {"block_sizes": [16], "pallas_loop_type": "unroll"})
+    before = len(client.messages)
+    answer = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=lens.command.command, arguments=lens.command.arguments))
+    assert answer["applied"] is False and tpu_file.read_text() == broken
+    assert any("Cannot write the tuned config of rms_norm_tpu: not valid JSON" in m.message
+               for m in client.messages[before:]), [m.message for m in client.messages[before:]]

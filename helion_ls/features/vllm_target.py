@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
 from compiler.ir import vllm_configs as vc
@@ -92,24 +93,36 @@ async def apply(ls: Host, loaded: Loaded, view: KernelView, arg: dict[str, Any])
     or all of them with their stored bests); None for a kernel without one (the decorator is edited)."""
     shape_set, chip = arg.get("shapeSet"), arg.get("chip")
     if shape_set is not None or len(view.units) == 1:
-        units = [view.units[shape_set or 0]]
-        configs = [arg.get("config")]
+        index = shape_set or 0
+        if not isinstance(index, int) or not 0 <= index < len(view.units):
+            raise JsonRpcInvalidParams(f"{view.name} has no shape set {shape_set!r}")
+        units, configs = [view.units[index]], [arg.get("config")]
     else:
         units = list(view.units)
         configs = arg.get("configs") or await best_configs(ls, loaded, view)
     targets = [target(loaded, view, unit, chip) for unit in units]
     if any(t is None for t in targets):
         return None
-    done = []
+    chosen: dict[str, tuple[VllmTarget, dict[str, Any]]] = {}  # one config per entry
+    for found, config in zip(targets, configs, strict=True):
+        if found is None or config is None:
+            continue
+        entry = vc.case_key_text(found.case_key)
+        if entry in chosen and Config(chosen[entry][1]) != Config(config):
+            ls.tell_user(f"Shape sets of {view.name} share {found.key_label} of {found.shown_file} and were tuned to "
+                         "different configs: apply one shape set's (its Apply lens).", types.MessageType.Warning)
+            return {"applied": False}
+        chosen[entry] = (found, config)
+    done: list[str] = []
     try:
-        for found, config in zip(targets, configs, strict=True):
-            if found is not None and config is not None:
-                done.append(write(found, config))
+        for found, config in chosen.values():
+            done.append(write(found, config))
     except (OSError, vc.VllmConfigError) as exc:
         ls.tell_user(f"Cannot write the tuned config of {view.name}: {exc}", types.MessageType.Error)
-        return {"applied": bool(done)}
+    else:
+        if not done:
+            ls.tell_user(f"No tuned config for {view.name} yet: tune it first.", types.MessageType.Warning)
     if not done:
-        ls.tell_user(f"No tuned config for {view.name} yet: tune it first.", types.MessageType.Warning)
         return {"applied": False}
     ls.tell_user(f"Applied {'; '.join(done)}.")
     state = ls.analyzer.docs.get(loaded.uri)
