@@ -40,6 +40,17 @@ def test_case_keys_compare_as_vllms_casekey_string() -> None:
     assert vc.describe_key({}) == "default entry"
 
 
+def test_a_shape_sets_case_key_is_its_origins() -> None:
+    class Origin:  # what the input generator reader sets on a ShapeOrigin: a dict, or a key written as a string
+        def __init__(self, key: object) -> None:
+            self.case_key = key
+
+    assert vc.case_key_of(Origin({"num_tokens": 128, "hidden_size": 4096})) == {"hidden_size": 4096, "num_tokens": 128}
+    assert vc.case_key_of(Origin('{"hidden_size":4096}')) == {"hidden_size": 4096}  # CaseKey's string form
+    assert vc.case_key_of(Origin("4096")) is None and vc.case_key_of(Origin({})) is None
+    assert vc.case_key_of(None) is None  # a shape line
+
+
 def test_op_name_is_register_kernels_name_else_the_functions() -> None:
     def deco(text: str) -> ast.expr:
         return ast.parse(text, mode="eval").body

@@ -19,7 +19,6 @@ imports this module, never the other way.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..ir.specs import ArgSpec
 from ..support.diagnostics import Diagnostic, Range
@@ -35,9 +34,6 @@ class ShapeOrigin:
     range: Range
     call: Range
     notes: tuple[str, ...] = ()
-    # the case key an input generator gives this shape set (vLLM's `CaseKey({"hidden_size": 4096, ...})`):
-    # the entry of vLLM's platform config files it is tuned for (compiler/ir/vllm_configs.py)
-    case_key: dict[str, Any] | None = field(default=None, hash=False)
 
 
 @dataclass

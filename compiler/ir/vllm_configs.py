@@ -55,10 +55,16 @@ def case_key_text(key: Mapping[str, Any] | None) -> str:
 
 
 def case_key_of(origin: Any) -> dict[str, Any] | None:
-    """The case key of a shape set from its origin (`frontend.call_shapes.ShapeOrigin.case_key`); None for a
-    shape line or a call without one."""
+    """The case key of a shape set from its origin (`frontend.call_shapes.ShapeOrigin.case_key`, set for the cases
+    of the file's input generator); None for a shape line or a call. A key written as a string is one only in
+    CaseKey's own string form (JSON of an object); another string names no entry of vLLM's files (None)."""
     key = getattr(origin, "case_key", None)
-    return dict(key) if key else None
+    if isinstance(key, str):
+        try:
+            key = json.loads(key)
+        except json.JSONDecodeError:
+            return None
+    return dict(key) if isinstance(key, Mapping) and key else None
 
 
 def describe_key(key: Mapping[str, Any] | None) -> str:

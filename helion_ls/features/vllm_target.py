@@ -85,7 +85,10 @@ def hover_line(found: VllmTarget) -> str:
         return (f"vLLM config: {shown} has no entry for {vc.describe_key(found.case_key)} and no default entry: "
                 "vLLM has no config for this case")
     which = "the default entry" if entry.is_default else f"entry {vc.describe_key(entry.key)}"
-    return f"vLLM config: {which} of {shown}: `{Config(entry.config)!r}`"
+    line = f"vLLM config: {which} of {shown}: `{Config(entry.config)!r}`"
+    if entry.is_default and found.case_key and any(not e.is_default for e in entries):
+        line += " (no entry has this case key; the kernel's config_picker may choose another one)"
+    return line
 
 
 async def apply(ls: Host, loaded: Loaded, view: KernelView, arg: dict[str, Any]) -> dict[str, Any] | None:
