@@ -52,14 +52,14 @@ def test_a_shape_sets_case_key_is_its_origins() -> None:
 
 
 def test_op_name_is_register_kernels_name_else_the_functions() -> None:
-    def deco(text: str) -> ast.expr:
-        return ast.parse(text, mode="eval").body
+    def name(decorators: str) -> str:
+        return vc.op_name(ast.parse(f"{decorators}\ndef f(x):\n    pass\n").body[0])
 
-    assert vc.op_name(deco('register_kernel("my_op", config_picker=p)'), "f") == "my_op"
-    assert vc.op_name(deco('vllm.register_kernel(op_name="other")'), "f") == "other"
-    assert vc.op_name(deco("register_kernel(config_picker=p)"), "f") == "f"
-    assert vc.op_name(deco("helion.kernel(config=c)"), "f") == "f"
-    assert vc.op_name(None, "f") == "f"
+    assert name('@register_kernel("my_op", config_picker=p)') == "my_op"
+    assert name('@vllm.register_kernel(op_name="other")') == "other"
+    assert name("@register_kernel(config_picker=p)") == "f"
+    assert name("@register_kernel") == "f"
+    assert name("@helion.kernel(config=c)") == "f"
 
 
 def test_lookup_takes_the_case_keys_entry_else_the_default(tmp_path: Path) -> None:

@@ -72,17 +72,19 @@ def describe_key(key: Mapping[str, Any] | None) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(dict(key or {}).items())) or "default entry"
 
 
-def op_name(decorator: ast.expr | None, function: str) -> str:
-    """The kernel's name in vLLM (its configs folder): `register_kernel("name")` / `op_name="name"`, else the
-    function's name."""
-    if isinstance(decorator, ast.Call):
+def op_name(function: ast.FunctionDef) -> str:
+    """The kernel's name in vLLM (its configs folder): `@register_kernel("name")` / `op_name="name"` among the
+    function's decorators, else the function's name."""
+    for decorator in function.decorator_list:
+        if not isinstance(decorator, ast.Call):
+            continue
         func = decorator.func
         called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
         if called == "register_kernel":
             given = [kw.value for kw in decorator.keywords if kw.arg == "op_name"] + decorator.args[:1]
             if given and isinstance(given[0], ast.Constant) and isinstance(given[0].value, str):
                 return given[0].value
-    return function
+    return function.name
 
 
 def kernel_configs_dir(kernel_file: str | os.PathLike[str], kernel: str) -> Path | None:

@@ -50,7 +50,7 @@ def _vllm_entries(kernel: Kernel, chip: str, path: str, configs: list[Config | N
     """The configs with each missing one taken from the kernel's vLLM platform file, and where each came from
     ("" where it did not). An unreadable file gives nothing (the hover says why)."""
     sources = [""] * len(configs)
-    folder = vc.kernel_configs_dir(path, vc.op_name(kernel.definition.decorator, kernel.name))
+    folder = vc.kernel_configs_dir(path, vc.op_name(kernel.definition.node))
     if folder is None:
         return configs, sources
     platform = vc.platform_file(folder, chip)

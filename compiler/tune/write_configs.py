@@ -39,7 +39,7 @@ def write_results(results: list[TuneResult], file: str, base: str | None) -> lis
             continue
         problem = result.problem
         kernel = problem.load_kernel()
-        name = vc.op_name(kernel.definition.decorator, kernel.name)
+        name = vc.op_name(kernel.definition.node)
         origins = kernel.shape_set_origins
         index = problem.shape_set
         key = vc.case_key_of(origins[index]) if index is not None and index < len(origins) else None

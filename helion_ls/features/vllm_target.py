@@ -55,7 +55,7 @@ def target(loaded: Loaded, view: KernelView, unit: Unit, chip: str | None = None
     path = to_fs_path(loaded.uri)
     if not path or not os.path.isabs(path):
         return None
-    name = vc.op_name(getattr(view.kernel.definition, "decorator", None), view.name)
+    name = vc.op_name(view.kernel.definition.node)
     folder = vc.kernel_configs_dir(path, name)
     if folder is None:
         return None
