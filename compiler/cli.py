@@ -161,15 +161,15 @@ def cmd_compile(ns: argparse.Namespace) -> int:
 
 
 def _decorator_unit(kernel: Kernel, ns: argparse.Namespace) -> Any:
-    """The unit `compile` prints: a shape set with its decorator's config (None: another chip name that
-    compiling will report, or a shape set out of range)."""
+    """The unit `compile` prints: a shape set with its decorator's config, else its vLLM platform file's entry
+    (None: another chip name that compiling will report, or a shape set out of range)."""
     from .results import kernel_units
 
     try:
         chip = canonical_name(ns.chip)
     except ValueError:
         return None
-    units = kernel_units(kernel, chip, os.path.basename(ns.file))
+    units = kernel_units(kernel, chip, os.path.basename(ns.file), ns.file)  # vLLM's platform file too
     index = ns.shape_set or 0
     return units[index] if 0 <= index < len(units) and kernel.shape_sets else None
 

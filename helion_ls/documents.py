@@ -189,8 +189,9 @@ def file_name(uri: str) -> str:
     return os.path.basename(path.rstrip("/")) or path
 
 
-def _kernel_view(kernel: Any, node: ast.FunctionDef, lines: list[str], chip: str, file: str) -> KernelView:
-    units = kernel_units(kernel, chip, file)
+def _kernel_view(kernel: Any, node: ast.FunctionDef, lines: list[str], chip: str, file: str,
+                 path: str | None = None) -> KernelView:
+    units = kernel_units(kernel, chip, file, path)
     return KernelView(
         name=kernel.name,
         kernel=kernel,
@@ -231,6 +232,8 @@ def load_document(
         return Loaded(uri, version, text, lines, [diag], {}, layout)
     diagnostics = list(module.diagnostics)
     kernels: dict[str, KernelView] = {}
+    path = to_fs_path(uri) if notebook is None else None  # a file's place on disk: its vLLM configs, if any
+    path = path if path and os.path.isabs(path) else None
     if module.kernels:
         nodes = _function_nodes(module.info.tree)
         for name, kernel in module.kernels.items():
@@ -238,7 +241,7 @@ def load_document(
             if node is None:
                 continue
             try:
-                kernels[name] = _kernel_view(kernel, node, lines, chip, file_name(uri))
+                kernels[name] = _kernel_view(kernel, node, lines, chip, file_name(uri), path)
             except Exception as exc:
                 diagnostics.append(
                     error(

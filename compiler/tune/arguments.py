@@ -55,6 +55,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top", type=int, default=5, help="configs to list per shape set (default 5)")
     parser.add_argument("--json", action="store_true", help="print results as JSON on stdout")
     parser.add_argument("--progress", choices=["jsonl"], help="progress events as JSON lines on stderr")
+    parser.add_argument(
+        "--write-configs", nargs="?", const="", metavar="DIR",
+        help="write each best where vLLM reads it: the shape set's case-key entry (else the default entry) of "
+        "configs/<kernel>/<platform>.json for the chip (tpu_v5e.json, ...), in the kernel's configs/ folder "
+        "(beside the file or above it) or in DIR",
+    )
 
 
 def add_crosscheck_arguments(parser: argparse.ArgumentParser) -> None:

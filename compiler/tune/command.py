@@ -8,7 +8,8 @@ when there are several); --progress jsonl writes one JSON event per line on stde
 estimates for the named chip and are labelled so. Exit status: 0 ok, 1 nothing valid found, the
 kernel has errors, or the results could not be stored (an unusable --store: said before and after the
 results, which are still printed; --json adds "store_error"), 2 usage (bad file, kernel, shape set,
-executor). The correctness gate runs the kernel's code (see compiler/reference/isolated.py): running
+executor). --write-configs writes each best where vLLM reads it (write_configs.py); a file it cannot
+write makes the status 1. The correctness gate runs the kernel's code (see compiler/reference/isolated.py): running
 this command is the request to do so.
 
 Where the time goes: the model search runs in this process, and so does the gate's compile of each winner
@@ -130,11 +131,27 @@ def _run(ns: argparse.Namespace) -> int:
         extra = {"store_error": store_error} if store_error else {}
         payload: Any = [r.to_json() | extra for r in results]
         print(json.dumps(payload[0] if len(payload) == 1 else payload, indent=2))
+    if ns.write_configs is not None and not _write_configs(ns, results):
+        return NOTHING_VALID
     if store_error is not None:
         print(f"helion-pallas tune: error: these results were not stored: {store_error}", file=sys.stderr)
         return NOTHING_VALID
     found = all(r.best is not None for r in results)
     return OK if results and found and not failed else NOTHING_VALID
+
+
+def _write_configs(ns: argparse.Namespace, results: list[TuneResult]) -> bool:
+    """--write-configs: the bests into vLLM's platform files; False (said on stderr) when one cannot be written."""
+    from ..ir.vllm_configs import VllmConfigError
+    from .write_configs import NoConfigsFolder, write_results
+
+    try:
+        for line in write_results(results, ns.file, ns.write_configs or None):
+            print(f"helion-pallas tune: {line}", file=sys.stderr)
+    except (NoConfigsFolder, OSError, VllmConfigError) as exc:
+        print(f"helion-pallas tune: error: cannot write the vLLM config: {exc}", file=sys.stderr)
+        return False
+    return True
 
 
 def import_the_tuner() -> None:

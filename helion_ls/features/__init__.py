@@ -20,6 +20,7 @@ lens_results   a tuning's result as the lenses and the message after a tuning sh
 offer          whether a tuned best is offered for Apply
 apply_plan     what Apply writes for a kernel with several shape sets (one config, or one per shape set)
 config_edits   decorator edits writing configs, as the client's workspace edits
+vllm_target    kernels with a vLLM configs/<kernel>/ folder: Apply writes the platform file's entry; hover's line
 crosscheck     the TPU compiler's check of a finished tuning: when it is queued, what the Best lens says of it
 client_commands commands the client runs that lenses and hover links name
 fact_hover     hovers from the compiler's facts (hover.py's)

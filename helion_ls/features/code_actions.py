@@ -6,7 +6,8 @@ decorator rewrite as Apply. Out-of-VMEM errors get fixes the compiler finds and 
 on an edited copy of the file (vmem_fixes.py), computed when code actions are asked for and remembered. Other compiler fixes travel in
 `data.fix` (range already in client coordinates) and are offered as they are. In a kernel with stored
 results the actions also offer the best config for one shape set (`config=`) and, with several shape
-sets, all of them at once (`configs=[...]`, one per shape set).
+sets, all of them at once (`configs=[...]`, one per shape set); for a kernel whose configs vLLM reads from
+`configs/<kernel>/` files, the actions run *Apply*, which writes its entries there (vllm_target.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from compiler.ir.config import Config
 from ..documents import file_path
 from ..edits import EditError, TextEdit
 from ..lru import LruCache
+from . import vllm_target
 from .config_edits import best_configs, config_edit, planned_edit, workspace_edit
 from .host import Host
 
@@ -170,6 +172,8 @@ async def config_actions(ls: Host, uri: str, position: types.Position) -> list[t
     if view is None or not any(u.args for u in view.units):
         return []
     best = await best_configs(ls, loaded, view)
+    if vllm_target.target(loaded, view, view.units[0]) is not None:  # its configs live in vLLM's files
+        return vllm_target.actions(loaded, view, best)
     out = []
     try:
         for unit, config in zip(view.units, best, strict=True):

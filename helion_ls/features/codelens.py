@@ -35,7 +35,7 @@ from ..documents import KernelView, Unit
 from ..store import Summary
 from ..trust import WHY_TUNING_RUNS_CODE
 from ..tuning import TuneJob
-from . import apply_plan, crosscheck
+from . import apply_plan, crosscheck, vllm_target
 from .client_commands import SHOW_GENERATED
 from .host import Host
 from .kernels import current_config, trial_key
@@ -251,6 +251,9 @@ async def _apply_title(
     """"Apply", or what it will write when one config for every shape set would be wrong. A lens request
     never waits on a compile (lenses fetched slowly lag behind what they show): until the compiles the plan
     needs are known (`_plan_soon`), the title is "Apply"."""
+    vllm = vllm_target.lens_title(loaded, view, unit)
+    if vllm is not None:  # Apply writes the shape set's entry in vLLM's platform file
+        return vllm
     current = current_config(ls, view, unit)[0]
     if summary is None or len(view.units) < 2 or not apply_offer(summary, current).apply:
         return "Apply"

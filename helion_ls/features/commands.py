@@ -1,7 +1,8 @@
 """Workspace commands (each takes one object argument) and the tuning feedback to the client.
 
 helion.tune {uri, kernel, shapeSet|null} · helion.tuneFile {uri} · helion.cancelTuning {uri|null, kernel|null}
-helion.applyConfig {uri, kernel, shapeSet|null, config, configs?}: the decorator edit (config_edits.py; see
+helion.applyConfig {uri, kernel, shapeSet|null, config, configs?}: for a kernel with a vLLM `configs/<kernel>/`
+folder, its entries in the chip's platform file (vllm_target.py); else the decorator edit (config_edits.py; see
 apply_plan.py for when it writes one config per shape set) goes through workspace/applyEdit against the
 document version it was computed from; then the user is told the file has unsaved changes (as helion/applied {uri, message} to
 a client that announced clientShowsApplyNotice: it drops the notice on save) and the new text compiles at
@@ -31,7 +32,7 @@ from ..documents import KernelView, Loaded
 from ..edits import EditError, apply_edit
 from ..trust import WHY_TUNING_RUNS_CODE
 from ..tuning import FINAL, TuneJob, TuneSpec
-from . import crosscheck
+from . import crosscheck, vllm_target
 from .config_edits import best_configs, planned_edit, workspace_edit
 from .host import Host
 from .kernels import current_config, find_kernel, trial_key
@@ -212,8 +213,8 @@ async def tell_tuned(ls: Host, job: TuneJob, name: str) -> None:
         shown = None
     best = job.best or {}
     if shown is not None:
-        summary, offer = shown
-        text = tuned_message(head, _best_text(summary.best.config, summary.best.seconds), offer)
+        summary, offer, destination = shown
+        text = tuned_message(head, _best_text(summary.best.config, summary.best.seconds), offer, destination)
     elif best.get("config") is not None:
         text = tuned_message(head, _best_text(best["config"], best.get("seconds")), None)
     else:
@@ -231,9 +232,9 @@ def _best_text(config: dict, seconds: float | None) -> str:
     return Config(config).short() + (f" — {fmt_seconds(seconds)}" if seconds else "")
 
 
-async def lens_offer(ls: Host, job: TuneJob) -> tuple[Any, Offer] | None:
-    """(summary, offer) as the Best lens of the job's shape set shows them now; None when
-    the document no longer has that kernel as it was tuned."""
+async def lens_offer(ls: Host, job: TuneJob) -> tuple[Any, Offer, str] | None:
+    """(summary, offer, what Apply does with the best) as the Best lens of the job's shape set shows them now;
+    None when the document no longer has that kernel as it was tuned."""
     state = ls.analyzer.state(job.spec.uri)
     if state is None:
         return None
@@ -252,13 +253,18 @@ async def lens_offer(ls: Host, job: TuneJob) -> tuple[Any, Offer] | None:
         summary = unstored_summary(job)  # as the lens shows a result the store did not keep
     if summary is None:
         return None
-    return summary, apply_offer(summary, current)
+    found = vllm_target.target(loaded, view, unit)
+    where = f"write it to {found.key_label} of {found.shown_file}" if found is not None else "put it in the decorator"
+    return summary, apply_offer(summary, current), where
 
 
 # -- apply --------------------------------------------------------------------------------------------
 async def apply_config(ls: Host, arg: dict[str, Any]) -> dict[str, Any]:
     uri, kernel, shape_set = arg["uri"], arg["kernel"], arg.get("shapeSet")
     loaded, view = await find_kernel(ls, uri, kernel)
+    written = await vllm_target.apply(ls, loaded, view, arg)  # a kernel whose configs vLLM reads from files
+    if written is not None:
+        return written
     if arg.get("configs") is None and shape_set is None and len(view.units) > 1:
         found = await best_configs(ls, loaded, view)
         fallback = arg.get("config")

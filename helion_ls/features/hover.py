@@ -28,7 +28,7 @@ from compiler.tune.model import estimate
 from compiler.vmem.report import fmt_bytes as compiler_fmt_bytes
 
 from ..documents import KernelView, Loaded
-from . import fact_hover
+from . import fact_hover, vllm_target
 from .client_commands import SHOW_GENERATED
 from .host import Host
 
@@ -200,8 +200,11 @@ def kernel_markdown(ls: Host, loaded: Loaded, view: KernelView) -> str:
         errors = _errors(ls, loaded, view, unit.index)
         if errors:
             parts.append(errors)
-        origin = "from the decorator" if unit.config is not None else "default"
+        origin = unit.config_source or ("from the decorator" if unit.config is not None else "default")
         parts.append(f"Config ({origin}): `{ck.config!r}`")
+        vllm = vllm_target.target(loaded, view, unit)
+        if vllm is not None:
+            parts.append(vllm_target.hover_line(vllm))
         parts.append(time_line(ls, loaded, view, unit.index, ck))
         narrowed = ck.plan.narrowed_note()
         if narrowed:

@@ -52,10 +52,10 @@ def apply_offer(summary: Summary, current: Config | None) -> Offer:
     return Offer(False, worth, gain, least)
 
 
-def tuned_message(head: str, best: str, offer: Offer | None) -> str:
+def tuned_message(head: str, best: str, offer: Offer | None, destination: str = "put it in the decorator") -> str:
     """The message after a tuning: `head` ("Tuned k (shape set 0) [model estimate for v7x]"), the best (`best`: its
     short config and time), then what the lenses show about applying it (`offer` None: nothing is known of
-    the current config, as for a kernel edited since)."""
+    the current config, as for a kernel edited since); `destination`: what *Apply* does with it."""
     text = f"{head}: best {best}"
     if offer is None:
         return text + "."
@@ -65,4 +65,4 @@ def tuned_message(head: str, best: str, offer: Offer | None) -> str:
         return (text + f", {100 * (offer.gain or 0.0):.1f} % faster than the current config, under the "
                 f"{offer.least:.0%} worth applying: no Apply lens is offered (the Best lens shows it).")
     faster = f" ({1 + offer.gain:.2f}× vs current)" if offer.gain is not None else ""
-    return text + f"{faster}. Click *Apply* on its Best lens to put it in the decorator."
+    return text + f"{faster}. Click *Apply* on its Best lens to {destination}."
