@@ -72,7 +72,7 @@ def load(path_or_source: str | os.PathLike | NotebookModule, name: str | None = 
         return Module(path, text, ModuleInfo(text, None, diagnostics=[
             error("HPL100", f"file is too large to analyse ({len(text)} bytes)", Range.lines(0))]))
     try:
-        info = parse_module(text)
+        info = parse_module(text, path if path and os.path.isfile(path) else None)
     except Exception:  # noqa: BLE001 - the one place internal errors become a diagnostic
         log.exception("internal error while parsing")
         info = ModuleInfo(text, None, diagnostics=[internal_error(Range.lines(0))])

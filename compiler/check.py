@@ -10,6 +10,7 @@ only what each needs (its imports, helpers and the constants they use), never th
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
@@ -222,11 +223,13 @@ def check_rows(path: str, kernel_name: str | None, chip: str, loop_types: list[s
     """Run the check of `path` (every kernel, or `kernel_name`) and return its rows: on this machine's TPU
     when it is `chip`, else in interpret mode with the deviceless libtpu compile's verdict first."""
     from .reference import ReferenceProcess
+    from .reference.workspace import CHIP_VARIABLE
 
     module = module or load(Path(path))
     small = module.info.constants.get("SMALL")  # read statically: the module itself is never run whole
     kernels = [module.kernels[kernel_name]] if kernel_name else list(module.kernels.values())
     on_chip = runs_on_chip(get_chip(chip))
+    os.environ[CHIP_VARIABLE] = get_chip(chip).name  # vLLM's platform in the reference is this TPU
     with ReferenceProcess() as reference:
         report = _check_kernels(module, kernels, path, small, chip, loop_types, reference, on_chip)
     if on_chip:

@@ -44,12 +44,15 @@ class ModuleInfo:
     functions: dict[str, ast.FunctionDef] = field(default_factory=dict)
     constants: dict[str, Any] = field(default_factory=dict)  # literal ones (ast.literal_eval)
     definitions: dict[str, list[ast.stmt]] = field(default_factory=dict)  # top-level statements assigning a name
-    evaluated_constants: dict[str, Any] | None = None  # all plain-data ones, filled by module_constants.py
+    evaluated_constants: dict[str | None, dict[str, Any]] = field(default_factory=dict)  # per chip (module_constants.py)
+    path: str | None = None  # the file, when known: where names imported from other workspace files are looked for
+    links: dict[str | None, Any] = field(default_factory=dict, repr=False)  # per chip (workspace_imports.py)
+    followed: tuple[str, ...] | None = None  # the workspace files read for its imports (workspace_imports.py)
     kernels: list[KernelDef] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
-def parse_module(source: str) -> ModuleInfo:
+def parse_module(source: str, path: str | None = None) -> ModuleInfo:
     """Parse `source`; syntax errors become one diagnostic and no kernels."""
     try:
         tree = parse(source)
@@ -57,10 +60,10 @@ def parse_module(source: str) -> ModuleInfo:
         return ModuleInfo(source, None, diagnostics=[error("HPL100", f"syntax error: {exc.msg}", error_range(exc))])
     except (ValueError, RecursionError, MemoryError) as exc:
         return ModuleInfo(source, None, diagnostics=[error("HPL100", f"cannot parse file: {exc}", Range.lines(0))])
-    info = ModuleInfo(source, tree)
+    info = ModuleInfo(source, tree, path=path)
     lines = source.splitlines()
     for stmt in tree.body:
-        _collect_imports(stmt, info.imports)
+        collect_imports(stmt, info.imports)
     assigned: dict[str, ast.expr] = {}  # module-level `NAME = ...` so far (a decorator's `config=NAME`)
     for stmt in tree.body:
         _collect_definitions(stmt, info.definitions)
@@ -126,7 +129,7 @@ def _collect_definitions(stmt: ast.stmt, table: dict[str, list[ast.stmt]]) -> No
                 table.setdefault(node.id, []).append(stmt)
 
 
-def _collect_imports(stmt: ast.stmt, table: dict[str, str]) -> None:
+def collect_imports(stmt: ast.stmt, table: dict[str, str]) -> None:
     if isinstance(stmt, ast.Import):
         for alias in stmt.names:
             if alias.asname:
@@ -140,7 +143,7 @@ def _collect_imports(stmt: ast.stmt, table: dict[str, str]) -> None:
     elif isinstance(stmt, ast.If | ast.Try):
         for sub in ast.iter_child_nodes(stmt):
             if isinstance(sub, ast.stmt):
-                _collect_imports(sub, table)
+                collect_imports(sub, table)
 
 
 def qualified_name(node: ast.expr, imports: dict[str, str]) -> str | None:
