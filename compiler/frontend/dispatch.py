@@ -36,6 +36,7 @@ _MATH = {"sqrt": math.sqrt, "exp": math.exp, "log": math.log, "log2": math.log2,
          "fabs": math.fabs, "tanh": math.tanh, "log10": math.log10, "exp2": lambda x: 2.0**x}
 # upstream's own integer helpers, by every name a kernel reaches them with (`helion._utils` is where they live)
 HELION_HELPERS = frozenset({"helion.cdiv", "helion.next_power_of_2", "helion._utils.cdiv", "helion._utils.next_power_of_2"})
+_LIBRARIES = frozenset({"torch", "helion", "math", "builtins", "triton", "jax", "numpy", "functools", "operator"})
 _MATH_CONST = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
 
 
@@ -160,6 +161,10 @@ class Dispatcher(HelionCalls, TorchCalls):
         for prefix in ("torch.nn.functional.", "torch.special.", "torch."):
             if q.startswith(prefix):
                 return self.torch_fn(q[len(prefix):], args, kwargs, rng)
+        if q.split(".")[0] not in _LIBRARIES and "." in q:
+            module, name = q.rsplit(".", 1)
+            raise UserError("HPL102", f"`{name}` comes from `{module}`, and no file of that module is found in the "
+                                      "folders above this file: its value cannot be read statically", rng)
         raise UserError("HPL102", f"`{q}` is not supported in a kernel", rng)
 
     def builtin(self, name: str, args: list, kwargs: dict, rng: Range) -> Any:

@@ -13,6 +13,7 @@ from typing import Any
 from ..ir.callables import with_file_names
 from ..ir.config import Config, ConfigError, config_from_call
 from ..ir.specs import ArgSpec, CallableSpec, SpecError, parse_args_text
+from ..support import workspace_files
 from ..support.diagnostics import Diagnostic, Position, Range, error
 from ..support.syntax import error_range, parse
 
@@ -89,6 +90,14 @@ def parse_module(source: str, path: str | None = None) -> ModuleInfo:
     for kernel in info.kernels:
         _with_file_names(kernel, info)
     return info
+
+
+def followed_files(info: ModuleInfo) -> tuple[str, ...]:
+    """The other workspace files `info`'s imports are read from, transitively (support/workspace_files.py;
+    ast only, no torch), kept on `info`."""
+    if info.followed is None:
+        info.followed = workspace_files.followed_files(info.path, info.tree)
+    return info.followed
 
 
 def _with_file_names(kernel: KernelDef, info: ModuleInfo) -> None:

@@ -8,7 +8,7 @@ file's evaluator with the caller's (plain) arguments. Its file's own workspace i
 same way, and vLLM's `current_platform` is the TPU (vllm_platform.py).
 
 `Links` are kept per module and chip on the `ModuleInfo` (module_constants.links makes them, with the
-evaluator); `followed_files` (kept as ModuleInfo.followed) lists the files such a read depends on.
+evaluator); module.followed_files lists the files such a read depends on.
 """
 
 from __future__ import annotations
@@ -91,13 +91,6 @@ class Links:
 def platform_or(qualname: str | None, chip: str | None) -> Any:
     """vLLM's `current_platform` as the TPU `chip`, else None."""
     return TpuPlatform(chip) if is_platform(qualname) else None
-
-
-def followed_files(info: ModuleInfo) -> tuple[str, ...]:
-    """The workspace files `info`'s imports are read from, transitively (ast only, no torch)."""
-    if info.followed is None:
-        info.followed = workspace_files.followed_files(info.path, info.tree)
-    return info.followed
 
 
 def is_plain(value: Any, depth: int = 0) -> bool:
