@@ -11,6 +11,7 @@ import torch
 
 import compiler
 from compiler.check import check_rows
+from compiler.reference import run_reference
 from compiler.support.diagnostics import CompileError
 
 PER_TENSOR = '''
@@ -66,6 +67,21 @@ def filled(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return acc, base
 
 
+# helion: args(x=f32[8, 512], group=128)
+@helion.kernel()
+def group_amax(x: torch.Tensor, group: int) -> torch.Tensor:
+    m, n = x.shape
+    groups = n // group
+    out = torch.empty([m, groups], dtype=torch.float32, device=x.device)
+    for tile_m in hl.tile(m, block_size=2):
+        m_blk = (tile_m.begin + hl.arange(tile_m.block_size))[:, None, None]
+        for tile_g, tile_n in hl.tile([groups, group], block_size=[2, group]):
+            n_blk = (tile_g.index[:, None] * group + tile_n.index[None, :])[None, :, :]
+            blk = hl.load(x, [m_blk, n_blk])
+            out[tile_m, tile_g] = torch.amax(blk, dim=-1)
+    return out
+
+
 # helion: args(x=f32[8, 128])
 @helion.kernel()
 def overlapping(x: torch.Tensor) -> torch.Tensor:
@@ -118,3 +134,14 @@ def test_overlapping_strides_are_one_diagnostic(idioms) -> None:
         idioms.kernels["overlapping"].compile(chip="v5e")
     (diag,) = info.value.diagnostics
     assert diag.code == "HPL105" and "overlap" in diag.message
+
+
+def test_position_tensors_shaped_to_broadcast_index_jointly(idioms) -> None:
+    """`hl.load(x, [m[:, None, None], n[None]])` reads x at the broadcast positions (torch's advanced indexing),
+    in the compiled kernel and in the eager reference alike."""
+    x = torch.randn(8, 512)
+    want = x.reshape(8, 4, 128).amax(-1)
+    ck = idioms.kernels["group_amax"].compile(chip="v5e")
+    assert torch.equal(ck(x, 128), want)
+    got = run_reference(textwrap.dedent(IDIOMS), "group_amax", [x, 128], list(ck.config["block_sizes"]))
+    assert torch.equal(got, want)
