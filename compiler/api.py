@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from . import pipeline
 from .frontend.call_shapes import InferredShapes, ShapeOrigin
 from .frontend.limits import too_deep
-from .frontend.module import KernelDef, ModuleInfo, parse_module, source_hash, used_helpers
+from .frontend.module import KernelDef, ModuleInfo, followed_files, parse_module, source_hash, used_helpers
 from .frontend.notebook import NotebookError, NotebookModule, read_notebook
 from .frontend.shape_hint import no_shapes_hint, required_params
 from .ir.callables import coerce_args
@@ -124,6 +124,11 @@ class Module:
         """How messages name a line: `line 12`, a notebook's `cell 3:12`."""
         return self.notebook.line_label(line) if self.notebook is not None else f"line {line + 1}"
 
+    @property
+    def followed_files(self) -> tuple[str, ...]:
+        """The other workspace files the file's imports are read from, transitively (see Kernel.followed_files)."""
+        return followed_files(self.info)
+
     @cached_property
     def diagnostics(self) -> list[Diagnostic]:
         """The file's: syntax, shape lines, decorator configs, and limits the search for call shapes hit."""
@@ -176,6 +181,13 @@ class Kernel:
 
     def __repr__(self) -> str:
         return f"<compiler.Kernel {self.name}>"
+
+    @property
+    def followed_files(self) -> tuple[str, ...]:
+        """The other workspace files this file's imports are read from (vLLM's `get_fp8_dtype` in its package's
+        utils.py), transitively, sorted: an analysis of the kernel depends on their text as well as its own.
+        Found statically (no torch); the same for every kernel of the file."""
+        return followed_files(self.info)
 
     @cached_property
     def source_hash(self) -> str:

@@ -10,6 +10,7 @@ only what each needs (its imports, helpers and the constants they use), never th
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
@@ -242,6 +243,7 @@ def check_rows(path: str, kernel_name: str | None, chip: str, loop_types: list[s
     when it is `chip`, else in interpret mode with the deviceless libtpu compile's verdict first. `cases`:
     check these cases of input generators (all of a kernel's shape sets); None: each kernel's first."""
     from .reference import ReferenceProcess
+    from .reference.workspace import CHIP_VARIABLE
 
     if module is None:
         module = load(Path(path))
@@ -249,6 +251,7 @@ def check_rows(path: str, kernel_name: str | None, chip: str, loop_types: list[s
     small = module.info.constants.get("SMALL")  # read statically: the module itself is never run whole
     kernels = [module.kernels[kernel_name]] if kernel_name else list(module.kernels.values())
     on_chip = runs_on_chip(get_chip(chip))
+    os.environ[CHIP_VARIABLE] = get_chip(chip).name  # vLLM's platform in the reference is this TPU
     with ReferenceProcess() as reference:
         report = _check_kernels(module, kernels, path, small, chip, loop_types, reference, on_chip, cases is not None)
     if on_chip:

@@ -215,7 +215,9 @@ def compile_kernel(kernel: Kernel, args: Any, config: Any, chip: str | Chip, sha
     diags.extend(vmem_diagnostics(layouts, chip, entry))
     diags.extend(hbm_diagnostics(ir, chip, kernel.shape_set_range(index)))
     mutated = sorted({o.tensor.root.name for lay in layouts for o in lay.operands
-                      if o.kind == "inout" and o.tensor.root.origin == "arg"}, key=ir.params.index)
+                      if o.kind == "inout" and o.tensor.root.origin == "arg"}
+                     | {n.kwargs["param"] for n in ir.host if getattr(n, "kind", None) == "alloc" and n.kwargs.get("param")},
+                     key=ir.params.index)
     source, source_map = "", []
     narrowed = _narrowed(ir)
     try:

@@ -30,6 +30,9 @@ class HostWriter(RegionWriter):
         for name, v in ir.args.items():
             if isinstance(v, Value):
                 self.names.bind(v, name)
+        for n in ir.host:  # an argument filled in host code (`scale.zero_()`) keeps its name
+            if isinstance(n, Op) and n.kind == "alloc" and n.kwargs.get("param"):
+                self.names.bind(n.out, n.kwargs["param"])
         self.inline = {k: n for k, n in self.inline.items() if isinstance(n, Op) and n.kind != "alloc"}
 
     def write(self) -> None:

@@ -255,7 +255,13 @@ class ExprWriter:
             extra = "" if dim is None else f", axis={literal(dim)}"
             if kw.get("keepdim") and dim is not None:
                 extra += ", keepdims=True"
-            text = f"{REDUCE_FN[k]}({self.arg(a[0], False)}{extra})"
+            x = self.arg(a[0], False)
+            if k in ("amax", "amin") and len(out.shape) == 0 and a[0].dtype.is_floating_point \
+                    and a[0].dtype.itemsize < 4:  # Mosaic makes scalars of 32-bit vectors only; max/min are exact
+                x, text = self.arg(a[0]), None
+                text = f"{REDUCE_FN[k]}({x}.astype(jnp.float32){extra}).astype({dtype_text(a[0].dtype)})"
+            else:
+                text = f"{REDUCE_FN[k]}({x}{extra})"
             if k in ("argmax", "argmin") or out.dtype != a[0].dtype and k not in ("any", "all"):
                 text += f".astype({dtype_text(out.dtype)})"
             return text, True

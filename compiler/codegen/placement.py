@@ -182,6 +182,8 @@ class Placer:
         if kind == "full":
             return DimPlan(size, "0", "0", "block")
         if kind == "int":
+            if len(shape) == 1 and not hbm:  # `scale[0]` of a [1] tensor: a 0-d VMEM block cannot be stored to
+                return whole
             return whole if tiled_layout_dim(d, shape) else DimPlan(None, str(it[1]), str(it[1]), "squeezed")
         if kind in ("tile", "grid", "id"):
             return self._loop_dim(n, kind, it[1], d, shape, streaming, memory)

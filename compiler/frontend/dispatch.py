@@ -19,6 +19,8 @@ from .torch_calls import TorchCalls
 from .tunables import FRAGMENTS, make_fragment
 from .upstream_names import NUM_SM_CALLS, UPSTREAM_NAMES, num_sm
 from .values import DEVICE_SENTINEL, Module, Tile, TileId
+from .vllm_platform import PlatformMethod, TpuPlatform
+from .workspace_imports import Foreign, foreign_call
 
 if TYPE_CHECKING:
     from .tracer import Tracer
@@ -32,6 +34,9 @@ TORCH_DTYPES = {
 _MATH = {"sqrt": math.sqrt, "exp": math.exp, "log": math.log, "log2": math.log2, "ceil": math.ceil,
          "floor": math.floor, "pow": math.pow, "isqrt": math.isqrt, "gcd": math.gcd, "prod": math.prod,
          "fabs": math.fabs, "tanh": math.tanh, "log10": math.log10, "exp2": lambda x: 2.0**x}
+# upstream's own integer helpers, by every name a kernel reaches them with (`helion._utils` is where they live)
+HELION_HELPERS = frozenset({"helion.cdiv", "helion.next_power_of_2", "helion._utils.cdiv", "helion._utils.next_power_of_2"})
+_LIBRARIES = frozenset({"torch", "helion", "math", "builtins", "triton", "jax", "numpy", "functools", "operator"})
 _MATH_CONST = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
 
 
@@ -75,6 +80,11 @@ class Dispatcher(HelionCalls, TorchCalls):
             return self.tile_attr(obj, attr, rng)
         if isinstance(obj, tuple | list) and attr in ("index", "count"):
             return BoundMethod(obj, attr)
+        if isinstance(obj, TpuPlatform):
+            found = obj.attribute(attr)
+            if found is None:
+                raise UserError("HPL102", f"vLLM's `current_platform.{attr}` is not known on a TPU here", rng)
+            return found
         if isinstance(obj, torch.dtype) and attr in ("itemsize", "is_floating_point"):
             return obj.itemsize if attr == "itemsize" else BoundMethod(obj, attr)
         raise UserError("HPL102", f"`{type(obj).__name__}` has no attribute `{attr}` here", rng)
@@ -118,12 +128,16 @@ class Dispatcher(HelionCalls, TorchCalls):
             return self.method(func.obj, func.name, args, kwargs, rng)
         if isinstance(func, Module):
             return self.function(func.qualname, args, kwargs, rng)
+        if isinstance(func, Foreign):
+            return foreign_call(func, args, kwargs, rng)
+        if isinstance(func, PlatformMethod):
+            return func(*[unwrap(a) for a in args], **{k: unwrap(v) for k, v in kwargs.items()})
         if isinstance(func, torch.dtype):
             raise UserError("HPL101", "dtypes are not callable", rng)
         raise UserError("HPL101", f"`{type(func).__name__}` is not callable in a kernel", rng)
 
     def function(self, q: str, args: list, kwargs: dict, rng: Range) -> Any:
-        if q.startswith(HL + ".") or q in ("helion.cdiv", "helion.next_power_of_2"):
+        if q.startswith(HL + ".") or q in HELION_HELPERS:
             return self.hl(q.rsplit(".", 1)[1], args, kwargs, rng)
         if q.startswith("builtins."):
             return self.builtin(q[9:], args, kwargs, rng)
@@ -147,6 +161,10 @@ class Dispatcher(HelionCalls, TorchCalls):
         for prefix in ("torch.nn.functional.", "torch.special.", "torch."):
             if q.startswith(prefix):
                 return self.torch_fn(q[len(prefix):], args, kwargs, rng)
+        if q.split(".")[0] not in _LIBRARIES and "." in q:
+            module, name = q.rsplit(".", 1)
+            raise UserError("HPL102", f"`{name}` comes from `{module}`, and no file of that module is found in the "
+                                      "folders above this file: its value cannot be read statically", rng)
         raise UserError("HPL102", f"`{q}` is not supported in a kernel", rng)
 
     def builtin(self, name: str, args: list, kwargs: dict, rng: Range) -> Any:

@@ -51,6 +51,8 @@ from .host_values import (
 from .limits import check_count
 from .module import ModuleInfo
 from .unreached import RunFacts
+from .vllm_platform import PlatformMethod
+from .workspace_imports import Foreign, Links, platform_or
 
 MAX_CALL_DEPTH = 24  # nested same-file calls followed; deeper ones are UNKNOWN (recursion)
 CALL_STEPS = 25  # budget steps a library call (a torch op on meta tensors, ~50 µs) or a kernel call costs
@@ -78,6 +80,8 @@ class HostEvaluator(Statements, ExpressionEvaluator):
         self.dispatch = Models(self)
         self.assumed = Assumptions()  # how the process is taken to run (host_process.py)
         self.facts = RunFacts()  # what the run reached, for the hint of a kernel it never calls (unreached.py)
+        self.chip: str | None = None  # the TPU vLLM's platform stands for (vllm_platform.py); None: no one chip
+        self.links: Links | None = None  # names imported from other workspace files (workspace_imports.py)
 
     # -- entry ---------------------------------------------------------------------------------------
     def run_module(self, tree: ast.Module) -> None:
@@ -96,8 +100,8 @@ class HostEvaluator(Statements, ExpressionEvaluator):
             frame = frame.parent
         if name in self.globals:
             return self.globals[name]
-        if name in self.info.imports:
-            return resolve(self.info.imports[name])
+        if name in self.info.imports or (self.links is not None and name in self.links):
+            return self.imported(name, self.info.imports.get(name))
         if name in BUILTINS:
             return BUILTINS[name]
         return UNKNOWN
@@ -107,6 +111,16 @@ class HostEvaluator(Statements, ExpressionEvaluator):
             self.globals[name] = value
         else:
             self.frame.vars[name] = value
+
+    def imported(self, local: str, qualname: str | None) -> Any:
+        """An imported name's value: from another workspace file (workspace_imports.py), vLLM's platform
+        (the TPU), a value the models know, else the name itself (UNKNOWN for a relative import)."""
+        if self.links is not None and local in self.links:
+            return self.links.value(local)
+        platform = platform_or(qualname, self.chip)
+        if platform is not None:
+            return platform
+        return UNKNOWN if qualname is None else resolve(qualname)
 
     # -- expressions ---------------------------------------------------------------------------------
     def eval(self, node: ast.expr) -> Any:
@@ -271,6 +285,10 @@ class HostEvaluator(Statements, ExpressionEvaluator):
             self.budget.steps += CALL_STEPS
         if isinstance(func, Closure):
             return self.call_closure(func, args, kwargs, rng)
+        if isinstance(func, Foreign):
+            return func.call(args, kwargs, rng)
+        if isinstance(func, PlatformMethod):
+            return func(*args, **kwargs)
         if isinstance(func, Bound):
             return self._call(func.func, [func.obj, *args], kwargs, rng, node)
         if isinstance(func, KernelRef):

@@ -54,6 +54,7 @@ from .host_values import (
 )
 from .limits import check_count, check_product
 from .values import Module
+from .vllm_platform import TpuPlatform
 
 if TYPE_CHECKING:
     from .host_eval import HostEvaluator
@@ -180,6 +181,9 @@ class Models(TorchModels, BuiltinModels, OperatorModels):
             return BoundBuiltin(obj, attr) if attr in ("to", "half", "float", "bfloat16") else UNKNOWN
         if isinstance(obj, FakeDevice):
             return getattr(obj, attr) if attr in ("type", "index") else UNKNOWN
+        if isinstance(obj, TpuPlatform):
+            found = obj.attribute(attr)
+            return UNKNOWN if found is None else found
         if isinstance(obj, Builtin) and (obj.name, attr) == ("dict", "fromkeys"):  # ordered de-duplication
             return BoundBuiltin(dict, attr)
         if isinstance(obj, torch.dtype):

@@ -284,7 +284,8 @@ class Statements:
         for alias in stmt.names:
             if alias.name != "*":
                 known = stmt.module is not None and stmt.level == 0
-                self.bind(alias.asname or alias.name, resolve(f"{stmt.module}.{alias.name}") if known else UNKNOWN)
+                self.bind(alias.asname or alias.name,
+                          self.imported(alias.asname or alias.name, f"{stmt.module}.{alias.name}" if known else None))
 
     def _return(self, stmt: ast.Return) -> None:
         raise ReturnSignal(None if stmt.value is None else self.eval(stmt.value))

@@ -14,6 +14,7 @@ from typing import Any
 from ..ir.callables import with_file_names
 from ..ir.config import Config, ConfigError, config_from_call
 from ..ir.specs import ArgSpec, CallableSpec, SpecError, parse_args_text
+from ..support import workspace_files
 from ..support.diagnostics import Diagnostic, Position, Range, error, hint
 from ..support.syntax import error_range, parse
 from .kernel_forms import Declaration, Wrappers, declaration, registered_generators
@@ -50,7 +51,10 @@ class ModuleInfo:
     functions: dict[str, ast.FunctionDef] = field(default_factory=dict)
     constants: dict[str, Any] = field(default_factory=dict)  # literal ones (ast.literal_eval)
     definitions: dict[str, list[ast.stmt]] = field(default_factory=dict)  # top-level statements assigning a name
-    evaluated_constants: dict[str, Any] | None = None  # all plain-data ones, filled by module_constants.py
+    evaluated_constants: dict[str | None, dict[str, Any]] = field(default_factory=dict)  # per chip (module_constants.py)
+    path: str | None = None  # the file, when known: where names imported from other workspace files are looked for
+    links: dict[str | None, Any] = field(default_factory=dict, repr=False)  # per chip (workspace_imports.py)
+    followed: tuple[str, ...] | None = None  # the workspace files read for its imports (workspace_imports.py)
     kernels: list[KernelDef] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
@@ -64,10 +68,10 @@ def parse_module(source: str, where: str | None = None) -> ModuleInfo:
         return ModuleInfo(source, None, diagnostics=[error("HPL100", f"syntax error: {exc.msg}", error_range(exc))])
     except (ValueError, RecursionError, MemoryError) as exc:
         return ModuleInfo(source, None, diagnostics=[error("HPL100", f"cannot parse file: {exc}", Range.lines(0))])
-    info = ModuleInfo(source, tree)
+    info = ModuleInfo(source, tree, path=where)
     lines = source.splitlines()
     for stmt in tree.body:
-        _collect_imports(stmt, info.imports)
+        collect_imports(stmt, info.imports)
     wrappers = Wrappers(where)
     assigned: dict[str, ast.expr] = {}  # module-level `NAME = ...` so far (a decorator's `config=NAME`)
     for stmt, condition in _module_statements(tree.body, None, 0):
@@ -155,6 +159,14 @@ def _alias_settings(value: ast.expr) -> ast.expr:
     return value.func if isinstance(value, ast.Call) and isinstance(value.func, ast.Call) else value
 
 
+def followed_files(info: ModuleInfo) -> tuple[str, ...]:
+    """The other workspace files `info`'s imports are read from, transitively (support/workspace_files.py;
+    ast only, no torch), kept on `info`."""
+    if info.followed is None:
+        info.followed = workspace_files.followed_files(info.path, info.tree)
+    return info.followed
+
+
 def _with_file_names(kernel: KernelDef, info: ModuleInfo) -> None:
     """A shape line's lambdas read the file's imports and module-level number constants."""
     for specs in kernel.shape_sets:
@@ -198,7 +210,7 @@ def _collect_definitions(stmt: ast.stmt, table: dict[str, list[ast.stmt]]) -> No
                 table.setdefault(node.id, []).append(stmt)
 
 
-def _collect_imports(stmt: ast.stmt, table: dict[str, str]) -> None:
+def collect_imports(stmt: ast.stmt, table: dict[str, str]) -> None:
     if isinstance(stmt, ast.Import):
         for alias in stmt.names:
             if alias.asname:
@@ -212,7 +224,7 @@ def _collect_imports(stmt: ast.stmt, table: dict[str, str]) -> None:
     elif isinstance(stmt, ast.If | ast.Try):
         for sub in ast.iter_child_nodes(stmt):
             if isinstance(sub, ast.stmt):
-                _collect_imports(sub, table)
+                collect_imports(sub, table)
 
 
 def qualified_name(node: ast.expr, imports: dict[str, str]) -> str | None:

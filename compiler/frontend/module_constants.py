@@ -9,8 +9,10 @@ run) and keeps the names whose final value is plain data: None, bool, int, float
 tuples/lists of those. A name bound to anything else (a tensor, a function, something unknown) is not a
 constant, and a kernel reading it still gets "unknown name".
 
-It runs once per parsed module, on the first kernel lookup that needs it (the trace imports torch anyway),
-and is kept on the `ModuleInfo`. Results stay correct when such a constant is edited because the kernel's
+It runs once per parsed module and chip, on the first kernel lookup that needs it (the trace imports torch
+anyway), and is kept on the `ModuleInfo`. Names imported from other files of the workspace (vLLM's
+`_, _FP8_MAX = get_fp8_min_max()`) are read through workspace_imports.py (`links`). Results stay correct
+when such a constant is edited because the kernel's
 source hash includes the definitions it reads (`module.normalized_hash`).
 """
 
@@ -26,25 +28,29 @@ from .host_eval import HostEvaluator
 from .host_statements import Exhausted, StepBudget
 from .host_values import UNKNOWN
 from .module import ModuleInfo
+from .workspace_imports import Links, is_plain
 
 MAX_STEPS = 20_000  # evaluation steps for a module's definitions (a few per constant; classes and calls more)
 _DEFINITIONS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Import, ast.ImportFrom, ast.FunctionDef,
                 ast.AsyncFunctionDef, ast.ClassDef)
 
 
-def evaluated_constants(info: ModuleInfo) -> dict[str, Any]:
+def evaluated_constants(info: ModuleInfo, chip: str | None = None) -> dict[str, Any]:
     """Name -> value of every top-level name bound to plain data after the file's definitions run (see the
-    module docstring). Computed once per `info`."""
-    if info.evaluated_constants is None:
-        info.evaluated_constants = _evaluate(info)
-    return info.evaluated_constants
+    module docstring), on `chip` (what vLLM's platform answers depends on it: vllm_platform.py). Computed
+    once per `info` and chip."""
+    if chip not in info.evaluated_constants:
+        info.evaluated_constants[chip] = _evaluate(info, chip)
+    return info.evaluated_constants[chip]
 
 
-def _evaluate(info: ModuleInfo) -> dict[str, Any]:
+def _evaluate(info: ModuleInfo, chip: str | None) -> dict[str, Any]:
     if info.tree is None:
         return {}
     ev = HostEvaluator(info, {k.name: k.node for k in info.kernels}, StepBudget(MAX_STEPS),
                        lambda *_: UNKNOWN, _ignore)
+    ev.chip = chip
+    ev.links = links(info, chip)
     try:
         for stmt in info.tree.body:
             if isinstance(stmt, _DEFINITIONS):
@@ -54,15 +60,6 @@ def _evaluate(info: ModuleInfo) -> dict[str, Any]:
     return {name: value for name, value in ev.globals.items() if name != "__name__" and is_plain(value)}
 
 
-def is_plain(value: Any, depth: int = 0) -> bool:
-    """Plain data a kernel may read as a constant."""
-    if value is None or isinstance(value, bool | int | float | str | torch.dtype):
-        return True
-    if isinstance(value, tuple | list) and depth < 4:
-        return all(is_plain(v, depth + 1) for v in value)
-    return False
-
-
 def dtypes_in(value: Any) -> list[torch.dtype]:
     """The dtypes in a constant (itself, or the items of a tuple/list of them)."""
     if isinstance(value, torch.dtype):
@@ -70,6 +67,21 @@ def dtypes_in(value: Any) -> list[torch.dtype]:
     if isinstance(value, tuple | list):
         return [d for v in value for d in dtypes_in(v)]
     return []
+
+
+def links(info: ModuleInfo, chip: str | None) -> Links:
+    """The names `info`'s file imports from other workspace files, for `chip` (kept on `info`)."""
+    found = info.links.get(chip)
+    if found is None:
+        found = info.links[chip] = Links(info.path, info.tree, chip, _helper_evaluator)
+    return found
+
+
+def _helper_evaluator(info: ModuleInfo, chip: str | None, own: Links) -> HostEvaluator:
+    """The evaluator of a followed workspace file (workspace_imports.py)."""
+    ev = HostEvaluator(info, {}, StepBudget(MAX_STEPS), lambda *_: UNKNOWN, _ignore)
+    ev.chip, ev.links = chip, own
+    return ev
 
 
 def _ignore(rng: Range, message: str) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from ..ir.tile_ir import Load, TileDim, Value
+from ..ir.tile_ir import GridLoop, Load, TileDim, Value
 from ..support.diagnostics import Range, UserError
 from . import composites, pairs
 from .ops import BINARY_FUNCS, CASTS, REDUCTIONS, UNARY
@@ -44,6 +44,8 @@ class TorchCalls:
     def torch_fn(self, name: str, args: list, kwargs: dict, rng: Range) -> Any:
         if name in ("empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like"):
             return self.alloc(name, args, kwargs, rng)
+        if name == "empty_strided":
+            return self.empty_strided(args, kwargs, rng)
         if name == "broadcast_tensors":
             tensors = [a for a in args if isinstance(a, Value)]
             if len(tensors) != len(args):
@@ -97,6 +99,54 @@ class TorchCalls:
         fill = unwrap(rest[0] if rest else kwargs.get("fill_value", 0.0)) if init == "full" else (1.0 if init == "ones" else 0.0)
         return self.host_alloc(shape, dtype, init, fill, rng)
 
+    def empty_strided(self, args: list, kwargs: dict, rng: Range) -> Value:
+        """`torch.empty_strided(size, stride, dtype=...)`: an allocation like `torch.empty(size)`. The strides
+        choose a memory order, which a TPU array does not have (the values, all the kernel can read, are the
+        same); strides that make elements overlap are refused, as the values would then differ."""
+        if self.t.in_device:
+            raise UserError("HPL101", "torch.empty_strided inside a device loop: use hl.zeros / hl.full", rng)
+        size = args[0] if args else kwargs.get("size")
+        stride = args[1] if len(args) > 1 else kwargs.get("stride")
+        if size is None or stride is None:
+            raise UserError("HPL103", "torch.empty_strided(size, stride, ...) needs both", rng)
+        shape = shape_arg([size], rng)
+        strides = shape_arg([stride], rng)
+        if len(strides) != len(shape):
+            raise UserError("HPL105", f"empty_strided: {len(shape)} sizes but {len(strides)} strides", rng)
+        span = 1
+        for n, st in sorted(((n, st) for n, st in zip(shape, strides, strict=True) if n > 1), key=lambda p: p[1]):
+            if st < span:
+                raise UserError("HPL105", f"empty_strided: strides {list(strides)} make elements of size {list(shape)} "
+                                          "overlap", rng)
+            span = st * n
+        return self.host_alloc(shape, kwargs.get("dtype", torch.float32), "empty", 0.0, rng)
+
+    def host_fill(self, x: Value, fill: Any, rng: Range) -> Value:
+        """`t.zero_()` / `t.fill_(v)` in host code. An allocation no device loop has written yet is allocated
+        with that fill instead; an argument gets a filled array under its own name before the next grid loop
+        (and is given back as updated, as vLLM's in-place kernels expect)."""
+        if not isinstance(fill, bool | int | float) or isinstance(fill, Value):
+            raise UserError("HPL106", "fill_: the value must be a number known at compile time", rng)
+        ht = self.t.host_tensor(x, rng)
+        init = "zeros" if fill == 0 else "full"
+        if ht.origin == "alloc" and ht.init in ("empty", "zeros", "ones", "full"):
+            prod = ht.value.producer
+            after = self.t.host[self.t.host.index(prod) + 1:] if prod in self.t.host else [None]
+            if any(isinstance(n, GridLoop) for n in after) or prod not in self.t.host:
+                raise UserError("HPL101", "filling an allocation after a device loop used it is not supported: "
+                                          "allocate it filled (torch.zeros / torch.full)", rng)
+            prod.kwargs["init"], prod.kwargs["value"] = init, fill
+            ht.init, ht.fill = init, fill
+            return x
+        if ht.origin != "arg" or ht.value.shape != x.shape:
+            raise UserError("HPL101", f"`{'zero_' if fill == 0 else 'fill_'}()` of a view or computed tensor in host "
+                                      "code is not supported; fill the argument or allocation itself", rng)
+        filled = self.host_alloc(tuple(x.shape), x.dtype, init, fill, rng)
+        filled.producer.kwargs["param"] = ht.name  # named as the argument (emit_host.py), given back updated
+        ht.value = filled
+        self.t.tensors[filled.id] = ht
+        return x
+
     def host_alloc(self, shape: tuple[int, ...], dtype: Any, init: str, fill: Any, rng: Range) -> Value:
         if not isinstance(dtype, torch.dtype):
             raise UserError("HPL103", "dtype must be a torch dtype", rng)
@@ -125,6 +175,9 @@ class TorchCalls:
             if name in UNARY and isinstance(unwrap(x), int | float):
                 raise UserError("HPL101", f"torch.{name} of a Python number: use math.{name}", rng)
             raise UserError("HPL105", f"`{name}` needs a tensor, got {type(x).__name__}", rng)
+        if name in ("zero_", "fill_") and not self.t.in_device:
+            fill = 0.0 if name == "zero_" else unwrap(args[0] if args else kwargs.get("value"))
+            return self.host_fill(x, fill, rng)
         if name in ("size",):
             if args:
                 d = as_int(args[0], "size() dim", rng)

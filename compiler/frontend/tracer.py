@@ -12,6 +12,7 @@ arguments; what it does is mixed in: expressions (expressions.py), statements an
 from __future__ import annotations
 
 import ast
+import os
 from typing import Any
 
 from ..ir.callables import runtime_value
@@ -39,11 +40,13 @@ from .indexing import Indexer
 from .kernel_statements import KernelStatements
 from .limits import Budget
 from .module import ModuleInfo
-from .module_constants import dtypes_in, evaluated_constants
+from .module_constants import dtypes_in, evaluated_constants, links
 from .ops import OpBuilder
 from .pairs import drop_unused_views
 from .tensor_access import TensorAccess
 from .values import BlockSizeTable, Closure, NamedConst, lambda_def
+from .vllm_platform import TpuPlatform
+from .workspace_imports import Foreign, is_plain, platform_or
 
 
 class Tracer(KernelStatements, DeviceLoops, TensorAccess, ExpressionEvaluator):
@@ -84,14 +87,30 @@ class Tracer(KernelStatements, DeviceLoops, TensorAccess, ExpressionEvaluator):
 
     def lookup(self, name: str, rng: Range) -> Any:
         """A name of the kernel, its file or Python's; else a module constant only an evaluation can read
-        (`_FP8_MAX = float(torch.finfo(_FP8_DTYPE).max)`, module_constants.py)."""
+        (`_FP8_MAX = float(torch.finfo(_FP8_DTYPE).max)`, module_constants.py). A name imported from another
+        workspace file is read there (workspace_imports.py); vLLM's `current_platform` is the TPU."""
+        if name not in self.env:
+            linked = links(self.info, self.chip.name)
+            if name in linked:
+                return self._checked_constant(name, linked.value(name), rng, imported=True)
+            platform = platform_or(self.info.imports.get(name), self.chip.name)
+            if platform is not None:
+                return platform
         try:
             return super().lookup(name, rng)
         except UserError:
-            evaluated = evaluated_constants(self.info)
+            evaluated = evaluated_constants(self.info, self.chip.name)
             if name not in evaluated:
                 raise
-        value = evaluated[name]
+        return self._checked_constant(name, evaluated[name], rng)
+
+    def _checked_constant(self, name: str, value: Any, rng: Range, imported: bool = False) -> Any:
+        if isinstance(value, Foreign | TpuPlatform):
+            return value
+        if imported and not is_plain(value):
+            path, remote = links(self.info, self.chip.name).names[name]
+            raise UserError("HPL102", f"`{name}` is imported from {os.path.basename(path)}, where `{remote}` is not "
+                                      "a constant or a function this analysis can follow", rng)
         odd = next((d for d in dtypes_in(value) if d not in TORCH_DTYPES.values()), None)
         if odd is not None:
             raise UserError("HPL108", f"`{name}` is {str(odd).removeprefix('torch.')}, a dtype TPU kernels here do not "

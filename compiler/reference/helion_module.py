@@ -17,6 +17,7 @@ from compiler.reference.kernel import EagerKernel, Runtime
 from compiler.reference.language import language_module
 from compiler.reference.tiles import cdiv, next_power_of_2
 from compiler.reference.upstream_testing import testing_module
+from compiler.reference.workspace import WorkspaceImports
 
 _PUBLIC = ("kernel", "jit", "aot_kernel", "Config", "cdiv", "next_power_of_2", "language", "autotuner",
            "experimental", "_testing")
@@ -60,15 +61,19 @@ def helion_modules(runtime: Runtime) -> dict[str, ModuleType]:
     helion.autotuner = autotuner
     helion.experimental = experimental
     helion._testing = testing
+    utils = ModuleType("helion._utils", "Eager helion._utils: upstream's integer helpers.")
+    utils.cdiv, utils.next_power_of_2 = cdiv, next_power_of_2
+    helion._utils = utils
     helion.__path__ = []  # a package, so `import helion.language` is well formed
     helion.__getattr__ = _missing  # type: ignore[method-assign]
     return {"helion": helion, "helion.language": language, "helion.autotuner": autotuner,
-            "helion.experimental": experimental, "helion._testing": testing}
+            "helion.experimental": experimental, "helion._testing": testing, "helion._utils": utils}
 
 
 def builtins_with_helion(modules: dict[str, ModuleType]) -> dict[str, Any]:
     """A copy of the builtins whose `__import__` answers helion imports from `modules`."""
     real_import = builtins.__import__
+    workspace = WorkspaceImports()
 
     def import_(
         name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
@@ -77,6 +82,9 @@ def builtins_with_helion(modules: dict[str, ModuleType]) -> dict[str, Any]:
             if name not in modules:
                 raise ModuleNotFoundError(f"No module named {name!r} in the eager reference", name=name)
             return modules[name] if fromlist else modules["helion"]
+        found = workspace.find(name, globals, fromlist, level, namespace)
+        if found is not None:
+            return found
         return real_import(name, globals, locals, fromlist, level)
 
     namespace = dict(builtins.__dict__)

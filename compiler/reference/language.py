@@ -349,9 +349,18 @@ def _gather_positions(tensor: torch.Tensor, index: list[Any]) -> tuple[list[torc
             raw.append(torch.as_tensor(item).to(torch.int64))
         else:
             raise TypeError(f"hl.load/hl.store: index item {item!r} is not a tile, a position tensor, an int or ':'")
-    total = sum(p.dim() for p in raw)
-    shaped, before = [], 0
-    for p in raw:  # item i takes dims [before, before + p.dim()) of the result
+    tensors = [i for i, item in enumerate(items) if isinstance(item, torch.Tensor) and item.dim() > 0]
+    joint = len(tensors) > 1 and len({raw[i].dim() for i in tensors}) == 1 and raw[tensors[0]].dim() > 1
+    if joint:  # position tensors of several dims shaped to broadcast together (`x[m[:, None, None], n[None]]`):
+        common = torch.broadcast_shapes(*(raw[i].shape for i in tensors))  # torch's advanced indexing
+        raw = [raw[i].expand(common) if i in tensors else raw[i] for i in range(len(raw))]
+    total = sum(p.dim() for i, p in enumerate(raw) if not (joint and i in tensors[1:]))
+    shaped, before, shared = [], 0, 0
+    for i, p in enumerate(raw):  # item i takes dims [before, before + p.dim()) of the result
+        if joint and i in tensors[1:]:  # a joint item shares the first one's dims
+            shaped.append(p.reshape((1,) * shared + tuple(p.shape) + (1,) * (total - shared - p.dim())))
+            continue
+        shared = before if joint and i == tensors[0] else shared
         shaped.append(p.reshape((1,) * before + tuple(p.shape) + (1,) * (total - before - p.dim())))
         before += p.dim()
     valid = torch.ones((), dtype=torch.bool)

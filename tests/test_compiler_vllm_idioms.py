@@ -1,0 +1,147 @@
+"""vLLM's kernel idioms compile and run right (kernels of our own, written the way vLLM's are):
+`scale.zero_()` on an argument before the grid, `hl.atomic_max` into `scale[0]` of a one-element tensor,
+`torch.empty_strided` outputs, `zero_()` / `fill_()` of a fresh allocation, and `helion._utils.cdiv`
+under every name a file reaches it with. Each is checked against torch, and the scale kernel also through
+`check` (interpret mode, after the deviceless libtpu compile where libtpu is installed)."""
+
+import textwrap
+
+import pytest
+import torch
+
+import compiler
+from compiler.check import check_rows
+from compiler.reference import run_reference
+from compiler.support.diagnostics import CompileError
+
+PER_TENSOR = '''
+import torch
+import helion
+import helion.language as hl
+
+
+# helion: args(result=f8e4m3[16, 1024], input=bf16[16, 1024], scale=f32[1])
+@helion.kernel()
+def per_tensor_quant(result: torch.Tensor, input: torch.Tensor, scale: torch.Tensor) -> None:
+    m, n = input.shape
+    hl.specialize(n)
+    scale.zero_()
+    for tm, tn in hl.tile([m, n]):
+        peak = torch.amax(torch.amax(torch.abs(input[tm, tn]), dim=1)).to(torch.float32)
+        hl.atomic_max(scale, [0], peak / 448.0)
+    hl.barrier()
+    for tm, tn in hl.tile([m, n]):
+        result[tm, tn] = (input[tm, tn].to(torch.float32) / scale[0]).to(result.dtype)
+'''
+
+IDIOMS = '''
+import torch
+import helion
+import helion._utils
+import helion.language as hl
+from helion import cdiv
+from helion._utils import cdiv as ucdiv
+
+
+# helion: args(x=f32[8, 256], group=128)
+@helion.kernel()
+def strided_scaled(x: torch.Tensor, group: int) -> torch.Tensor:
+    m, n = x.shape
+    groups = helion._utils.cdiv(n, group) + ucdiv(n + 1, group) - cdiv(n, group)
+    out = torch.empty_strided((m, n), (1, m), dtype=torch.float32, device=x.device)
+    for t in hl.tile([m, n]):
+        out[t] = x[t] * groups
+    return out
+
+
+# helion: args(x=f32[16, 256])
+@helion.kernel()
+def filled(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    acc = torch.empty_like(x)
+    acc.zero_()
+    base = torch.empty_like(x)
+    base.fill_(2.5)
+    for t in hl.tile(x.size()):
+        acc[t] += x[t]
+        base[t] = base[t] * x[t]
+    return acc, base
+
+
+# helion: args(x=f32[8, 512], group=128)
+@helion.kernel()
+def group_amax(x: torch.Tensor, group: int) -> torch.Tensor:
+    m, n = x.shape
+    groups = n // group
+    out = torch.empty([m, groups], dtype=torch.float32, device=x.device)
+    for tile_m in hl.tile(m, block_size=2):
+        m_blk = (tile_m.begin + hl.arange(tile_m.block_size))[:, None, None]
+        for tile_g, tile_n in hl.tile([groups, group], block_size=[2, group]):
+            n_blk = (tile_g.index[:, None] * group + tile_n.index[None, :])[None, :, :]
+            blk = hl.load(x, [m_blk, n_blk])
+            out[tile_m, tile_g] = torch.amax(blk, dim=-1)
+    return out
+
+
+# helion: args(x=f32[8, 128])
+@helion.kernel()
+def overlapping(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_strided((8, 128), (1, 1), dtype=torch.float32, device=x.device)
+    for t in hl.tile(x.size()):
+        out[t] = x[t]
+    return out
+'''
+
+
+@pytest.fixture()
+def idioms():
+    return compiler.load(textwrap.dedent(IDIOMS))
+
+
+def test_per_tensor_scale_zeroed_then_atomic_max_passes_check(tmp_path) -> None:
+    path = tmp_path / "per_tensor.py"
+    path.write_text(textwrap.dedent(PER_TENSOR))
+    report = check_rows(str(path), "per_tensor_quant", "v5e", ["unroll"])
+    (row,) = report.rows
+    assert row.verdict == "ok", row
+
+
+def test_zeroed_argument_is_given_back_even_when_nonzero_on_entry(tmp_path) -> None:
+    ck = compiler.load(textwrap.dedent(PER_TENSOR)).kernels["per_tensor_quant"].compile(chip="v5e")
+    x = torch.randn(16, 1024).to(torch.bfloat16)
+    result = torch.empty(16, 1024, dtype=torch.float8_e4m3fn)
+    scale = torch.full((1,), 1e6)  # a stale value: zero_() must drop it, or the max keeps it
+    ck(result, x, scale)
+    want = x.float().abs().max() / 448.0
+    assert torch.allclose(scale, want.reshape(1))
+    assert torch.equal(result.float(), (x.float() / want).to(torch.float8_e4m3fn).float())
+
+
+def test_empty_strided_and_every_cdiv_name(idioms) -> None:
+    x = torch.randn(8, 256)
+    got = idioms.kernels["strided_scaled"].compile(chip="v5e")(x, 128)
+    assert torch.equal(got, x * 3)  # cdiv(256, 128) + cdiv(257, 128) - cdiv(256, 128)
+
+
+def test_zero_and_fill_of_a_fresh_allocation(idioms) -> None:
+    x = torch.randn(16, 256)
+    acc, base = idioms.kernels["filled"].compile(chip="v5e")(x)
+    assert torch.equal(acc, x)
+    assert torch.equal(base, 2.5 * x)
+
+
+def test_overlapping_strides_are_one_diagnostic(idioms) -> None:
+    with pytest.raises(CompileError) as info:
+        idioms.kernels["overlapping"].compile(chip="v5e")
+    (diag,) = info.value.diagnostics
+    assert diag.code == "HPL105" and "overlap" in diag.message
+
+
+def test_position_tensors_shaped_to_broadcast_index_jointly(idioms) -> None:
+    """`hl.load(x, [m[:, None, None], n[None]])` reads x at the broadcast positions (torch's advanced indexing),
+    in the compiled kernel and in the eager reference alike."""
+    x = torch.randn(8, 512)
+    want = x.reshape(8, 4, 128).amax(-1)
+    ck = idioms.kernels["group_amax"].compile(chip="v5e")
+    assert torch.equal(ck(x, 128), want)
+    got = run_reference(textwrap.dedent(IDIOMS), "group_amax", [x, 128], list(ck.config["block_sizes"]))
+    assert torch.equal(got, want)
