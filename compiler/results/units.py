@@ -33,7 +33,8 @@ def kernel_units(kernel: Kernel, chip: str, file: str) -> list[Unit]:
         configs = [kernel.decorator_config] * len(shape_sets)
     origins = list(kernel.shape_set_origins) if kernel.shape_sets else [None]
     return [Unit(i, args, config, UnitKey(kernel.source_hash, format_args(args) if args else "",
-                                          repr(config) if config else "", chip, file, _origin(origins[i])))
+                                          repr(config) if config else "", chip, file, _origin(origins[i]),
+                                          kernel.analysis_hash))
             for i, (args, config) in enumerate(zip(shape_sets, configs, strict=True))]
 
 
