@@ -24,7 +24,11 @@ from typing import TYPE_CHECKING, Any
 from . import pipeline
 from .frontend.call_shapes import InferredShapes, ShapeOrigin
 from .frontend.limits import too_deep
+<<<<<<< HEAD
 from .frontend.module import KernelDef, ModuleInfo, followed_files, parse_module, source_hash, used_helpers
+=======
+from .frontend.module import KernelDef, ModuleInfo, analysis_hash, parse_module, source_hash, used_helpers
+>>>>>>> cache-check
 from .frontend.notebook import NotebookError, NotebookModule, read_notebook
 from .frontend.shape_hint import no_shapes_hint, required_params
 from .ir.callables import coerce_args
@@ -198,6 +202,20 @@ class Kernel:
             node = self.definition.node
             text = "".join(self.source.splitlines(keepends=True)[node.lineno - 1 : node.end_lineno])
             return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+    @cached_property
+    def analysis_hash(self) -> str:
+        """What a remembered analysis of this kernel is keyed by besides its unit: everything of the file (and
+        of the files read for it) the analysis may read (frontend.module.analysis_hash), with the comment
+        lines above the kernel (its shape lines)."""
+        node = self.definition.node
+        lines = self.source.splitlines()
+        line = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 2
+        comments = []
+        while 0 <= line < len(lines) and lines[line].lstrip().startswith("#"):
+            comments.append(lines[line].strip())
+            line -= 1
+        return analysis_hash(node, self.info, "\n".join(reversed(comments)))
 
     @cached_property
     def _helpers(self) -> list:

@@ -444,7 +444,8 @@ async def test_a_notebooks_remembered_results_are_shown_on_the_cell_that_now_hol
     finally:
         await srv.stop()
 
-    srv, (_, added, kernel_cell) = await session([header, "n = 1\n# another cell\n", kernel])
+    # a cell whose code no kernel reads (a module-level statement would be: every one is in the key)
+    srv, (_, added, kernel_cell) = await session([header, "def unrelated():\n    return 1\n# another cell\n", kernel])
     try:
         stats = await srv.stats()
         assert stats["counts"]["recalled"] >= 1

@@ -6,6 +6,7 @@ import ast
 import copy
 import functools
 import hashlib
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -57,6 +58,10 @@ class ModuleInfo:
     followed: tuple[str, ...] | None = None  # the workspace files read for its imports (workspace_imports.py)
     kernels: list[KernelDef] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    # other files the front end read for this module (path -> sha256 of the text read): `read_other_file`
+    # records them, and every kernel's `analysis_hash` covers them
+    files_read: dict[str, str] = field(default_factory=dict)
+    _shared: tuple[str, frozenset[str]] | None = field(default=None, repr=False)  # see _module_part
 
 
 def parse_module(source: str, where: str | None = None) -> ModuleInfo:
@@ -409,6 +414,99 @@ def source_hash(fn: ast.FunctionDef, helpers: list[ast.FunctionDef], constants: 
                 definitions: dict[str, list[ast.stmt]] | None = None) -> str:
     """The kernel's identity for stored tuning results (see `normalized_hash`)."""
     return normalized_hash([fn, *helpers], constants, definitions)
+
+
+def read_other_file(info: ModuleInfo, path: str) -> str:
+    """The text of another file the front end evaluates code from for this module (a module of the
+    workspace it imports), recorded in `info.files_read` so that remembered results of its kernels are keyed
+    by that text too. Read through here, before a kernel's `analysis_hash` is taken. Raises OSError."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        text = f.read()
+    info.files_read[os.path.abspath(path)] = hashlib.sha256(text.encode()).hexdigest()
+    return text
+
+
+def analysis_hash(fn: ast.FunctionDef, info: ModuleInfo, shape_lines: str = "") -> str:
+    """Everything of its file a kernel's analysis may read, hashed: the kernel; every top-level statement
+    that is not a function or class definition (every import, wherever it sits, every constant and module-level
+    block) except an `if __name__ == "__main__":` block; every function and class those and the kernel name,
+    transitively (helpers, combine functions given as values, functions a constant is computed by);
+    `shape_lines` (the kernel's shape-line comments); and the other files read for the module. Functions and
+    classes nothing names (other kernels, tests, `main`) are left out, so editing one kernel keeps the others'
+    results. Comments, whitespace, docstrings and the decorator's `config=` are not in it (the unit's key holds
+    its config). This is deliberately wider than `source_hash` (the tuning identity): a remembered analysis
+    must be exactly what a fresh one would say."""
+    if info.tree is None:
+        return hashlib.sha256(info.source.encode()).hexdigest()[:20]
+    try:
+        shared, names = _module_part(info)
+        defined = _top_level_definitions(info.tree)
+        chosen: dict[int, ast.stmt] = {}
+        todo = sorted({*names, *_loaded_names(fn)})
+        done = set(todo)
+        while todo:
+            for stmt in defined.get(todo.pop(), ()):
+                if stmt is fn or id(stmt) in chosen:
+                    continue
+                chosen[id(stmt)] = stmt
+                for name in _loaded_names(stmt) - done:
+                    done.add(name)
+                    todo.append(name)
+        h = hashlib.sha256(shared.encode())
+        for dump in [normal_dump(fn), *sorted(normal_dump(s) for s in chosen.values())]:
+            h.update(b"\0" + dump.encode())
+    except RecursionError:  # too deep to walk (it gets a diagnostic): the whole file's text instead
+        h = hashlib.sha256(info.source.encode())
+    h.update(b"\0shape lines\0" + shape_lines.encode())
+    for path in sorted(info.files_read):
+        h.update(f"\0file {path}={info.files_read[path]}".encode())
+    for path in followed_files(info):  # the workspace files its imports are evaluated from (workspace_imports.py)
+        h.update(f"\0followed {path}={_text_hash(path)}".encode())
+    return h.hexdigest()[:20]
+
+
+def _text_hash(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return "unreadable"
+
+
+def _module_part(info: ModuleInfo) -> tuple[str, frozenset[str]]:
+    """The hash of the module's top-level statements that are not definitions nor a main block, and the names
+    they read (computed once per module: every kernel's key shares it)."""
+    if info._shared is None:
+        assert info.tree is not None
+        h = hashlib.sha256()
+        names: set[str] = set()
+        for stmt in info.tree.body:
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) or _is_main_block(stmt):
+                continue
+            h.update(normal_dump(stmt).encode() + b"\0")
+            names |= _loaded_names(stmt)
+        info._shared = (h.hexdigest(), frozenset(names))
+    return info._shared
+
+
+def _top_level_definitions(tree: ast.Module) -> dict[str, list[ast.stmt]]:
+    table: dict[str, list[ast.stmt]] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            table.setdefault(stmt.name, []).append(stmt)
+    return table
+
+
+def _loaded_names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _is_main_block(stmt: ast.stmt) -> bool:
+    """`if __name__ == "__main__":` (what the analysis never runs)."""
+    test = stmt.test if isinstance(stmt, ast.If) else None
+    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+            and len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value == "__main__")
 
 
 def target_name(target: ast.expr, axis: int) -> str:

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1]  # compiler/
-DISTRIBUTIONS = ("torch", "jax", "jaxlib", "libtpu")  # their versions change meta typing, lowering, libtpu
+# the product's own version, and those whose versions change meta typing, lowering, libtpu
+DISTRIBUTIONS = ("helion-ls", "torch", "jax", "jaxlib", "libtpu")
 
 
 @dataclass(frozen=True)
@@ -25,10 +26,15 @@ class UnitKey:
     # for a shape set found in the file's calls: that call (a diagnostic may name it and point at it), so a
     # result is not shown again once the call has moved or another call gives the shapes
     origin: str = ""
+    # Kernel.analysis_hash: everything else of the file the analysis may read (every import, constant and
+    # module-level block, the functions they and the kernel name, its shape lines) and the other files read
+    # for it (path and content hash); "" only in tests of the cache itself
+    inputs: str = ""
 
     def digest(self, stage: str) -> str:
         """The row key of this unit's `stage` result under the current environment."""
-        fields = [environment(), stage, self.source_hash, self.shape_key, self.config, self.chip, self.file, self.origin]
+        fields = [environment(), stage, self.source_hash, self.shape_key, self.config, self.chip, self.file, self.origin,
+                  self.inputs]
         return hashlib.sha256(json.dumps(fields).encode()).hexdigest()
 
 
@@ -36,7 +42,7 @@ class UnitKey:
 def environment() -> str:
     """A fingerprint of everything besides the unit that a result depends on: the compiler's own source
     files (so an edited or upgraded compiler never reuses an older one's results), the Python version and
-    the versions of torch, jax, jaxlib and libtpu. Reads package metadata; imports none of them."""
+    the versions of the product itself, torch, jax, jaxlib and libtpu. Reads package metadata; imports none of them."""
     import importlib.metadata  # here: its import alone is a noticeable part of a worker's start
 
     h = hashlib.sha256(sys.version.encode())

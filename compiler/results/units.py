@@ -40,7 +40,8 @@ def kernel_units(kernel: Kernel, chip: str, file: str, path: str | None = None) 
     if path is not None and any(c is None for c in configs):
         configs, sources = _vllm_entries(kernel, chip, path, configs, origins)
     return [Unit(i, args, config, UnitKey(kernel.source_hash, format_args(args) if args else "",
-                                          repr(config) if config else "", chip, file, _origin(origins[i])),
+                                          repr(config) if config else "", chip, file, _origin(origins[i]),
+                                          kernel.analysis_hash),
                  sources[i])
             for i, (args, config) in enumerate(zip(shape_sets, configs, strict=True))]
 
