@@ -8,9 +8,12 @@ measured point (±20 % on 90 % of the points; 95 % of the pairs the chip separat
 order), and how often the chip orders two configs as the model does by how far apart the model puts them (what
 ModelConstants.resolution is read off). The model's figures are compared without the launch term: the tpu
 evaluator times loops of pipelined calls. With --tuned, the winners of `helion-pallas tune --evaluator tpu --json`
-on the same chip against the sweep's best (within 1.02x). Model figures are ESTIMATES for the named chip.
+on the same chip against the sweep's best (within 1.02x). Then the same bars on points the model's fit did not see
+(issue 41): the sweep's points, each judged by constants refitted without its fold (5 folds) and without its kernel's
+shape (calibrate.held_out over every fit point of the chip), and, with --new-shapes, points measured at shapes no
+fit has seen (bench/chip_new_shapes.py), judged by the model as it is. Model figures are ESTIMATES for the named chip.
 
-    python bench/tune_vs_chip.py RUN.json [RUN2.json ...] [--tuned TUNE.json ...]
+    python bench/tune_vs_chip.py RUN.json [RUN2.json ...] [--tuned TUNE.json ...] [--new-shapes NEW.json ...]
 """
 
 from __future__ import annotations
@@ -28,7 +31,17 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from calibrate import SEPARATION, Modelled, compile_point, separated_pairs  # noqa: E402
+import published  # noqa: E402
+from calibrate import (  # noqa: E402
+    DEFAULT_PARAMS,
+    SEPARATION,
+    HeldOut,
+    Modelled,
+    compile_point,
+    geomean_error,
+    held_out,
+    separated_pairs,
+)
 from published import REPO, Point  # noqa: E402
 from tpu_measure import model_pick, report_fits  # noqa: E402
 
@@ -110,6 +123,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tuned", nargs="+", default=[], metavar="JSON",
                         help="`helion-pallas tune --evaluator tpu --json` results on the same chip: each measured "
                              "winner against the sweep's best for its kernel (issue 29: within 1.02x)")  # fmt: skip
+    parser.add_argument("--new-shapes", nargs="+", default=[], metavar="JSON",
+                        help="bench/chip_new_shapes.py runs on the same chip: the model against shapes no fit saw")
+    parser.add_argument("--no-held-out", action="store_true", help="skip the refits on held-out folds (minutes)")
     args = parser.parse_args(argv)
     chip, by_kernel, tried = sweep_points(args.runs)
     tuned = tuned_results(args.tuned)
@@ -143,7 +159,62 @@ def main(argv: list[str] | None = None) -> int:
     print(f"every pick within {PICK_BAR}x of the best of >= 30 configs: {'met' if met else 'NOT MET'}")
     resolution(chip, by_kernel)
     tuned_met = tuned_against_sweep(tuned, chip, by_kernel)
-    return 0 if met and tuned_met and share >= SHARE_BAR and order >= PAIR_BAR else 1
+    held_met = True
+    if not args.no_held_out:
+        held_met = held_out_sweep(chip, by_kernel)
+    if args.new_shapes:
+        held_met &= new_shapes(args.new_shapes, chip)
+    return 0 if met and tuned_met and held_met and share >= SHARE_BAR and order >= PAIR_BAR else 1
+
+
+def held_out_sweep(chip: str, by_kernel: dict[str, list[Modelled]]) -> bool:
+    """The sweep's points judged by constants fitted without them (calibrate.held_out over the chip's fit points,
+    the sweep's among them); whether both splits meet the bars."""
+    from compiler.ir.config import Config
+    from compiler.tune.constants import constants_for
+
+    fitted = [compile_point(p, chip) for p in published.points(chip, "fit")]
+    swept = {(m.point.kernel, m.point.args, repr(Config(m.point.config))) for ms in by_kernel.values() for m in ms}
+    judged = [m for m in fitted if (m.point.kernel, m.point.args, repr(Config(m.point.config))) in swept]
+    print(f"held out: the {len(judged)} sweep points among {chip}'s {len(fitted)} fit points, each judged by a refit "
+          f"({', '.join(DEFAULT_PARAMS)}) that did not see it")
+    met = True
+    for how in ("kfold", "shape"):
+        result = held_out(fitted, constants_for(chip), DEFAULT_PARAMS, how, judged)
+        print("  " + result.line(), flush=True)
+        met &= result.met
+    return met
+
+
+def new_shapes(paths: list[str], chip: str) -> bool:
+    """The model as it is against points measured at shapes no fit saw (bench/chip_new_shapes.py), per kernel and in
+    all; whether the bars are met."""
+    groups: dict[tuple[str, str], list[Modelled]] = defaultdict(list)
+    for path in paths:
+        data = json.loads(Path(path).read_text())
+        if data.get("interpret") or data["chip"] != chip:
+            sys.exit(f"{path}: not a TPU run on {chip}")
+        for m in data["points"]:
+            if m.get("seconds") is None:
+                continue
+            point = Point("new", m["file"], m["kernel"], m["args"], m["config"], 0, m["label"], seconds=m["seconds"])
+            c = compile_point(point, chip)
+            groups[(m["kernel"], m["args"])].append(Modelled(c.point, c.plan, c.seconds, dispatch=False))
+    print(f"new shapes (no fit saw them), the model as it is on {chip}:")
+    total = within = pairs = ordered = 0
+    errors = []
+    for (kernel, args), group in sorted(groups.items()):
+        errs = [m.error() for m in group]
+        found = separated_pairs(group)
+        total, within = total + len(group), within + sum(abs(e) <= POINT_BAR for e in errs)
+        pairs, ordered = pairs + len(found), ordered + sum(ok for _, _, ok in found)
+        errors += errs
+        fastest = min(group, key=lambda m: m.seconds)
+        print(f"  {kernel:<14} {args:<72} {len(group)} configs, fastest {fastest.seconds * 1e3:9.4f} ms, model "
+              f"{', '.join(f'{100 * e:+.0f}%' for e in errs)}")
+    result = HeldOut("new shape", total, within, pairs, ordered, geomean_error(errors))
+    print("  " + result.line())
+    return result.met
 
 
 GAPS = (0.0, 0.03, 0.05, 0.10, math.inf)  # the model's predicted gap between two configs, binned

@@ -13,7 +13,7 @@ from test_checks_libtpu import libtpu
 import compiler
 from compiler.ir.chips import get_chip
 from compiler.tune.constants import SEED_UNROLL
-from compiler.tune.correctness import CorrectnessResult, check_compiled, prepare_check
+from compiler.tune.correctness import CorrectnessResult, check_case, check_compiled, prepare_check
 from compiler.tune.driver import TuneOptions, tune
 from compiler.tune.evaluators import Problem, probe_tpu
 from compiler.tune.executors import Executor, InlineExecutor
@@ -405,6 +405,37 @@ def test_a_vmem_rejection_passes_over_the_configs_it_shows_would_not_fit_either(
         result.notes)
 
 
+def test_a_check_that_asked_the_tpu_compiler_is_remembered_with_its_verdict(tmp_path) -> None:
+    """The TPU compiler's rejection at the real shapes is kept with the gate's other verdicts (what it needed
+    included), so a second run never compiles that config with libtpu again; a case whose real-shape module
+    differs is not answered by it, nor one that did not ask the TPU compiler."""
+    from dataclasses import replace
+
+    from compiler.results import AnalysisCache
+    from compiler.tune.correctness import RealCompile
+    from compiler.tune.verdicts import Verdicts
+
+    problem = _problem("softmax", 0)
+    kernel = problem.load_kernel()
+    config = kernel.default_config(problem.args, get_chip("v5e"))
+    case = prepare_check(kernel, problem.args, config, get_chip("v5e"))
+    real = RealCompile.of(kernel.compile(args=dict(problem.args), config=dict(config), chip=get_chip("v5e")))
+    case = replace(case, real=real)
+    rejected = CorrectnessResult("failed", "the TPU compiler rejects it at ...: HPL302 out of VMEM", real.shapes,
+                                 vmem_needed_bytes=200 << 20, vmem_estimated_bytes=real.vmem_total_bytes,
+                                 tpu_compiler="rejects")
+    Verdicts(AnalysisCache(tmp_path / "a.sqlite")).keep(case, 0, rejected)
+    again = Verdicts(AnalysisCache(tmp_path / "a.sqlite"))
+    got = again.recall(case, 0)
+    assert got is not None and got.verdict == "failed" and got.tpu_compiler == "rejects", got
+    assert (got.vmem_needed_bytes, got.vmem_estimated_bytes) == (200 << 20, real.vmem_total_bytes)
+    assert again.recall(replace(case, real=replace(real, source=real.source + "\n")), 0) is None
+    assert again.recall(replace(case, real=None), 0) is None
+    # a check that failed for another reason (it raised) is still tried again
+    again.keep(case, 1, CorrectnessResult("failed", "the generated kernel raised", real.shapes))
+    assert again.recall(case, 1) is None
+
+
 def test_the_warm_up_starts_the_reference_process() -> None:
     from compiler.tune.correctness import reference_process
     from compiler.tune.warm_gate import warm_up
@@ -580,19 +611,31 @@ def test_the_gate_runs_the_eager_reference_with_the_configs_tunables():
 
 
 @libtpu
-def test_gate_fails_a_config_the_tpu_compiler_rejects_at_the_real_shapes() -> None:
+def test_gate_fails_a_config_the_tpu_compiler_rejects_at_the_real_shapes(monkeypatch) -> None:
     """Attention 8k at [1, 4096, 1024]: the tuner's v5e pick (unroll) was 117 MiB by the VMEM report (fits v5e's
     128), 168.66 MiB to the TPU compiler, and it failed on a v5e. The reduced shapes the gate runs fit; the real
     ones do not, so the gate asks libtpu at the real shapes and the runner-up is tried instead of reporting this
-    one. (50 s of libtpu: the fori_loop twin that stood for it is no longer rejected, now that the generated
-    code asks for the VMEM it needs, and no quicker config falls as far short of the report on a v5e.)"""
+    one. The search's half (prepare_check) never waits on libtpu: it hands the real-shape module to the check,
+    which asks while the reduced run goes on. (~50 s of libtpu.)"""
+    import compiler.tpu.libtpu_compile as libtpu_compile
+
     problem = _problem("attention", 0)
     kernel = problem.load_kernel()
     config = {"block_sizes": [1, 4096, 1024], "loop_orders": [[1, 0]], "pallas_loop_type": "unroll"}
+    real_compile = libtpu_compile.TpuCompiler.compile
+    asked = []
+
+    def counted(self, *args, **kwargs):
+        asked.append(time.perf_counter())
+        return real_compile(self, *args, **kwargs)
+
+    monkeypatch.setattr(libtpu_compile.TpuCompiler, "compile", counted)
     case = prepare_check(kernel, problem.args, config, get_chip("v5e"))
-    assert isinstance(case, CorrectnessResult) and case.verdict == "failed", case
-    assert "the TPU compiler rejects it" in case.message and "HPL302" in case.message, case.message
+    assert not isinstance(case, CorrectnessResult) and case.real is not None, case
+    assert asked == []  # preparing the case compiled nothing with libtpu
+    verdict = check_case(case)
+    assert len(asked) == 1
+    assert verdict.verdict == "failed" and verdict.tpu_compiler == "rejects", verdict
+    assert "the TPU compiler rejects it" in verdict.message and "HPL302" in verdict.message, verdict.message
     # what it needed against the report's total, for the gate to pass over configs that would fall as short
-    assert case.vmem_needed_bytes > get_chip("v5e").max_vmem_limit_bytes > case.vmem_estimated_bytes
-    small = {"block_sizes": [1, 256, 256], "pallas_loop_type": "unroll"}
-    assert not isinstance(prepare_check(kernel, problem.args, small, get_chip("v5e")), CorrectnessResult)
+    assert verdict.vmem_needed_bytes > get_chip("v5e").max_vmem_limit_bytes > verdict.vmem_estimated_bytes

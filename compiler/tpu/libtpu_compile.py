@@ -316,7 +316,11 @@ def kernel_vmem(hlo_text: str) -> dict[str, int | None]:
     return {"vmem_limit_bytes": max(limits, default=None), "vmem_used_bytes": max(used, default=None)}
 
 
-def _arg_json(arg: Arg) -> dict:
+def encode_arg(arg: Arg | dict) -> dict:
+    """One argument as the worker reads it; a dict is one already encoded (a tensor as {"shape", "dtype"}:
+    callers without jax, such as the tuner's gate, encode their own)."""
+    if isinstance(arg, dict):
+        return arg
     if isinstance(arg, list):
         return {"value": arg}  # a list argument is not static (unhashable); the generated code never reads it
     if isinstance(arg, int | float | tuple | str) or arg is None:
@@ -408,7 +412,7 @@ class TpuCompiler:
             "source": source,
             "entry": entry,
             "filename": filename,
-            "args": [_arg_json(a) for a in arg_structs],
+            "args": [encode_arg(a) for a in arg_structs],
             "chip": chip.name,
             "dump": dump_mosaic,
         }

@@ -6,6 +6,12 @@ It comes in two halves so that the process that searched does the compiling and 
 whose compiler is warm) into a `GateCase` of plain data; `check_case` runs it (in a worker, which then never
 traces a kernel and so never pays for torch's tracing machinery).
 
+The TPU compiler's verdict at the REAL shapes (libtpu's deviceless compile, where libtpu is installed) is part
+of the check: `prepare_check` only records what that compile needs (`RealCompile`, the config's module at the
+real shapes) and the worker asks libtpu while it runs the reduced check, so the search never waits on a
+compile that takes seconds (attention 8k unrolled: ~7 s), and the verdict is remembered with the rest of the
+check (verdicts.py).
+
 The generated module runs (TPU interpret mode on a CPU machine) on random inputs of the reduced shapes
 (shrink.py) and its results — returned tensors and tensors it wrote in place — are compared with the eager
 reference run of the ORIGINAL kernel source (compiler.reference) on the same inputs and block sizes. A
@@ -19,6 +25,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import math
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -29,7 +36,7 @@ import torch
 from ..api import Kernel
 from ..compiled import CompiledKernel
 from ..ir.chips import Chip, get_chip
-from ..ir.specs import ArgSpec, format_args
+from ..ir.specs import ArgSpec, TensorSpec, format_args
 from ..ir.tables import IndexTable
 from ..reference import ReferenceProcess, ReferenceRunError
 from ..reference.inputs import Drawn
@@ -57,6 +64,9 @@ class CorrectnessResult:
     # the TPU compiler ran out of VMEM at the real shapes: what it needed, and the VMEM report's total there
     vmem_needed_bytes: int | None = None
     vmem_estimated_bytes: int | None = None
+    # what the TPU compiler said at the real shapes: "accepts", "rejects", "unknown" (it timed out or crashed);
+    # None: not asked (no libtpu here)
+    tpu_compiler: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -72,7 +82,16 @@ class CorrectnessResult:
         }
         if self.vmem_needed_bytes is not None:
             out |= {"vmem_needed_bytes": self.vmem_needed_bytes, "vmem_estimated_bytes": self.vmem_estimated_bytes}
+        if self.tpu_compiler is not None:
+            out["tpu_compiler"] = self.tpu_compiler
         return out
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any], note: str = "") -> CorrectnessResult:
+        """The result `to_json` wrote (KeyError / TypeError when it is not one)."""
+        return CorrectnessResult(data["verdict"], data["message"] + note, data["shapes"], data.get("max_error"), 0.0,
+                                 data.get("vmem_needed_bytes"), data.get("vmem_estimated_bytes"),
+                                 data.get("tpu_compiler"))
 
 
 _reference: ReferenceProcess | None = None
@@ -87,6 +106,26 @@ def reference_process() -> ReferenceProcess:
         _reference = ReferenceProcess(threads=1)
         atexit.register(_reference.close)
     return _reference
+
+
+@dataclass(frozen=True)
+class RealCompile:
+    """The checked config's module at the REAL shapes: what the TPU compiler's verdict needs. Plain data."""
+
+    source: str
+    entry: str
+    args: tuple[dict[str, Any], ...]  # encoded as the libtpu worker reads them (libtpu_compile.encode_arg)
+    shapes: str
+    vmem_total_bytes: int  # the VMEM report's total there, against which libtpu's need is set
+
+    @staticmethod
+    def of(ck: CompiledKernel) -> RealCompile:
+        from ..tpu.libtpu_compile import encode_arg
+
+        tensors = [{"shape": list(s.shape), "dtype": "int32" if s.dtype_name == "int64" else s.dtype_name}
+                   for s in ck.call_specs.values() if isinstance(s, TensorSpec)]  # int64 passes as int32
+        scalars = [encode_arg(v) for v in ck.scalar_args().values()]
+        return RealCompile(ck.source, ck.entry, tuple(tensors + scalars), format_args(ck.args), ck.vmem.total_bytes)
 
 
 @dataclass(frozen=True)
@@ -109,9 +148,11 @@ class GateCase:
     # attention's score_mod) are compiled into the module, so `args` leaves them out; empty: same as `args`
     reference_args: dict[str, ArgSpec] = field(default_factory=dict)
     tables: tuple[IndexTable, ...] = ()  # CompiledKernel.tables: drawn as the offsets, positions, counts they are
+    real: RealCompile | None = None  # asked of the TPU compiler while the check runs; None: not asked
 
     @staticmethod
-    def of(ck: CompiledKernel, config: Mapping[str, Any] | None = None, prepare_seconds: float = 0.0) -> GateCase:
+    def of(ck: CompiledKernel, config: Mapping[str, Any] | None = None, prepare_seconds: float = 0.0,
+           real: RealCompile | None = None) -> GateCase:
         k = ck.kernel
         blocks = tuple(ck.config.get("block_sizes", []))
         # the generated function's own parameters: defaulted ones included, a lambda default left out
@@ -119,14 +160,15 @@ class GateCase:
         reference_args = {p.arg: full[p.arg] for p in k.definition.node.args.args if p.arg in full}
         return GateCase(ck.source, ck.entry, tuple(ck.call_specs), dict(ck.call_specs), ck.chip.name, tuple(ck.mutated),
                         k.source, k.name, k.path, blocks, dict(config if config is not None else ck.config),
-                        prepare_seconds, reference_args, ck.tables)  # fmt: skip
+                        prepare_seconds, reference_args, ck.tables, real)  # fmt: skip
 
 
 def prepare_check(
     kernel: Kernel, args: Mapping[str, ArgSpec], config: Mapping[str, Any], chip: Chip
 ) -> GateCase | CorrectnessResult:
-    """Shrink the shapes and compile `config` for them; a config that does not compile is failed here, and so
-    is one the TPU compiler rejects at the real shapes (tpu_rejects)."""
+    """Shrink the shapes and compile `config` for them; a config that does not compile is failed here. Where
+    libtpu is installed, the case carries the config's module at the real shapes, for the worker to ask the
+    TPU compiler (tpu_verdict) — asked there, not here, so that no search waits on it."""
     start = time.perf_counter()
     try:
         small = reduced_args(kernel, args, config, chip)
@@ -136,36 +178,47 @@ def prepare_check(
         return CorrectnessResult(
             "failed", f"does not compile: {message}", format_args(args), seconds=time.perf_counter() - start
         )
-    rejected = tpu_rejects(kernel, args, config, chip)
-    if rejected is not None:
-        return replace(rejected, seconds=time.perf_counter() - start)
-    return GateCase.of(ck, config, time.perf_counter() - start)
+    return GateCase.of(ck, config, time.perf_counter() - start, real_compile(kernel, args, config, chip))
 
 
-def tpu_rejects(
+def real_compile(
     kernel: Kernel, args: Mapping[str, ArgSpec], config: Mapping[str, Any], chip: Chip
-) -> CorrectnessResult | None:
-    """The failed verdict of a `config` the TPU compiler (libtpu's deviceless compile for `chip`) rejects at the
-    real shapes, or None when it accepts it or cannot say (no libtpu). The reduced run cannot show what only
-    the real shapes have: attention 8k's [1, 4096, 1024] unroll, 117 MiB by the VMEM report, needs 168.66 MiB
-    of the v5e's 128 to the TPU compiler and failed on the chip. Out of VMEM, it says what was needed."""
+) -> RealCompile | None:
+    """`config` compiled at the real shapes for the TPU compiler's verdict, or None where it cannot be asked
+    (no libtpu) or the config does not compile there (the reduced compile says what is wrong)."""
     from ..tpu.libtpu_compile import libtpu_available
 
     if not libtpu_available():
         return None
     try:
-        ck = kernel.compile(args=dict(args), config=dict(config), chip=chip)
+        return RealCompile.of(kernel.compile(args=dict(args), config=dict(config), chip=chip))
     except CompileError:
-        return None  # the search compiled it at these shapes; the reduced compile above says what is wrong
-    errors = [d for d in ck.check_tpu_compile() if d.is_error]
-    if not errors:
         return None
-    first = errors[0]
-    data = first.data or {}
-    needed = data.get("requested_bytes") if data.get("kind") == "vmem_oom" else None
-    message = f"the TPU compiler rejects it at {format_args(args)}: {first.code} {first.message}"
-    return CorrectnessResult("failed", message, format_args(args), vmem_needed_bytes=needed,
-                             vmem_estimated_bytes=ck.vmem.total_bytes if needed else None)
+
+
+def tpu_verdict(real: RealCompile, chip: Chip) -> CorrectnessResult:
+    """The TPU compiler's verdict (libtpu's deviceless compile for `chip`) on the config at the real shapes:
+    `tpu_compiler` "accepts", "rejects" (verdict failed, and out of VMEM, what it needed against the report's
+    total) or "unknown" (the compile timed out or crashed). The reduced run cannot show what only the real
+    shapes have: attention 8k's [1, 4096, 1024] unroll, 117 MiB by the VMEM report, needs 168.66 MiB of the
+    v5e's 128 to the TPU compiler and failed on the chip."""
+    from ..tpu.libtpu_compile import tpu_compile
+    from ..tpu.truth import compile_code
+
+    result = tpu_compile(real.source, real.entry, list(real.args), chip, dump_mosaic=False,
+                         filename=f"<helion-pallas {real.entry}>")
+    if result.ok:
+        return CorrectnessResult("ok", "the TPU compiler accepts it", real.shapes, seconds=result.wall_seconds,
+                                 tpu_compiler="accepts")
+    if result.kind in ("timeout", "crash"):
+        return CorrectnessResult("unverified", f"the TPU compiler's verdict is unknown (its compile ended by "
+                                 f"{result.kind} after {result.wall_seconds:.0f} s)", real.shapes,
+                                 seconds=result.wall_seconds, tpu_compiler="unknown")
+    needed = result.numbers.get("requested_bytes") if result.kind == "vmem_oom" else None
+    what = (result.key_line or result.error or "compile failed").strip()[:300]
+    message = f"the TPU compiler rejects it at {real.shapes}: {compile_code(result.kind)} {what}"
+    return CorrectnessResult("failed", message, real.shapes, seconds=result.wall_seconds, vmem_needed_bytes=needed,
+                             vmem_estimated_bytes=real.vmem_total_bytes if needed else None, tpu_compiler="rejects")
 
 
 def check_config(
@@ -182,7 +235,35 @@ def check_compiled(ck: CompiledKernel, seed: int = 0) -> CorrectnessResult:
 
 
 def check_case(case: GateCase, seed: int = 0) -> CorrectnessResult:
-    """Run the case's generated module and the eager reference on the same random inputs and compare."""
+    """Run the case's generated module and the eager reference on the same random inputs and compare; where
+    the case carries its real-shape module, the TPU compiler is asked at the same time (a thread waiting on
+    the libtpu worker process) and a config it rejects fails."""
+    if case.real is None:
+        return _compare(case, seed)
+    asked: list[CorrectnessResult | BaseException] = []
+
+    def ask(real: RealCompile = case.real) -> None:
+        try:
+            asked.append(tpu_verdict(real, get_chip(case.chip)))
+        except BaseException as exc:  # noqa: BLE001 - raised below, in the caller's thread
+            asked.append(exc)
+
+    thread = threading.Thread(target=ask, name="helion-gate-libtpu", daemon=True)
+    thread.start()
+    compared = _compare(case, seed)
+    thread.join()
+    verdict = asked[0]
+    if isinstance(verdict, BaseException):
+        raise verdict
+    if verdict.tpu_compiler == "rejects":
+        return replace(verdict, seconds=compared.seconds)
+    if verdict.tpu_compiler == "unknown" and compared.ok:
+        return replace(compared, tpu_compiler="unknown", message=f"{compared.message}; {verdict.message}")
+    return replace(compared, tpu_compiler=verdict.tpu_compiler)
+
+
+def _compare(case: GateCase, seed: int) -> CorrectnessResult:
+    """The reduced run: the case's generated module and the eager reference on the same random inputs."""
     from ..tpu.runtime import load_entry, run
 
     start = time.perf_counter()
