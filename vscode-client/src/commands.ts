@@ -189,7 +189,7 @@ export function registerCommands(context: CommandContext): vscode.Disposable[] {
     "helion-ls.applyBestConfig": () => applyBestConfig(context),
     "helion-ls.cancelTuning": () => cancelTuning(context),
     "helion-ls.showTuningPlot": async () => plots.show(await kernelAtCursor(server, pythonEditor())),
-    "helion-ls.selectChip": () => selectChip(context.chips),
+    "helion-ls.selectChip": () => selectChip(context.chips, context.server.machine),
     "helion-ls.selectInterpreter": selectInterpreter,
     "helion-ls.restartServer": () => server.restart(),
     "helion-ls.showOutput": async () => server.output.show(true),
