@@ -15,6 +15,7 @@ from pygls.lsp.server import LanguageServer
 
 from .analysis import Analyzer
 from .check_client import CheckClient
+from .chip_owner import needs_chip
 from .compile_pool import CompilePool
 from .documents import Loaded
 from .lsp import UTF16
@@ -62,7 +63,8 @@ class HelionServer(LanguageServer):
             remembered=self.remembered,
         )
         # features.commands connects it to the client; while it tunes, background work waits (foreground.py)
-        self.tuner = Tuner(on_change=lambda job: None, foreground=self.pool.foreground, standby=True)
+        self.tuner = Tuner(on_change=lambda job: None, foreground=self.pool.foreground, standby=True,
+                           needs_chip=lambda spec: needs_chip(spec.kind, spec.evaluator, spec.chip))
         self.checker = Tuner(on_change=lambda job: None, limit=1)  # the TPU compiler's checks (features/crosscheck.py)
         self.stores: dict[str, StoreView] = {}
         self.watcher: Watcher | None = None

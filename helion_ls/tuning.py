@@ -33,6 +33,7 @@ from typing import Any
 
 from compiler.support import lifeline
 
+from .chip_owner import fallback_reason, waiting_title
 from .foreground import Foreground
 from .standby import Forked, Standby
 
@@ -106,6 +107,8 @@ class TuneJob:
     finished: float | None = None
     events: int = 0  # progress events received from the tuner
     shown: tuple[int, int, int] = (0, 0, 0)  # (evaluated, total, events) as last told the client (`show`)
+    place: int = 0  # queued for this machine's TPU: its place in the chip's line (2 = next), else 0
+    fallback: str | None = None  # why the tuner used the model on a machine with the chip (chip_owner.py)
     proc: asyncio.subprocess.Process | Forked | None = field(default=None, repr=False)
     done: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
 
@@ -121,7 +124,7 @@ class TuneJob:
         it says it is starting (its imports take seconds), not "0"."""
         evaluated, total, events = self.shown
         if self.state == "queued":
-            return "Tuning queued…"
+            return waiting_title(self.place) if self.place else "Tuning queued…"
         if self.state != "running":
             return f"Tuning {self.state}"
         if self.phase == "verifying":
@@ -141,7 +144,7 @@ class TuneJob:
 
 class Tuner:
     def __init__(self, on_change: Callable[[TuneJob], None], limit: int = 2, foreground: Foreground | None = None,
-                 standby: bool = False):
+                 standby: bool = False, needs_chip: Callable[[TuneSpec], bool] | None = None):
         self.on_change = on_change
         self.limit = limit
         self.foreground = foreground or Foreground()  # counts this Tuner's running jobs
@@ -150,6 +153,10 @@ class Tuner:
         self.jobs: dict[tuple[str, str, int], TuneJob] = {}
         self._queue: list[TuneJob] = []
         self._running: set[asyncio.Task] = set()
+        # jobs that run on this machine's TPU run one at a time: the chip is held from the start of the
+        # job's process to its exit (chip_owner.py)
+        self.needs_chip = needs_chip or (lambda spec: False)
+        self.chip_holder: TuneJob | None = None
 
     def submit(self, spec: TuneSpec) -> TuneJob:
         """Queue a job; an active job for the same unit is returned instead of a second one."""
@@ -202,16 +209,42 @@ class Tuner:
 
     # -- internals ---------------------------------------------------------------------------------
     def _pump(self) -> None:
-        while self._queue and len(self._running) < self.limit:
-            job = self._queue.pop(0)
+        """Start queued jobs in order while fewer than `limit` run; a job that needs the chip while another
+        holds it keeps its place, and the jobs behind it that do not need the chip go ahead."""
+        for job in list(self._queue):
+            if len(self._running) >= self.limit:
+                break
             if not job.active:
+                self._queue.remove(job)
                 continue
+            if self.needs_chip(job.spec):
+                if self.chip_holder is not None:
+                    continue
+                self.chip_holder = job
+            self._queue.remove(job)
+            job.place = 0
             task = asyncio.create_task(self._run(job))
             self._running.add(task)
-            task.add_done_callback(self._finished)
+            task.add_done_callback(lambda t, job=job: self._finished(t, job))
+        self._tell_places()
 
-    def _finished(self, task: asyncio.Task) -> None:
+    def _tell_places(self) -> None:
+        """Each job waiting for the chip is told its place in line when it moves."""
+        waiting = [j for j in self._queue if j.active and self.needs_chip(j.spec)]
+        for place, job in enumerate(waiting, start=2):
+            if self.chip_holder is None:  # waiting for a tuning slot, not for the chip
+                place = 0
+            if job.place != place:
+                job.place = place
+                self.on_change(job)
+
+    def waiting_for_chip(self) -> list[TuneJob]:
+        return [j for j in self._queue if j.active and j.place]
+
+    def _finished(self, task: asyncio.Task, job: TuneJob) -> None:
         self._running.discard(task)
+        if self.chip_holder is job:  # its process has exited (or was killed): the chip is free
+            self.chip_holder = None
         if not task.cancelled() and task.exception() is not None:
             log.error("tuning task failed", exc_info=task.exception())
         self._pump()
@@ -230,9 +263,12 @@ class Tuner:
 
     def _stop(self, job: TuneJob, state: str, message: str, grace: bool = True) -> None:
         """End a job; its tuner gets SIGTERM (to stop cleanly) and SIGKILL after KILL_GRACE, or at once."""
-        if job in self._queue:
+        queued = job in self._queue
+        if queued:
             self._queue.remove(job)
         self._set(job, state, message)
+        if queued:
+            self._tell_places()
         if job.proc is not None and job.proc.returncode is None:
             if grace:
                 asyncio.create_task(_kill_group(job.proc))
@@ -328,6 +364,11 @@ class Tuner:
             event = _json_line(text)
             if event is not None:
                 self._on_event(job, event)
+            elif (why := fallback_reason(text)) is not None:
+                job.fallback = why
+                log.warning("tuning %s: %s", job.spec.kernel, text)
+                if job.active:
+                    self.on_change(job)
             elif text:
                 tail[:] = [*tail[-19:], text]
                 log.debug("tuner %s: %s", job.spec.kernel, text)

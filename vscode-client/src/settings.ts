@@ -119,7 +119,7 @@ export function readSettings(raw: Readonly<Record<string, unknown>> | undefined,
  * so the server should not add a $/progress of its own. `workspaceTrusted`: VS Code's workspace trust (false
  * in Restricted Mode), which decides whether the server may run kernel code (tuning); a later grant is sent
  * as helion/didChangeWorkspaceTrust. `clientShowsApplyNotice`: applyNotice.ts shows the server's "applied,
- * not saved yet" notice (helion/applied) until the file is saved.
+ * not saved yet" notice (helion/applied) with a Save button.
  */
 export function initializationOptions(
   settings: HelionSettings,
