@@ -56,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--chip", help="the chip to compile for (default: this machine's TPU, else v7x); on that "
                                   "TPU the kernels run on it, elsewhere in interpret mode")
     k.add_argument("--loop-types", default="unroll,emit_pipeline,fori_loop")
+    k.add_argument("--json", action="store_true", help="print one JSON object (verdict, where, rows) instead")
     k.set_defaults(handler=cmd_check)
 
     t = sub.add_parser("tune", help="search configs for each kernel and shape set")
@@ -288,7 +289,7 @@ def cmd_check(ns: argparse.Namespace) -> int:
     except ChipBusy as exc:
         print(f"helion-pallas: {exc}", file=sys.stderr)
         return 2
-    return check_file(ns.file, ns.kernel, chip, loops) or int(broken)
+    return check_file(ns.file, ns.kernel, chip, loops, ns.json) or int(broken)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ becomes "stale": its result belongs to code that no longer exists, so it is stop
 Every state change goes to `on_change(job)`; this module knows nothing about LSP. While a job of a Tuner
 given a `foreground` runs, the server's background work waits (foreground.py): the user is waiting for it.
 
-A job of kind "crosscheck" runs `helion-pallas crosscheck` instead (the TPU compiler's estimate of the model's
+A job of kind "check" runs `helion-pallas check --json` (features/chip_check.py). A job of kind "crosscheck" runs `helion-pallas crosscheck` instead (the TPU compiler's estimate of the model's
 best configs, after a tuning; its result is the comparison's JSON): the same process handling, its own Tuner.
 """
 
@@ -68,6 +68,8 @@ class TuneSpec:
 
     def args(self, path: str) -> list[str]:
         """The arguments of `helion-pallas <kind>` for the document's text saved at `path`."""
+        if self.kind == "check":  # one kernel, its small inputs, every loop strategy (features/chip_check.py)
+            return [path, "-k", self.kernel, "--chip", self.chip, "--json"]
         args = [path, "-k", self.kernel, "--shape-set", str(self.shape_set), "--chip", self.chip]
         if self.kind == "crosscheck":
             args += ["--json", "--progress", "jsonl"]
@@ -87,7 +89,7 @@ class TuneSpec:
     @property
     def deadline(self) -> float:
         """Seconds after which a silent or runaway tuner is considered hung."""
-        if self.kind == "crosscheck":  # a few libtpu simulations, one at a time on the machine
+        if self.kind in ("crosscheck", "check"):  # libtpu simulations / runs of every strategy
             return 1800.0
         budget = self.budget_seconds if self.max_evals is None and self.budget_seconds else 600.0
         return 2 * budget + 120.0

@@ -9,6 +9,7 @@ kernel without shape lines, whose shape sets come from the file's calls, has the
   "(current)" once applied
   "Retune on <chip> (shapes|chip changed)" when the last tuning of the shape set was for other shapes or
   another chip: a result is shown only for the shape set's text and chip it was tuned for
+  "Check on TPU v5 lite" per kernel on its decorator, where the chip is this machine's (chip_verdicts.py)
   "Not tunable: …" (no command) for a shape set that does not compile or does not fit the chip's HBM
 Results come from the tuning store (cached, read in a thread), so runs made elsewhere show up; the
 watcher reports another process writing the store (disk_changes.py). The tuner's state is read when a
@@ -33,10 +34,12 @@ from compiler.tune.evidence import evidence
 
 from ..chip_owner import short_reason
 from ..documents import KernelView, Unit
+from ..machine_tpu import machine_tpu
 from ..store import Summary
 from ..trust import WHY_TUNING_RUNS_CODE
 from ..tuning import TuneJob
 from . import apply_plan, crosscheck
+from .chip_verdicts import check_lens
 from .client_commands import SHOW_GENERATED
 from .host import Host
 from .kernels import current_config, trial_key
@@ -265,6 +268,9 @@ async def lenses_for(ls: Host, uri: str, shown_in: str | None = None) -> list[ty
         ]
         for unit, summary in zip(view.units, found, strict=True):
             notes[unit.key] = tuned_note(summary, current_config(ls, view, unit)[0])
+        where, rng = loaded.layout.range(view.decorator_range, enc)
+        if where == (shown_in or uri) and machine_tpu().chip == settings.chip:  # a TPU VM: Check on TPU
+            out.append(check_lens(ls, uri, view.name, settings.chip, rng))
         for unit, summary in zip(view.units, found, strict=True):
             anchor = view.shape_set_ranges[unit.index] if unit.index < len(view.shape_set_ranges) else None
             where, rng = loaded.layout.range(anchor or view.decorator_range, enc)
