@@ -107,10 +107,10 @@ async def run(file: Path, kernel: str, chip: str, timeout: float) -> int:
     if best is None:
         print("no Best lens arrived")
         return 1
-    from compiler.tpu.runtime import tpu_device_files
     from compiler.tune.evidence import evidence
+    from helion_ls.machine_tpu import machine_tpu
 
-    want = evidence("tpu" if tpu_device_files() else "model", chip)  # the words the server labels it with
+    want = evidence("tpu" if machine_tpu().chip == chip else "model", chip)  # the words the server labels it with
     ok = want in best
     print(f"{'ok' if ok else 'WRONG'}: the Best lens should say {want!r}")
     return 0 if ok else 1

@@ -24,11 +24,15 @@ from typing import TYPE_CHECKING, Any
 from . import pipeline
 from .frontend.call_shapes import InferredShapes, ShapeOrigin
 from .frontend.limits import too_deep
-<<<<<<< HEAD
-from .frontend.module import KernelDef, ModuleInfo, followed_files, parse_module, source_hash, used_helpers
-=======
-from .frontend.module import KernelDef, ModuleInfo, analysis_hash, parse_module, source_hash, used_helpers
->>>>>>> cache-check
+from .frontend.module import (
+    KernelDef,
+    ModuleInfo,
+    analysis_hash,
+    followed_files,
+    parse_module,
+    source_hash,
+    used_helpers,
+)
 from .frontend.notebook import NotebookError, NotebookModule, read_notebook
 from .frontend.shape_hint import no_shapes_hint, required_params
 from .ir.callables import coerce_args

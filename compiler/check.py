@@ -9,6 +9,7 @@ only what each needs (its imports, helpers and the constants they use), never th
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
@@ -199,17 +200,30 @@ class CheckReport:
 _FAILED = "FAILED: "  # prefix of a note that counts as a failure
 
 
-def check_file(path: str, kernel_name: str | None, chip: str, loop_types: list[str], cases: str | None = None) -> int:
-    """Print the check table of `path`; 0 when every row passed, 1 otherwise, 2 for a missing kernel.
+def check_file(path: str, kernel_name: str | None, chip: str, loop_types: list[str], cases: str | None = None,
+               as_json: bool = False) -> int:
+    """Print the check table of `path` (or, `as_json`, one JSON object: {verdict, where, chip, on_chip, rows,
+    notes, failures}: what an editor reads); 0 when every row passed, 1 otherwise, 2 for a missing kernel.
     `cases`: which cases of an input generator to check (api.select_cases); None: each kernel's first shape set."""
     module = load(Path(path))
     module.cases = cases
     if kernel_name and kernel_name not in module.kernels:
         print(f"helion-pallas: no kernel {kernel_name} in {path}")
         return 2
-    for k in ([module.kernels[kernel_name]] if kernel_name else module.kernels.values()):
-        print(kernel_summary(k, checked=None if cases else 1))
+    if not as_json:
+        for k in ([module.kernels[kernel_name]] if kernel_name else module.kernels.values()):
+            print(kernel_summary(k, checked=None if cases else 1))
     report = check_rows(path, kernel_name, chip, loop_types, module, cases)
+    if as_json:
+        import json
+
+        print(json.dumps({
+            "verdict": "ok" if not report.failures else "failed", "where": report.where, "chip": chip,
+            "on_chip": runs_on_chip(get_chip(chip)), "failures": report.failures,
+            "notes": [n.removeprefix(_FAILED) for n in report.notes],
+            "rows": [dataclasses.asdict(r) for r in report.rows],
+        }))
+        return 1 if report.failures else 0
     rows = [("kernel", "loop type", "config", "vs eager", "vs reference()", "seconds")]
     rows += [(r.kernel, r.loop_type, r.config, r.eager, r.mine, r.seconds) for r in report.rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]

@@ -59,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--cases", metavar="SEL", help="check these cases of a kernel's input generator (vLLM's "
                    "generate_inputs): 'all', or comma-separated case indices and parts of case labels "
                    "('num_tokens=128'); default: each kernel's first shape set")
+    k.add_argument("--json", action="store_true", help="print one JSON object (verdict, where, rows) instead")
     k.set_defaults(handler=cmd_check)
 
     t = sub.add_parser("tune", help="search configs for each kernel and shape set")
@@ -305,7 +306,7 @@ def cmd_check(ns: argparse.Namespace) -> int:
     except ChipBusy as exc:
         print(f"helion-pallas: {exc}", file=sys.stderr)
         return 2
-    return check_file(ns.file, ns.kernel, chip, loops, ns.cases) or int(broken)
+    return check_file(ns.file, ns.kernel, chip, loops, ns.cases, ns.json) or int(broken)
 
 
 if __name__ == "__main__":

@@ -52,6 +52,9 @@ def main(argv: list[str] | None = None) -> None:
         parse_warm_up()
         serve_tcp(server, *args.tcp, on_exit=lambda: server.close_parts(final=True))
         return
+    from . import machine_tpu
+
+    machine_tpu.start()  # this machine's TPU, read from sysfs in a thread while the rest starts
     from .prespawn import spawn
 
     first = spawn()  # the first compile worker, before anything else is imported here (see prespawn.py)

@@ -15,6 +15,7 @@ from pygls.lsp.server import LanguageServer
 
 from .analysis import Analyzer
 from .check_client import CheckClient
+from .chip_owner import needs_chip
 from .compile_pool import CompilePool
 from .documents import Loaded
 from .lsp import UTF16
@@ -62,7 +63,11 @@ class HelionServer(LanguageServer):
             remembered=self.remembered,
         )
         # features.commands connects it to the client; while it tunes, background work waits (foreground.py)
-        self.tuner = Tuner(on_change=lambda job: None, foreground=self.pool.foreground, standby=True)
+        self.tuner = Tuner(on_change=lambda job: None, foreground=self.pool.foreground, standby=True,
+                           needs_chip=lambda spec: needs_chip(spec.kind, spec.evaluator, spec.chip))
+        # kernel -> (source hash, client document, diagnostics) of *Check on TPU*, per document (chip_check.py)
+        self.chip_verdicts: dict[str, dict[str, tuple[str, str, list[dict]]]] = {}
+        self._published: dict[str, tuple[int | None, list[dict]]] = {}  # the last analysis publish per document
         self.checker = Tuner(on_change=lambda job: None, limit=1)  # the TPU compiler's checks (features/crosscheck.py)
         self.stores: dict[str, StoreView] = {}
         self.watcher: Watcher | None = None
@@ -80,6 +85,9 @@ class HelionServer(LanguageServer):
         hashes = {name: view.source_hash for name, view in loaded.kernels.items()}
         for tuner in (self.tuner, self.checker):
             tuner.check_stale(loaded.uri, hashes)
+        verdicts = self.chip_verdicts.get(loaded.uri, {})
+        for kernel in [k for k, (source_hash, _, _) in verdicts.items() if hashes.get(k) != source_hash]:
+            del verdicts[kernel]  # the code they were for is gone: the next publish drops them
 
     def encoding(self) -> str:
         try:
@@ -89,9 +97,20 @@ class HelionServer(LanguageServer):
         return str(getattr(chosen, "value", chosen))  # "utf-8", not "PositionEncodingKind.Utf8"
 
     def publish(self, uri: str, version: int | None, diagnostics: list[dict]) -> None:
-        """`diagnostics` are LSP JSON (compose.py)."""
-        params = {"uri": uri, "diagnostics": diagnostics} | ({"version": version} if version is not None else {})
+        """`diagnostics` are LSP JSON (compose.py); the verdicts of *Check on TPU* on this document's kernels
+        are added (features/chip_check.py)."""
+        self._published[uri] = (version, diagnostics)
+        shown = [d for verdicts in self.chip_verdicts.values() for _, where, found in verdicts.values()
+                 if where == uri for d in found]
+        params = {"uri": uri, "diagnostics": diagnostics + shown} | ({"version": version} if version is not None else {})
         self.protocol.notify_json(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, params)
+
+    def republish(self, uri: str) -> None:
+        """Publish `uri`'s documents again with the check verdicts as they are now."""
+        wheres = {where for _, where, _ in self.chip_verdicts.get(uri, {}).values()} | {uri}
+        for where in wheres:
+            if where in self._published:
+                self.publish(where, *self._published[where])
 
     def stage_done(self, uri: str, version: int | None, stage: str, final: bool) -> None:
         self.protocol.notify(
@@ -153,6 +172,7 @@ class HelionServer(LanguageServer):
 
 def create_server(pool: CompilePool | None = None, remembered: Remembered | None = None) -> HelionServer:
     from .features import (
+        chip_check,
         code_actions,
         codelens,
         commands,
@@ -165,7 +185,8 @@ def create_server(pool: CompilePool | None = None, remembered: Remembered | None
     )
 
     server = HelionServer(pool, remembered)
-    features = (configuration, diagnostics, notebooks, hover, codelens, commands, compiler_check, generated, code_actions)
+    features = (configuration, diagnostics, notebooks, hover, codelens, commands, chip_check, compiler_check, generated,
+                code_actions)  # chip_check after commands: it passes tuning jobs' changes on to commands
     for feature in features:
         feature.register(server)
     return server

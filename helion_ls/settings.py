@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from compiler.ir.chips import canonical_name
+
+from .machine_tpu import default_chip
 
 EVALUATORS = ("auto", "model", "compile", "schedule", "tpu")
 COMPILER_CHECKS = ("auto", "on", "off")
@@ -28,7 +31,10 @@ CLIENT_ANNOUNCEMENTS = ("clientShowsTuningProgress", "workspaceTrusted", "client
 
 @dataclass(frozen=True)
 class Settings:
-    chip: str = "v7x"
+    # "auto" (the default): this machine's TPU generation, else v7x (machine_tpu.py); chip_chosen says the
+    # user named one
+    chip: str = dataclasses.field(default_factory=default_chip)
+    chip_chosen: bool = False
     evaluator: str = "auto"  # tpu where the machine has a TPU of the chip (the tuner asks), else model
     executor: str = "local"
     store_path: str | None = None  # None: the tuner's default store in the user cache dir
@@ -62,8 +68,8 @@ _JSON_NAMES = {
 
 def _chip(value: Any) -> str:
     if not isinstance(value, str):
-        raise ValueError("must be a chip name such as 'v7x'")
-    return canonical_name(value)
+        raise ValueError("must be 'auto' or a chip name such as 'v7x'")
+    return "auto" if value.strip().lower() == "auto" else canonical_name(value)
 
 
 def _evaluator(value: Any) -> str:
@@ -78,14 +84,12 @@ def _compiler_check(value: Any) -> str:
     return value
 
 
+EXECUTOR = re.compile(r"^(local(:[1-9][0-9]*)?|inline|ray(:.+)?)$")  # the client's schema has the same pattern
+
+
 def _executor(value: Any) -> str:
     """What `helion-pallas tune --executor` accepts: local, local:N, inline, ray, ray:ADDRESS."""
-    ok = isinstance(value, str) and (
-        value in ("local", "inline", "ray")
-        or value.startswith("ray:")
-        or (value.startswith("local:") and value[6:].isdigit() and int(value[6:]) > 0)
-    )
-    if not ok:
+    if not isinstance(value, str) or not EXECUTOR.fullmatch(value):
         raise ValueError("must be 'local', 'local:N', 'inline', 'ray' or 'ray:ADDRESS'")
     return value
 
@@ -166,8 +170,16 @@ def parse_settings(raw: Any, base_dir: str | None = None) -> tuple[Settings, lis
             values[field] = _path(value, base_dir) if field == "store_path" else _CHECKS[field](value)
         except ValueError as exc:
             default = getattr(defaults, field)
-            problems.append(f"helion.{key} = {value!r} {exc}; using the default {default!r}")
+            problems.append(f"helion.{key} = {value!r} {exc}; using the default {_default_text(field, default)}")
+    if values.get("chip") == "auto":
+        del values["chip"]
+    elif "chip" in values:
+        values["chip_chosen"] = True
     return dataclasses.replace(defaults, **values), problems
+
+
+def _default_text(field: str, default: Any) -> str:
+    return f"'auto' ({default})" if field == "chip" else repr(default)
 
 
 class SettingsRegistry:

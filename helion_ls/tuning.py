@@ -12,7 +12,7 @@ becomes "stale": its result belongs to code that no longer exists, so it is stop
 Every state change goes to `on_change(job)`; this module knows nothing about LSP. While a job of a Tuner
 given a `foreground` runs, the server's background work waits (foreground.py): the user is waiting for it.
 
-A job of kind "crosscheck" runs `helion-pallas crosscheck` instead (the TPU compiler's estimate of the model's
+A job of kind "check" runs `helion-pallas check --json` (features/chip_check.py). A job of kind "crosscheck" runs `helion-pallas crosscheck` instead (the TPU compiler's estimate of the model's
 best configs, after a tuning; its result is the comparison's JSON): the same process handling, its own Tuner.
 """
 
@@ -33,6 +33,7 @@ from typing import Any
 
 from compiler.support import lifeline
 
+from .chip_owner import fallback_reason, waiting_title
 from .foreground import Foreground
 from .standby import Forked, Standby
 
@@ -67,6 +68,8 @@ class TuneSpec:
 
     def args(self, path: str) -> list[str]:
         """The arguments of `helion-pallas <kind>` for the document's text saved at `path`."""
+        if self.kind == "check":  # one kernel, its small inputs, every loop strategy (features/chip_check.py)
+            return [path, "-k", self.kernel, "--chip", self.chip, "--json"]
         args = [path, "-k", self.kernel, "--shape-set", str(self.shape_set), "--chip", self.chip]
         if self.kind == "crosscheck":
             args += ["--json", "--progress", "jsonl"]
@@ -86,7 +89,7 @@ class TuneSpec:
     @property
     def deadline(self) -> float:
         """Seconds after which a silent or runaway tuner is considered hung."""
-        if self.kind == "crosscheck":  # a few libtpu simulations, one at a time on the machine
+        if self.kind in ("crosscheck", "check"):  # libtpu simulations / runs of every strategy
             return 1800.0
         budget = self.budget_seconds if self.max_evals is None and self.budget_seconds else 600.0
         return 2 * budget + 120.0
@@ -106,6 +109,8 @@ class TuneJob:
     finished: float | None = None
     events: int = 0  # progress events received from the tuner
     shown: tuple[int, int, int] = (0, 0, 0)  # (evaluated, total, events) as last told the client (`show`)
+    place: int = 0  # queued for this machine's TPU: its place in the chip's line (2 = next), else 0
+    fallback: str | None = None  # why the tuner used the model on a machine with the chip (chip_owner.py)
     proc: asyncio.subprocess.Process | Forked | None = field(default=None, repr=False)
     done: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
 
@@ -121,7 +126,7 @@ class TuneJob:
         it says it is starting (its imports take seconds), not "0"."""
         evaluated, total, events = self.shown
         if self.state == "queued":
-            return "Tuning queued…"
+            return waiting_title(self.place) if self.place else "Tuning queued…"
         if self.state != "running":
             return f"Tuning {self.state}"
         if self.phase == "verifying":
@@ -141,7 +146,7 @@ class TuneJob:
 
 class Tuner:
     def __init__(self, on_change: Callable[[TuneJob], None], limit: int = 2, foreground: Foreground | None = None,
-                 standby: bool = False):
+                 standby: bool = False, needs_chip: Callable[[TuneSpec], bool] | None = None):
         self.on_change = on_change
         self.limit = limit
         self.foreground = foreground or Foreground()  # counts this Tuner's running jobs
@@ -150,6 +155,10 @@ class Tuner:
         self.jobs: dict[tuple[str, str, int], TuneJob] = {}
         self._queue: list[TuneJob] = []
         self._running: set[asyncio.Task] = set()
+        # jobs that run on this machine's TPU run one at a time: the chip is held from the start of the
+        # job's process to its exit (chip_owner.py)
+        self.needs_chip = needs_chip or (lambda spec: False)
+        self.chip_holder: TuneJob | None = None
 
     def submit(self, spec: TuneSpec) -> TuneJob:
         """Queue a job; an active job for the same unit is returned instead of a second one."""
@@ -202,16 +211,42 @@ class Tuner:
 
     # -- internals ---------------------------------------------------------------------------------
     def _pump(self) -> None:
-        while self._queue and len(self._running) < self.limit:
-            job = self._queue.pop(0)
+        """Start queued jobs in order while fewer than `limit` run; a job that needs the chip while another
+        holds it keeps its place, and the jobs behind it that do not need the chip go ahead."""
+        for job in list(self._queue):
+            if len(self._running) >= self.limit:
+                break
             if not job.active:
+                self._queue.remove(job)
                 continue
+            if self.needs_chip(job.spec):
+                if self.chip_holder is not None:
+                    continue
+                self.chip_holder = job
+            self._queue.remove(job)
+            job.place = 0
             task = asyncio.create_task(self._run(job))
             self._running.add(task)
-            task.add_done_callback(self._finished)
+            task.add_done_callback(lambda t, job=job: self._finished(t, job))
+        self._tell_places()
 
-    def _finished(self, task: asyncio.Task) -> None:
+    def _tell_places(self) -> None:
+        """Each job waiting for the chip is told its place in line when it moves."""
+        waiting = [j for j in self._queue if j.active and self.needs_chip(j.spec)]
+        for place, job in enumerate(waiting, start=2):
+            if self.chip_holder is None:  # waiting for a tuning slot, not for the chip
+                place = 0
+            if job.place != place:
+                job.place = place
+                self.on_change(job)
+
+    def waiting_for_chip(self) -> list[TuneJob]:
+        return [j for j in self._queue if j.active and j.place]
+
+    def _finished(self, task: asyncio.Task, job: TuneJob) -> None:
         self._running.discard(task)
+        if self.chip_holder is job:  # its process has exited (or was killed): the chip is free
+            self.chip_holder = None
         if not task.cancelled() and task.exception() is not None:
             log.error("tuning task failed", exc_info=task.exception())
         self._pump()
@@ -230,9 +265,12 @@ class Tuner:
 
     def _stop(self, job: TuneJob, state: str, message: str, grace: bool = True) -> None:
         """End a job; its tuner gets SIGTERM (to stop cleanly) and SIGKILL after KILL_GRACE, or at once."""
-        if job in self._queue:
+        queued = job in self._queue
+        if queued:
             self._queue.remove(job)
         self._set(job, state, message)
+        if queued:
+            self._tell_places()
         if job.proc is not None and job.proc.returncode is None:
             if grace:
                 asyncio.create_task(_kill_group(job.proc))
@@ -328,6 +366,11 @@ class Tuner:
             event = _json_line(text)
             if event is not None:
                 self._on_event(job, event)
+            elif (why := fallback_reason(text)) is not None:
+                job.fallback = why
+                log.warning("tuning %s: %s", job.spec.kernel, text)
+                if job.active:
+                    self.on_change(job)
             elif text:
                 tail[:] = [*tail[-19:], text]
                 log.debug("tuner %s: %s", job.spec.kernel, text)

@@ -18,6 +18,21 @@ MORE_KERNELS = REPO / "tests" / "kernels"  # kernels in the same language that t
 SHARED_KERNELS = REPO.parent / "shared" / "kernels"
 
 
+def _machine_tpu():
+    from helion_ls.machine_tpu import detect  # sysfs and /dev only: the chip is not claimed
+
+    return detect()
+
+
+MACHINE_TPU = _machine_tpu()
+# The suite runs on a machine without a TPU (CI) and on a TPU VM: a test of what happens without a chip is
+# skipped where there is one, and a test of the chip path runs only there.
+without_tpu = pytest.mark.skipif(
+    bool(MACHINE_TPU.device_files), reason="this machine has a TPU: the no-chip path is tested where there is none"
+)
+on_tpu = pytest.mark.skipif(MACHINE_TPU.chip is None, reason=f"needs a TPU VM ({MACHINE_TPU.why_none})")
+
+
 def kernel_files() -> list[Path]:
     """The repo's examples, the extra test kernels and, when present beside the repo, the seed's kernels."""
     files = sorted(EXAMPLES.glob("*.py")) + sorted(MORE_KERNELS.glob("*.py"))

@@ -8,12 +8,14 @@ import os
 import subprocess
 import sys
 
-from conftest import REPO
+from conftest import MACHINE_TPU, REPO
 
 
-def test_the_best_lens_of_a_tuning_without_a_tpu_is_the_model_s_estimate() -> None:
+def test_the_best_lens_says_whether_the_chip_measured() -> None:
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(REPO)}
     run = subprocess.run([sys.executable, str(REPO / "bench" / "ls_on_chip.py"), "--timeout", "240"], env=env,
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr[-2000:]
-    assert "[model estimate for v5e]" in run.stdout and "ok: the Best lens should say" in run.stdout
+    # on a v5e VM the same run measures on the chip (the bench checks the words either way)
+    want = "[measured on TPU v5 lite" if MACHINE_TPU.chip == "v5e" else "[model estimate for v5e]"
+    assert want in run.stdout and "ok: the Best lens should say" in run.stdout

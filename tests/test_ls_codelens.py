@@ -88,11 +88,12 @@ async def test_lenses_tune_then_best_after_an_external_store_write_then_apply(cl
     found = await lenses(client, uri)
     assert titles(found) == [
         (args0, "q, k, v: bf16[8, 32, 8192, 256]"),
-        (args0, "Best: bs=[1,512,512] emit_pipeline — 1.00 ms, 123 TF/s (2.50× vs current) [model estimate for v7x]"),
+        (args0, "Best: bs=[1,512,512] emit_pipeline — 1.00 ms (2.50× vs current) [model estimate for v7x]"),
         (args0, "Apply"),
         (args1, "q, k, v: bf16[8, 32, 32768, 256]"),
         (args1, "Tune on v7x"),
     ]
+    assert found[1].command.tooltip.startswith("123 TF/s. 2.50× vs current. Tune again."), found[1].command.tooltip  # not in the title
     results = await request(
         client, "helion/tuningResults", {"uri": uri, "kernel": "attention", "shapeSet": 0}
     )

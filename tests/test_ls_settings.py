@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from helion_ls.machine_tpu import machine_tpu
 from helion_ls.settings import Settings, parse_settings
 
 
@@ -11,7 +12,9 @@ def test_defaults():
     assert parse_settings(None) == (Settings(), [])
     assert parse_settings({}) == (Settings(), [])
     s = Settings()
-    assert (s.chip, s.evaluator, s.executor, s.store_path) == ("v7x", "auto", "local", None)
+    # chip "auto": this machine's TPU generation, v7x where there is none (test_ls_machine_tpu.py)
+    assert (s.chip, s.chip_chosen) == (machine_tpu().chip or "v7x", False)
+    assert (s.evaluator, s.executor, s.store_path) == ("auto", "local", None)
     assert (s.max_concurrent_tunings, s.compile_on_change, s.debounce_ms, s.libtpu) == (2, False, 500, True)
     assert (s.tune_budget_seconds, s.tune_max_evals) == (60.0, None)
 
@@ -36,6 +39,7 @@ def test_valid_values_are_converted(tmp_path):
     assert problems == []
     assert settings == Settings(
         chip="v7x",
+        chip_chosen=True,
         evaluator="compile",
         executor="ray:10.0.0.1:6379",
         store_path=os.path.join(str(tmp_path), "results", "store"),

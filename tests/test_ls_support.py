@@ -74,7 +74,7 @@ def make_client() -> LanguageClient:
     rec = Recorder()
     client.recorder = rec  # type: ignore[attr-defined]
 
-    for method in ("helion/diagnosticsStage", "helion/tuningState"):
+    for method in ("helion/diagnosticsStage", "helion/tuningState", "helion/machine"):
 
         def on_note(params: Any, method: str = method) -> None:
             rec.add(method, params)
@@ -141,8 +141,10 @@ async def start(
     client: LanguageClient, ws: Path, capabilities: types.ClientCapabilities | None = None, **options: Any
 ) -> types.InitializeResult:
     """Initialize as a client whose workspace is trusted (pass workspaceTrusted=False or None to differ); by
-    default with the capabilities VS Code states."""
-    options = {"workspaceTrusted": True, **options}
+    default with the capabilities VS Code states. The chip is v7x unless a test names another: `auto` (the
+    editor's default) is this machine's TPU on a TPU VM, and these tests expect the model's figures for v7x
+    on every machine (test_ls_workspace.py and test_ls_machine_tpu.py test `auto`)."""
+    options = {"workspaceTrusted": True, "chip": "v7x", **options}
     return await client.initialize_session(
         types.InitializeParams(
             capabilities=capabilities or pytest_lsp.client_capabilities("visual-studio-code"),

@@ -21,6 +21,8 @@ from test_ls_support import (
     start,
 )
 
+from helion_ls.machine_tpu import default_chip, machine_tpu
+
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
@@ -53,11 +55,13 @@ async def test_invalid_options_are_reported_once_and_replaced_by_defaults(client
     await rec(client).wait(lambda: len(settings_messages(client)) >= 2, timeout=20)
     messages = settings_messages(client)
     assert len(messages) == 2, messages
-    assert any("helion.chip = 'v99' unknown chip" in m and "using the default 'v7x'" in m for m in messages)
+    assert any("helion.chip = 'v99' unknown chip" in m and "using the default 'auto'" in m for m in messages)
     assert any("unknown setting helion.colour ignored" in m for m in messages)
     uri = open_doc(client, client.ws / "add.py")
     await stage_diagnostics(client, uri, 1, "front")
-    assert "Tune on v7x" in await lens_titles(client, uri)
+    assert f"Tune on {default_chip()}" in await lens_titles(client, uri)  # v7x where there is no TPU
+    machine = await client.protocol.send_request_async("helion/machine", {})
+    assert machine.chip == machine_tpu().chip and machine.fallbackChip == "v7x"
     await reconfigure(client, {"chip": "v99"})  # the same problem again: not reported again
     await rec(client).wait(
         lambda: [p for p in rec(client).of("helion/diagnosticsStage") if attr(p, "uri") == uri][1:], 30

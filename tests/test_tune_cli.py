@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from conftest import EXAMPLES, REPO
+from conftest import EXAMPLES, MACHINE_TPU, REPO, on_tpu, without_tpu
 
 from compiler.cli import main
 
@@ -107,6 +107,7 @@ def test_kernel_errors_exit_1(tmp_path, capsys) -> None:
     assert "args" in capsys.readouterr().err  # no '# helion: args(...)' line and no --args
 
 
+@without_tpu
 def test_tpu_evaluator_refuses_clearly_without_a_tpu(tmp_path, capsys) -> None:
     code = main(
         [
@@ -152,12 +153,10 @@ def test_shape_sets_searched_at_once_give_the_same_answers_and_verdicts_are_reme
     assert all(r["best"]["correctness"]["message"].endswith("(remembered)") for r in at_once)
 
 
+@without_tpu
 def test_auto_is_the_model_on_a_machine_without_a_tpu(tmp_path, capsys) -> None:
     """--evaluator auto (the editor's default) times on the chip only where there is one of the chip tuned for;
     here there are no TPU device nodes, so it is the model, with no worker started to ask."""
-    from compiler.tpu.runtime import tpu_device_files
-
-    assert not tpu_device_files()
     store = ["--store", str(tmp_path / "s.sqlite")]
     assert main(["tune", SOFTMAX, "--shape-set", "1", "--evaluator", "auto", "--max-evals", "4", "--json", *store]) == 0
     result = json.loads(capsys.readouterr().out)
@@ -248,3 +247,15 @@ def test_a_forked_search_sends_its_standing_best_for_the_gate_before_it_ends(tmp
     code = EARLY_ELSEWHERE.format(path=str(EXAMPLES / "attention.py"))
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.stdout.split() == ["True", "True", "True"], proc.stderr[-3000:]
+
+
+@on_tpu
+def test_auto_measures_on_this_machines_tpu(tmp_path, capsys) -> None:
+    """On a TPU VM, --evaluator auto for the machine's own chip times the model's best candidates there."""
+    store = ["--store", str(tmp_path / "s.sqlite")]
+    argv = ["tune", SOFTMAX, "--shape-set", "0", "--chip", str(MACHINE_TPU.chip), "--evaluator", "auto",
+            "--max-evals", "4", "--json", *store]
+    assert main(argv) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["evaluator"] == "tpu" and result["best"]["evaluator"] == "tpu", result
+

@@ -7,7 +7,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import EXAMPLES
+from conftest import EXAMPLES, without_tpu
 from test_checks_libtpu import libtpu
 
 import compiler
@@ -284,6 +284,7 @@ def test_a_measurement_climbs_from_the_best_config_it_measured() -> None:
     assert {rows(c.config) for c in near} == {32, 128} and len(near) <= CLIMB_WIDTH
 
 
+@without_tpu
 def test_tpu_evaluator_refuses_without_a_tpu() -> None:
     why = probe_tpu("v7x")
     assert why is not None and "no TPU" in why

@@ -4,7 +4,7 @@ in the message after a tuning and in the kernel hover (the LS tests check the mo
 from compiler.ir.config import Config
 from compiler.tune.evidence import evidence
 from compiler.tune.store import Trial
-from helion_ls.features.codelens import best_title
+from helion_ls.features.codelens import best_title, best_tooltip
 from helion_ls.store import Summary
 
 
@@ -29,6 +29,30 @@ def test_a_lens_of_a_chip_measurement_names_the_machine_and_an_estimate_the_chip
     estimated = Summary(best=_trial(current, 1e-3, "model"), current=None, evaluated=30)
     title = best_title(estimated, Config(current), None, "v7x")
     assert "(current)" in title and title.endswith("[model estimate for v7x]"), title
+
+
+def test_a_chip_measurement_says_how_many_runs_and_a_fallback_says_why():
+    current = {"block_sizes": [128]}
+    metrics = {"repeats": 1200, "spread": 0.013}
+    measured = Summary(best=Trial({"block_sizes": [256]}, 1e-3, "ok", metrics, "tpu", 0.0), current=None,
+                       evaluated=30)
+    title = best_title(measured, Config(current), None, "v5e")
+    assert title.endswith("[measured on TPU v5 lite, 1200 runs]"), title
+    assert "Spread of the timed loops: 1.3 %." in best_tooltip(measured, Config(current), None)
+    why = "another program holds this machine's TPU (libtpu's multi-process lockfile)"
+    estimated = Summary(best=_trial({"block_sizes": [256]}, 1e-3, "model"), current=None, evaluated=30)
+    title = best_title(estimated, Config(current), None, "v5e", why)
+    assert title.endswith("[model estimate for v5e: the TPU was held by another program]"), title
+    assert f"Not measured on this machine's TPU: {why}." in best_tooltip(estimated, Config(current), None, why)
+    assert best_title(measured, Config(current), None, "v5e", why).endswith("1200 runs]")  # measured after all
+
+
+def test_a_small_gain_is_short_on_the_lens_and_whole_in_its_tooltip():
+    best, now = _trial({"block_sizes": [256]}, 1.000e-3, "model"), _trial({"block_sizes": [128]}, 1.002e-3, "model")
+    summary = Summary(best=best, current=now, evaluated=30)
+    title = best_title(summary, Config(now.config), None, "v7x")
+    assert title == "Best: bs=[256] — 1.00 ms (+0.2 %: too little to apply) [model estimate for v7x]", title
+    assert "0.2 % faster than current, under the 2% worth applying." in best_tooltip(summary, Config(now.config), None)
 
 
 def test_an_auto_tuning_is_labelled_by_what_the_tuner_used():

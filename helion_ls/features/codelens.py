@@ -4,11 +4,12 @@ kernel without shape lines, whose shape sets come from the file's calls, has the
   shapes in use (opens the generated module) · "Tune on <chip>" when the store has no result (its tooltip
   says that tuning runs the kernel's code; "Tuning off: <why>" where that is not allowed, see trust.py)
   "Tuning… n/N" while a tuner searches, "Verifying best…" while it checks the winner (click to cancel)
-  "Best: <short config> — <est. time, TF/s or GB/s> (× vs current)" · "Apply" (only for a gain of at least
+  "Best: <short config> — <time> (× vs current) [what the time is]" (throughput and the rest in its tooltip) · "Apply" (only for a gain of at least
   objective.least_gain, compiler/tune/objective.py; decided in offer.py, which the message after a tuning reads too);
   "(current)" once applied
   "Retune on <chip> (shapes|chip changed)" when the last tuning of the shape set was for other shapes or
   another chip: a result is shown only for the shape set's text and chip it was tuned for
+  "Check on TPU v5 lite" per kernel on its decorator, where the chip is this machine's (chip_verdicts.py)
   "Not tunable: …" (no command) for a shape set that does not compile or does not fit the chip's HBM
 Results come from the tuning store (cached, read in a thread), so runs made elsewhere show up; the
 watcher reports another process writing the store (disk_changes.py). The tuner's state is read when a
@@ -31,11 +32,14 @@ from compiler.ir.specs import TensorSpec
 from compiler.tune import objective
 from compiler.tune.evidence import evidence
 
+from ..chip_owner import short_reason
 from ..documents import KernelView, Unit
+from ..machine_tpu import machine_tpu
 from ..store import Summary
 from ..trust import WHY_TUNING_RUNS_CODE
 from ..tuning import TuneJob
 from . import apply_plan, crosscheck, vllm_target
+from .chip_verdicts import check_lens
 from .client_commands import SHOW_GENERATED
 from .host import Host
 from .kernels import current_config, trial_key
@@ -71,16 +75,44 @@ def compile_failed(ls: Host, view: KernelView, unit: Unit) -> bool:
     return hit is not None and hit[0].untunable
 
 
-def best_title(summary: Summary, current: Config | None, compiled: Any, chip: str) -> str:
-    """The best config and its figures, and what they are: measured on the named TPU, or an estimate for the
-    chip (tune/evidence.py), whether or not the config is the current one."""
+def best_title(summary: Summary, current: Config | None, compiled: Any, chip: str, fallback: str | None = None) -> str:
+    """The best config, its time and what that time is: measured on the named TPU (with how many runs), or an
+    estimate for the chip (tune/evidence.py) and, where the machine's TPU went unused, why in a few words.
+    Short, to fit a window: the rest is in `best_tooltip`."""
     best = summary.best
     title = f"Best: {Config(best.config).short()} — {fmt_seconds(best.seconds)}"
+    title += apply_offer(summary, current).short_note()
+    return title + f" [{evidence_label(best.evaluator, chip, best.metrics, fallback)}]"
+
+
+def evidence_label(evaluator: str, chip: str, metrics: dict[str, Any], fallback: str | None = None) -> str:
+    """"measured on TPU v5 lite, 1200 runs", "model estimate for v5e: the TPU was held by another program"."""
+    label = evidence(evaluator, chip)
+    runs = metrics.get("repeats")
+    if evaluator == "tpu" and isinstance(runs, int) and runs > 0:
+        return f"{label}, {runs} runs"
+    if evaluator != "tpu" and fallback:
+        return f"{label}: {short_reason(fallback)}"
+    return label
+
+
+def best_tooltip(summary: Summary, current: Config | None, compiled: Any, fallback: str | None = None) -> str:
+    """What the Best lens's title leaves out: throughput, the gain over the current config, the spread of a
+    chip measurement, why the machine's TPU was not used."""
+    best = summary.best
+    parts = []
     rate = throughput(best.seconds, best.metrics, compiled)
     if rate:
-        title += f", {rate}"
-    title += apply_offer(summary, current).note()
-    return title + f" [{evidence(best.evaluator, chip)}]"
+        parts.append(f"{rate}.")
+    note = apply_offer(summary, current).note().strip(" ()")
+    if note:
+        parts.append(f"{note[0].upper()}{note[1:]}.")
+    spread = best.metrics.get("spread")
+    if best.evaluator == "tpu" and isinstance(spread, int | float):
+        parts.append(f"Spread of the timed loops: {100 * spread:.1f} %.")
+    if best.evaluator != "tpu" and fallback:
+        parts.append(f"Not measured on this machine's TPU: {fallback}.")
+    return " ".join(parts)
 
 
 def tuned_note(summary: Summary | None, current: Config | None) -> str | None:
@@ -195,8 +227,10 @@ def unit_lenses(
     current, compiled = current_config(ls, view, unit)
     again = refused or f"Tune again. {TUNE_TOOLTIP}"
     note, why = crosscheck.lens_note(ls, uri, view.name, unit.index, summary)
-    title = best_title(summary, current, compiled, chip) + ("" if stored else " (not stored)") + note
-    lenses.append(_lens(rng, title, "helion.tune", target, f"{why} {again}".strip()))
+    fallback = job.fallback if job is not None and same_problem(job, view, unit, chip) else None
+    title = best_title(summary, current, compiled, chip, fallback) + ("" if stored else " (not stored)") + note
+    detail = best_tooltip(summary, current, compiled, fallback)
+    lenses.append(_lens(rng, title, "helion.tune", target, " ".join(p for p in (detail, why, again) if p)))
     if apply_offer(summary, current).apply:
         apply = {**target, "config": summary.best.config}
         lenses.append(_lens(rng, apply_title, "helion.applyConfig", apply))
@@ -234,6 +268,9 @@ async def lenses_for(ls: Host, uri: str, shown_in: str | None = None) -> list[ty
         ]
         for unit, summary in zip(view.units, found, strict=True):
             notes[unit.key] = tuned_note(summary, current_config(ls, view, unit)[0])
+        where, rng = loaded.layout.range(view.decorator_range, enc)
+        if where == (shown_in or uri) and machine_tpu().chip == settings.chip:  # a TPU VM: Check on TPU
+            out.append(check_lens(ls, uri, view.name, settings.chip, rng))
         for unit, summary in zip(view.units, found, strict=True):
             anchor = view.shape_set_ranges[unit.index] if unit.index < len(view.shape_set_ranges) else None
             where, rng = loaded.layout.range(anchor or view.decorator_range, enc)

@@ -28,6 +28,7 @@ from pygls.uris import to_fs_path
 from compiler.ir.config import Config
 from compiler.tune.evidence import evidence
 
+from ..chip_owner import holder_text
 from ..documents import KernelView, Loaded
 from ..edits import EditError, apply_edit
 from ..trust import WHY_TUNING_RUNS_CODE
@@ -107,6 +108,8 @@ def _job_json(job: TuneJob) -> dict[str, Any]:
         "best": job.best,
         "message": job.message,
         "title": job.title,  # what the lens shows
+        "place": job.place,  # in the line for this machine's TPU (2 = next), else 0
+        "fallback": job.fallback,  # why the tuner used the model on a machine with the chip
     }
 
 
@@ -156,6 +159,7 @@ def connect_tuner(ls: Host) -> None:
     progress: dict[int, JobProgress] = {}
     told: dict[int, tuple[str, str | None]] = {}  # job -> (state, phase) last told the client
     counts: dict[int, TuneJob] = {}  # jobs with counts not told yet
+    fell_back: set[int] = set()  # jobs whose fallback to the model was told
 
     def tell(job: TuneJob) -> None:
         job.show()
@@ -191,6 +195,10 @@ def connect_tuner(ls: Host) -> None:
             progress[id(job)] = JobProgress(ls, job)
         tell(job)
         name = f"{job.spec.kernel} (shape set {job.spec.shape_set})"
+        if job.fallback is not None and id(job) not in fell_back:  # told once, as soon as the tuner says it
+            fell_back.add(id(job))
+            ls.log_to_client(f"Tuning {name} uses the model, not this machine's TPU: {job.fallback}"
+                             f"{holder_text()}", types.MessageType.Warning)
         if job.state == "done":
             crosscheck.after_tuning(ls, job)
             asyncio.create_task(tell_tuned(ls, job, name))
@@ -206,6 +214,8 @@ async def tell_tuned(ls: Host, job: TuneJob, name: str) -> None:
     """The message after a tuning: its best, and what the lenses show about applying it (offer.py, the
     lens's own decision, on the summary the lens reads)."""
     head = f"Tuned {name} [{evidence(evaluated_by(job), job.spec.chip)}]"
+    if job.fallback and evaluated_by(job) != "tpu":
+        head += f" — not on this machine's TPU: {job.fallback}"
     try:
         shown = await lens_offer(ls, job)
     except Exception:  # the message must come whatever the store or the document do

@@ -12,6 +12,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from ..file_clock import files_clock
+from ..machine_tpu import FALLBACK_CHIP, machine_tpu
 from ..settings import CLIENT_ANNOUNCEMENTS
 from ..watch import Watcher
 from . import disk_changes, scheduling
@@ -79,6 +80,12 @@ def _start_watching(ls: Host) -> None:
             ls.watcher.watch_folder(path)
 
 
+def machine_json() -> dict[str, Any]:
+    """helion/machine: {chip, deviceKind, count, source, deviceFiles, whyNone, fallbackChip}; chip is None
+    on a machine without a TPU, and `auto` then compiles for fallbackChip."""
+    return {**machine_tpu().to_json(), "fallbackChip": FALLBACK_CHIP}
+
+
 def register(ls: Host) -> None:
     @ls.feature(types.INITIALIZE)
     def initialize(ls: Host, params: types.InitializeParams) -> None:
@@ -100,6 +107,7 @@ def register(ls: Host) -> None:
         ls.pool.start()  # the compile workers import and warm up meanwhile
         _report(ls, ls.startup_problems)
         ls.store_for(ls.settings.default)
+        ls.protocol.notify("helion/machine", machine_json())
         await pull_configuration(ls)
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -133,6 +141,11 @@ def register(ls: Host) -> None:
     @ls.feature(types.SHUTDOWN)
     async def shutdown(ls: Host, params: Any) -> None:
         await ls.close_parts()
+
+    @ls.feature("helion/machine")
+    def machine(ls: Host, params: Any) -> dict:
+        """This machine's TPU as the server found it (machine_tpu.py): what `helion.chip: auto` means."""
+        return machine_json()
 
     @ls.feature("helion/stats")
     def stats(ls: Host, params: Any) -> dict:

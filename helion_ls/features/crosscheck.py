@@ -21,6 +21,7 @@ from ..settings import Settings
 from ..store import Summary
 from ..tuning import TuneJob
 from .host import Host
+from .lens_results import evaluated_by
 
 CHECKING = "checking with the TPU compiler…"
 
@@ -44,7 +45,7 @@ def after_tuning(ls: Host, job: TuneJob) -> asyncio.Future[TuneJob | None]:
     settings = ls.settings.for_uri(spec.uri)
 
     async def queue() -> TuneJob | None:
-        if spec.kind != "tune":
+        if spec.kind != "tune" or evaluated_by(job) == "tpu":  # a chip's measurement needs no estimate's check
             return None
         if not await asyncio.get_running_loop().run_in_executor(None, enabled, settings, spec.chip):
             return None
@@ -61,6 +62,8 @@ _queueing: set[asyncio.Future] = set()
 
 def lens_note(ls: Host, uri: str, kernel: str, shape_set: int, summary: Summary | None) -> tuple[str, str]:
     """(suffix of the Best lens title, sentence for its tooltip) about the compiler's check of this unit."""
+    if summary is not None and summary.best.evaluator == "tpu":  # measured: the compiler's estimate is moot
+        return "", ""
     job = ls.checker.jobs.get((uri, kernel, shape_set))
     if job is not None and job.active:
         return f" · {CHECKING}", "The TPU compiler is estimating the model's best configs."

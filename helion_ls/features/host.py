@@ -43,6 +43,7 @@ class Host(Protocol):
     watcher: Watcher | None
     monitor: LoopMonitor
     lenses: RefreshPacer
+    chip_verdicts: dict[str, dict[str, tuple[str, str, list[dict]]]]  # *Check on TPU* (chip_check.py)
 
     # what the client said (features/configuration.py sets them)
     client_shows_tuning_progress: bool
@@ -54,6 +55,8 @@ class Host(Protocol):
     def encoding(self) -> str: ...
 
     def store_for(self, settings: Settings) -> StoreView: ...
+
+    def republish(self, uri: str) -> None: ...
 
     def code_execution_refusal(self, uri: str) -> str | None: ...
 

@@ -176,6 +176,9 @@ def time_line(ls: Host, loaded: Loaded, view: KernelView, index: int, ck: Any) -
     measured = summary.current if summary is not None else None
     if measured is not None and measured.evaluator == "tpu" and measured.seconds:
         line += f" · {evidence('tpu', ck.chip.name)} **{_us(measured.seconds)}** per call"
+        spread, runs = measured.metrics.get("spread"), measured.metrics.get("repeats")
+        if isinstance(spread, int | float) and isinstance(runs, int):
+            line += f" (best of {runs} runs, slowest loop {100 * spread:.1f} % over)"
     return line
 
 

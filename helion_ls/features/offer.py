@@ -36,6 +36,12 @@ class Offer:
         # said in percent: "1.02×" could be 1.9 %
         return f" ({100 * self.gain:.1f} % faster than current, under the {self.least:.0%} worth applying)"
 
+    def short_note(self) -> str:
+        """The same for the Best lens's title, which must fit a window: the reason goes to its tooltip."""
+        if self.apply or self.is_current or self.gain is None:
+            return self.note()
+        return f" (+{100 * self.gain:.1f} %: too little to apply)"
+
 
 def apply_offer(summary: Summary, current: Config | None) -> Offer:
     """The one decision: is the best the current config, is it offered for Apply, by how much is it faster."""

@@ -186,10 +186,15 @@ export function registerCommands(context: CommandContext): vscode.Disposable[] {
       if (!(await tuningAllowed())) return;
       await server.executeCommand("helion.tuneFile", { uri: pythonEditor().document.uri.toString() });
     },
+    "helion-ls.checkOnChip": async () => {
+      if (!(await tuningAllowed())) return; // the check runs kernel code too
+      const { uri, kernel } = await kernelAtCursor(server, pythonEditor());
+      await server.executeCommand("helion.checkOnChip", { uri, kernel });
+    },
     "helion-ls.applyBestConfig": () => applyBestConfig(context),
     "helion-ls.cancelTuning": () => cancelTuning(context),
     "helion-ls.showTuningPlot": async () => plots.show(await kernelAtCursor(server, pythonEditor())),
-    "helion-ls.selectChip": () => selectChip(context.chips),
+    "helion-ls.selectChip": () => selectChip(context.chips, context.server.machine),
     "helion-ls.selectInterpreter": selectInterpreter,
     "helion-ls.restartServer": () => server.restart(),
     "helion-ls.showOutput": async () => server.output.show(true),

@@ -27,6 +27,7 @@ import {
   type ProbeOutcome,
 } from "./interpreter";
 import { pythonExtensionInterpreter } from "./pythonEnv";
+import type { MachineInfo } from "./machine";
 import { initializationOptions, readSettings, SETTING_KEYS, type HelionSettings } from "./settings";
 import type { TuningStateParams } from "./tuningModel";
 
@@ -90,6 +91,9 @@ export class HelionServer implements vscode.Disposable {
   private readonly tuningEmitter = new vscode.EventEmitter<TuningStateParams>();
   private readonly appliedEmitter = new vscode.EventEmitter<AppliedParams>();
   private readonly startedEmitter = new vscode.EventEmitter<void>();
+  private readonly machineEmitter = new vscode.EventEmitter<MachineInfo>();
+  /** The server machine's TPU (helion/machine), once the server said. */
+  machine: MachineInfo | undefined;
 
   /** Fires on every change of `currentStatus`. */
   readonly onDidChangeStatus = this.statusEmitter.event;
@@ -97,6 +101,8 @@ export class HelionServer implements vscode.Disposable {
   readonly onTuningState = this.tuningEmitter.event;
   /** The server's helion/applied notifications: a config was applied to a file's buffer, not saved yet. */
   readonly onApplied = this.appliedEmitter.event;
+  /** The server said what TPU its machine has (what `helion.chip: auto` means). */
+  readonly onDidChangeMachine = this.machineEmitter.event;
   /** A (re)started server is ready: views showing server data should refresh. */
   readonly onDidStart = this.startedEmitter.event;
 
@@ -194,6 +200,10 @@ export class HelionServer implements vscode.Disposable {
     const client = new LanguageClient("helion", "Helion", this.serverOptions(choice, cwd), this.clientOptions());
     client.onNotification("helion/tuningState", (params: TuningStateParams) => this.tuningEmitter.fire(params));
     client.onNotification("helion/applied", (params: AppliedParams) => this.appliedEmitter.fire(params));
+    client.onNotification("helion/machine", (params: MachineInfo) => {
+      this.machine = params;
+      this.machineEmitter.fire(params);
+    });
     client.onDidChangeState((event) => {
       if (event.newState === State.Stopped && this.client === client && this.status.state === "running") {
         this.setStatus({ state: "stopped" });

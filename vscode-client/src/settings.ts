@@ -26,7 +26,8 @@ export interface HelionSettings {
 }
 
 export const DEFAULT_SETTINGS: Readonly<HelionSettings> = Object.freeze({
-  chip: "v7x",
+  /** "auto": this machine's TPU generation, else v7x (the server decides: helion/machine, machine.ts). */
+  chip: "auto",
   evaluator: "auto",
   compilerCheck: "auto",
   executor: "local",
@@ -58,10 +59,13 @@ function text(value: unknown): string | null {
   return trimmed === "" ? null : trimmed;
 }
 
-function integer(value: unknown, min: number): number | null {
+function integer(value: unknown, min: number, max: number): number | null {
   if (typeof value !== "number" || !Number.isFinite(value)) return null;
-  return Math.max(min, Math.round(value));
+  return Math.min(max, Math.max(min, Math.round(value)));
 }
+
+/** What `helion-pallas tune --executor` accepts (the server's settings.py checks the same). */
+export const EXECUTOR_PATTERN = /^(local(:[1-9][0-9]*)?|inline|ray(:.+)?)$/;
 
 /** Expands `~` and `${workspaceFolder}`; a path needing a folder that is not known is left as written. */
 export function expandPath(value: string, context: PathContext): string {
@@ -95,15 +99,15 @@ export function readSettings(raw: Readonly<Record<string, unknown>> | undefined,
     compilerCheck: COMPILER_CHECKS.includes(get("compilerCheck") as CompilerCheck)
       ? (get("compilerCheck") as CompilerCheck)
       : DEFAULT_SETTINGS.compilerCheck,
-    executor: executor !== null && /^(local|ray(:.+)?)$/.test(executor) ? executor : DEFAULT_SETTINGS.executor,
+    executor: executor !== null && EXECUTOR_PATTERN.test(executor) ? executor : DEFAULT_SETTINGS.executor,
     storePath: path("storePath"),
-    maxConcurrentTunings: integer(get("maxConcurrentTunings"), 1) ?? DEFAULT_SETTINGS.maxConcurrentTunings,
+    maxConcurrentTunings: integer(get("maxConcurrentTunings"), 1, 64) ?? DEFAULT_SETTINGS.maxConcurrentTunings,
     compileOnChange: typeof get("compileOnChange") === "boolean" ? (get("compileOnChange") as boolean) : DEFAULT_SETTINGS.compileOnChange,
-    debounceMs: integer(get("debounceMs"), 0) ?? DEFAULT_SETTINGS.debounceMs,
+    debounceMs: integer(get("debounceMs"), 0, 60_000) ?? DEFAULT_SETTINGS.debounceMs,
     libtpu: typeof get("libtpu") === "boolean" ? (get("libtpu") as boolean) : DEFAULT_SETTINGS.libtpu,
     tuneBudgetSeconds:
-      typeof budget === "number" && Number.isFinite(budget) && budget >= 0 ? budget : DEFAULT_SETTINGS.tuneBudgetSeconds,
-    tuneMaxEvals: integer(get("tuneMaxEvals"), 1),
+      typeof budget === "number" && Number.isFinite(budget) && budget > 0 && budget <= 86_400 ? budget : DEFAULT_SETTINGS.tuneBudgetSeconds,
+    tuneMaxEvals: integer(get("tuneMaxEvals"), 1, 10_000_000),
     allowCodeExecution: typeof get("allowCodeExecution") === "boolean" ? (get("allowCodeExecution") as boolean) : null,
     interpreter: path("interpreter"),
   };
@@ -115,7 +119,7 @@ export function readSettings(raw: Readonly<Record<string, unknown>> | undefined,
  * so the server should not add a $/progress of its own. `workspaceTrusted`: VS Code's workspace trust (false
  * in Restricted Mode), which decides whether the server may run kernel code (tuning); a later grant is sent
  * as helion/didChangeWorkspaceTrust. `clientShowsApplyNotice`: applyNotice.ts shows the server's "applied,
- * not saved yet" notice (helion/applied) until the file is saved.
+ * not saved yet" notice (helion/applied) with a Save button.
  */
 export function initializationOptions(
   settings: HelionSettings,

@@ -6,6 +6,7 @@ import * as vscode from "vscode";
 import { settingsFor, type HelionServer } from "./server";
 import { settingTarget, type SettingTarget } from "./settings";
 import { describeRun } from "./tuningModel";
+import { chipLabel, effectiveChip, type MachineInfo } from "./machine";
 import { formatSeconds } from "./plotData";
 import type { TuningProgress } from "./tuning";
 
@@ -27,11 +28,15 @@ export async function updateSetting(key: string, value: unknown, resource: vscod
 }
 
 /** Quick pick of the chips listed in the extension's own `helion.chip` setting; writes the choice. */
-export async function selectChip(chips: readonly string[]): Promise<void> {
+export async function selectChip(chips: readonly string[], machine?: MachineInfo): Promise<void> {
   const resource = vscode.window.activeTextEditor?.document.uri;
   const current = settingsFor(resource).chip;
+  const describe = (chip: string): string | undefined => {
+    const words = [chip === current ? "current" : "", chip === "auto" ? chipLabel("auto", machine) : ""].filter((w) => w);
+    return words.length > 0 ? words.join(" · ") : undefined;
+  };
   const picked = await vscode.window.showQuickPick(
-    chips.map((chip) => ({ label: chip, description: chip === current ? "current" : undefined })),
+    chips.map((chip) => ({ label: chip, description: describe(chip) })),
     { title: "Helion: TPU chip to compile and tune for", placeHolder: current },
   );
   if (picked !== undefined && picked.label !== current) await updateSetting("chip", picked.label, resource);
@@ -48,6 +53,7 @@ export class HelionStatusBar implements vscode.Disposable {
     this.item.name = "Helion";
     this.subscriptions = [
       server.onDidChangeStatus(() => this.update()),
+      server.onDidChangeMachine(() => this.update()),
       tuning.onDidChange(() => this.update()),
       vscode.window.onDidChangeActiveTextEditor(() => this.update()),
       vscode.workspace.onDidChangeConfiguration((event) => {
@@ -59,7 +65,9 @@ export class HelionStatusBar implements vscode.Disposable {
 
   update(): void {
     const editor = vscode.window.activeTextEditor;
-    const chip = settingsFor(editor?.document.uri).chip;
+    const setting = settingsFor(editor?.document.uri).chip;
+    const chip = effectiveChip(setting, this.server.machine);
+    const label = chipLabel(setting, this.server.machine);
     const status = this.server.currentStatus;
     const runs = this.tuning.tracker.active();
     const tooltip = new vscode.MarkdownString(undefined, true);
@@ -71,7 +79,7 @@ export class HelionStatusBar implements vscode.Disposable {
       tooltip.appendText(`${status.message}\n\nClick to select an interpreter.`);
     } else {
       const spin = status.state === "starting" ? "$(loading~spin) " : "";
-      let text = `${spin}$(circuit-board) ${chip}`;
+      let text = `${spin}$(circuit-board) ${label}`;
       if (runs.length === 1) {
         const [run] = runs;
         const sets = [...run.shapeSets.values()];
@@ -83,7 +91,7 @@ export class HelionStatusBar implements vscode.Disposable {
       }
       this.item.text = text;
       this.item.command = "helion-ls.selectChip";
-      tooltip.appendMarkdown(`**Helion** — chip \`${chip}\` (click to change)`);
+      tooltip.appendMarkdown(`**Helion** — chip \`${chip}\`${setting === "auto" ? " (helion.chip: auto)" : ""}: ${label} (click to change)`);
       if (status.state === "running") tooltip.appendMarkdown(`\n\nServer: Python ${status.version} at \`${status.interpreter}\``);
       if (status.state === "starting") tooltip.appendMarkdown("\n\nServer starting…");
       for (const run of runs) tooltip.appendMarkdown(`\n\nTuning \`${run.kernel}\`: ${describeRun(run, formatSeconds)}`);

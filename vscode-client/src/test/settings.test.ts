@@ -57,7 +57,7 @@ test("wrong types and unknown choices fall back to defaults", () => {
     tuneBudgetSeconds: -3,
     tuneMaxEvals: "30",
   });
-  assert.equal(settings.chip, "v7x");
+  assert.equal(settings.chip, "auto");
   assert.equal(settings.evaluator, "auto");
   assert.equal(settings.compilerCheck, "auto");
   assert.equal(settings.executor, "local");
@@ -82,6 +82,16 @@ test("integers are rounded and clamped to their minimum", () => {
   assert.equal(settings.maxConcurrentTunings, 1);
   assert.equal(settings.debounceMs, 0);
   assert.equal(settings.tuneMaxEvals, 3);
+});
+
+test("every executor the tuner accepts passes; a zero budget is the default (the server rejects it)", () => {
+  for (const executor of ["local", "local:4", "inline", "ray", "ray:10.0.0.1:6379"]) {
+    assert.equal(readSettings({ executor }).executor, executor);
+  }
+  for (const executor of ["local:0", "local:", "inlined", "slurm"]) assert.equal(readSettings({ executor }).executor, "local");
+  assert.equal(readSettings({ tuneBudgetSeconds: 0 }).tuneBudgetSeconds, 60);
+  assert.equal(readSettings({ tuneBudgetSeconds: 0.5 }).tuneBudgetSeconds, 0.5);
+  assert.equal(readSettings({ maxConcurrentTunings: 100 }).maxConcurrentTunings, 64);
 });
 
 test("paths expand ~ and ${workspaceFolder}", () => {
