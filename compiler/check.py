@@ -210,8 +210,8 @@ def check_file(path: str, kernel_name: str | None, chip: str, loop_types: list[s
     if kernel_name and kernel_name not in module.kernels:
         print(f"helion-pallas: no kernel {kernel_name} in {path}")
         return 2
-    if not as_json:
-        for k in ([module.kernels[kernel_name]] if kernel_name else module.kernels.values()):
+    for k in ([module.kernels[kernel_name]] if kernel_name else module.kernels.values()) if not as_json else ():
+        if k.declaration_text is not None:  # declared through a wrapper, or shaped by an input generator
             print(kernel_summary(k, checked=None if cases else 1))
     report = check_rows(path, kernel_name, chip, loop_types, module, cases)
     if as_json:

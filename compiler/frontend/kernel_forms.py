@@ -37,6 +37,8 @@ VLLM_WRAPPERS = frozenset({
     "vllm.kernels.helion.register_kernel",
 })
 GENERATOR_KEYWORDS = ("input_generator",)
+VLLM_KEYWORDS = frozenset({"op_name", "config_picker", "fake_impl", "mutates_args", "helion_settings",
+                           "input_generator"})
 REGISTER_GENERATOR = "register_input_generator"  # `@kernel.register_input_generator` (vLLM's older form)
 BASELINE_SETTING = "autotune_baseline_fn"
 GPU_BACKENDS = frozenset({"cute", "triton", "tileir"})
@@ -116,6 +118,8 @@ def declaration(dec: ast.expr, qualname: str | None, wrappers: Wrappers, named: 
                     continue
                 if skw.arg is not None:
                     keywords.append(skw)
+        elif kw.arg is not None and kw.arg not in VLLM_KEYWORDS and qualname not in VLLM_WRAPPERS:
+            keywords.append(kw)  # another wrapper's own keywords are helion.kernel's (`@my_kernel(config=...)`)
     settings = ast.Call(ast.Attribute(ast.Name("helion", ast.Load()), "kernel", ast.Load()), [], keywords)
     ast.copy_location(settings, dec)
     settings.end_lineno, settings.end_col_offset = dec.end_lineno, dec.end_col_offset
