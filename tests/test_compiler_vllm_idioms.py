@@ -145,3 +145,50 @@ def test_position_tensors_shaped_to_broadcast_index_jointly(idioms) -> None:
     assert torch.equal(ck(x, 128), want)
     got = run_reference(textwrap.dedent(IDIOMS), "group_amax", [x, 128], list(ck.config["block_sizes"]))
     assert torch.equal(got, want)
+
+
+FNUZ = '''
+import torch
+import helion
+import helion.language as hl
+
+_FNUZ = torch.float8_e5m2fnuz
+
+
+# helion: args(x=f32[16, 256])
+@helion.kernel()
+def direct(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty(x.shape, dtype=torch.float8_e4m3fnuz, device=x.device)
+    for t in hl.tile(x.size()):
+        out[t] = x[t].to(out.dtype)
+    return out
+
+
+# helion: args(x=f32[16, 256])
+@helion.kernel()
+def via_constant(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty(x.shape, dtype=_FNUZ, device=x.device)
+    for t in hl.tile(x.size()):
+        out[t] = x[t].to(out.dtype)
+    return out
+'''
+
+
+@pytest.mark.parametrize("chip", ["v4", "v5e", "v6e", "v7x"])
+@pytest.mark.parametrize(("kernel", "dtype", "text"), [("direct", "float8_e4m3fnuz", "dtype=torch.float8_e4m3fnuz"),
+                                                       ("via_constant", "float8_e5m2fnuz", "dtype=_FNUZ")])
+def test_an_fp8_type_mosaic_cannot_hold_is_one_diagnostic_naming_chip_and_type(chip, kernel, dtype, text) -> None:
+    line = next(i for i, t in enumerate(textwrap.dedent(FNUZ).splitlines()) if text in t)
+    with pytest.raises(CompileError) as info:
+        compiler.load(textwrap.dedent(FNUZ)).kernels[kernel].compile(chip=chip)
+    (diag,) = info.value.diagnostics
+    assert diag.code == "HPL108" and f"TPU {chip} cannot hold {dtype}" in diag.message
+    assert diag.range.start.line == line
+
+
+@pytest.mark.parametrize("chip", ["v4", "v5e", "v6e", "v7x"])
+@pytest.mark.parametrize("dtype", ["f8e4m3", "f8e5m2"])
+def test_fp8_storage_types_mosaic_holds_compile_on_every_chip(chip, dtype) -> None:
+    source = textwrap.dedent(PER_TENSOR).replace("result=f8e4m3", f"result={dtype}")
+    ck = compiler.load(source).kernels["per_tensor_quant"].compile(chip=chip)
+    assert {"f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2"}[dtype] in ck.source

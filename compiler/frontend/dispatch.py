@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ..ir.chips import fp8_problem
 from ..ir.tile_ir import Value
 from ..support.diagnostics import Range, UserError
 from .hl_calls import HelionCalls
@@ -62,6 +63,8 @@ class Dispatcher(HelionCalls, TorchCalls):
                 return _MATH_CONST[attr]
             if q == "torch" and attr in TORCH_DTYPES:
                 return TORCH_DTYPES[attr]
+            if q == "torch" and (problem := fp8_problem(attr, self.t.chip)) is not None:
+                raise UserError("HPL108", problem, rng)
             name = f"{q}.{attr}"
             return UPSTREAM_NAMES[name] if name in UPSTREAM_NAMES else Module(name)
         if isinstance(obj, Value):

@@ -16,7 +16,7 @@ import os
 from typing import Any
 
 from ..ir.callables import runtime_value
-from ..ir.chips import Chip, get_chip
+from ..ir.chips import Chip, fp8_problem, get_chip
 from ..ir.specs import ArgSpec, CallableSpec, TensorSpec
 from ..ir.tile_ir import (
     GridLoop,
@@ -113,8 +113,10 @@ class Tracer(KernelStatements, DeviceLoops, TensorAccess, ExpressionEvaluator):
                                       "a constant or a function this analysis can follow", rng)
         odd = next((d for d in dtypes_in(value) if d not in TORCH_DTYPES.values()), None)
         if odd is not None:
-            raise UserError("HPL108", f"`{name}` is {str(odd).removeprefix('torch.')}, a dtype TPU kernels here do not "
-                                      "support (8-bit floats: float8_e4m3fn, float8_e5m2)", rng)
+            dtype_name = str(odd).removeprefix("torch.")
+            problem = fp8_problem(dtype_name, self.chip)
+            raise UserError("HPL108", f"`{name}` is {dtype_name}: {problem}" if problem else
+                            f"`{name}` is {dtype_name}, a dtype TPU kernels here do not support", rng)
         return NamedConst(name, value) if isinstance(value, float) else value
 
     # -- set-up ----------------------------------------------------------------------------------------

@@ -194,3 +194,19 @@ def get_chip(name: str) -> Chip:
             "tensorcores": "jax 0.10.2 TensorCores per device (megacore)",
         },
     )
+
+
+# 8-bit float storage types Mosaic loads and stores, on every TPU (libtpu 0.0.42.1's deviceless compile of a
+# load and a store of each, v4 / v5e / v5p / v6e / v7x, 2026-12-07): float8_e4m3fn and float8_e5m2 compile on
+# all; float8_e4m3fnuz and float8_e5m2fnuz on none (a store: "failed to legalize operation
+# 'tpu.pack_subelements'"; a load: "Invalid vector type for load").
+MOSAIC_FP8 = frozenset({"float8_e4m3fn", "float8_e5m2"})
+FP8_NAMES = frozenset({"float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu"})
+
+
+def fp8_problem(dtype_name: str, chip: Chip) -> str | None:
+    """Why `chip` cannot hold the 8-bit float `dtype_name` (torch's name), or None when it can."""
+    if dtype_name not in FP8_NAMES or dtype_name in MOSAIC_FP8:
+        return None
+    return (f"TPU {chip.name} cannot hold {dtype_name}: Mosaic neither loads nor stores it (its 8-bit floats are "
+            f"{' and '.join(sorted(MOSAIC_FP8))}, the ones vLLM's TPU platform uses)")
