@@ -40,7 +40,7 @@ from typing import Any
 
 from ..ir.chips import get_chip
 from ..ir.config import Config
-from . import collector
+from . import collector, searches
 from .correctness import CorrectnessResult
 from .decorator import decorator_line
 from .evaluators import Problem, gate_case, get_evaluator, verify
@@ -263,23 +263,37 @@ class TuneRun:
             seeds.append(kernel.decorator_config)
         if store is not None and (stored := store.best(model_key)) is not None:
             seeds.append(stored.config)
+        # a deterministic search (the model, no time budget) that ran before is taken as it was (searches.py)
+        parts = None
+        if verdicts is not None and options.evaluator == "model" and options.budget is None:
+            parts = searches.search_parts(problem.source, problem.kernel, problem.shape_key, problem.chip, seeds,
+                                          {"seed": options.seed, "max_evals": options.max_evals,
+                                           "restarts": options.restarts})  # fmt: skip
+        recalled = searches.recall(verdicts.cache, parts) if parts is not None else None
         try:
             try:
-                with collector.paused():  # (collector.py)
-                    self.result = search(
-                        space,
-                        space.evaluate,
-                        executor=InlineExecutor(),
-                        seeds=space.seed_points(seeds),
-                        max_evals=options.max_evals,
-                        max_seconds=options.budget,
-                        max_restarts=options.restarts,
-                        seed=options.seed,
-                        progress=on_progress,
-                        on_result=on_result,
-                        on_pruned=on_pruned,
-                        should_stop=should_stop,
-                    )
+                if recalled is not None:
+                    self.result, trials[:] = recalled
+                    self.notes.append(f"search remembered from an earlier run ({len(self.result.evaluated)} configs "
+                                      "evaluated by the model)")
+                else:
+                    with collector.paused():  # (collector.py)
+                        self.result = search(
+                            space,
+                            space.evaluate,
+                            executor=InlineExecutor(),
+                            seeds=space.seed_points(seeds),
+                            max_evals=options.max_evals,
+                            max_seconds=options.budget,
+                            max_restarts=options.restarts,
+                            seed=options.seed,
+                            progress=on_progress,
+                            on_result=on_result,
+                            on_pruned=on_pruned,
+                            should_stop=should_stop,
+                        )
+                    if parts is not None and not _stopped(should_stop):
+                        searches.keep(verdicts.cache, parts, self.result, trials)
             finally:
                 if store is not None:
                     store.record_trials(model_key, trials, self.run_id)
@@ -517,6 +531,13 @@ class TuneRun:
                               f"that rate {'they' if count > 1 else 'it'} would need more than the "
                               f"{limit / 2**20:.0f} MiB {self.problem.chip} allows")
         return kept
+
+
+def _stopped(should_stop: Callable[[], bool] | threading.Event | None) -> bool:
+    """Whether the caller asked the search to stop (it may have ended early: not a search to remember)."""
+    if should_stop is None:
+        return False
+    return should_stop.is_set() if isinstance(should_stop, threading.Event) else bool(should_stop())
 
 
 def _cannot_fit(cand: Candidate, shortfall: float, limit: int) -> bool:
