@@ -176,7 +176,8 @@ def held_out_sweep(chip: str, by_kernel: dict[str, list[Modelled]]) -> bool:
     fitted = [compile_point(p, chip) for p in published.points(chip, "fit")]
     swept = {(m.point.kernel, m.point.args, repr(Config(m.point.config))) for ms in by_kernel.values() for m in ms}
     judged = [m for m in fitted if (m.point.kernel, m.point.args, repr(Config(m.point.config))) in swept]
-    print(f"held out: the {len(judged)} sweep points among {chip}'s {len(fitted)} fit points, each judged by a refit "
+    print(f"held out: the {len(judged)} of {chip}'s {len(fitted)} fit points whose kernel, shapes and config a sweep "
+          f"measured (other tables' points of those configs included), each judged by a refit "
           f"({', '.join(DEFAULT_PARAMS)}) that did not see it")
     met = True
     for how in ("kfold", "shape"):

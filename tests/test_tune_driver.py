@@ -640,3 +640,34 @@ def test_gate_fails_a_config_the_tpu_compiler_rejects_at_the_real_shapes(monkeyp
     assert "the TPU compiler rejects it" in verdict.message and "HPL302" in verdict.message, verdict.message
     # what it needed against the report's total, for the gate to pass over configs that would fall as short
     assert verdict.vmem_needed_bytes > get_chip("v5e").max_vmem_limit_bytes > verdict.vmem_estimated_bytes
+
+
+def test_a_deterministic_search_is_remembered_and_a_budgeted_one_is_not(tmp_path, monkeypatch) -> None:
+    """With the model and no time budget the search gives the same results every time: the second run of the same
+    problem takes them from the analysis cache instead of searching (the same ranking, evaluations and trials in
+    the store); a search bounded by seconds could go further next time, so it is searched again."""
+    import compiler.tune.driver as driver
+    from compiler.results import AnalysisCache
+    from compiler.tune.verdicts import Verdicts
+
+    problem = _problem("softmax", 0)
+    cache = tmp_path / "a.sqlite"
+    first = tune(problem, TuneOptions(verify=False), verdicts=Verdicts(AnalysisCache(cache)))
+    searched = []
+    original = driver.search
+    monkeypatch.setattr(driver, "search", lambda *a, **k: searched.append(1) or original(*a, **k))
+    store = TuningStore(tmp_path / "s.sqlite")
+    again = tune(problem, TuneOptions(verify=False), store=store, verdicts=Verdicts(AnalysisCache(cache)))
+    assert searched == []
+    assert [c.config for c in again.top] == [c.config for c in first.top]
+    assert [c.seconds for c in again.top] == [c.seconds for c in first.top]
+    assert again.evaluated == first.evaluated and again.pruned == first.pruned
+    assert any("search remembered" in n for n in again.notes), again.notes
+    assert store.best(TrialKey(problem.load_kernel().source_hash, problem.shape_key, "v7x", "model")).config == (
+        first.best.config)
+    tune(problem, TuneOptions(verify=False, budget=30.0), verdicts=Verdicts(AnalysisCache(cache)))
+    assert searched == [1]
+    # another file's text (an import changed) is another search
+    edited = Problem("import os\n" + problem.source, problem.kernel, problem.args, problem.chip, problem.path, 0)
+    tune(edited, TuneOptions(verify=False), verdicts=Verdicts(AnalysisCache(cache)))
+    assert searched == [1, 1]

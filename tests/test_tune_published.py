@@ -12,7 +12,7 @@ from conftest import REPO
 
 sys.path.insert(0, str(REPO / "bench"))
 
-from calibrate import DEFAULT_PARAMS, compile_point, fit, geomean_error, separated_pairs  # noqa: E402
+from calibrate import DEFAULT_PARAMS, compile_point, fit, geomean_error, held_out, separated_pairs, splits  # noqa: E402
 from published import TABLES, points  # noqa: E402
 
 from compiler.tune.constants import constants_for  # noqa: E402
@@ -95,3 +95,17 @@ def test_v5e_fit_reproduces_constants_py() -> None:
     before = geomean_error([m.error(base) for m in pts])
     after = geomean_error([m.error(fitted) for m in pts])
     assert after <= before + 0.005 and math.isfinite(after)
+
+
+def test_v5e_model_holds_on_points_its_fit_did_not_see() -> None:
+    """Issue 41's bars on held-out points: each v5e point judged by constants fitted (calibrate's default
+    parameters) to the other four of five folds — within ±20 % on at least 90 %, and 95 % of the pairs the chip
+    separates by more than 3 % in its order (2026-12-07: 223 of 245, 4065 of 4263). Leaving each kernel's shape out
+    whole is printed by calibrate --held-out, not held here: 212 of 245 (86.5 %), attention's fori/carry/reload
+    terms being pinned by attention alone."""
+    pts = [compile_point(p, "v5e") for p in points("v5e", "fit")]
+    parts = splits(pts, "kfold")
+    assert sorted(i for part in parts for i in part) == list(range(len(pts)))  # every point judged, once
+    result = held_out(pts, constants_for("v5e"), DEFAULT_PARAMS, "kfold")
+    assert result.points == len(pts) >= 245
+    assert result.met, result.line()

@@ -262,7 +262,8 @@ def _tune_all(
             problems[0].load_kernel().config_space(problems[0].args, problems[0].chip)
         checks_early = options.verify and isinstance(executor, LocalExecutor)
         elsewhere = search_elsewhere(problems, options, store, _progress_sink(ns, None), stop, workers,
-                                     on_early if checks_early else None)
+                                     on_early if checks_early else None,
+                                     str(verdicts.cache.path) if verdicts is not None else None)
     for i, problem in enumerate(problems):
         if stop.is_set():
             break

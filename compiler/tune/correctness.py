@@ -8,9 +8,10 @@ traces a kernel and so never pays for torch's tracing machinery).
 
 The TPU compiler's verdict at the REAL shapes (libtpu's deviceless compile, where libtpu is installed) is part
 of the check: `prepare_check` only records what that compile needs (`RealCompile`, the config's module at the
-real shapes) and the worker asks libtpu while it runs the reduced check, so the search never waits on a
-compile that takes seconds (attention 8k unrolled: ~7 s), and the verdict is remembered with the rest of the
-check (verdicts.py).
+real shapes) and libtpu is asked while the reduced check runs (ask_tpu_compiler: by the tuning process's own
+threads, each waiting on its libtpu worker process, so two shape sets' verdicts compile side by side), so the
+search never waits on a compile that takes seconds (attention 8k unrolled: ~7 s); the verdict is remembered with
+the rest of the check (verdicts.py).
 
 The generated module runs (TPU interpret mode on a CPU machine) on random inputs of the reduced shapes
 (shrink.py) and its results — returned tensors and tensors it wrote in place — are compared with the eager
@@ -28,6 +29,7 @@ import math
 import threading
 import time
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -196,7 +198,7 @@ def real_compile(
         return None
 
 
-def tpu_verdict(real: RealCompile, chip: Chip) -> CorrectnessResult:
+def tpu_verdict(real: RealCompile, chip: Chip, compiler: Any = None) -> CorrectnessResult:
     """The TPU compiler's verdict (libtpu's deviceless compile for `chip`) on the config at the real shapes:
     `tpu_compiler` "accepts", "rejects" (verdict failed, and out of VMEM, what it needed against the report's
     total) or "unknown" (the compile timed out or crashed). The reduced run cannot show what only the real
@@ -205,8 +207,9 @@ def tpu_verdict(real: RealCompile, chip: Chip) -> CorrectnessResult:
     from ..tpu.libtpu_compile import tpu_compile
     from ..tpu.truth import compile_code
 
-    result = tpu_compile(real.source, real.entry, list(real.args), chip, dump_mosaic=False,
-                         filename=f"<helion-pallas {real.entry}>")
+    compile_ = compiler.compile if compiler is not None else tpu_compile
+    result = compile_(real.source, real.entry, list(real.args), chip, dump_mosaic=False,
+                      filename=f"<helion-pallas {real.entry}>")
     if result.ok:
         return CorrectnessResult("ok", "the TPU compiler accepts it", real.shapes, seconds=result.wall_seconds,
                                  tpu_compiler="accepts")
@@ -237,26 +240,44 @@ def check_compiled(ck: CompiledKernel, seed: int = 0) -> CorrectnessResult:
 def check_case(case: GateCase, seed: int = 0) -> CorrectnessResult:
     """Run the case's generated module and the eager reference on the same random inputs and compare; where
     the case carries its real-shape module, the TPU compiler is asked at the same time (a thread waiting on
-    the libtpu worker process) and a config it rejects fails."""
+    a libtpu worker process) and a config it rejects fails."""
     if case.real is None:
         return _compare(case, seed)
-    asked: list[CorrectnessResult | BaseException] = []
+    asking = ask_tpu_compiler(case)
+    return combine(_compare(case, seed), asking.result())
 
-    def ask(real: RealCompile = case.real) -> None:
-        try:
-            asked.append(tpu_verdict(real, get_chip(case.chip)))
-        except BaseException as exc:  # noqa: BLE001 - raised below, in the caller's thread
-            asked.append(exc)
 
-    thread = threading.Thread(target=ask, name="helion-gate-libtpu", daemon=True)
-    thread.start()
-    compared = _compare(case, seed)
-    thread.join()
-    verdict = asked[0]
-    if isinstance(verdict, BaseException):
-        raise verdict
+_asking: ThreadPoolExecutor | None = None
+_compilers = threading.local()
+
+
+def ask_tpu_compiler(case: GateCase) -> Future[CorrectnessResult]:
+    """The TPU compiler's verdict on the case's real-shape module (tpu_verdict), asked now on one of two threads
+    of this process, each with its own libtpu worker process: the verdicts of two shape sets' candidates are
+    compiled side by side, each as soon as its case exists, never queued behind a reduced run."""
+    global _asking
+    if case.real is None:
+        raise ValueError("the case carries no real-shape module")
+    if _asking is None:
+        _asking = ThreadPoolExecutor(max_workers=2, thread_name_prefix="helion-gate-libtpu")
+    return _asking.submit(_ask, case.real, case.chip)
+
+
+def _ask(real: RealCompile, chip: str) -> CorrectnessResult:
+    from ..tpu.libtpu_compile import TpuCompiler
+
+    compiler = getattr(_compilers, "compiler", None)
+    if compiler is None:
+        compiler = _compilers.compiler = TpuCompiler()
+        atexit.register(compiler.close)
+    return tpu_verdict(real, get_chip(chip), compiler)
+
+
+def combine(compared: CorrectnessResult, verdict: CorrectnessResult) -> CorrectnessResult:
+    """One check's result from the reduced run's and the TPU compiler's: a rejection fails the config whatever
+    the reduced run said; otherwise the reduced run's verdict, saying what the compiler said."""
     if verdict.tpu_compiler == "rejects":
-        return replace(verdict, seconds=compared.seconds)
+        return replace(verdict, seconds=max(compared.seconds, verdict.seconds))
     if verdict.tpu_compiler == "unknown" and compared.ok:
         return replace(compared, tpu_compiler="unknown", message=f"{compared.message}; {verdict.message}")
     return replace(compared, tpu_compiler=verdict.tpu_compiler)

@@ -31,17 +31,18 @@ executors (worker processes or Ray), since they execute generated and user code.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future
-from dataclasses import dataclass, field
+from concurrent.futures import Future, InvalidStateError
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..ir.chips import get_chip
 from ..ir.config import Config
-from . import collector
-from .correctness import CorrectnessResult
+from . import collector, searches
+from .correctness import CorrectnessResult, ask_tpu_compiler, combine
 from .decorator import decorator_line
 from .evaluators import Problem, gate_case, get_evaluator, verify
 from .executors import Executor, InlineExecutor
@@ -263,23 +264,37 @@ class TuneRun:
             seeds.append(kernel.decorator_config)
         if store is not None and (stored := store.best(model_key)) is not None:
             seeds.append(stored.config)
+        # a deterministic search (the model, no time budget) that ran before is taken as it was (searches.py)
+        parts = None
+        if verdicts is not None and options.evaluator == "model" and options.budget is None:
+            parts = searches.search_parts(problem.source, problem.kernel, problem.shape_key, problem.chip, seeds,
+                                          {"seed": options.seed, "max_evals": options.max_evals,
+                                           "restarts": options.restarts})  # fmt: skip
+        recalled = searches.recall(verdicts.cache, parts) if parts is not None else None
         try:
             try:
-                with collector.paused():  # (collector.py)
-                    self.result = search(
-                        space,
-                        space.evaluate,
-                        executor=InlineExecutor(),
-                        seeds=space.seed_points(seeds),
-                        max_evals=options.max_evals,
-                        max_seconds=options.budget,
-                        max_restarts=options.restarts,
-                        seed=options.seed,
-                        progress=on_progress,
-                        on_result=on_result,
-                        on_pruned=on_pruned,
-                        should_stop=should_stop,
-                    )
+                if recalled is not None:
+                    self.result, trials[:] = recalled
+                    self.notes.append(f"search remembered from an earlier run ({len(self.result.evaluated)} configs "
+                                      "evaluated by the model)")
+                else:
+                    with collector.paused():  # (collector.py)
+                        self.result = search(
+                            space,
+                            space.evaluate,
+                            executor=InlineExecutor(),
+                            seeds=space.seed_points(seeds),
+                            max_evals=options.max_evals,
+                            max_seconds=options.budget,
+                            max_restarts=options.restarts,
+                            seed=options.seed,
+                            progress=on_progress,
+                            on_result=on_result,
+                            on_pruned=on_pruned,
+                            should_stop=should_stop,
+                        )
+                    if parts is not None and not _stopped(should_stop):
+                        searches.keep(verdicts.cache, parts, self.result, trials)
             finally:
                 if store is not None:
                     store.record_trials(model_key, trials, self.run_id)
@@ -519,6 +534,39 @@ class TuneRun:
         return kept
 
 
+def _both(compared: Future[CorrectnessResult], asking: Future[CorrectnessResult]) -> Future[CorrectnessResult]:
+    """The check's result once the reduced run and the TPU compiler have both answered (correctness.combine); an
+    exception of either is the check's. Cancelling it cancels the reduced run if it has not started."""
+    out: Future[CorrectnessResult] = Future()
+
+    def done(_: Future[CorrectnessResult]) -> None:
+        if not (compared.done() and asking.done()) or out.done():
+            return
+        with contextlib.suppress(InvalidStateError):  # cancelled meanwhile
+            try:
+                result = combine(compared.result(), asking.result())
+            except BaseException as exc:  # noqa: BLE001 - handed to whoever waits on the check
+                out.set_exception(exc)
+                return
+            out.set_result(result)
+
+    def cancel(f: Future[CorrectnessResult]) -> None:
+        if f.cancelled():
+            compared.cancel()
+
+    out.add_done_callback(cancel)
+    compared.add_done_callback(done)
+    asking.add_done_callback(done)
+    return out
+
+
+def _stopped(should_stop: Callable[[], bool] | threading.Event | None) -> bool:
+    """Whether the caller asked the search to stop (it may have ended early: not a search to remember)."""
+    if should_stop is None:
+        return False
+    return should_stop.is_set() if isinstance(should_stop, threading.Event) else bool(should_stop())
+
+
 def _cannot_fit(cand: Candidate, shortfall: float, limit: int) -> bool:
     """The candidate's VMEM report total, scaled by the report's shortfall the TPU compiler showed for this
     kernel, is over the chip's limit."""
@@ -534,7 +582,12 @@ def submit_check(executor: Executor, case: Any, seed: int, verdicts: Verdicts | 
         done: Future[CorrectnessResult] = Future()
         done.set_result(known)
         return done
-    future = executor.submit(verify, case, seed)
+    if case.real is not None:  # the TPU compiler asked here, beside the reduced run on the executor
+        asking = ask_tpu_compiler(case)
+        compared = executor.submit(verify, replace(case, real=None), seed)
+        future = _both(compared, asking)
+    else:
+        future = executor.submit(verify, case, seed)
     if verdicts is not None:
         future.add_done_callback(lambda f: f.exception() is None and verdicts.keep(case, seed, f.result()))
     return future

@@ -26,12 +26,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..results import AnalysisCache
 from ..support import lifeline
 from ..support.diagnostics import CompileError
 from .driver import Searched, TuneOptions, TuneProgress, TuneRun
 from .evaluators import Problem
 from .executors import InlineExecutor
 from .store import TuningStore
+from .verdicts import Verdicts
 
 log = logging.getLogger(__name__)
 
@@ -89,10 +91,12 @@ class Elsewhere:
 
 def search_elsewhere(problems: list[Problem], options: TuneOptions, store: TuningStore | None,
                      progress: Callable[[TuneProgress], None] | None, should_stop: Any, workers: int,
-                     on_early: Callable[[int, dict[str, Any], Any], None] | None = None) -> dict[int, Elsewhere]:
+                     on_early: Callable[[int, dict[str, Any], Any], None] | None = None,
+                     cache_path: str | None = None) -> dict[int, Elsewhere]:
     """Fork `workers - 1` children for the problems this process will not search itself: problem i goes to
     child i % workers (child 0 is this process). Returns, per problem index searched elsewhere, its child.
-    `on_early(i, config, case)`: problem i's search has a best config that stands, compiled for the gate."""
+    `on_early(i, config, case)`: problem i's search has a best config that stands, compiled for the gate.
+    `cache_path`: the analysis cache whose remembered searches a child takes and adds to (its own connection)."""
     ctx = multiprocessing.get_context("fork")
     out: dict[int, Elsewhere] = {}
     parent = os.getpid()
@@ -108,13 +112,15 @@ def search_elsewhere(problems: list[Problem], options: TuneOptions, store: Tunin
             os.dup2(2, 1)  # stdout is the parent's JSON result: whatever a child prints goes to stderr
             sys.stdout = sys.stderr
             own_store = TuningStore(path) if path is not None else None
+            own_verdicts = Verdicts(AnalysisCache(cache_path)) if cache_path is not None else None
             for i in indices:
                 try:
                     def early(config: dict[str, Any], case: Any, i: int = i) -> None:
                         theirs.send(("early", i, config, case))
 
                     run = TuneRun(problems[i], options, executor=InlineExecutor(), store=own_store, progress=progress,
-                                  should_stop=should_stop, early_sink=early if on_early is not None else None)
+                                  should_stop=should_stop, early_sink=early if on_early is not None else None,
+                                  verdicts=own_verdicts)
                     try:
                         run.prepare_gate()  # here rather than in the parent, which has searches of its own
                     except Exception:  # noqa: BLE001 - the parent prepares it again and reports what it raises

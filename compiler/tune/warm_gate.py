@@ -10,14 +10,8 @@ def warm_up() -> None:
     """Run first in a fresh gate worker while the tuning process imports torch and searches: import torch
     and the gate, start the eager-reference process — a fork of this one, which has torch and has run
     nothing yet, so it imports nothing — then import jax and Pallas' TPU interpret mode, so the first check
-    pays only its own work. Where libtpu is installed its compile worker starts first (its jax import runs
-    beside these): the check asks it for the TPU compiler's verdict at the real shapes."""
+    pays only its own work."""
     import gc
-
-    from ..tpu.libtpu_compile import default_compiler, libtpu_available
-
-    if libtpu_available():
-        default_compiler().start()
 
     gc.disable()  # torch's and jax's imports: collections scanning their objects would only slow them down
     from .correctness import reference_process
