@@ -113,10 +113,10 @@ class Session:
 def _plain(obj: Any) -> Any:
     if isinstance(obj, dict):
         return {k: _plain(v) for k, v in obj.items()}
+    if hasattr(obj, "_asdict"):  # pygls's objects for custom messages are named tuples
+        return {k: _plain(v) for k, v in obj._asdict().items()}
     if isinstance(obj, list | tuple):
         return [_plain(v) for v in obj]
-    if hasattr(obj, "_asdict"):
-        return {k: _plain(v) for k, v in obj._asdict().items()}
     if hasattr(obj, "__dict__") and not isinstance(obj, type):
         return {k: _plain(v) for k, v in vars(obj).items() if not k.startswith("_")}
     return obj

@@ -115,7 +115,7 @@ class RawServer:
             "rootUri": root.as_uri(),
             "capabilities": {"window": {"workDoneProgress": True}},
             "workspaceFolders": [{"uri": root.as_uri(), "name": root.name}],
-            "initializationOptions": {"storePath": str(root.parent / "store.sqlite"), **options},
+            "initializationOptions": {"storePath": str(root.parent / "store.sqlite"), "chip": "v7x", **options},
         }
         reply = await self.request("initialize", params, timeout=60)
         self.notify("initialized", {})

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from helion_ls.chip_owner import fallback_reason, needs_chip, ordinal, short_reason, waiting_title
+from helion_ls.features.chip_verdicts import check_evaluator
 from helion_ls.machine_tpu import MachineTpu
 from helion_ls.tuning import TuneJob, Tuner, TuneSpec
 
@@ -81,7 +82,8 @@ def test_which_jobs_need_the_chip():
     assert needs_chip("tune", "tpu", "v7x", none)  # it asks for the chip, and will say why it has none
     assert not needs_chip("tune", "model", "v5e", v5e)
     assert not needs_chip("crosscheck", "auto", "v5e", v5e)  # deviceless
-    assert needs_chip("check", "auto", "v5e", v5e)
+    assert needs_chip("check", check_evaluator("v5e", v5e), "v5e", v5e)  # Check on TPU waits in the line
+    assert not needs_chip("check", check_evaluator("v5e", none), "v5e", none)  # interpret mode: no chip
 
 
 def test_the_tuners_reason_for_the_model_is_read():

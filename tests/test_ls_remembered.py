@@ -37,7 +37,8 @@ TWO_KERNELS = ATTENTION + "\n\n" + ADD.split("import helion.language as hl\n", 1
 async def start(cache: Path, ws: Path, env: dict[str, str] | None = None, **options: Any) -> RawServer:
     srv = await RawServer.start(env={"HELION_LS_ANALYSIS_CACHE": str(cache), **(env or {})})
     params = {"processId": os.getpid(), "rootUri": ws.as_uri(), "capabilities": {},
-              "initializationOptions": {"storePath": str(ws / "store.sqlite"), "libtpu": False, **options}}
+              "initializationOptions": {"storePath": str(ws / "store.sqlite"), "libtpu": False, "chip": "v7x",
+                                        **options}}
     await srv.request("initialize", params, timeout=60)  # no wait for the server's imports: open at once
     srv.notify("initialized", {})
     return srv
@@ -222,7 +223,8 @@ async def test_a_read_only_cache_directory_is_read_and_said(tmp_path, two_kernel
     try:
         srv = await RawServer.start(env={"HELION_LS_ANALYSIS_CACHE": str(cache)}, launcher=launcher)
         params = {"processId": os.getpid(), "rootUri": two_kernels.parent.as_uri(), "capabilities": {},
-                  "initializationOptions": {"storePath": str(tmp_path / "store.sqlite"), "libtpu": False}}
+                  "initializationOptions": {"storePath": str(tmp_path / "store.sqlite"), "libtpu": False,
+                                            "chip": "v7x"}}
         try:
             await srv.request("initialize", params, timeout=60)
             srv.notify("initialized", {})
@@ -249,7 +251,7 @@ from helion_ls.remembered import Remembered
 
 sent = []
 publisher = EarlyPublisher(Remembered(AnalysisCache(sys.argv[1])), lambda message: sent.append(message) or True)
-publisher.configure({"initializationOptions": {"libtpu": False, "workspaceTrusted": True}}, {"capabilities": {}})
+publisher.configure({"initializationOptions": {"libtpu": False, "chip": "v7x", "workspaceTrusted": True}}, {"capabilities": {}})
 docs = json.loads(sys.argv[2])
 for doc in docs:
     publisher.message("textDocument/didOpen", {"textDocument": doc})

@@ -6,6 +6,7 @@ notebooks      the same for Jupyter notebooks: one module of their code cells (c
 hover          kernel, tensor access and tile-loop hovers (cached results only)
 codelens       per shape set lenses from the tuning store and the tuner's state
 commands       helion.tune / tuneFile / applyConfig / cancelTuning, tuning progress and notifications
+chip_check     helion.checkOnChip: `helion-pallas check` of a kernel in the chip's line, its verdicts as diagnostics
 compiler_check the TPU compiler's checks of finished tunings told to the client (crosscheck.py queues them)
 generated      helion/generatedCode, helion/kernelAt, helion/tuningResults
 code_actions   quick fixes from compiler diagnostics, apply-best-config actions
@@ -24,5 +25,6 @@ vllm_target    kernels with a vLLM configs/<kernel>/ folder: Apply writes the pl
 crosscheck     the TPU compiler's check of a finished tuning: when it is queued, what the Best lens says of it
 client_commands commands the client runs that lenses and hover links name
 fact_hover     hovers from the compiler's facts (hover.py's)
+chip_verdicts  what Check on TPU shows: its lens per kernel and its verdicts as diagnostics
 May import everything in helion_ls below server.py, and compiler's public API.
 """

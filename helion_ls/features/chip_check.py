@@ -19,10 +19,9 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
-from ..machine_tpu import machine_tpu
 from ..trust import WHY_TUNING_RUNS_CODE
 from ..tuning import FINAL, TuneJob, TuneSpec
-from .chip_verdicts import CHECK_SET, check_title, verdict_diagnostics
+from .chip_verdicts import CHECK_SET, check_evaluator, check_title, verdict_diagnostics
 from .host import Host
 from .kernels import find_kernel
 
@@ -33,7 +32,7 @@ def start_check(ls: Host, loaded: Any, view: Any) -> TuneJob:
     spec = TuneSpec(
         uri=loaded.uri, kernel=view.name, shape_set=CHECK_SET, source_hash=view.source_hash, text=loaded.text,
         file_name=os.path.basename(path) if path.endswith(".py") else "kernel.py", chip=settings.chip,
-        evaluator="chip" if machine_tpu().chip == settings.chip else "interpret", executor="inline",
+        evaluator=check_evaluator(settings.chip), executor="inline",
         store_path=None, budget_seconds=None, max_evals=None, kind="check",
     )
     return ls.tuner.submit(spec)

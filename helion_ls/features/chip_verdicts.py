@@ -7,12 +7,18 @@ from typing import Any
 
 from lsprotocol import types
 
-from ..machine_tpu import machine_tpu
+from ..machine_tpu import MachineTpu, machine_tpu
 from ..tuning import TuneJob
 from .host import Host
 
 CHECK_SET = -1  # a check job's shape-set slot in the Tuner's jobs: it checks the kernel, not one shape set
 SOURCE = "helion check"
+
+def check_evaluator(chip: str, machine: MachineTpu | None = None) -> str:
+    """A check job's evaluator: "tpu" where it runs on this machine's chip (so it waits in the chip's line,
+    chip_owner.needs_chip), else "interpret"."""
+    return "tpu" if (machine or machine_tpu()).chip == chip else "interpret"
+
 
 def check_label(chip: str) -> str:
     """"Check on TPU v5 lite" where the chip is this machine's, else where it will run."""
@@ -25,7 +31,7 @@ def check_label(chip: str) -> str:
 def check_title(job: TuneJob) -> str:
     if job.state == "queued":
         return job.title if job.place else "Check queued…"
-    return "Checking on the TPU…" if job.spec.evaluator == "chip" else "Checking…"
+    return "Checking on the TPU…" if job.spec.evaluator == "tpu" else "Checking…"
 
 
 def check_lens(ls: Host, uri: str, kernel: str, chip: str, rng: types.Range) -> types.CodeLens:

@@ -5,7 +5,7 @@
 import * as vscode from "vscode";
 import { settingsFor, type HelionServer } from "./server";
 import { settingTarget, type SettingTarget } from "./settings";
-import { describeRun } from "./tuningModel";
+import { describeRun, waitingForChip } from "./tuningModel";
 import { chipLabel, effectiveChip, type MachineInfo } from "./machine";
 import { formatSeconds } from "./plotData";
 import type { TuningProgress } from "./tuning";
@@ -85,7 +85,8 @@ export class HelionStatusBar implements vscode.Disposable {
         const sets = [...run.shapeSets.values()];
         const evaluated = sets.reduce((n, s) => n + s.evaluated, 0);
         const total = sets.reduce((n, s) => n + s.total, 0);
-        text += ` $(sync~spin) tuning ${run.kernel}${total > 0 ? ` ${evaluated}/${total}` : ""}`;
+        const waiting = waitingForChip(run);
+        text += waiting !== null ? ` $(watch) ${run.kernel}: ${waiting}` : ` $(sync~spin) tuning ${run.kernel}${total > 0 ? ` ${evaluated}/${total}` : ""}`;
       } else if (runs.length > 1) {
         text += ` $(sync~spin) tuning ${runs.length} kernels`;
       }

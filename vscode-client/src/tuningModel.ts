@@ -24,6 +24,10 @@ export interface TuningStateParams {
   message?: string | null;
   /** The server's words for this state, the same its code lens shows ("Tuning… 3/30"). */
   title?: string;
+  /** Its place in the line for this machine's TPU (2 = next), 0 when not waiting for the chip. */
+  place?: number;
+  /** Why the tuner used the model on a machine with a TPU. */
+  fallback?: string | null;
 }
 
 const FINAL: ReadonlySet<TuningPhase> = new Set(["done", "failed", "cancelled", "stale"]);
@@ -78,6 +82,15 @@ function bestSeconds(run: TuningRun): number | null {
     if (typeof seconds === "number" && Number.isFinite(seconds) && (best === null || seconds < best)) best = seconds;
   }
   return best;
+}
+
+/** "2nd in line for the TPU" when every unfinished shape set of the run waits for the chip, else null. */
+export function waitingForChip(run: TuningRun): string | null {
+  const open = [...run.shapeSets.values()].filter((s) => !isFinal(s.state));
+  if (open.length === 0 || !open.every((s) => s.state === "queued" && (s.place ?? 0) > 0)) return null;
+  const place = Math.min(...open.map((s) => s.place ?? 0));
+  const suffix = place % 100 >= 10 && place % 100 <= 20 ? "th" : ({ 1: "st", 2: "nd", 3: "rd" } as Record<number, string>)[place % 10] ?? "th";
+  return `${place}${suffix} in line for the TPU`;
 }
 
 /** One line for the progress notification and the status bar tooltip. */

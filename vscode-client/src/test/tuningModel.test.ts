@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { describeRun, TuningTracker, type TuningPhase, type TuningStateParams } from "../tuningModel";
+import { describeRun, TuningTracker, waitingForChip, type TuningPhase, type TuningStateParams } from "../tuningModel";
 
 const fmt = (s: number): string => `${s * 1000}ms`;
 const state = (shapeSet: number, phase: TuningPhase, evaluated: number, total: number, best: number | null = null): TuningStateParams => ({
@@ -81,4 +81,16 @@ test("the notification uses the server's words for the state, the same as its co
   assert.equal(starting.message, "Tuning… starting the tuner");
   const mid = tracker.update({ ...state(0, "running", 8, 30, 0.002), title: "Tuning… 8/30" });
   assert.equal(mid.message, "Tuning… 8/30, best 2ms");
+});
+
+test("a run whose open shape sets all wait for the chip says its place in line", () => {
+  const tracker = new TuningTracker(fmt);
+  const { run } = tracker.update({ ...state(0, "queued", 0, 0), place: 2, title: "Waiting for the TPU, 2nd in line…" });
+  assert.equal(waitingForChip(run), "2nd in line for the TPU");
+  tracker.update({ ...state(1, "queued", 0, 0), place: 3 });
+  assert.equal(waitingForChip(run), "2nd in line for the TPU");
+  tracker.update({ ...state(0, "running", 1, 10), place: 0 });
+  assert.equal(waitingForChip(run), null); // one of them holds the chip now
+  const other = new TuningTracker(fmt).update(state(0, "queued", 0, 0)).run;
+  assert.equal(waitingForChip(other), null); // queued for a tuning slot, not for the chip
 });
