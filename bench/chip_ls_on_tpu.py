@@ -138,7 +138,7 @@ async def run(timeout: float, out: Path) -> int:
                               "checks": {}}
     checks = record["checks"]
     deadline = time.monotonic() + timeout
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
     env.pop("JAX_PLATFORMS", None)  # as on a TPU VM's shell: the server pins its own processes to the CPU
     await s.client.start_io(sys.executable, "-m", "helion_ls", env=env)
     try:

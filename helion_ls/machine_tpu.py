@@ -98,7 +98,8 @@ def detect(root: str = "/", env: Mapping[str, str] | None = None) -> MachineTpu:
         kinds = sorted(set(chips))
         if len(kinds) > 1:
             return MachineTpu(None, len(chips), "pci", files, f"TPUs of several generations ({', '.join(kinds)})")
-        return MachineTpu(kinds[0], len(chips), "pci", files)
+        # a container may be given fewer chips than the bus lists (the device nodes are what it can open)
+        return MachineTpu(kinds[0], min(len(chips), len(files)) if files else len(chips), "pci", files)
     accelerator = env.get("TPU_ACCELERATOR_TYPE", "")
     if files and accelerator:
         chip = _accelerator_chip(accelerator)

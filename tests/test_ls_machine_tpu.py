@@ -43,6 +43,16 @@ def test_a_v5e_vm_with_one_chip(tmp_path):
     assert found.device_files == (str(tmp_path / "dev" / "vfio" / "0"),)  # not the vfio container node
 
 
+def test_a_sandbox_given_one_of_four_chips_counts_the_one_it_can_open(tmp_path):
+    """What the lent TPU v5e machine showed (bench/chip/v5e_host_probe.txt): four v5e functions on the PCI bus,
+    one vfio group passed through, and jax saw one device."""
+    for slot in ("08", "09", "0a", "0b"):
+        pci(tmp_path, f"0000:00:{slot}.0", "0x1ae0", "0x0063")
+    dev(tmp_path, "vfio/1", "vfio/vfio")
+    found = detect(str(tmp_path), env={"TPU_ACCELERATOR_TYPE": "v5litepod-4"})
+    assert (found.chip, found.count, found.source) == ("v5e", 1, "pci")
+
+
 def test_every_generation_by_its_pci_id_and_chip_count(tmp_path):
     for device, chip in (("0x005e", "v4"), ("0x0062", "v5p"), ("0x0063", "v5e"), ("0x006f", "v6e"),
                          ("0x0076", "v7x")):
