@@ -280,8 +280,8 @@ class Kernel:
                          "helion.kernel with its helion_settings")
         if d.condition:
             parts.append(f"defined only where {d.condition}")
-        found = self.all_inferred
-        if d.input_generator and found and found[0][1].case_label is not None:
+        found = self.all_inferred if d.input_generator else []
+        if found and found[0][1].case_label is not None:
             shown = len(self.shape_sets)
             parts.append(f"shape sets: {shown} of the {len(found)} cases of `{d.input_generator}()`"
                          + (" (the smallest, a middle and the largest)" if shown < len(found) and

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import pytest_lsp
+from lsprotocol import types
 from pytest_lsp import LanguageClient
 from test_ls_support import end_session, final_diagnostics, make_workspace, open_doc, server_config, start
 
@@ -109,3 +110,23 @@ async def test_the_cli_and_the_language_server_say_the_same(client: LanguageClie
     assert ls == cli_says, f"only the LS: {sorted(ls - cli_says)}; only the CLI: {sorted(cli_says - ls)}"
     if name in ("wrapped.py", "scaled_rows.py", "alias_and_branch.py"):
         assert ls, "these files have diagnostics: an empty answer from both would prove nothing"
+
+
+async def test_the_editor_shows_a_generators_cases_on_lenses_and_the_declaration_on_hover(client: LanguageClient):
+    path = client.ws / "scaled_rows.py"
+    text = path.read_text()
+    uri = open_doc(client, path)
+    await final_diagnostics(client, uri, 1, 180)
+    lenses = await client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    titles = " | ".join(lens.command.title for lens in lenses if lens.command)
+    for case in ("width=256, rows=8", "width=256, rows=64", "width=512, rows=128"):
+        assert f"case {case} of make_cases()" in titles, titles
+    assert "rows=16" not in titles  # 3 of the 8 cases, not all of them
+    at = text.index("def scaled_rows(") + len("def ")
+    hover = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        position=types.Position(line=text[:at].count("\n"), character=at - (text.rfind("\n", 0, at) + 1))))
+    value = hover.contents.value
+    assert "Declared with `register_kernel`" in value and "3 of the 8 cases of `make_cases()`" in value
+    assert "case width=512, rows=128 of `make_cases()`" in value
