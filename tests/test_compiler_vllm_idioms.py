@@ -192,3 +192,39 @@ def test_fp8_storage_types_mosaic_holds_compile_on_every_chip(chip, dtype) -> No
     source = textwrap.dedent(PER_TENSOR).replace("result=f8e4m3", f"result={dtype}")
     ck = compiler.load(source).kernels["per_tensor_quant"].compile(chip=chip)
     assert {"f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2"}[dtype] in ck.source
+
+
+PAGED = '''
+import torch
+import helion
+import helion.language as hl
+from helion._utils import cdiv
+
+
+# helion: args(table=f8e4m3[64, 128], pages=i32[16], lens=i32[16])
+@helion.kernel()
+def paged_rows(table: torch.Tensor, pages: torch.Tensor, lens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    n = pages.size(0)
+    rows = torch.empty([n, table.size(1)], dtype=torch.float32, device=table.device)
+    chunks = torch.empty([n], dtype=torch.int32, device=table.device)
+    for t in hl.tile(n):
+        rows[t, :] = table[pages[t], :].to(torch.float32)
+        chunks[t] = cdiv(lens[t], 4)
+    return rows, chunks
+'''
+
+
+def test_fp8_rows_gathered_and_cdiv_of_a_loaded_length(tmp_path) -> None:
+    """vLLM's MLA decode reads fp8 pages at loaded positions (a one-hot gather: fp8 is widened to bfloat16, which
+    holds every fp8 value, as the MXU of a v5e takes no fp8) and splits a loaded length with helion._utils.cdiv."""
+    path = tmp_path / "paged.py"
+    path.write_text(textwrap.dedent(PAGED))
+    ck = compiler.load(str(path)).kernels["paged_rows"].compile(chip="v5e")
+    table = torch.randn(64, 128).to(torch.float8_e4m3fn)
+    pages = torch.randint(0, 64, (16,), dtype=torch.int32)
+    lens = torch.randint(0, 100, (16,), dtype=torch.int32)
+    rows, chunks = ck(table, pages, lens)
+    assert torch.equal(rows, table[pages.long()].float())
+    assert torch.equal(chunks, (lens + 3) // 4)
+    (row,) = check_rows(str(path), "paged_rows", "v5e", ["unroll"]).rows
+    assert row.verdict == "ok", row
