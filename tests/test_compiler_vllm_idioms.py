@@ -192,3 +192,88 @@ def test_fp8_storage_types_mosaic_holds_compile_on_every_chip(chip, dtype) -> No
     source = textwrap.dedent(PER_TENSOR).replace("result=f8e4m3", f"result={dtype}")
     ck = compiler.load(source).kernels["per_tensor_quant"].compile(chip=chip)
     assert {"f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2"}[dtype] in ck.source
+
+
+PAGED = '''
+import torch
+import helion
+import helion.language as hl
+from helion._utils import cdiv
+
+
+# helion: args(table=f8e4m3[64, 128], pages=i32[16], lens=i32[16])
+@helion.kernel()
+def paged_rows(table: torch.Tensor, pages: torch.Tensor, lens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    n = pages.size(0)
+    rows = torch.empty([n, table.size(1)], dtype=torch.float32, device=table.device)
+    chunks = torch.empty([n], dtype=torch.int32, device=table.device)
+    for t in hl.tile(n):
+        rows[t, :] = table[pages[t], :].to(torch.float32)
+        chunks[t] = cdiv(lens[t], 4)
+    return rows, chunks
+'''
+
+
+def test_fp8_rows_gathered_and_cdiv_of_a_loaded_length(tmp_path) -> None:
+    """vLLM's MLA decode reads fp8 pages at loaded positions (a one-hot gather: fp8 is widened to bfloat16, which
+    holds every fp8 value, as the MXU of a v5e takes no fp8) and splits a loaded length with helion._utils.cdiv."""
+    path = tmp_path / "paged.py"
+    path.write_text(textwrap.dedent(PAGED))
+    ck = compiler.load(str(path)).kernels["paged_rows"].compile(chip="v5e")
+    table = torch.randn(64, 128).to(torch.float8_e4m3fn)
+    pages = torch.randint(0, 64, (16,), dtype=torch.int32)
+    lens = torch.randint(0, 100, (16,), dtype=torch.int32)
+    rows, chunks = ck(table, pages, lens)
+    assert torch.equal(rows, table[pages.long()].float())
+    assert torch.equal(chunks, (lens + 3) // 4)
+    (row,) = check_rows(str(path), "paged_rows", "v5e", ["unroll"]).rows
+    assert row.verdict == "ok", row
+
+
+NORM_ROPE = '''
+import torch
+import helion
+import helion.language as hl
+
+
+# helion: args(qk=bf16[4, 24, 128], q_weight=bf16[128], k_weight=bf16[128], cache=bf16[64, 128], pos=i32[4], num_q=16)
+@helion.kernel()
+def norm_rope(qk: torch.Tensor, q_weight: torch.Tensor, k_weight: torch.Tensor, cache: torch.Tensor,
+              pos: torch.Tensor, num_q: int) -> None:
+    tokens, heads, dim = qk.shape
+    hl.specialize(heads)
+    hl.specialize(dim)
+    half = dim // 2
+    for tm, th, tn in hl.tile([tokens, heads, dim], block_size=[1, None, dim]):
+        use_q = (th.index < num_q)[None, :, None]
+        w = torch.where(use_q, q_weight[None, None, tn], k_weight[None, None, tn])
+        qk[tm, th, tn] = qk[tm, th, tn] * w
+        p = pos[tm]
+        cos = cache[p, hl.arange(half)]
+        sin = cache[p, hl.arange(half) + half]
+        x1 = qk[tm, th, hl.arange(half)]
+        x2 = qk[tm, th, hl.arange(half) + half]
+        qk[tm, th, hl.arange(half)] = x1 * cos[:, None, :] - x2 * sin[:, None, :]
+        qk[tm, th, hl.arange(half) + half] = x2 * cos[:, None, :] + x1 * sin[:, None, :]
+'''
+
+
+def test_norm_rope_with_a_3d_head_mask_and_a_position_row_of_the_cache(tmp_path) -> None:
+    """vLLM's fused QK norm + RoPE: a [1, heads, 1] mask choosing the weight of bfloat16 values (Mosaic could not
+    relayout its broadcast: it is taken as int32 and the select done in float32) and `cache[pos, hl.arange(d)]`,
+    one row per position tensor entry (each 1-d position tensor adds its own dim, in the reference as well)."""
+    path = tmp_path / "norm_rope.py"
+    path.write_text(textwrap.dedent(NORM_ROPE))
+    ck = compiler.load(str(path)).kernels["norm_rope"].compile(chip="v5e")
+    qk = torch.randn(4, 24, 128).bfloat16()
+    qw, kw, cache = torch.randn(128).bfloat16(), torch.randn(128).bfloat16(), torch.randn(64, 128).bfloat16()
+    pos = torch.tensor([3, 0, 63, 7], dtype=torch.int32)
+    want = qk * torch.where((torch.arange(24) < 16)[None, :, None], qw, kw)
+    cos, sin = cache[pos.long(), :64][:, None, :], cache[pos.long(), 64:][:, None, :]
+    x1, x2 = want[..., :64].clone(), want[..., 64:].clone()
+    want[..., :64], want[..., 64:] = x1 * cos - x2 * sin, x2 * cos + x1 * sin
+    got = qk.clone()
+    ck(got, qw, kw, cache, pos, 16)
+    torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
+    (row,) = check_rows(str(path), "norm_rope", "v5e", ["unroll"]).rows
+    assert row.verdict == "ok", row

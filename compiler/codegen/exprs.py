@@ -242,7 +242,15 @@ class ExprWriter:
         if k in BINARY_FN:
             return f"{BINARY_FN[k]}({self.operand(a[0], out, False)}, {self.operand(a[1], out, False)})", True
         if k == "where":
-            return f"jnp.where({self.arg(a[0], False)}, {self.operand(a[1], out, False)}, " \
+            cond = self.arg(a[0], False)
+            if isinstance(a[0], Value) and len(a[0].shape) >= 3 and tuple(a[0].shape) != tuple(out.shape):
+                # Mosaic cannot relayout a broadcast of a 3-d mask (vLLM's fused QK norm + RoPE: "Invalid relayout
+                # ... vector<1x24x128xi1>"): the mask is broadcast as int32, then compared
+                cond = f"(jnp.broadcast_to({self.arg(a[0])}.astype(jnp.int32), {literal(tuple(out.shape))}) != 0)"
+                if out.dtype.is_floating_point and out.dtype.itemsize < 4:  # a 32-bit mask selects 32-bit values
+                    wide = [f"jnp.asarray({self.operand(x, out, False)}).astype(jnp.float32)" for x in a[1:3]]
+                    return f"jnp.where({cond}, {wide[0]}, {wide[1]}).astype({dtype_text(out.dtype)})", True
+            return f"jnp.where({cond}, {self.operand(a[1], out, False)}, " \
                    f"{self.operand(a[2], out, False)})", True
         if k == "clamp":
             return f"jnp.clip({self.arg(a[0], False)}, {literal(kw['min'])}, {literal(kw['max'])})", True

@@ -32,6 +32,13 @@ class HelionCalls:
 
     def hl(self, name: str, args: list, kwargs: dict, rng: Range) -> Any:
         if name == "cdiv":
+            if any(isinstance(unwrap(x), Value) for x in args[:2]) and len(args) >= 2:
+                # upstream's cdiv is `(a + b - 1) // b`: on a device value (a loaded length) it is that arithmetic
+                a, b = (unwrap(x) for x in args[:2])
+                if not isinstance(b, Value) and as_int(b, "cdiv divisor", rng) == 0:
+                    raise UserError("HPL105", "cdiv by zero", rng)
+                return self.ops.binary("floordiv", self.ops.binary("sub", self.ops.binary("add", a, b, rng), 1, rng),
+                                       b, rng)
             a, b = (as_int(x, "cdiv argument", rng) for x in args[:2])
             if b == 0:
                 raise UserError("HPL105", "cdiv by zero", rng)

@@ -81,6 +81,11 @@ def index_key(key: object, base: object = None) -> object:
             out.append(0)
         else:
             out.append(k)
+    vectors = [i for i, k in enumerate(out) if isinstance(k, torch.Tensor) and k.ndim == 1 and k.dtype != torch.bool]
+    if len(vectors) > 1 and not any(isinstance(k, torch.Tensor) and k.ndim > 1 for k in out):
+        # several 1-d position tensors (`cache[pos, hl.arange(d)]`): in Helion each adds its own dim, in order
+        for n, i in enumerate(vectors):
+            out[i] = out[i].reshape((-1,) + (1,) * (len(vectors) - 1 - n))
     return tuple(out) if type(key) is tuple else out[0]
 
 
