@@ -27,7 +27,9 @@ from .ir.chips import get_chip
 from .ir.specs import SpecError, TensorSpec, format_args, parse_spec
 from .ir.tables import IndexTable
 from .reference.errors import ReferenceRunError
+from .results import AnalysisCache
 from .support.diagnostics import CompileError
+from .tpu.check_compile import CompilerVerdicts
 from .tpu.runtime import ChipRejected, runs_on_chip
 from .tpu.truth import compile_code
 
@@ -266,8 +268,14 @@ def check_rows(path: str, kernel_name: str | None, chip: str, loop_types: list[s
     kernels = [module.kernels[kernel_name]] if kernel_name else list(module.kernels.values())
     on_chip = runs_on_chip(get_chip(chip))
     os.environ[CHIP_VARIABLE] = get_chip(chip).name  # vLLM's platform in the reference is this TPU
-    with ReferenceProcess() as reference:
-        report = _check_kernels(module, kernels, path, small, chip, loop_types, reference, on_chip, cases is not None)
+    verdicts = None if on_chip else CompilerVerdicts(AnalysisCache())
+    try:
+        with ReferenceProcess() as reference:
+            report = _check_kernels(module, kernels, path, small, chip, loop_types, reference, verdicts,
+                                    cases is not None)
+    finally:
+        if verdicts is not None:
+            verdicts.close()
     if on_chip:
         report.where = f"on the chip: {get_chip(chip).device_kind} ({chip})"
     else:
@@ -280,17 +288,18 @@ def check_rows(path: str, kernel_name: str | None, chip: str, loop_types: list[s
 
 
 def _check_kernels(module: Any, kernels: list[Any], path: str, small: Any, chip: str, loop_types: list[str],
-                   reference: Any, on_chip: bool, every_set: bool = False) -> CheckReport:
+                   reference: Any, verdicts: CompilerVerdicts | None, every_set: bool = False) -> CheckReport:
     """Rows of each kernel at its first shape set (every one with `every_set`, each row's kernel then named
-    with its case)."""
+    with its case). `verdicts`: where the TPU compiler is asked, beside each interpret-mode run (None on the
+    chip itself)."""
     if not every_set:
-        return _check_sets(module, [(k, None) for k in kernels], path, small, chip, loop_types, reference, on_chip)
+        return _check_sets(module, [(k, None) for k in kernels], path, small, chip, loop_types, reference, verdicts)
     pairs = [(k, i) for k in kernels for i in range(max(1, len(k.shape_sets)))]
-    return _check_sets(module, pairs, path, small, chip, loop_types, reference, on_chip)
+    return _check_sets(module, pairs, path, small, chip, loop_types, reference, verdicts)
 
 
 def _check_sets(module: Any, pairs: list[tuple[Any, int | None]], path: str, small: Any, chip: str,
-                loop_types: list[str], reference: Any, on_chip: bool) -> CheckReport:
+                loop_types: list[str], reference: Any, verdicts: CompilerVerdicts | None) -> CheckReport:
     from .reference import make_inputs
 
     source = module.source
@@ -325,14 +334,13 @@ def _check_sets(module: Any, pairs: list[tuple[Any, int | None]], path: str, sma
             except CompileError as exc:
                 rows.append(Row(name, lt, "-", f"compile error: {exc}", "-", "-", "failed"))
                 continue
-            rejected, unanswered = (None, None) if on_chip else _tpu_compile_problem(ck, notes)
-            if rejected is not None:
-                code, text = rejected
-                rows.append(Row(name, lt, ck.config.short(), f"REJECTED BY THE TPU COMPILER {text}", "-",
-                                f"{time.perf_counter() - start:.2f}", f"rejected {code}"))
-                continue
-            too_large = None if on_chip else _too_large(ck)  # what takes minutes to interpret runs on a chip
+            pending = verdicts.ask(ck) if verdicts is not None else None  # answered while interpret mode runs
+            too_large = None if pending is None else _too_large(ck)  # what takes minutes to interpret runs on a chip
             if too_large:
+                refused, _ = _compiler_row(pending, notes, name, lt, ck, start)
+                if refused is not None:
+                    rows.append(refused)
+                    continue
                 rows.append(Row(name, lt, ck.config.short(), f"NOT RUN ({too_large}; a SMALL = {{...}} dict in the "
                                                                f"file chooses smaller inputs)", "-", "-", "not run"))
                 continue
@@ -402,6 +410,10 @@ def _check_sets(module: Any, pairs: list[tuple[Any, int | None]], path: str, sma
                 problem = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}"
                 problem += _drawn(ck.tables)
                 verdict = "failed"
+            refused, unanswered = _compiler_row(pending, notes, name, lt, ck, start)
+            if refused is not None:
+                rows.append(refused)
+                continue
             seconds = f"{time.perf_counter() - start:.2f}"
             if verdict is not None and verdict.startswith("rejected"):
                 eager = f"REJECTED BY THE TPU COMPILER {problem}"
@@ -448,24 +460,19 @@ def _within_summation_spread(out: Any, expected: Any, problem: str,
     return f"{widened}, with twice what summing its dots exactly moves the eager run allowed ({moved})", ""
 
 
-def _tpu_compile_problem(ck: Any, notes: list[str]) -> tuple[tuple[str, str] | None, str | None]:
-    """The deviceless libtpu compile's verdict on `ck`: (HPL code, where and what) when the TPU compiler
-    rejects it, else None; and why an installed libtpu could not answer (its compile timed out or crashed),
-    which leaves an interpret-mode pass unverified: the chip may never finish that compile either (upstream
-    jagged_layer_norm on a TPU v5e). When libtpu is not installed, a note says so once."""
-    diagnostics = ck.check_tpu_compile()
-    errors = [d for d in diagnostics if d.is_error]
-    if errors:
-        d = errors[0]
-        return (d.code, f"{d.code} line {d.range.start.line + 1}: {d.message}"), None
-    unanswered = None
-    for d in diagnostics:  # HPL402 (no libtpu) or an HPL401 warning (timed out, crashed): the verdict is unknown
-        if d.code == "HPL401":
-            unanswered = d.message
-        note = f"{ck.kernel.name}: the TPU compiler gave no verdict: {d.message}"
-        if note not in notes:
-            notes.append(note)
-    return None, unanswered
+def _compiler_row(pending: Any, notes: list[str], name: str, lt: str, ck: Any, start: float
+                  ) -> tuple[Row | None, str | None]:
+    """The TPU compiler's answer to `pending` (a CompilerVerdicts question; None: not asked): its rejection as
+    the row (None when it did not reject), and why it gave no verdict (None when it gave one). Waits for it."""
+    if pending is None:
+        return None, None
+    said = pending.result()
+    notes.extend(n for n in said.notes if n not in notes)
+    if said.rejected is None:
+        return None, said.unanswered
+    code, text = said.rejected
+    return Row(name, lt, ck.config.short(), f"REJECTED BY THE TPU COMPILER {text}", "-",
+               f"{time.perf_counter() - start:.2f}", f"rejected {code}"), None
 
 
 def max_error(out: Any, expected: Any) -> float | None:

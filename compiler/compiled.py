@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import traceback
-from functools import cached_property
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .ir.specs import ArgSpec, TensorSpec, format_args
@@ -91,11 +91,12 @@ class CompiledKernel:
 
         return self._guarded(check_lowering, "lowering").diagnostics
 
-    def check_tpu_compile(self) -> list[Diagnostic]:
-        """The real libtpu compile (one HPL402 info diagnostic when libtpu is absent)."""
+    def check_tpu_compile(self, compiler: Any = None) -> list[Diagnostic]:
+        """The real libtpu compile (one HPL402 info diagnostic when libtpu is absent); `compiler`: a TpuCompiler
+        of its own (its time limit), else the shared one's."""
         from .tpu.truth import check_tpu_compile
 
-        return self._guarded(check_tpu_compile, "libtpu").diagnostics
+        return self._guarded(partial(check_tpu_compile, compiler=compiler), "libtpu").diagnostics
 
     def _guarded(self, check: Any, stage: str) -> Any:
         from .tpu.truth import TruthResult

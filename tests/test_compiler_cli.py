@@ -305,20 +305,31 @@ def test_check_fails_a_row_the_tpu_compiler_rejects_before_interpreting_it(tmp_p
 
 
 @libtpu
-def test_check_does_not_call_ok_what_the_tpu_compiler_never_answered(capsys, monkeypatch):
+def test_check_does_not_call_ok_what_the_tpu_compiler_never_answered(capsys, monkeypatch, tmp_path):
     """A libtpu compile that does not end (upstream jagged_layer_norm's: on a TPU v5e its compile ran for minutes
-    and never finished) leaves an interpret-mode pass unverified: the row fails and says why, it is not `ok`."""
-    from compiler.tpu import libtpu_compile
+    and never finished) is stopped at check's limit, leaving an interpret-mode pass unverified: the row fails,
+    gives the interpret-mode verdict and says the compiler's is unknown and how long its compile ran. The
+    kernel's other strategies are not sent to it, and a later check remembers the stopped compile instead of
+    waiting on it again."""
+    from compiler.tpu import check_compile
 
-    impatient = libtpu_compile.TpuCompiler(timeout=0.01)  # the real worker, killed before it can answer
-    monkeypatch.setattr(libtpu_compile, "default_compiler", lambda: impatient)
-    try:
-        code, out = _check(EXAMPLES / "add.py", capsys)
-    finally:
-        impatient.close()
-    row = out.splitlines()[1]
-    assert code == 1 and "UNVERIFIED: ok in interpret mode, but the libtpu compile timed out" in row, out
-    assert out.rstrip().endswith("0 passed, 1 failed"), out
+    monkeypatch.setenv("HELION_LS_ANALYSIS_CACHE", str(tmp_path / "analysis.sqlite"))
+    monkeypatch.setattr(check_compile, "LIMIT", 0.01)  # the real worker, stopped before it can answer
+    asked = []
+    real = compiler.CompiledKernel.check_tpu_compile
+    monkeypatch.setattr(compiler.CompiledKernel, "check_tpu_compile",
+                        lambda ck, *a, **kw: asked.append(dict(ck.config).get("pallas_loop_type")) or real(ck, *a, **kw))
+    code, out = _check(REPO / "tests" / "conformance" / "kernels" / "attention_exp2.py", capsys, loop_types=("unroll", "fori_loop"))
+    rows = out.splitlines()[1:3]
+    assert code == 1 and all("UNVERIFIED: ok in interpret mode, but the TPU compiler's verdict is unknown" in r
+                             for r in rows), out
+    assert "its deviceless compile ran 0 s without finishing and was stopped; its other strategies are not sent" in out
+    assert asked == ["unroll"], asked  # never repeated per strategy
+    assert out.rstrip().endswith("0 passed, 2 failed"), out
+
+    code, out = _check(REPO / "tests" / "conformance" / "kernels" / "attention_exp2.py", capsys, loop_types=("unroll",))
+    assert asked == ["unroll"], asked  # remembered: not asked again
+    assert "an earlier check's compile of this code ran 0 s without finishing (remembered; not asked again)" in out
 
 
 def test_check_says_when_the_eager_reference_cannot_run_a_kernel(tmp_path, capsys, without_libtpu):

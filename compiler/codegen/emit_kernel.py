@@ -13,7 +13,7 @@ from ..support.diagnostics import UserError
 from . import outputs
 from .emit_base import RESERVED, Names, Output, RegionWriter, about, flat
 from .emit_dma import DmaWriter
-from .emit_index import IndexWriter
+from .emit_index import IndexWriter, gather_chunk
 from .exprs import dtype_text, literal
 from .loops import loop_strategy, shortest_indexed_dim
 from .plan_builder import STEP, CallLayout, OperandLayout, alias_param, py_name
@@ -60,12 +60,20 @@ class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
 
     def load_expr(self, node: Load) -> str:
         op = self.layout.by_node[id(node)]
-        text = self.read(op, self.in_ref(op), node)
+        ref = self.in_ref(op)
+        text = self.read(op, ref, node)
         gathered = self.gather_axis(op, node)
         if gathered is not None:
-            self.use_helper("gather")
             axis, idx = gathered
-            text = f"_gather({text}, {self.ref(idx)[0]}, axis={axis})"
+            chunk = None
+            if axis == 0 and text == f"{ref}[...]":  # the whole block: it can be read a chunk at a time
+                chunk = gather_chunk(op.block_dims_visible(), math.prod(idx.shape), op.tensor.value.dtype)
+            if chunk is not None:
+                self.use_helper("gather_chunked")
+                text = f"_gather_chunked({ref}, {self.ref(idx)[0]}, {chunk})"
+            else:
+                self.use_helper("gather")
+                text = f"_gather({text}, {self.ref(idx)[0]}, axis={axis})"
         if any(it[0] == "newaxis" for it in node.index):
             idx = []
             for it in node.index:

@@ -3,6 +3,8 @@
 runtime.py         run a generated module: on this machine's TPU when it is the chip compiled for, else in
                    TPU interpret mode on the CPU
 truth.py           the lowering and libtpu verdicts of a compiled kernel, mapped back to its source
+check_compile.py   the libtpu verdicts `check` asks beside its interpret-mode runs, bounded in time; an
+                   unanswered compile is said once per kernel and remembered in a store the caller gives
 lowering.py        Pallas -> Mosaic lowering for the TPU platform (jaxlib only, in-process)
 mesh.py            an abstract mesh that makes the CPU look like a chosen TPU to jax
 libtpu_compile.py  the real, deviceless libtpu compile, in a worker process (_libtpu_worker.py); what it

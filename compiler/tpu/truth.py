@@ -164,8 +164,10 @@ def check_tpu_compile(ck: CompiledKernel, compiler: Any = None) -> TruthResult:
                      f"({result.oom_limit or 'scoped'} limit): {result.key_line[:300]}", call_range,
                      related=tuple(related), data={"stage": "libtpu", "kind": "vmem_oom", **n})
     elif result.kind in ("timeout", "crash"):
-        diag = warning("HPL401", f"the libtpu compile {'timed out' if result.kind == 'timeout' else 'crashed'}; "
-                       "result unknown", call_range, data={"stage": "libtpu", "kind": result.kind})
+        what = (f"ran {result.wall_seconds or result.seconds:.0f} s without finishing and was stopped"
+                if result.kind == "timeout" else "crashed")
+        diag = warning("HPL401", f"the libtpu compile {what}; result unknown", call_range,
+                       data={"stage": "libtpu", "kind": result.kind})
     else:
         what = {"vector_layout": "vector layout not supported", "alignment": "unaligned access",
                 "unsupported_dtype": f"dtype not supported on {ck.chip.name}"}.get(result.kind or "", "compile failed")

@@ -1,0 +1,118 @@
+"""How long `helion-pallas check` takes on each kernel file of a folder (upstream Helion's examples/ and
+pretuned_kernels/ from a fetched copy, never kept here): one `check --chip CHIP` process per file, every loop
+strategy, on this machine, as a user runs it. Issue 41's bar: 60 s a file.
+
+Each file is checked at the shapes its own calls give (reduced as `check` reduces them), except the kernels
+whose upstream tests use other, small shapes (TEST_SHAPES: the expected sizes of test/test_examples.py's
+jagged inputs, whose lengths it draws at random), which are checked at those through a `SMALL = {...}` line
+added to a temporary copy. Every run gets an empty analysis cache of its own, so nothing is remembered from
+an earlier run.
+
+    python bench/check_times.py DIR [DIR ...] --out RUN.json [--md TABLE.md] [--chip v5e] [--limit 600]
+                                [--deadline S] [--only a.py,b.py]
+A run cut short keeps what it measured (written after each file); the same --out carries on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+BAR = 60.0  # seconds a file (issue 41)
+# upstream test/test_examples.py: num_rows rows of 1..max_cols entries (expected (max_cols + 1) / 2 each), M = 8
+TEST_SHAPES = {
+    "jagged_mean.py": {"x_data": "f32[1056, 8]", "x_offsets": "i64[33]", "x_feature_counts": "i32[32]",
+                       "max_M": "8"},  # 32 rows, max_cols 64
+    "jagged_sum.py": {"x_data": "f32[4160, 8]", "x_offsets": "i64[129]"},  # 128 rows, max_cols 64
+    "jagged_layer_norm.py": {"x_values": "f32[4160, 8]", "x_offsets": "i64[129]", "eps": "1e-6"},
+}
+
+
+def check_file(path: Path, chip: str, limit: float) -> dict[str, Any]:
+    """One check process of `path`: its wall time, exit status and summary line, and what it said of the TPU
+    compiler's verdicts."""
+    with tempfile.TemporaryDirectory() as tmp:
+        target = path
+        shapes = TEST_SHAPES.get(path.name)
+        if shapes is not None and "\nSMALL = " not in path.read_text():
+            target = Path(tmp) / path.name
+            target.write_text(path.read_text() + f"\n\nSMALL = {shapes!r}\n")
+        env = {**os.environ, "HELION_LS_ANALYSIS_CACHE": str(Path(tmp) / "analysis.sqlite"),
+               "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu", "TPU_SKIP_MDS_QUERY": "1"}
+        start = time.monotonic()
+        try:
+            done = subprocess.run([sys.executable, "-m", "compiler.cli", "check", str(target), "--chip", chip],
+                                  capture_output=True, text=True, timeout=limit, env=env, cwd=tmp)
+            out, code = done.stdout, done.returncode
+        except subprocess.TimeoutExpired as exc:
+            out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+            code = None
+        seconds = time.monotonic() - start
+    lines = out.strip().splitlines()
+    summary = lines[-1] if lines and (" passed, " in lines[-1]) else ("still running" if code is None else "")
+    unknown = [ln for ln in lines if "verdict is unknown" in ln and not ln.startswith(" ")]
+    return {"seconds": round(seconds, 1), "exit": code, "summary": summary, "shapes": "test" if shapes else "file",
+            "compiler_unknown": unknown[:3]}
+
+
+def run(folders: list[Path], out: Path, chip: str, limit: float, deadline: float, only: set[str]) -> dict:
+    data = json.loads(out.read_text()) if out.exists() else {"files": {}}
+    data.update({"tool": "bench/check_times.py", "chip": chip, "cores": os.cpu_count(),
+                 "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%MZ")})
+    begun = time.monotonic()
+    for folder in folders:
+        top = [p for p in folder.glob("*.py") if not p.name.startswith("_")]
+        for path in sorted(top or folder.glob("*/*.py")):  # examples/*.py; pretuned_kernels/<kernel>/*.py
+            name = str(path.relative_to(folder.parent))
+            if path.name.startswith("_") or name in data["files"] or (only and path.name not in only):
+                continue
+            if deadline and time.monotonic() - begun > deadline:
+                print(f"deadline reached before {name}", flush=True)
+                return data
+            found = data["files"][name] = check_file(path, chip, limit)
+            out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+            print(f"{name}: {found['seconds']} s, {found['summary']}", flush=True)
+    return data
+
+
+def table(data: dict) -> str:
+    """The markdown table of a run: files slowest first, with the bar's count."""
+    files = sorted(data["files"].items(), key=lambda kv: -kv[1]["seconds"])
+    within = sum(f["seconds"] <= BAR for _, f in files)
+    lines = [f"{within} of {len(files)} files within {BAR:.0f} s ({data['date']}, --chip {data['chip']}, "
+             f"{data['cores']} cores)", "", "| file | shapes | seconds | result | TPU compiler |", "|---|---|---|---|---|"]
+    for name, f in files:
+        said = "unknown for some rows" if f["compiler_unknown"] else "answered"
+        lines.append(f"| {name} | {f['shapes']} | {f['seconds']} | {f['summary'] or 'exit ' + str(f['exit'])} | {said} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folders", nargs="+", type=Path)
+    parser.add_argument("--out", type=Path, required=True, help="JSON file (extended when it exists)")
+    parser.add_argument("--md", type=Path, help="write the table here too")
+    parser.add_argument("--chip", default="v5e")
+    parser.add_argument("--limit", type=float, default=600, help="stop a file's check after this many seconds")
+    parser.add_argument("--deadline", type=float, default=0, help="start no file after this many seconds")
+    parser.add_argument("--only", default="", help="comma-separated file names")
+    ns = parser.parse_args(argv)
+    data = run(ns.folders, ns.out, ns.chip, ns.limit, ns.deadline, {s for s in ns.only.split(",") if s})
+    text = table(data)
+    print(text)
+    if ns.md:
+        ns.md.write_text(text)
+    return 0 if all(f["seconds"] <= BAR for f in data["files"].values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
