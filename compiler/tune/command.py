@@ -263,7 +263,7 @@ def _tune_all(
         checks_early = options.verify and isinstance(executor, LocalExecutor)
         elsewhere = search_elsewhere(problems, options, store, _progress_sink(ns, None), stop, workers,
                                      on_early if checks_early else None,
-                                     str(verdicts.cache.path) if verdicts is not None else None)
+                                     _cache_path(verdicts))
     for i, problem in enumerate(problems):
         if stop.is_set():
             break
@@ -300,6 +300,12 @@ def _tune_all(
             print(format_result(result))
             sys.stdout.flush()
     return results
+
+
+def _cache_path(verdicts: Verdicts | None) -> str | None:
+    """The analysis cache's file, for forked searches to open their own; None when there is none ("off")."""
+    path = verdicts.cache.path if verdicts is not None else None
+    return str(path) if path is not None else None
 
 
 def _verdicts_known(problems: list[Problem], evaluator: str, verdicts: Verdicts) -> bool:

@@ -269,7 +269,8 @@ class TuneRun:
         if verdicts is not None and options.evaluator == "model" and options.budget is None:
             parts = searches.search_parts(problem.source, problem.kernel, problem.shape_key, problem.chip, seeds,
                                           {"seed": options.seed, "max_evals": options.max_evals,
-                                           "restarts": options.restarts})  # fmt: skip
+                                           "restarts": options.restarts,
+                                           "kernel": kernel.source_hash})  # what the front end read beyond the file
         recalled = searches.recall(verdicts.cache, parts) if parts is not None else None
         try:
             try:
