@@ -57,7 +57,7 @@ async def test_check_puts_its_verdict_on_the_kernel_line_until_the_kernel_change
     assert verdict.range.start.line == decorator and verdict.severity == types.DiagnosticSeverity.Information
     assert verdict.message.startswith("Check passed (-): ran "), verdict.message
     assert "interpret mode on this CPU for v7x" in verdict.message or "on the chip" in verdict.message
-    assert any("Check of add: ok" in m.message for m in client.messages)
+    await rec(client).wait(lambda: any("Check of add: ok" in m.message for m in client.messages), 60)
     # an edit of the kernel: its verdict belongs to code that is gone
     version = change_doc(client, uri, text.replace("x[block] + y[block]", "y[block] + x[block]"))
     save_doc(client, uri)  # kernels are compiled on open and save
