@@ -25,10 +25,11 @@ from .call_shapes import InferredShapes, ShapeOrigin
 from .host_statements import Exhausted, StepBudget
 from .host_values import UNKNOWN, Closure
 from .module import KernelDef, ModuleInfo
+from .vllm_platform import fp8_dtype
 
 MAX_CASES = 512  # cases kept per kernel (vLLM's have up to ~300)
 GENERATOR_STEPS = 400_000  # evaluation steps per generator (silu_mul_fp8's 306 cases take ~60,000)
-FP8_MAX = float(torch.finfo(torch.float8_e4m3fn).max)
+FP8_MAX = float(torch.finfo(fp8_dtype(None)).max)
 
 
 @dataclass(frozen=True)
@@ -184,10 +185,11 @@ def _cdiv(args: list, kwargs: dict, rng: Range) -> Any:
     return UNKNOWN
 
 
-# name (the end of a qualified name) -> model; vLLM's platform on a TPU keeps the default fp8 type
+# name (the end of a qualified name) -> model, for generators whose helpers' files are not in the workspace;
+# the fp8 type is vLLM's TPU platform's with no chip named (vllm_platform.py): shape sets are not per chip
 VLLM_HELPERS: dict[str, Callable[[list, dict, Range], Any]] = {
-    "current_platform.fp8_dtype": lambda a, k, r: torch.float8_e4m3fn,
-    "helion.utils.get_fp8_dtype": lambda a, k, r: torch.float8_e4m3fn,
+    "current_platform.fp8_dtype": lambda a, k, r: fp8_dtype(None),
+    "helion.utils.get_fp8_dtype": lambda a, k, r: fp8_dtype(None),
     "quant_utils.get_fp8_min_max": lambda a, k, r: (-FP8_MAX, FP8_MAX),
     "helion.utils.get_int8_min_max": lambda a, k, r: (-128, 127),
     "quant_utils.scaled_quantize": _scaled_quantize,
