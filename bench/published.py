@@ -88,6 +88,13 @@ _SWEEP_HOW = (
     "are what the model-only tuner of d39fded ranked first (attention: the sweep ran out of time after 6 configs)"
 )
 
+_NEW = (
+    "this project's run on one TPU v5e chip (TPU v5 lite, jax 0.10.2 with the machine's libtpu), 2026-12-07 "
+    "08:38-08:40 UTC: bench/chip/v5e_new_shapes.json, written by bench/chip_new_shapes.py (every example at 2-4 shapes "
+    "none of the sweeps has: its default config, the model-only search's best)"
+)
+_NEW_HOW = _SWEEP_HOW.split("; the picks")[0]
+
 TABLES = {
     t.key: t
     for t in (
@@ -105,6 +112,8 @@ TABLES = {
               _CHIP, _CHIP_HOW, dispatch=False),
         Table("chip-v5e-sweep", "v5e", "fit", "our kernels on a TPU v5e, issue 29's sweep: the model's pick, the "
               "default and configs drawn across each space", _SWEEP, _SWEEP_HOW, dispatch=False),
+        Table("chip-v5e-new", "v5e", "fit", "our kernels on a TPU v5e at shapes no sweep has, 0.11-48 ms a call",
+              _NEW, _NEW_HOW, dispatch=False),
         Table("seed", "v7x", "fit", "the seed's flash attention [8, 32, S, 256] bf16 (TF/s)",
               "shared/notes/tpu-chips-and-performance.md (compiler/tune/constants.py SEED_POINTS)",
               "TPU v7x, one TensorCore; 32k unroll is out of VMEM"),
@@ -229,6 +238,21 @@ def _sweep_points() -> list[Point]:
 
 
 POINTS += _sweep_points()
+
+
+def _new_shape_points() -> list[Point]:
+    """The examples measured on our v5e at shapes no sweep has (bench/chip/v5e_new_shapes.json), each with its time."""
+    path = REPO / "bench" / "chip" / "v5e_new_shapes.json"
+    out = []
+    for m in json.loads(path.read_text())["points"]:
+        if m.get("seconds") is not None:
+            label = f"{m['label']} {json.dumps(m['config'], separators=(',', ':'))}"
+            out.append(Point("chip-v5e-new", m["file"], m["kernel"], m["args"], m["config"], m["size"], label,
+                             seconds=m["seconds"]))  # fmt: skip
+    return out
+
+
+POINTS += _new_shape_points()
 
 
 def _seed_points() -> list[Point]:

@@ -10,8 +10,8 @@ ModelConstants.resolution is read off). The model's figures are compared without
 evaluator times loops of pipelined calls. With --tuned, the winners of `helion-pallas tune --evaluator tpu --json`
 on the same chip against the sweep's best (within 1.02x). Then the same bars on points the model's fit did not see
 (issue 41): the sweep's points, each judged by constants refitted without its fold (5 folds) and without its kernel's
-shape (calibrate.held_out over every fit point of the chip), and, with --new-shapes, points measured at shapes no
-fit has seen (bench/chip_new_shapes.py), judged by the model as it is. Model figures are ESTIMATES for the named chip.
+shape (calibrate.held_out over every fit point of the chip), and, with --new-shapes, points measured at other shapes
+(bench/chip_new_shapes.py), judged by the model as it is (it says how many of them its fit has seen). Model figures are ESTIMATES for the named chip.
 
     python bench/tune_vs_chip.py RUN.json [RUN2.json ...] [--tuned TUNE.json ...] [--new-shapes NEW.json ...]
 """
@@ -201,7 +201,11 @@ def new_shapes(paths: list[str], chip: str) -> bool:
             point = Point("new", m["file"], m["kernel"], m["args"], m["config"], 0, m["label"], seconds=m["seconds"])
             c = compile_point(point, chip)
             groups[(m["kernel"], m["args"])].append(Modelled(c.point, c.plan, c.seconds, dispatch=False))
-    print(f"new shapes (no fit saw them), the model as it is on {chip}:")
+    fit = {(p.kernel, p.args, json.dumps(p.config, sort_keys=True)) for p in published.points(chip, "fit")}
+    seen = sum((m.point.kernel, m.point.args, json.dumps(m.point.config, sort_keys=True)) in fit
+               for group in groups.values() for m in group)
+    print(f"new shapes, the model as it is on {chip}: " + (f"{seen} of these points are in its fit (published.py): "
+          "held out, calibrate.py --held-out judges them" if seen else "no fit saw them"))
     total = within = pairs = ordered = 0
     errors = []
     for (kernel, args), group in sorted(groups.items()):

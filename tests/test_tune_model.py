@@ -202,6 +202,23 @@ def test_a_tiny_kernel_costs_at_least_the_call_overhead() -> None:
     assert V7X.call_overhead <= est.seconds < 1.1 * V7X.call_overhead
 
 
+def test_calls_issued_back_to_back_take_the_kernel_or_the_issue_interval_whichever_is_longer() -> None:
+    """On the v5e (2026-12-07) every example the model puts under ~0.1 ms ran at 0.110-0.133 ms a pipelined call
+    whatever its bytes or grid steps: a call cannot start before the host issues it. Above that interval the kernel's
+    own time counts, with no launch term (the calls overlap their dispatch)."""
+    v5e = get_chip("v5e")
+    c = constants_for("v5e")
+    assert 0.10e-3 <= c.issue_interval <= 0.14e-3
+    small = estimate(_kernel("add").compile(args="x=bf16[2048, 2048], y=bf16[2048, 2048]", chip="v5e").plan, v5e)
+    kernel_alone = small.seconds - small.breakdown["launch"]
+    assert kernel_alone < 0.5 * c.issue_interval  # 25 MB at ~700 GB/s
+    assert small.pipelined_seconds == c.issue_interval
+    large = estimate(_kernel("add").compile(args="x=bf16[4096, 8192], y=bf16[4096, 8192]", chip="v5e").plan, v5e)
+    assert large.pipelined_seconds == large.seconds - large.breakdown["launch"] > c.issue_interval
+    # a call waited for alone still pays the launch term on top of its kernel
+    assert small.seconds == pytest.approx(kernel_alone + c.call_overhead)
+
+
 def test_space_prunes_configs_that_do_not_fit_vmem(attention: compiler.Kernel) -> None:
     problem = Problem(attention.source, "attention", attention.shape_sets[1], "v7x")
     space = KernelSpace(problem, attention, attention.config_space(problem.args, "v7x"))

@@ -72,6 +72,9 @@ class ModelConstants:
     dma_efficiency:  the fraction of the HBM bandwidth a stream of block copies sustains.
     call_overhead:   seconds one call of a kernel costs beyond its grid steps, as a wall-clock benchmark of
                      the jitted function sees it (dispatch, launch, the round trip of block_until_ready).
+    issue_interval:  the least seconds between the starts of two calls issued back to back without waiting
+                     (the host dispatches each jitted call; the chip cannot start a call before it is issued):
+                     a loop of pipelined calls takes max(the kernel's own time, this) a call, not their sum.
     llo_vector_op_seconds: seconds per vector instruction (one vreg) of libtpu's compiled kernel, used to
                      refine the estimate from a compiled kernel's op counts (a transcendental counts as
                      vpu_rate / eup_rate of them).
@@ -96,6 +99,7 @@ class ModelConstants:
     dma_latency: float
     dma_efficiency: float
     call_overhead: float
+    issue_interval: float
     llo_vector_op_seconds: float
     calibrated: bool
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
@@ -185,14 +189,21 @@ _GUIDE_MXU = (1.0, "[guide] fit on v5e, at its bound: once the restarts of our n
                    "MXU inefficiency is left to fit")
 
 # [chip] fit: `python bench/calibrate.py --chip v5e` (its default parameters) to the [guide]'s
-# plain table and our own v5e tables together (245 points, 8.9 % geometric-mean error, 9.3 % without the code
-# term; the grid step keeps the fit to the first 169: freed it went to zero). The tables: 14 points measured
+# plain table and our own v5e tables together (282 points, 8.7 % geometric-mean error; 245 points and 8.9 % before the
+# 37 at new shapes and the issue interval; 9.3 % without the code term; the grid step keeps the fit to the first 169:
+# freed it went to zero). The tables: 14 points measured
 # 2026-12-05 and issue 29's sweep of 2026-12-06 (174 configs of seven kernels, then 24 more at 23:10: the model's
 # picks, matmul in fori_loops over K blocks of 128-2048, attention's unrolled q x kv blocks) and of 2026-12-07
 # (27 more at 02:00-02:30: attention's blocks of 64-4096 queries, add around its pick, matmul and bmm with twice
-# the code of their best). The MXU efficiency is the earlier fit to the first 20.
+# the code of their best) and the 37 of 2026-12-07 08:38-08:40 at shapes no sweep has (0.11-48 ms a call,
+# bench/chip/v5e_new_shapes.json). The MXU efficiency is the earlier fit to the first 20.
 _CHIP_FIT = "[guide+chip] fit (bench/calibrate.py --chip v5e)"
-_V5E_RELOAD = 9.858e-6
+# The host of the lent v5e issued a jitted call every ~0.11 ms at best: on 2026-12-07 (bench/chip/v5e_new_shapes.json)
+# every example whose kernel the model puts under ~0.1 ms ran at 0.110-0.133 ms a pipelined call whatever its bytes
+# (add 25 MB, softmax 42 and 64 MB, batch_softmax 67 MB), its grid steps (4 to 64) or its FLOPs.
+_V5E_ISSUE = (0.1230e-3, "[chip] fit (bench/calibrate.py --chip v5e): the 2026-12-07 points at new shapes under "
+                          "~0.13 ms a call (softmax, add, batch_softmax, bmm, matmul and attention: 0.110-0.133 ms)")
+_V5E_RELOAD = 9.849e-6
 # The instruction memory of chips none of whose kernels past it was measured: unknown, so no code term.
 _NO_IMEM = (0.0, "[assumed] not known: no kernel with more code than v5e's instruction memory was measured here")
 _NO_RELOAD = (0.0, "[assumed] none (see imem_bundles)")
@@ -205,7 +216,7 @@ V5E = _constants(
     "v5e",
     calibrated=True,
     mxu_efficiency=(0.9606, f"{_CHIP_FIT}: bmm, matmul and attention on the chip run at 89-94 % of the peak"),
-    mxu_min_rows=(39.68, f"{_CHIP_FIT}: bmm and matmul in blocks of 8-64 rows on the chip; " + _MIN_ROWS_V5E),
+    mxu_min_rows=(39.61, f"{_CHIP_FIT}: bmm and matmul in blocks of 8-64 rows on the chip; " + _MIN_ROWS_V5E),
     vpu_rate=(_SEED_VPU_RATE * _V5E_SCALE, _BY_CLOCK + "; [chip] does not pin it (the fit runs to its bound)"),
     eup_rate=(_SEED_VPU_RATE * _V5E_SCALE / 4, "[assumed] a quarter of vpu_rate (one EUP slot against four "
                                                "VALU slots)"),
@@ -213,11 +224,11 @@ V5E = _constants(
     overlap_loop=(_SEED_OVERLAP_LOOP, "[from v7x] [seed] fit; [chip] does not pin it"),
     step_overhead=(0.1676e-6, f"{_CHIP_FIT}: add 16384^2 in [8, 128] blocks, 262,144 grid steps of next to no "
                               "work, and softmax in blocks of 8-32 rows"),
-    pipeline_iteration_overhead=(0.3261e-6, f"{_CHIP_FIT}: the guide's 128^3 points at 4096 and 8192, where each "
+    pipeline_iteration_overhead=(0.3259e-6, f"{_CHIP_FIT}: the guide's 128^3 points at 4096 and 8192, where each "
                                             "K step's ~0.35 µs is all overhead (compute ~40 ns, DMA ~80 ns)"),
     fori_iteration_overhead=(0.1804e-6, f"{_CHIP_FIT}: attention in fori_loops of 16-64 kv rows, 0.3 µs an iteration "
                                          "of which ~0.1 is its compute"),
-    fori_carried_element=(0.8989e-12, f"{_CHIP_FIT}: matmul 8192^3 in fori_loops over K blocks of 128-2048 with "
+    fori_carried_element=(0.8983e-12, f"{_CHIP_FIT}: matmul 8192^3 in fori_loops over K blocks of 128-2048 with "
                                "[512, 512] and [1024, 1024] accumulators"),
     imem_bundles=(65536.0, "[chip] threshold: libtpu's code for attention [1, 1024, 512] (63,482 bundles) and "
                            "[1, 1024, 1024] (62,935) ran at the model's time, [1, 1024, 256] (65,922) 20 % slower; "
@@ -227,12 +238,13 @@ V5E = _constants(
                               "~10 µs a grid step"),
     resolution=(0.03, "[chip] bench/tune_vs_chip.py over the v5e sweeps: configs the model puts under 3 % apart the "
                       "chip ordered its way in 403 of 674 pairs (60 %), 3-5 % apart in 162 of 198 (82 %)"),
-    dma_latency=(0.2047e-6, f"{_CHIP_FIT}: softmax's 32- and 64-row blocks cost ~0.1-0.2 µs a step beyond their "
+    dma_latency=(0.2039e-6, f"{_CHIP_FIT}: softmax's 32- and 64-row blocks cost ~0.1-0.2 µs a step beyond their "
                             "bytes"),
-    dma_efficiency=(0.8622, f"{_CHIP_FIT}: add and softmax in large blocks stream ~700 GB/s of the data sheet's "
+    dma_efficiency=(0.8601, f"{_CHIP_FIT}: add and softmax in large blocks stream ~700 GB/s of the data sheet's "
                             "819"),
     call_overhead=(99.95e-6, f"{_CHIP_FIT} (the [guide]'s timeit includes Python dispatch; [chip]'s pipelined "
-                             "calls do not and are compared without it)"),
+                             "calls overlap it and are compared without it, floored by issue_interval)"),
+    issue_interval=_V5E_ISSUE,
     llo_vector_op_seconds=(1.0e-10 / _V5E_SCALE, "[from v7x, scaled like vpu_rate (the clock ratio)] [seed] fit"),
 )
 
@@ -261,6 +273,7 @@ V7X = _constants(
     dma_latency=_GUIDE_LATENCY,
     dma_efficiency=(1.0, "[assumed] the data-sheet bandwidth: no memory-bound measurement on this chip pins it"),
     call_overhead=_GUIDE_CALL,
+    issue_interval=(_V5E_ISSUE[0], "[from v5e] " + _V5E_ISSUE[1]),
     # libtpu 0.0.42.1 compiles one grid step of the seed's 8k `unroll` config to 57 472 VPU and 8 832 EUP
     # instructions (92 800 VPU-equivalents), which must take the vector time the vpu_rate fit gives it.
     llo_vector_op_seconds=(1.0e-10, "[seed] fit: the 8k `unroll` step's libtpu op counts against the "
