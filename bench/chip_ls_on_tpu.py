@@ -123,7 +123,7 @@ def _plain(obj: Any) -> Any:
 
 
 async def run(timeout: float, out: Path) -> int:
-    from helion_ls.machine_tpu import machine_tpu
+    from helion_ls.workers.machine_tpu import machine_tpu
 
     machine = machine_tpu()
     on_tpu = machine.chip is not None

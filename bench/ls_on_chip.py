@@ -108,7 +108,7 @@ async def run(file: Path, kernel: str, chip: str, timeout: float) -> int:
         print("no Best lens arrived")
         return 1
     from compiler.tune.evidence import evidence
-    from helion_ls.machine_tpu import machine_tpu
+    from helion_ls.workers.machine_tpu import machine_tpu
 
     want = evidence("tpu" if machine_tpu().chip == chip else "model", chip)  # the words the server labels it with
     ok = want in best

@@ -13,7 +13,7 @@ from pathlib import Path
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import compiler  # noqa: E402
-from helion_ls.vmem_fixes import verified_fixes  # noqa: E402
+from helion_ls.rewrite.vmem_fixes import verified_fixes  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DECORATOR = "@helion.kernel(static_shapes=True)"

@@ -45,17 +45,17 @@ def main(argv: list[str] | None = None) -> None:
 
     if args.tcp:
         from .server import create_server
-        from .transport import serve_tcp
-        from .warmup import parse_warm_up
+        from .wire.transport import serve_tcp
+        from .workers.warmup import parse_warm_up
 
         server = create_server(remembered=_remembered())
         parse_warm_up()
         serve_tcp(server, *args.tcp, on_exit=lambda: server.close_parts(final=True))
         return
-    from . import machine_tpu
+    from .workers import machine_tpu
 
     machine_tpu.start()  # this machine's TPU, read from sysfs in a thread while the rest starts
-    from .prespawn import spawn
+    from .workers.prespawn import spawn
 
     first = spawn()  # the first compile worker, before anything else is imported here (see prespawn.py)
     from .handshake import EarlyReader, load_template, stdio_streams
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> None:
     reader.start()
     remembered = _watch_early(reader)  # before asyncio and the rest: a reopened file's results at once
 
-    from .process_end import run_and_exit  # asyncio, from here on
+    from .wire.process_end import run_and_exit  # asyncio, from here on
 
     run_and_exit(_serve_stdio(reader, stdout, first, remembered))  # never through asyncio.run's teardown
 
@@ -74,7 +74,7 @@ def _remembered() -> Any:
     """The user's analysis cache, as the server reads and writes it (see remembered.py)."""
     from compiler.results import AnalysisCache
 
-    from .remembered import Remembered
+    from .session.remembered import Remembered
 
     return Remembered(AnalysisCache())
 
@@ -99,13 +99,13 @@ async def _serve_stdio(reader: Any, stdout: Any, first: Any, remembered: Any) ->
     anything heavy starts), the transport (pygls) is imported in a thread, and the session runs."""
     import asyncio
 
-    from .compile_pool import CompilePool
+    from .workers.compile_pool import CompilePool
 
     pool = CompilePool(first=first)
     pool.start()
     loop = asyncio.get_running_loop()
     await loop.run_in_executor(None, reader.answered.wait, INITIALIZE_WAIT)
-    transport = await loop.run_in_executor(None, importlib.import_module, "helion_ls.transport")
+    transport = await loop.run_in_executor(None, importlib.import_module, "helion_ls.wire.transport")
     return await transport.serve_early_stdio(
         lambda: build_server(pool, remembered), reader, stdout, on_exit=lambda server: server.close_parts(final=True)
     )
@@ -126,7 +126,7 @@ def _import_and_warm_up() -> None:
     gc.disable()  # collections scanning torch's objects mid-import would only stretch the imports
     try:
         from . import server  # noqa: F401  (torch, pygls, the compiler's front end)
-        from .warmup import parse_warm_up
+        from .workers.warmup import parse_warm_up
 
         parse_warm_up()
     finally:

@@ -26,11 +26,11 @@ from typing import Any
 
 from compiler.results import STAGES
 
-from .compose import compose, needs_check
-from .documents import KernelView, ResultCache, StageResult, Unit, load_document
-from .lsp_json import UTF16
-from .remembered import Remembered, document_parts
-from .settings import CLIENT_ANNOUNCEMENTS, Settings, parse_settings
+from .session.compose import compose, needs_check
+from .session.documents import KernelView, ResultCache, StageResult, Unit, load_document
+from .session.remembered import Remembered, document_parts
+from .session.settings import CLIENT_ANNOUNCEMENTS, Settings, parse_settings
+from .wire.lsp_json import UTF16
 
 log = logging.getLogger(__name__)
 

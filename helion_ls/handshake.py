@@ -26,8 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from .file_clock import files_clock
-from .framing import Framer
+from .session.file_clock import files_clock
+from .wire.framing import Framer
 
 log = logging.getLogger(__name__)
 

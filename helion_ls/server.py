@@ -13,21 +13,21 @@ import logging
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from .analysis import Analyzer
-from .check_client import CheckClient
-from .chip_owner import needs_chip
-from .compile_pool import CompilePool
-from .documents import Loaded
-from .lsp import UTF16
-from .monitor import LoopMonitor
-from .pacing import RefreshPacer
-from .remembered import Remembered
-from .settings import Settings, SettingsRegistry
-from .store import StoreView
-from .transport import Protocol
-from .trust import refusal
-from .tuning import Tuner
-from .watch import Watcher
+from .session.analysis import Analyzer
+from .session.documents import Loaded
+from .session.remembered import Remembered
+from .session.settings import Settings, SettingsRegistry
+from .session.store import StoreView
+from .session.trust import refusal
+from .session.watch import Watcher
+from .wire.lsp import UTF16
+from .wire.monitor import LoopMonitor
+from .wire.pacing import RefreshPacer
+from .wire.transport import Protocol
+from .workers.check_client import CheckClient
+from .workers.chip_owner import needs_chip
+from .workers.compile_pool import CompilePool
+from .workers.tuning import Tuner
 
 log = logging.getLogger(__name__)
 

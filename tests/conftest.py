@@ -19,7 +19,7 @@ SHARED_KERNELS = REPO.parent / "shared" / "kernels"
 
 
 def _machine_tpu():
-    from helion_ls.machine_tpu import detect  # sysfs and /dev only: the chip is not claimed
+    from helion_ls.workers.machine_tpu import detect  # sysfs and /dev only: the chip is not claimed
 
     return detect()
 

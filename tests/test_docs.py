@@ -14,8 +14,8 @@ import compiler
 from compiler import CompileError
 from compiler.support.diagnostics import CODES, Diagnostic, Position, Range, Severity
 from compiler.tpu.libtpu_compile import libtpu_available
-from helion_ls.layout import Layout
-from helion_ls.lsp_json import diagnostic_json
+from helion_ls.wire.layout import Layout
+from helion_ls.wire.lsp_json import diagnostic_json
 
 REFERENCE = REPO / "docs" / "diagnostics.md"
 README_LINES = 300

@@ -164,3 +164,36 @@ def test_every_package_says_what_lives_there_and_what_it_may_import() -> None:
 
 def _docstring(path: Path) -> str:
     return ast.get_docstring(ast.parse(path.read_text())) or ""
+
+
+# -- helion_ls: its stage packages (written by restructure_ls.py) --
+# Each package and the helion_ls packages it may import: a request comes in over the wire, a feature answers
+# it from the session, which asks the workers; imports go the other way. Modules at helion_ls's top level
+# (__main__, handshake, early, server) may import every package; no package imports them.
+LS_STAGES = {
+    "helion_ls.wire": set(),
+    "helion_ls.rewrite": set(),
+    "helion_ls.workers": {"helion_ls.rewrite"},
+    "helion_ls.session": {"helion_ls.wire", "helion_ls.rewrite", "helion_ls.workers"},
+    "helion_ls.features": {"helion_ls.wire", "helion_ls.rewrite", "helion_ls.workers", "helion_ls.session"},
+}
+LS_MAX_TOP_LEVEL = 8
+
+
+def test_each_language_server_package_imports_only_those_below_it(graph) -> None:
+    wrong = []
+    for module in sorted(m for m in graph.modules if m.startswith("helion_ls.")):
+        for imported in sorted(graph.find_modules_directly_imported_by(module)):
+            source, target = _package(module), _package(imported)
+            if not imported.startswith("helion_ls.") or source == target or source not in LS_STAGES:
+                continue
+            if target not in LS_STAGES[source]:
+                wrong.append(f"{module} imports {imported}")
+    assert wrong == []
+
+
+def test_the_language_server_top_level_is_small() -> None:
+    top = sorted(p.name for p in (REPO / "helion_ls").glob("*.py"))
+    packages = sorted(p.parent.name for p in (REPO / "helion_ls").glob("*/__init__.py"))
+    assert len(top) <= LS_MAX_TOP_LEVEL, top
+    assert sorted(f"helion_ls.{p}" for p in packages) == sorted(LS_STAGES)

@@ -28,7 +28,7 @@ import compiler
 from compiler.ir.config import Config
 from compiler.tune.keys import TrialKey, shape_key
 from compiler.tune.store import TuningStore
-from helion_ls.edits import format_config
+from helion_ls.rewrite.edits import format_config
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 UNROLL_8K = {"block_sizes": [1, 256, 512], "pallas_loop_type": "unroll"}  # 22 MiB at 8k, 82 MiB at 32k

@@ -131,7 +131,7 @@ async def test_apply_on_an_inferred_shape_set_writes_configs_in_shape_set_order(
 
 SERVER_SIDE = """
 import pickle, sys
-from helion_ls.documents import load_document
+from helion_ls.session.documents import load_document
 
 text = open(sys.argv[1]).read()
 first = load_document("file:///rows.py", 1, text, "v7x")

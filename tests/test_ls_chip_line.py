@@ -1,4 +1,4 @@
-"""The chip's line (helion_ls/tuning.py with chip_owner.py): tunings that need this machine's TPU run one
+"""The chip's line (helion_ls/workers/tuning.py with chip_owner.py): tunings that need this machine's TPU run one
 after the other, each waiting one says its place, and a job that needs no chip goes ahead of them. Real
 `helion-pallas tune` processes (model evaluator: CI has no chip); which jobs need the chip is the Tuner's
 `needs_chip`, so the line is tested without a chip and without pretending the server has one."""
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from helion_ls.chip_owner import fallback_reason, needs_chip, ordinal, short_reason, waiting_title
 from helion_ls.features.chip_verdicts import check_evaluator
-from helion_ls.machine_tpu import MachineTpu
-from helion_ls.tuning import TuneJob, Tuner, TuneSpec
+from helion_ls.workers.chip_owner import fallback_reason, needs_chip, ordinal, short_reason, waiting_title
+from helion_ls.workers.machine_tpu import MachineTpu
+from helion_ls.workers.tuning import TuneJob, Tuner, TuneSpec
 
 REPO = Path(__file__).resolve().parents[1]
 TEXT = (REPO / "examples" / "add.py").read_text()

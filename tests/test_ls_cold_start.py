@@ -32,7 +32,7 @@ from test_ls_support import (
     until,
 )
 
-from helion_ls import compile_pool
+from helion_ls.workers import compile_pool
 
 # Warm up as the compile worker does, then compile every kernel of the given files through its handler.
 WORKER_COMPILES = """

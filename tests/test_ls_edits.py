@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from lsprotocol.types import Position
 
 from compiler.ir.config import Config, config_from_call
-from helion_ls.edits import EditError, apply_edit, set_config, set_configs
-from helion_ls.lsp import UTF8, offset_to_lsp
+from helion_ls.rewrite.edits import EditError, apply_edit, set_config, set_configs
+from helion_ls.wire.lsp import UTF8, offset_to_lsp
 
 CFG = {"block_sizes": [1, 256], "pallas_loop_type": "unroll"}
 CFG_TEXT = "helion.Config(block_sizes=[1, 256], pallas_loop_type='unroll')"

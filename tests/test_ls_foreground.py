@@ -14,13 +14,13 @@ import pytest
 from test_ls_support import TWICE, shut_down_pool, until
 
 from compiler.tpu.libtpu_compile import libtpu_available
-from helion_ls import compile_pool
-from helion_ls.analysis import Analyzer
-from helion_ls.check_client import CheckClient
 from helion_ls.features import crosscheck
-from helion_ls.foreground import Foreground
 from helion_ls.server import create_server
-from helion_ls.tuning import TuneJob, TuneSpec
+from helion_ls.session.analysis import Analyzer
+from helion_ls.workers import compile_pool
+from helion_ls.workers.check_client import CheckClient
+from helion_ls.workers.foreground import Foreground
+from helion_ls.workers.tuning import TuneJob, TuneSpec
 
 REQUEST = {"source": TWICE, "kernel": "twice", "args": None, "config": None, "chip": "v7x", "file": "t.py"}
 

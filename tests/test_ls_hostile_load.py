@@ -71,8 +71,8 @@ SWITCHING_SERVER = [
     "-c",
     "import gc, runpy, sys, time\n"
     "gc.callbacks.append(lambda phase, info: time.sleep(0))\n"
-    "import helion_ls.warmup\n"
-    "helion_ls.warmup.GC_THRESHOLDS = (5000, 10, 10)\n"
+    "import helion_ls.workers.warmup\n"
+    "helion_ls.workers.warmup.GC_THRESHOLDS = (5000, 10, 10)\n"
     "sys.argv = ['helion_ls', '--log-level', 'INFO']\n"
     "runpy.run_module('helion_ls', run_name='__main__', alter_sys=True)\n",
 ]

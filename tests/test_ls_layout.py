@@ -7,7 +7,7 @@ from lsprotocol import types
 
 from compiler.frontend.notebook import notebook_module
 from compiler.support.diagnostics import Position, Range
-from helion_ls.layout import Layout
+from helion_ls.wire.layout import Layout
 
 CELLS = ["%pip install helion\n!nvidia-smi", "import torch", "def f(x):\n    return x  # é\n"]
 

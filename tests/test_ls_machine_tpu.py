@@ -1,4 +1,4 @@
-"""Finding this machine's TPU from what the OS says (helion_ls/machine_tpu.py), in directories shaped like
+"""Finding this machine's TPU from what the OS says (helion_ls/workers/machine_tpu.py), in directories shaped like
 sysfs, /dev and /proc: no jax, no chip claimed."""
 
 from __future__ import annotations
@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from helion_ls.machine_tpu import (
+from helion_ls.session.settings import Settings, parse_settings
+from helion_ls.workers.machine_tpu import (
     FALLBACK_CHIP,
     MachineTpu,
     chip_note,
@@ -15,7 +16,6 @@ from helion_ls.machine_tpu import (
     holders,
     machine_tpu,
 )
-from helion_ls.settings import Settings, parse_settings
 
 
 def pci(root: Path, slot: str, vendor: str, device: str) -> None:

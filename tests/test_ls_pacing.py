@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
-from helion_ls.pacing import RefreshPacer
+from helion_ls.wire.pacing import RefreshPacer
 
 
 class Editor:

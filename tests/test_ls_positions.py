@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from compiler.support.diagnostics import Position, Range
-from helion_ls.positions import KernelSource, PositionMap
+from helion_ls.session.positions import KernelSource, PositionMap
 
 KERNEL = """\
 @helion.kernel(static_shapes=True)

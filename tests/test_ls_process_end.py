@@ -43,7 +43,7 @@ async def subprocess_starting() -> None:
 
 STDIO = """
 import helion_ls.__main__ as entry
-import helion_ls.prespawn as prespawn
+import helion_ls.workers.prespawn as prespawn
 
 prespawn.spawn = lambda module=None: None  # no compile worker: the session below needs none
 
@@ -61,7 +61,7 @@ TCP = """
 import logging
 import types
 
-from helion_ls.transport import serve_tcp
+from helion_ls.wire.transport import serve_tcp
 
 logging.basicConfig(level=logging.INFO)
 

@@ -24,7 +24,7 @@ from test_ls_support import REPO, SEEDS
 
 from compiler.results import AnalysisCache
 from compiler.support.diagnostics import Position, Range, error
-from helion_ls.documents import load_document
+from helion_ls.session.documents import load_document
 
 UNROLL = 'config=helion.Config(block_sizes=[1, 512, 512], pallas_loop_type="unroll")'
 ADD = (SEEDS / "add.py.txt").read_text().split('\n\ndef reference')[0]
@@ -247,7 +247,7 @@ EARLY = """
 import json, sys, time
 from compiler.results import AnalysisCache
 from helion_ls.early import EarlyPublisher
-from helion_ls.remembered import Remembered
+from helion_ls.session.remembered import Remembered
 
 sent = []
 publisher = EarlyPublisher(Remembered(AnalysisCache(sys.argv[1])), lambda message: sent.append(message) or True)

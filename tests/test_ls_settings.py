@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from helion_ls.machine_tpu import machine_tpu
-from helion_ls.settings import Settings, parse_settings
+from helion_ls.session.settings import Settings, parse_settings
+from helion_ls.workers.machine_tpu import machine_tpu
 
 
 def test_defaults():

@@ -1,5 +1,5 @@
 """The VS Code client's settings schema (vscode-client/package.json) and the server's settings
-(helion_ls/settings.py) accept the same values: every setting, default, choice and bound of one is the other's."""
+(helion_ls/session/settings.py) accept the same values: every setting, default, choice and bound of one is the other's."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helion_ls.settings import _JSON_NAMES, CLIENT_ONLY, Settings, parse_settings
+from helion_ls.session.settings import _JSON_NAMES, CLIENT_ONLY, Settings, parse_settings
 
 PACKAGE = Path(__file__).resolve().parents[1] / "vscode-client" / "package.json"
 SCHEMA = {

@@ -1,4 +1,4 @@
-"""A warm tuning process that forks each tuning (compiler/tune/standby.py, helion_ls/standby.py): tunings run
+"""A warm tuning process that forks each tuning (compiler/tune/standby.py, helion_ls/workers/standby.py): tunings run
 in its forks with the command's answers, one after another without a new import; cancel kills a fork's
 group; a dead standby means a tuner of the job's own, and a new standby after it; bad requests are answered
 and the standby goes on; closed, it ends. Real processes and real tunings (the model evaluator)."""
@@ -17,10 +17,10 @@ from pathlib import Path
 
 from test_ls_support import TWICE, until
 
-import helion_ls.standby
-from helion_ls.foreground import Foreground
-from helion_ls.standby import Forked
-from helion_ls.tuning import Tuner, TuneSpec
+import helion_ls.workers.standby
+from helion_ls.workers.foreground import Foreground
+from helion_ls.workers.standby import Forked
+from helion_ls.workers.tuning import Tuner, TuneSpec
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -100,7 +100,7 @@ async def test_a_dead_standby_is_started_again_and_one_that_cannot_start_means_a
         await standby.close()
         assert not standby.ready and not standby.wanted
         await until(lambda: not _alive(again))
-        monkeypatch.setattr(helion_ls.standby, "MODULE", "compiler.no_such_module")  # it dies at once
+        monkeypatch.setattr(helion_ls.workers.standby, "MODULE", "compiler.no_such_module")  # it dies at once
         job = tuner.submit(_spec(tmp_path, shape_set=0))
         await asyncio.wait_for(job.done.wait(), 120)
         assert job.state == "done", job.message
@@ -145,8 +145,8 @@ def test_the_standby_answers_as_the_command_and_survives_bad_requests(tmp_path):
 
 PARENT = """
 import asyncio, sys, tempfile
-from helion_ls.foreground import Foreground
-from helion_ls.tuning import Tuner, TuneSpec
+from helion_ls.workers.foreground import Foreground
+from helion_ls.workers.tuning import Tuner, TuneSpec
 from test_ls_support import TWICE
 
 async def main():

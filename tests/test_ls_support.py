@@ -309,7 +309,7 @@ async def until(predicate: Callable[[], Any], seconds: float = 120.0) -> None:
 
 
 async def shut_down_pool(pool: Any) -> None:
-    """Shut an in-process `helion_ls.compile_pool.CompilePool` down and reap its worker processes."""
+    """Shut an in-process `helion_ls.workers.compile_pool.CompilePool` down and reap its worker processes."""
     children = [w._proc for w in pool.workers if w._proc is not None]
     pool.shutdown()
     await asyncio.gather(*(child.wait() for child in children))

@@ -26,7 +26,7 @@ import compiler
 from compiler.tune.keys import TrialKey, shape_key
 from compiler.tune.store import Trial, TuningStore
 from helion_ls.features.offer import apply_offer, tuned_message
-from helion_ls.store import Summary
+from helion_ls.session.store import Summary
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 RMS = (MORE_KERNELS / "rms_norm_sets.py").read_text()

@@ -1,4 +1,4 @@
-"""The workspace watcher (helion_ls/watch.py) with real files and a real watchdog observer: a change made
+"""The workspace watcher (helion_ls/session/watch.py) with real files and a real watchdog observer: a change made
 before the folder is watched is still reported, and what a path is now is read from the disk."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import os
 import time
 from pathlib import Path
 
-from helion_ls.watch import Watcher, python_files_changed_since
+from helion_ls.session.watch import Watcher, python_files_changed_since
 
 
 async def _collect(

@@ -21,7 +21,7 @@ from test_ls_support import (
     start,
 )
 
-from helion_ls.machine_tpu import default_chip, machine_tpu
+from helion_ls.workers.machine_tpu import default_chip, machine_tpu
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -5,7 +5,7 @@ from compiler.ir.config import Config
 from compiler.tune.evidence import evidence
 from compiler.tune.store import Trial
 from helion_ls.features.codelens import best_title, best_tooltip
-from helion_ls.store import Summary
+from helion_ls.session.store import Summary
 
 
 def test_each_evaluator_names_what_its_figures_are():
@@ -59,7 +59,7 @@ def test_an_auto_tuning_is_labelled_by_what_the_tuner_used():
     """The editor's default evaluator, auto, is tpu where the machine has the chip and the model elsewhere: the
     label follows the evaluator the tuner names in its result, not the one asked for."""
     from helion_ls.features.lens_results import evaluated_by
-    from helion_ls.tuning import TuneJob, TuneSpec
+    from helion_ls.workers.tuning import TuneJob, TuneSpec
 
     spec = TuneSpec(uri="file:///k.py", kernel="k", shape_set=0, source_hash="h", text="", file_name="k.py", chip="v5e",
                     evaluator="auto", executor="local", store_path=None, budget_seconds=None, max_evals=None)

@@ -16,7 +16,7 @@ from compiler.tune.objective import APPLY_GAIN, objective, over_default
 from compiler.tune.refine import climb, rank
 from compiler.tune.store import Trial
 from helion_ls.features.offer import apply_offer
-from helion_ls.store import Summary
+from helion_ls.session.store import Summary
 
 RESOLUTION = constants_for("v5e").resolution
 

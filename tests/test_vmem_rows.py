@@ -17,8 +17,8 @@ from conftest import MORE_KERNELS, kernel_files
 import compiler
 from compiler.results import CompiledSnapshot
 from compiler.support.diagnostics import CompileError
-from helion_ls.documents import load_document
 from helion_ls.features.hover import access_markdown, fmt_bytes
+from helion_ls.session.documents import load_document
 from tests.conformance.case import discover
 
 FILES = [p for p in kernel_files() if p.parent.name != "kernels" or p.parent == MORE_KERNELS] + discover()

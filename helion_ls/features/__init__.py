@@ -26,5 +26,5 @@ crosscheck     the TPU compiler's check of a finished tuning: when it is queued,
 client_commands commands the client runs that lenses and hover links name
 fact_hover     hovers from the compiler's facts (hover.py's)
 chip_verdicts  what Check on TPU shows: its lens per kernel and its verdicts as diagnostics
-May import everything in helion_ls below server.py, and compiler's public API.
+May import `helion_ls.wire`, `helion_ls.rewrite`, `helion_ls.workers`, `helion_ls.session` (never server.py, handshake.py, early.py), and compiler's public API.
 """

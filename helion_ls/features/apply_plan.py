@@ -20,10 +20,10 @@ from typing import Any
 
 from compiler.ir.config import Config
 
-from ..analysis import compile_request
-from ..documents import KernelView, Loaded, Unit
-from ..lru import LruCache
-from ..store import Summary
+from ..session.analysis import compile_request
+from ..session.documents import KernelView, Loaded, Unit
+from ..session.lru import LruCache
+from ..session.store import Summary
 from .host import Host
 from .kernels import current_config, trial_key
 

@@ -19,8 +19,8 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
-from ..trust import WHY_TUNING_RUNS_CODE
-from ..tuning import FINAL, TuneJob, TuneSpec
+from ..session.trust import WHY_TUNING_RUNS_CODE
+from ..workers.tuning import FINAL, TuneJob, TuneSpec
 from .chip_verdicts import CHECK_SET, check_evaluator, check_title, verdict_diagnostics
 from .host import Host
 from .kernels import find_kernel

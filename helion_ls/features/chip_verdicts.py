@@ -7,8 +7,8 @@ from typing import Any
 
 from lsprotocol import types
 
-from ..machine_tpu import MachineTpu, machine_tpu
-from ..tuning import TuneJob
+from ..workers.machine_tpu import MachineTpu, machine_tpu
+from ..workers.tuning import TuneJob
 from .host import Host
 
 CHECK_SET = -1  # a check job's shape-set slot in the Tuner's jobs: it checks the kernel, not one shape set

@@ -20,9 +20,9 @@ from lsprotocol import types
 
 from compiler.ir.config import Config
 
-from ..documents import file_path
-from ..edits import EditError, TextEdit
-from ..lru import LruCache
+from ..rewrite.edits import EditError, TextEdit
+from ..session.documents import file_path
+from ..session.lru import LruCache
 from . import vllm_target
 from .config_edits import best_configs, config_edit, planned_edit, workspace_edit
 from .host import Host

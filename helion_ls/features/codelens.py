@@ -32,12 +32,12 @@ from compiler.ir.specs import TensorSpec
 from compiler.tune import objective
 from compiler.tune.evidence import evidence
 
-from ..chip_owner import short_reason
-from ..documents import KernelView, Unit
-from ..machine_tpu import machine_tpu
-from ..store import Summary
-from ..trust import WHY_TUNING_RUNS_CODE
-from ..tuning import TuneJob
+from ..session.documents import KernelView, Unit
+from ..session.store import Summary
+from ..session.trust import WHY_TUNING_RUNS_CODE
+from ..workers.chip_owner import short_reason
+from ..workers.machine_tpu import machine_tpu
+from ..workers.tuning import TuneJob
 from . import apply_plan, crosscheck, vllm_target
 from .chip_verdicts import check_lens
 from .client_commands import SHOW_GENERATED

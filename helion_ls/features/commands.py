@@ -28,11 +28,11 @@ from pygls.uris import to_fs_path
 from compiler.ir.config import Config
 from compiler.tune.evidence import evidence
 
-from ..chip_owner import holder_text
-from ..documents import KernelView, Loaded
-from ..edits import EditError, apply_edit
-from ..trust import WHY_TUNING_RUNS_CODE
-from ..tuning import FINAL, TuneJob, TuneSpec
+from ..rewrite.edits import EditError, apply_edit
+from ..session.documents import KernelView, Loaded
+from ..session.trust import WHY_TUNING_RUNS_CODE
+from ..workers.chip_owner import holder_text
+from ..workers.tuning import FINAL, TuneJob, TuneSpec
 from . import crosscheck, vllm_target
 from .config_edits import best_configs, planned_edit, workspace_edit
 from .host import Host

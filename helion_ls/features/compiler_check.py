@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from ..tuning import TuneJob
+from ..workers.tuning import TuneJob
 from .host import Host
 
 

@@ -9,8 +9,8 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
-from ..documents import KernelView, Loaded
-from ..edits import EditError, TextEdit, set_config, set_configs
+from ..rewrite.edits import EditError, TextEdit, set_config, set_configs
+from ..session.documents import KernelView, Loaded
 from . import apply_plan
 from .host import Host
 

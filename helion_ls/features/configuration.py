@@ -11,10 +11,10 @@ from typing import Any
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from ..file_clock import files_clock
-from ..machine_tpu import FALLBACK_CHIP, machine_tpu
-from ..settings import CLIENT_ANNOUNCEMENTS
-from ..watch import Watcher
+from ..session.file_clock import files_clock
+from ..session.settings import CLIENT_ANNOUNCEMENTS
+from ..session.watch import Watcher
+from ..workers.machine_tpu import FALLBACK_CHIP, machine_tpu
 from . import disk_changes, scheduling
 from .host import Host
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-from ..settings import Settings
-from ..store import Summary
-from ..tuning import TuneJob
+from ..session.settings import Settings
+from ..session.store import Summary
+from ..workers.tuning import TuneJob
 from .host import Host
 from .lens_results import evaluated_by
 

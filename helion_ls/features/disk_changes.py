@@ -13,7 +13,7 @@ import os
 
 from pygls.uris import from_fs_path
 
-from ..documents import HELION_HINT
+from ..session.documents import HELION_HINT
 from .host import Host
 from .scheduling import schedule
 

@@ -17,7 +17,7 @@ from compiler.ir.config import Config
 from compiler.support.diagnostics import Position, Range
 from compiler.vmem.report import fmt_bytes
 
-from ..documents import KernelView
+from ..session.documents import KernelView
 
 Hit = tuple[int, Any, Any, Range]  # (unit index, CompiledSnapshot, compiler.facts.ExprFact, its basis range)
 

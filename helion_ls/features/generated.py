@@ -18,8 +18,8 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
-from ..documents import KernelView
-from ..transport import Refusal
+from ..session.documents import KernelView
+from ..wire.transport import Refusal
 from .host import Host
 from .kernels import current_config, find_kernel, trial_key
 

@@ -15,17 +15,17 @@ if TYPE_CHECKING:  # annotations only: no module of pygls or helion_ls is import
     from pygls.progress import Progress
     from pygls.workspace import Workspace
 
-    from ..analysis import Analyzer
-    from ..check_client import CheckClient
-    from ..compile_pool import CompilePool
-    from ..monitor import LoopMonitor
-    from ..pacing import RefreshPacer
-    from ..remembered import Remembered
-    from ..settings import Settings, SettingsRegistry
-    from ..store import StoreView
-    from ..transport import Protocol as Wire
-    from ..tuning import Tuner
-    from ..watch import Watcher
+    from ..session.analysis import Analyzer
+    from ..session.remembered import Remembered
+    from ..session.settings import Settings, SettingsRegistry
+    from ..session.store import StoreView
+    from ..session.watch import Watcher
+    from ..wire.monitor import LoopMonitor
+    from ..wire.pacing import RefreshPacer
+    from ..wire.transport import Protocol as Wire
+    from ..workers.check_client import CheckClient
+    from ..workers.compile_pool import CompilePool
+    from ..workers.tuning import Tuner
 
 F = TypeVar("F", bound=Callable[..., Any])
 

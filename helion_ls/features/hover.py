@@ -27,7 +27,7 @@ from compiler.tune.keys import TrialKey
 from compiler.tune.model import estimate
 from compiler.vmem.report import fmt_bytes as compiler_fmt_bytes
 
-from ..documents import KernelView, Loaded
+from ..session.documents import KernelView, Loaded
 from . import fact_hover, vllm_target
 from .client_commands import SHOW_GENERATED
 from .host import Host

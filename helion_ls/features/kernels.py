@@ -10,7 +10,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from compiler.ir.config import Config
 from compiler.tune.keys import TrialKey
 
-from ..documents import KernelView, Loaded, Unit
+from ..session.documents import KernelView, Loaded, Unit
 from .host import Host
 
 

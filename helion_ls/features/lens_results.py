@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from compiler.tune.store import Trial
 
-from ..documents import KernelView, Unit
-from ..store import Summary
-from ..tuning import TuneJob
+from ..session.documents import KernelView, Unit
+from ..session.store import Summary
+from ..workers.tuning import TuneJob
 
 
 def fmt_seconds(s: float) -> str:

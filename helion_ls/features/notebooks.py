@@ -16,7 +16,7 @@ from lsprotocol import types
 
 from compiler.frontend.notebook import notebook_module
 
-from ..documents import HELION_HINT
+from ..session.documents import HELION_HINT
 from .host import Host
 from .scheduling import schedule
 

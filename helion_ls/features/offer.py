@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from compiler.ir.config import Config
 from compiler.tune import objective
 
-from ..store import Summary
+from ..session.store import Summary
 
 
 @dataclass(frozen=True)

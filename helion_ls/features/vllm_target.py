@@ -18,7 +18,7 @@ from pygls.uris import to_fs_path
 from compiler.ir import vllm_configs as vc
 from compiler.ir.config import Config
 
-from ..documents import KernelView, Loaded, Unit
+from ..session.documents import KernelView, Loaded, Unit
 from .config_edits import best_configs
 from .host import Host
 from .scheduling import schedule

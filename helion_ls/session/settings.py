@@ -15,7 +15,7 @@ from typing import Any
 
 from compiler.ir.chips import canonical_name
 
-from .machine_tpu import default_chip
+from ..workers.machine_tpu import default_chip
 
 EVALUATORS = ("auto", "model", "compile", "schedule", "tpu")
 COMPILER_CHECKS = ("auto", "on", "off")

@@ -13,7 +13,7 @@ import sys
 
 from compiler.support import lifeline
 
-COMPILE_WORKER = "helion_ls.compile_worker"
+COMPILE_WORKER = "helion_ls.workers.compile_worker"
 
 
 def spawn(module: str = COMPILE_WORKER) -> subprocess.Popen:

@@ -14,8 +14,8 @@ from typing import Any
 from compiler.results import STAGES
 from compiler.support.diagnostics import Diagnostic, Range
 
+from ..wire.lsp_json import diagnostic_json
 from .documents import KernelView, Loaded, StageResult, Unit, anchored, remap
-from .lsp_json import diagnostic_json
 from .positions import PositionMap
 
 # (stage, view, unit) -> the unit's result for the stage and the map from its basis to the view's text

@@ -58,7 +58,7 @@ class CheckClient:
         self._proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "helion_ls.check_worker",
+            "helion_ls.workers.check_worker",
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,

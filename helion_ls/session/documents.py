@@ -27,7 +27,7 @@ from compiler.ir.specs import format_args
 from compiler.results import STAGES, CompiledSnapshot, Unit, UnitKey, kernel_units
 from compiler.support.diagnostics import Diagnostic, Fix, Position, Range, Related, error
 
-from .layout import Layout
+from ..wire.layout import Layout
 from .lru import LruCache
 from .positions import KernelSource, PositionMap
 

@@ -46,7 +46,7 @@ class CompilePool:
     def __init__(self, workers: int | None = None, timeout: float | None = None, first: Any = None):
         """`first`: the first worker's process, already started (prespawn.py)."""
         self.workers = [
-            WorkerProcess("helion_ls.compile_worker", "compile worker")
+            WorkerProcess("helion_ls.workers.compile_worker", "compile worker")
             for _ in range(workers or max(1, min(2, os.cpu_count() or 1)))
         ]
         if first is not None:

@@ -14,7 +14,7 @@ The parsed module of the last few texts is kept, so the kernels of one file are 
 `compiler` and the server's pure helpers (vmem_fixes, edits); never runs the user's file. The
 heavy ones (torch, through the compiler's front end) are imported by `warm_up`, with the
 garbage collector off: collections scanning torch's objects mid-import cost ~0.2 s of a cold start.
-Run as `python -m helion_ls.compile_worker`.
+Run as `python -m helion_ls.workers.compile_worker`.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ class Compiler:
         return {"call_shapes": module.call_shapes, "seconds": time.perf_counter() - start}
 
     def fixes(self, req: dict[str, Any]) -> dict[str, Any]:
-        from .vmem_fixes import verified_fixes  # imported by warm_up already: a lookup
+        from ..rewrite.vmem_fixes import verified_fixes  # imported by warm_up already: a lookup
 
         try:
             return verified_fixes(self.module, req)
@@ -100,7 +100,7 @@ def warm_up() -> None:
     """Pay the imports (the collector is off, see main), then exclude everything alive from garbage
     collection: with torch's millions of objects, each full collection (many per large parse) would
     otherwise cost ~0.3 s."""
-    from . import vmem_fixes  # noqa: F401  (for fixes)
+    from ..rewrite import vmem_fixes  # noqa: F401  (for fixes)
 
     compile_warm_up("v7x")
     gc.freeze()

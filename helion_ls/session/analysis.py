@@ -40,8 +40,10 @@ from compiler.frontend.notebook import NotebookModule
 from compiler.results import STAGES, UnitKey
 from compiler.support.diagnostics import Diagnostic, Range, error, warning
 
-from .check_client import CheckClient, Skipped, WorkerFailure
-from .compile_pool import CompilePool
+from ..wire.layout import Layout
+from ..wire.lsp import diagnostic_from_json
+from ..workers.check_client import CheckClient, Skipped, WorkerFailure
+from ..workers.compile_pool import CompilePool
 from .compose import compose, needs_check
 from .documents import (
     HELION_HINT,
@@ -55,9 +57,7 @@ from .documents import (
     load_document,
     remap,
 )
-from .layout import Layout
 from .lru import LruCache
-from .lsp import diagnostic_from_json
 from .remembered import Remembered, document_parts
 
 log = logging.getLogger(__name__)

@@ -5,8 +5,8 @@ one request at a time, and the server treats a dead or silent worker as a diagno
 Protocol: one JSON object per line on stdin -> one per line on the original stdout:
   {"id", "stage": "lower"|"tpu", "source", "path", "kernel", "args": str|null, "config": {...}|null, "chip"}
   -> {"id", "diagnostics": [Diagnostic.to_json(), ...]} | {"id", "error": "traceback"}
-Anything jax or libtpu prints goes to stderr (the server's log). Run as `python -m helion_ls.check_worker`.
-Imports only `compiler` and `helion_ls.warmup` (never the server), and never executes the user's kernel file.
+Anything jax or libtpu prints goes to stderr (the server's log). Run as `python -m helion_ls.workers.check_worker`.
+Imports only `compiler` and `helion_ls.workers.warmup` (never the server), and never executes the user's kernel file.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def main() -> None:
     out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # stray prints from jax/libtpu must not corrupt the protocol
     sys.stdout = sys.stderr
-    from helion_ls.warmup import compile_warm_up
+    from helion_ls.workers.warmup import compile_warm_up
 
     gc.disable()  # collections scanning torch's and jax's objects mid-import would only slow the imports
     warm = compile_warm_up("v7x")  # pay the imports before the first request, not during it

@@ -10,7 +10,7 @@ import json
 import logging
 import re
 
-log = logging.getLogger("helion_ls.transport")
+log = logging.getLogger("helion_ls.wire.transport")
 
 HEADER = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
 LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*(\d{1,12})[ \t]*\r?\n", re.IGNORECASE)
