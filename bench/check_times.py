@@ -47,7 +47,7 @@ def check_file(path: Path, chip: str, limit: float) -> dict[str, Any]:
             target = Path(tmp) / path.name
             target.write_text(path.read_text() + f"\n\nSMALL = {shapes!r}\n")
         env = {**os.environ, "HELION_LS_ANALYSIS_CACHE": str(Path(tmp) / "analysis.sqlite"),
-               "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu", "TPU_SKIP_MDS_QUERY": "1"}
+               "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]), "JAX_PLATFORMS": "cpu", "TPU_SKIP_MDS_QUERY": "1"}
         start = time.monotonic()
         try:
             done = subprocess.run([sys.executable, "-m", "compiler.cli", "check", str(target), "--chip", chip],

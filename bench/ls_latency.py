@@ -162,7 +162,7 @@ class Bench:
             pass
 
     async def start(self) -> None:
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
         await self.client.start_io(sys.executable, "-m", "helion_ls", "--log-level", "WARNING", env=env)
         caps = types.ClientCapabilities(
             window=types.WindowClientCapabilities(work_done_progress=True),
@@ -328,7 +328,7 @@ async def cold_start(ws: Path) -> dict[str, float]:
 
 def server_env(cache: Path) -> dict[str, str]:
     """The environment of a server the benchmark starts: this repository, and its own analysis cache."""
-    return {**os.environ, "PYTHONPATH": str(REPO), "HELION_LS_ANALYSIS_CACHE": str(cache)}
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]), "HELION_LS_ANALYSIS_CACHE": str(cache)}
 
 
 async def session(ws: Path, cache: Path, path: Path, libtpu: bool) -> dict[str, float]:

@@ -18,6 +18,12 @@ MORE_KERNELS = REPO / "tests" / "kernels"  # kernels in the same language that t
 SHARED_KERNELS = REPO.parent / "shared" / "kernels"
 
 
+def child_pythonpath(*first: Path) -> str:
+    """PYTHONPATH for a process a test starts: this checkout (and `first`) ahead of what this process was given,
+    never instead of it: where packages live on PYTHONPATH (a TPU VM's own jax, say), the child keeps them."""
+    return os.pathsep.join([str(p) for p in (REPO, *first)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+
+
 def _machine_tpu():
     from helion_ls.workers.machine_tpu import detect  # sysfs and /dev only: the chip is not claimed
 

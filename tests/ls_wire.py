@@ -52,7 +52,7 @@ class RawServer:
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+            env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]), **(env or {})},
             start_new_session=True,
             limit=64 * 1024 * 1024,
         )

@@ -8,11 +8,11 @@ import os
 import subprocess
 import sys
 
-from conftest import MACHINE_TPU, REPO
+from conftest import MACHINE_TPU, REPO, child_pythonpath
 
 
 def test_the_best_lens_says_whether_the_chip_measured() -> None:
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": child_pythonpath()}
     run = subprocess.run([sys.executable, str(REPO / "bench" / "ls_on_chip.py"), "--timeout", "240"], env=env,
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr[-2000:]

@@ -11,6 +11,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import pytest
+from conftest import child_pythonpath
 
 from compiler.ir.chips import get_chip
 from compiler.tpu.libtpu_compile import TpuCompiler, libtpu_available
@@ -288,7 +289,7 @@ def test_missing_libtpu_raises_libtpu_unavailable():
     out = subprocess.run(
         [sys.executable, "-c", script],
         cwd=REPO,
-        env={**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(REPO)},
+        env={**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": child_pythonpath()},
         capture_output=True,
         text=True,
         timeout=120,

@@ -9,13 +9,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import child_pythonpath
 
 REPO = Path(__file__).resolve().parents[1]
 ADD = REPO / "examples" / "add.py"
 
 
 def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu"}
+    env = {**os.environ, "PYTHONPATH": child_pythonpath(), "JAX_PLATFORMS": "cpu"}
     return subprocess.run(
         [sys.executable, "-m", "compiler.cli", *args], capture_output=True, text=True, timeout=timeout, env=env
     )

@@ -39,7 +39,7 @@ WORKER_COMPILES = """
 import gc, json, sys
 from pathlib import Path
 import compiler
-from helion_ls import compile_worker
+from helion_ls.workers import compile_worker
 
 torch_at_import = "torch" in sys.modules
 if sys.argv[1] == "worker":  # as compile_worker.main does

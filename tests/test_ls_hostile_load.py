@@ -9,8 +9,8 @@ import os
 import sys
 
 import pytest
+from conftest import child_pythonpath
 from ls_wire import RawServer, StatsWatch
-from test_ls_support import REPO
 
 pytestmark = pytest.mark.asyncio(loop_scope="function")
 
@@ -87,7 +87,7 @@ async def test_parsing_on_two_threads_at_once(tmp_path):
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env={**os.environ, "PYTHONPATH": child_pythonpath()},
         start_new_session=True,
         limit=64 * 1024 * 1024,
     )

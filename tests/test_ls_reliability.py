@@ -9,11 +9,11 @@ import signal
 
 import pytest
 import pytest_lsp
+from conftest import child_pythonpath
 from lsprotocol import types
 from pygls.exceptions import JsonRpcMethodNotFound
 from pytest_lsp import LanguageClient
 from test_ls_support import (
-    REPO,
     SERVER,
     change_doc,
     end_session,
@@ -61,7 +61,7 @@ async def test_garbage_on_stdin_then_a_normal_session(tmp_path):
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env={**os.environ, "PYTHONPATH": child_pythonpath()},
     )
     garbage = [
         b"hello there\r\n\r\n",
@@ -198,7 +198,7 @@ async def test_console_script_over_tcp(tmp_path):
         "--tcp",
         f"127.0.0.1:{port}",
         stderr=asyncio.subprocess.DEVNULL,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env={**os.environ, "PYTHONPATH": child_pythonpath()},
     )
     try:
         for _ in range(200):

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import child_pythonpath
 from ls_wire import RawServer
 from read_only import make_read_only, make_writable
 from test_ls_support import REPO, SEEDS
@@ -274,7 +275,7 @@ async def test_remembered_results_are_published_without_torch_or_the_server(tmp_
     docs = [{"uri": uri, "version": 3, "text": TWO_KERNELS}, {"uri": uri, "version": 4, "text": changed}]
     out = await asyncio.create_subprocess_exec(
         sys.executable, "-c", EARLY, str(cache), json.dumps(docs), stdout=asyncio.subprocess.PIPE, cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)})
+        env={**os.environ, "PYTHONPATH": child_pythonpath()})
     got = json.loads((await asyncio.wait_for(out.communicate(), 120))[0])
     assert got["heavy"] == []
     notes = [(m["method"], m["params"]) for m in got["sent"]]
@@ -319,7 +320,7 @@ print(json.dumps({"status": status, "out": out.getvalue(), "torch": "torch" in s
 
 
 def cli_compile(cache: Path, path: Path, emit: str, shape_set: int, kernel: str = "attention") -> dict:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HELION_LS_ANALYSIS_CACHE": str(cache)}
+    env = {**os.environ, "PYTHONPATH": child_pythonpath(), "HELION_LS_ANALYSIS_CACHE": str(cache)}
     done = subprocess.run([sys.executable, "-c", CLI_COMPILE, str(path), emit, str(shape_set), kernel],
                           capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
     return json.loads(done.stdout.splitlines()[-1])

@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from conftest import child_pythonpath
 from test_ls_support import TWICE, until
 
 import helion_ls.workers.standby
@@ -110,7 +111,7 @@ async def test_a_dead_standby_is_started_again_and_one_that_cannot_start_means_a
 
 
 def test_the_standby_answers_as_the_command_and_survives_bad_requests(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HELION_LS_ANALYSIS_CACHE": str(tmp_path / "cache.sqlite")}
+    env = {**os.environ, "PYTHONPATH": child_pythonpath(), "HELION_LS_ANALYSIS_CACHE": str(tmp_path / "cache.sqlite")}
     source = tmp_path / "t.py"
     source.write_text(TWICE)
     args = [str(source), "-k", "twice", "--chip", "v7x", "--json", "--max-evals", "3"]
@@ -187,7 +188,7 @@ def _descendants(pid: int) -> set[int]:
 
 
 def test_a_killed_server_takes_the_standby_and_its_tunings_with_it(tmp_path):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")]),
+    env = {**os.environ, "PYTHONPATH": child_pythonpath(REPO / "tests"),
            "HELION_LS_ANALYSIS_CACHE": str(tmp_path / "cache.sqlite")}
     parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True, env=env)
     try:

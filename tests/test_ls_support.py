@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import pytest_lsp
+from conftest import child_pythonpath
 from lsprotocol import types
 from pygls.protocol import default_converter
 from pytest_lsp import ClientServerConfig, LanguageClient
@@ -125,7 +126,7 @@ def server_config(**env: str) -> ClientServerConfig:
     return ClientServerConfig(
         server_command=SERVER,
         client_factory=make_client,
-        server_env={**os.environ, "PYTHONPATH": str(REPO), **env},
+        server_env={**os.environ, "PYTHONPATH": child_pythonpath(), **env},
     )
 
 

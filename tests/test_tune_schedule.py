@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import child_pythonpath
 
 import compiler
 from compiler.ir.chips import get_chip
@@ -107,7 +108,7 @@ def test_an_abort_or_a_memory_limit_ends_only_the_worker():
 
 def test_tune_with_the_schedule_evaluator_end_to_end_and_stored_once(tmp_path):
     store_path = tmp_path / "tuning.sqlite"
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": child_pythonpath()}
     args = ["--chip", "v6e", "--args", "x=f32[64, 384]", "--store", str(store_path), "--json"]
     run = subprocess.run(
         [sys.executable, "-m", "compiler.cli", "tune", "examples/softmax.py", "--evaluator", "schedule", *args],
