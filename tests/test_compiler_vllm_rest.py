@@ -3,10 +3,13 @@ vLLM's op files, on kernels of our own written in their style (tests/kernels/vll
 
 from pathlib import Path
 
+import pytest
+import torch
 from test_checks_libtpu import libtpu
 
 import compiler
 from compiler.check import check_rows
+from compiler.support.diagnostics import CompileError
 
 KERNELS = Path(__file__).resolve().parent / "kernels" / "vllm_style"
 ROW_QUANT = KERNELS / "row_quant_fp8.py"
@@ -33,3 +36,43 @@ def test_one_token_fp8_quant_under_emit_pipeline_passes_the_tpu_compile_and_matc
     report = check_rows(str(ROW_QUANT), "row_quant_fp8", "v5e", ["emit_pipeline"], cases="tokens=1, width=1024")
     rows = [r for r in report.rows if "tokens=1, width=1024" in r.kernel]
     assert len(rows) == 1 and rows[0].verdict == "ok", report.rows
+
+
+def test_cases_of_one_tensor_without_a_tuple_are_shape_sets_and_finfo_is_known() -> None:
+    """`inputs[key] = input_tensor` (vLLM's silu_mul_block_quant_fp8): each case is the kernel's one argument;
+    `torch.finfo(torch.float8_e4m3fn).max` in the kernel's host code is 448 (it was `bool` has no attribute)."""
+    module = compiler.load(str(KERNELS / "block_quant_one_arg.py"))
+    kernel = module.kernels["block_quant_one_arg"]
+    labels = [o.case_label for o in kernel.shape_set_origins]
+    assert labels and all(label.startswith("width_") for label in labels), labels
+    ck = kernel.compile(chip="v5e", shape_set=0)
+    assert "448" in ck.source or "0.002232142857142857" in ck.source
+    x = torch.randn(8, 512).bfloat16()
+    out, scales = ck(x)
+    y = x[:, :256].float() * x[:, 256:].float()
+    want = (y.abs().amax(dim=-1) / 448.0).clamp(min=1 / (448.0 * 512.0))
+    torch.testing.assert_close(scales.reshape(-1), want)
+    torch.testing.assert_close(out.float(), (y / want[:, None]).to(torch.float8_e4m3fn).float())
+
+
+MAX_OF_A_NUMBER = '''
+import torch
+import helion
+import helion.language as hl
+
+
+# helion: args(x=f32[16, 256])
+@helion.kernel()
+def floor_max(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in hl.tile(x.shape[0]):
+        out[t, :] = torch.max(x[t, :], 1e-6)
+    return out
+'''
+
+
+def test_torch_max_of_a_number_is_one_diagnostic_naming_the_dim_argument() -> None:
+    with pytest.raises(CompileError) as err:
+        compiler.load(MAX_OF_A_NUMBER).kernels["floor_max"].compile(chip="v5e")
+    (d,) = err.value.diagnostics
+    assert d.code == "HPL106" and "not a number to compare with" in d.message and d.range.start.line == 11

@@ -107,6 +107,8 @@ def _record(kernel: KernelDef, gen: Closure, cases: dict, info: ModuleInfo, resu
     seen: set[tuple] = set()
     for key, args in list(cases.items())[:MAX_CASES]:
         label = case_label(key)
+        if isinstance(args, torch.Tensor):  # a case of one tensor argument, written without the tuple
+            args = (args,)
         if not isinstance(args, tuple | list):
             misses.append((label, "its arguments are not a tuple"))
             continue

@@ -319,6 +319,12 @@ class OpBuilder:
 
 def _check_dim(dim: Any, ndim: int, name: str, rng: Range) -> int:
     """A dim argument as torch accepts it: -ndim <= dim < ndim (a scalar accepts 0 and -1)."""
+    if isinstance(dim, float) and name in ("max", "min"):  # `torch.max(scale, 1e-6)` (torch rejects it too)
+        other = "maximum" if name == "max" else "minimum"
+        bound = "min" if name == "max" else "max"
+        raise UserError("HPL106", f"torch.{name}(x, {dim!r}): its second argument is a dim, not a number to compare "
+                                  f"with (eager torch rejects a float there too); torch.clamp(x, {bound}={dim!r}) or "
+                                  f"torch.{other} with a tensor compares", rng)
     if isinstance(dim, bool) or not isinstance(dim, int):
         raise UserError("HPL106", f"{name}: dim must be a constant integer", rng)
     size = max(1, ndim)
