@@ -76,3 +76,45 @@ def test_torch_max_of_a_number_is_one_diagnostic_naming_the_dim_argument() -> No
         compiler.load(MAX_OF_A_NUMBER).kernels["floor_max"].compile(chip="v5e")
     (d,) = err.value.diagnostics
     assert d.code == "HPL106" and "not a number to compare with" in d.message and d.range.start.line == 11
+
+
+GATED_ROW = '''
+import torch
+import helion
+import helion.language as hl
+
+
+# helion: args(out=bf16[4, 256], x=bf16[4, 512])
+@helion.kernel()
+def gated_row(out: torch.Tensor, x: torch.Tensor) -> None:
+    m, two_w = x.shape
+    w = hl.specialize(two_w) // 2
+    for tile_m in hl.tile(m, block_size=1):
+        for tile_n in hl.tile(w):
+            a = x[tile_m, tile_n].to(torch.float32)
+            b = hl.load(x, [tile_m, tile_n.index + w],
+                        extra_mask=((tile_n.index + w) < two_w)[None, :]).to(torch.float32)
+            out[tile_m, tile_n] = (a * torch.sigmoid(a) * b).to(out.dtype)
+'''
+
+
+def test_a_masked_load_of_one_bfloat16_row_selects_in_float32(tmp_path) -> None:
+    """vLLM's silu_and_mul + per-token quant reads the gate half under an extra_mask, one row per grid step: a
+    select of one row of bfloat16 values was "Not implemented: Sublane broadcast" on v5e; now done in float32."""
+    ck = compiler.load(GATED_ROW).kernels["gated_row"].compile(chip="v5e", config={"pallas_loop_type": "unroll"})
+    (line,) = [ln for ln in ck.source.splitlines() if "jnp.where(" in ln]
+    assert ".astype(jnp.float32), " in line and line.count(".astype(jnp.bfloat16)") >= 1, line
+    x = torch.randn(4, 512).bfloat16()
+    out = torch.empty(4, 256).bfloat16()
+    ck(out, x)  # `out` is given back updated, as torch would see it
+    got = out
+    a, b = x[:, :256].float(), x[:, 256:].float()
+    torch.testing.assert_close(got.float(), (a * torch.sigmoid(a) * b).bfloat16().float(), rtol=1e-2, atol=1e-2)
+
+
+@libtpu
+def test_a_masked_load_of_one_bfloat16_row_passes_the_tpu_compile(tmp_path) -> None:
+    path = tmp_path / "gated_row.py"
+    path.write_text(GATED_ROW)
+    (row,) = check_rows(str(path), "gated_row", "v5e", ["unroll"]).rows
+    assert row.verdict == "ok", row
