@@ -118,3 +118,55 @@ def test_a_masked_load_of_one_bfloat16_row_passes_the_tpu_compile(tmp_path) -> N
     path.write_text(GATED_ROW)
     (row,) = check_rows(str(path), "gated_row", "v5e", ["unroll"]).rows
     assert row.verdict == "ok", row
+
+
+HOST_WHOLE = '''
+import torch
+import helion
+import helion.language as hl
+
+
+# helion: args(x=f32[16, 256], w=f32[256])
+@helion.kernel()
+def host_whole(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in hl.tile(x.shape[0]):
+        out[t, :] = x[t, :] * w.to(torch.float32)
+    return out
+'''
+
+
+def test_a_host_tensor_used_whole_in_the_loop_is_named_as_such() -> None:
+    with pytest.raises(CompileError) as err:
+        compiler.load(HOST_WHOLE).kernels["host_whole"].compile(chip="v5e")
+    (d,) = err.value.diagnostics
+    assert d.code == "HPL101" and "used whole inside a device loop" in d.message and d.range.start.line == 11
+
+
+FP4_CASES = '''
+from typing import Any
+
+import torch
+import helion.language as hl
+from vllm.kernels.helion.case_key import CaseKey
+from vllm.kernels.helion.register import register_kernel
+
+
+def cases() -> dict[CaseKey, tuple[Any, ...]]:
+    w = torch.randint(0, 256, (64, 32), dtype=torch.uint8, device="cuda").view(torch.float4_e2m1fn_x2)
+    return {CaseKey({"m": 64}): (w,)}
+
+
+@register_kernel(input_generator=cases)
+def fp4_rows(w: torch.Tensor) -> torch.Tensor:
+    out = torch.empty(w.shape, dtype=torch.float32, device=w.device)
+    for t in hl.tile(w.shape[0]):
+        out[t, :] = w[t, :].to(torch.float32)
+    return out
+'''
+
+
+def test_a_generator_without_a_usable_case_is_reported_on_the_kernel_def_line() -> None:
+    module = compiler.load(FP4_CASES)
+    (d,) = [d for d in module.diagnostics if d.code == "HPL112"]
+    assert d.range.start.line == 15 and d.range.start.character == 0, d.range

@@ -76,7 +76,12 @@ class OpBuilder:
                 name = scalar.hint or "t"
                 raise UserError("HPL101", f"the 0-d host tensor `{name}` cannot be used directly in a device loop: "
                                 f"read it first with `{name}[()]` or `hl.load({name}, [])`", rng)
-            raise UserError("HPL101", "cannot mix host tensors and device values in one operation", rng)
+            # vLLM's rms_norm_fp8_block_quant: `normed = x * rms * weight.to(torch.float32)` in the loop
+            host = next((a for a in flat(args) if isinstance(a, Value) and a.space == "host"), None)
+            what = f"the host tensor `{host.hint}`" if host is not None and host.hint else "a host tensor"
+            raise UserError("HPL101", f"{what} is used whole inside a device loop, with device values (upstream "
+                            "Helion refuses this too: HostTensorDirectUsage); load it in the loop first (`t[:]`, "
+                            "or indexed by the loop's tiles) and compute with the loaded value", rng)
         return spaces.pop() if spaces else "device"
 
     def make(self, kind: str, args: tuple, kwargs: dict, meta_fn: Callable[..., Any], rng: Range,
