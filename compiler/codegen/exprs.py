@@ -250,6 +250,12 @@ class ExprWriter:
                 if out.dtype.is_floating_point and out.dtype.itemsize < 4:  # a 32-bit mask selects 32-bit values
                     wide = [f"jnp.asarray({self.operand(x, out, False)}).astype(jnp.float32)" for x in a[1:3]]
                     return f"jnp.where({cond}, {wide[0]}, {wide[1]}).astype({dtype_text(out.dtype)})", True
+            elif isinstance(a[0], Value) and len(out.shape) >= 2 and out.shape[-2] == 1 \
+                    and out.dtype.is_floating_point and out.dtype.itemsize < 4:
+                # one row of 16-/8-bit values under a mask (vLLM's silu_and_mul quant, a masked load of a row: v5e
+                # "Not implemented: Sublane broadcast"): selected in float32, which holds each value exactly
+                wide = [f"jnp.asarray({self.operand(x, out, False)}).astype(jnp.float32)" for x in a[1:3]]
+                return f"jnp.where({cond}, {wide[0]}, {wide[1]}).astype({dtype_text(out.dtype)})", True
             return f"jnp.where({cond}, {self.operand(a[1], out, False)}, " \
                    f"{self.operand(a[2], out, False)})", True
         if k == "clamp":

@@ -201,9 +201,12 @@ def _build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chi
             placement = placer.place(n, streaming, memory)
         params = ", ".join(grid_names) or "_"
         shape = tuple(n.tensor.value.shape)
-        one = [isinstance(n, Load) and len(shape) == len(placement.dims) and shape[d] == 1
-               for d in range(len(placement.dims))]
-        # a dim of size 1 read has one block, whatever the position (Helion drops a size-1 dim's offset)
+        one = [len(shape) == len(placement.dims) and shape[d] == 1 and (isinstance(n, Load) or _one_step(it))
+               for d, it in enumerate(it for it in n.index if it[0] != "newaxis")]
+        # a dim of size 1 read has one block, whatever the position (Helion drops a size-1 dim's offset); one
+        # written by a loop of one step too: its index is then the constant 0, not a program id the TPU compiler
+        # cannot prove a multiple of the row packing (v5e: "Offsets along tiled dimensions must be aligned to
+        # tiles ... divisible by the tile dimension 4" for a [1, N] float8 array written under emit_pipeline)
         outer = ["0" if one[d] else dp.outer for d, dp in enumerate(placement.dims)]
         index_map = f"lambda {params}: ({', '.join(outer)}{',' if len(outer) == 1 else ''})"
         inner_map = None
@@ -444,6 +447,14 @@ def _flat_items(items: list):
             yield from _flat_items(list(a))
         else:
             yield a
+
+
+def _one_step(it: tuple) -> bool:
+    """Is this index item a loop position (a tile or an hl.grid index) of a loop with one step, always 0?"""
+    if it[0] not in ("tile", "grid", "id"):
+        return False
+    td: TileDim = it[1]
+    return not td.dynamic and td.begin == 0 and td.steps == 1 and td.parent is None
 
 
 def _streamable(n: Load | Store, loop: InnerLoop) -> bool:

@@ -41,6 +41,23 @@ _LIBRARIES = frozenset({"torch", "helion", "math", "builtins", "triton", "jax", 
 _MATH_CONST = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
 
 
+_TYPE_INFO_ATTRS = frozenset({"min", "max", "eps", "tiny", "smallest_normal", "resolution", "bits"})
+
+
+def _type_info(q: str, args: list, rng: Range) -> torch.finfo | torch.iinfo:
+    """`torch.finfo(dtype)` / `torch.iinfo(dtype)` of a dtype known when compiling (finfo() is float32's)."""
+    kind = torch.finfo if q == "torch.finfo" else torch.iinfo
+    if not args and kind is torch.finfo:
+        return torch.finfo(torch.float32)
+    if len(args) != 1 or not isinstance(args[0], torch.dtype):
+        raise UserError("HPL101", f"`{q}` needs one dtype known when compiling", rng)
+    try:
+        return kind(args[0])
+    except TypeError:
+        raise UserError("HPL105", f"`{q}` of {args[0]}: not a {'floating' if kind is torch.finfo else 'integer'} "
+                                  "type", rng) from None
+
+
 @dataclass(frozen=True)
 class BoundMethod:
     obj: Any
@@ -88,6 +105,8 @@ class Dispatcher(HelionCalls, TorchCalls):
             if found is None:
                 raise UserError("HPL102", f"vLLM's `current_platform.{attr}` is not known on a TPU here", rng)
             return found
+        if isinstance(obj, torch.finfo | torch.iinfo) and attr in _TYPE_INFO_ATTRS:
+            return getattr(obj, attr)
         if isinstance(obj, torch.dtype) and attr in ("itemsize", "is_floating_point"):
             return obj.itemsize if attr == "itemsize" else BoundMethod(obj, attr)
         raise UserError("HPL102", f"`{type(obj).__name__}` has no attribute `{attr}` here", rng)
@@ -161,6 +180,8 @@ class Dispatcher(HelionCalls, TorchCalls):
                 return fn(*values)
             except (ValueError, TypeError, OverflowError) as exc:
                 raise UserError("HPL105", f"{q}: {exc}", rng) from None
+        if q in ("torch.finfo", "torch.iinfo"):  # a dtype's limits: `1 / torch.finfo(torch.float8_e4m3fn).max`
+            return _type_info(q, [unwrap(a) for a in args], rng)
         for prefix in ("torch.nn.functional.", "torch.special.", "torch."):
             if q.startswith(prefix):
                 return self.torch_fn(q[len(prefix):], args, kwargs, rng)

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from ..ir.specs import ArgSpec
-from ..support.diagnostics import Range, warning
+from ..support.diagnostics import Position, Range, warning
 from .call_shapes import InferredShapes, ShapeOrigin
 from .host_statements import Exhausted, StepBudget
 from .host_values import UNKNOWN, Closure
@@ -107,6 +107,8 @@ def _record(kernel: KernelDef, gen: Closure, cases: dict, info: ModuleInfo, resu
     seen: set[tuple] = set()
     for key, args in list(cases.items())[:MAX_CASES]:
         label = case_label(key)
+        if isinstance(args, torch.Tensor):  # a case of one tensor argument, written without the tuple
+            args = (args,)
         if not isinstance(args, tuple | list):
             misses.append((label, "its arguments are not a tuple"))
             continue
@@ -129,7 +131,13 @@ def _record(kernel: KernelDef, gen: Closure, cases: dict, info: ModuleInfo, resu
         more = f" (and {len(misses) - 1} other cases)" if len(misses) > 1 else ""
         message = (f"case {label} of `{gen.name}()` is no shape set of `{kernel.name}`{more}: {why}")
         result.diagnostics.append(warning("HPL112", f"finding kernel shapes from this file's input generator: "
-                                                    f"{message}", Range.of(kernel.node.args) if not sets else where))
+                                                    f"{message}", _def_line(kernel.node) if not sets else where))
+
+
+def _def_line(node: Any) -> Range:
+    """The `def` line of a kernel, from `def` to its name (an ast.arguments node has no position of its own)."""
+    start = Range.of(node).start
+    return Range(start, Position(start.line, start.character + len("def ") + len(node.name)))
 
 
 # -- what vLLM's helpers mean on a TPU ---------------------------------------------------------------------

@@ -76,7 +76,12 @@ class OpBuilder:
                 name = scalar.hint or "t"
                 raise UserError("HPL101", f"the 0-d host tensor `{name}` cannot be used directly in a device loop: "
                                 f"read it first with `{name}[()]` or `hl.load({name}, [])`", rng)
-            raise UserError("HPL101", "cannot mix host tensors and device values in one operation", rng)
+            # vLLM's rms_norm_fp8_block_quant: `normed = x * rms * weight.to(torch.float32)` in the loop
+            host = next((a for a in flat(args) if isinstance(a, Value) and a.space == "host"), None)
+            what = f"the host tensor `{host.hint}`" if host is not None and host.hint else "a host tensor"
+            raise UserError("HPL101", f"{what} is used whole inside a device loop, with device values (upstream "
+                            "Helion refuses this too: HostTensorDirectUsage); load it in the loop first (`t[:]`, "
+                            "or indexed by the loop's tiles) and compute with the loaded value", rng)
         return spaces.pop() if spaces else "device"
 
     def make(self, kind: str, args: tuple, kwargs: dict, meta_fn: Callable[..., Any], rng: Range,
@@ -319,6 +324,12 @@ class OpBuilder:
 
 def _check_dim(dim: Any, ndim: int, name: str, rng: Range) -> int:
     """A dim argument as torch accepts it: -ndim <= dim < ndim (a scalar accepts 0 and -1)."""
+    if isinstance(dim, float) and name in ("max", "min"):  # `torch.max(scale, 1e-6)` (torch rejects it too)
+        other = "maximum" if name == "max" else "minimum"
+        bound = "min" if name == "max" else "max"
+        raise UserError("HPL106", f"torch.{name}(x, {dim!r}): its second argument is a dim, not a number to compare "
+                                  f"with (eager torch rejects a float there too); torch.clamp(x, {bound}={dim!r}) or "
+                                  f"torch.{other} with a tensor compares", rng)
     if isinstance(dim, bool) or not isinstance(dim, int):
         raise UserError("HPL106", f"{name}: dim must be a constant integer", rng)
     size = max(1, ndim)
