@@ -139,7 +139,7 @@ export async function hoverSteps({ page, step, shot, budget, need, log, here, py
     need(record.status === 0, `could not write the store: ${record.stderr}`);
     log(`recorded (current, 1 % faster): ${record.stdout.trim()}`);
     // The store changed: the lens shows the recorded best, 1 % ahead, without Apply; clicking it tunes again.
-    await page.waitForFunction(`(${lensesOver})(${JSON.stringify([HOVERS_FILE, args])}).some((l) => /^Best: .*: too little to apply\)/.test(l.text))`, undefined, {
+    await page.waitForFunction(`(${lensesOver})(${JSON.stringify([HOVERS_FILE, args])}).some((l) => /^Best: .*: too little to apply/.test(l.text))`, undefined, {
       timeout: budget(60_000),
     });
     const lens = (await page.evaluate(lensesOver, [HOVERS_FILE, args])).find((l) => /^Best/.test(l.text));
@@ -150,7 +150,7 @@ export async function hoverSteps({ page, step, shot, budget, need, log, here, py
     log(`message after the tuning: ${said}`);
     need(/1\.0 % faster than the current config, under the 2% worth applying: no Apply lens/.test(said), `the message does not say the best is within the margin: ${said}`);
     need(!/Click \*?Apply|Use the Apply lens/.test(said), `the message points at an Apply lens: ${said}`);
-    await page.waitForFunction(`(${lensesOver})(${JSON.stringify([HOVERS_FILE, args])}).some((l) => /^Best: .*: too little to apply\)/.test(l.text))`, undefined, {
+    await page.waitForFunction(`(${lensesOver})(${JSON.stringify([HOVERS_FILE, args])}).some((l) => /^Best: .*: too little to apply/.test(l.text))`, undefined, {
       timeout: budget(30_000),
     });
     // the tuning's own progress notification closes once it is done

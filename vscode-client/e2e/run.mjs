@@ -160,7 +160,13 @@ writeFileSync(
   ),
 );
 
-const env = { ...process.env, PYTHONPATH: [REPO, process.env.PYTHONPATH].filter(Boolean).join(":") };
+// Remembered analyses of their own, like the store: with the user's, a second run on this machine finds its
+// tunings' searches remembered and step 04 never sees "Tuning…".
+const env = {
+  ...process.env,
+  PYTHONPATH: [REPO, process.env.PYTHONPATH].filter(Boolean).join(":"),
+  HELION_LS_ANALYSIS_CACHE: join(tmp, "analysis.sqlite"),
+};
 // A config file of its own, so code-server does not write one into the user's home.
 const common = ["--config", join(tmp, "config.yaml"), "--user-data-dir", userData, "--extensions-dir", extensionsDir];
 log(`installing ${VSIX}`);
