@@ -67,7 +67,7 @@ def kernel_call(file: str, kernel: str, args: str, chip: str, cpu: bool, drop_su
     """A no-argument call of `kernel`'s generated code at `args` (default config), inputs already on the device."""
     import compiler
     from compiler.reference import make_inputs
-    from compiler.tpu.runtime import load_entry, to_jax
+    from compiler.tpu.runtime import load_entry, to_jax, tpu_device
 
     k = compiler.load((REPO / file).read_text()).kernels[kernel]
     specs = k.resolve_args(args)
@@ -78,7 +78,9 @@ def kernel_call(file: str, kernel: str, args: str, chip: str, cpu: bool, drop_su
             raise SystemExit(f"{kernel}: the generated code has no {TRAILING_SUM!r} any more")
         source = source.replace(TRAILING_SUM, "grad_w_partial")
     fn = load_entry(source, ck.entry, f"<pallas {kernel}>")
-    arrays = [to_jax(v, n) for n, v in zip(ck.call_specs, make_inputs(ck.call_specs, seed=0), strict=True)]
+    device = None if cpu else tpu_device()  # on the chip: an array left on the CPU runs on jax's CPU backend
+    inputs = make_inputs(ck.call_specs, seed=0)
+    arrays = [to_jax(v, n, device) for n, v in zip(ck.call_specs, inputs, strict=True)]
     if not cpu:
         return lambda: fn(*arrays)
     from jax.experimental.pallas import tpu as pltpu
