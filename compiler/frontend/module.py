@@ -6,7 +6,6 @@ import ast
 import copy
 import functools
 import hashlib
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -58,9 +57,6 @@ class ModuleInfo:
     followed: tuple[str, ...] | None = None  # the workspace files read for its imports (workspace_imports.py)
     kernels: list[KernelDef] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
-    # other files the front end read for this module (path -> sha256 of the text read): `read_other_file`
-    # records them, and every kernel's `analysis_hash` covers them
-    files_read: dict[str, str] = field(default_factory=dict)
     _shared: tuple[str, frozenset[str]] | None = field(default=None, repr=False)  # see _module_part
 
 
@@ -416,22 +412,12 @@ def source_hash(fn: ast.FunctionDef, helpers: list[ast.FunctionDef], constants: 
     return normalized_hash([fn, *helpers], constants, definitions)
 
 
-def read_other_file(info: ModuleInfo, path: str) -> str:
-    """The text of another file the front end evaluates code from for this module (a module of the
-    workspace it imports), recorded in `info.files_read` so that remembered results of its kernels are keyed
-    by that text too. Read through here, before a kernel's `analysis_hash` is taken. Raises OSError."""
-    with open(path, encoding="utf-8", errors="replace") as f:
-        text = f.read()
-    info.files_read[os.path.abspath(path)] = hashlib.sha256(text.encode()).hexdigest()
-    return text
-
-
 def analysis_hash(fn: ast.FunctionDef, info: ModuleInfo, shape_lines: str = "") -> str:
     """Everything of its file a kernel's analysis may read, hashed: the kernel; every top-level statement
     that is not a function or class definition (every import, wherever it sits, every constant and module-level
     block) except an `if __name__ == "__main__":` block; every function and class those and the kernel name,
     transitively (helpers, combine functions given as values, functions a constant is computed by);
-    `shape_lines` (the kernel's shape-line comments); and the other files read for the module. Functions and
+    `shape_lines` (the kernel's shape-line comments); and the workspace files its imports are read from. Functions and
     classes nothing names (other kernels, tests, `main`) are left out, so editing one kernel keeps the others'
     results. Comments, whitespace, docstrings and the decorator's `config=` are not in it (the unit's key holds
     its config). This is deliberately wider than `source_hash` (the tuning identity): a remembered analysis
@@ -458,8 +444,6 @@ def analysis_hash(fn: ast.FunctionDef, info: ModuleInfo, shape_lines: str = "") 
     except RecursionError:  # too deep to walk (it gets a diagnostic): the whole file's text instead
         h = hashlib.sha256(info.source.encode())
     h.update(b"\0shape lines\0" + shape_lines.encode())
-    for path in sorted(info.files_read):
-        h.update(f"\0file {path}={info.files_read[path]}".encode())
     for path in followed_files(info):  # the workspace files its imports are evaluated from (workspace_imports.py)
         h.update(f"\0followed {path}={_text_hash(path)}".encode())
     return h.hexdigest()[:20]
