@@ -270,6 +270,18 @@ def test_worker_crash_and_timeout_recover():
         assert compiler.compile(add_source(8, 128), "add", [f32, f32], get_chip("v5e")).ok
 
 
+def test_a_slow_worker_start_is_not_part_of_the_compile_time_limit(tmp_path, monkeypatch):
+    """A worker whose imports take longer than a compile's limit (two busy cores) still compiles: the limit
+    counts from its ready line. The slow start is real: a sitecustomize that sleeps, in the worker only."""
+    (tmp_path / "sitecustomize.py").write_text("import time\ntime.sleep(5)\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(tmp_path), os.environ.get("PYTHONPATH")) if p))
+    f32 = S((16, 256), jnp.float32)
+    with TpuCompiler(timeout=4) as compiler:
+        crash = compiler.compile("import os\nos._exit(7)\n", "f", [f32], get_chip("v5e"))
+        assert crash.kind == "crash" and "exit code 7" in crash.error, crash.error
+        assert crash.seconds < 4
+
+
 def test_missing_libtpu_raises_libtpu_unavailable():
     """With libtpu hidden from the import system (as if not installed), compiles raise LibtpuUnavailable."""
     script = textwrap.dedent(

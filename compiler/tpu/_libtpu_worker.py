@@ -38,6 +38,7 @@ from compiler.ir.chips import get_chip  # noqa: E402
 from compiler.tpu.libtpu_compile import (
     DUMP_DIR_ENV,
     PROFILE_DIR_ENV,
+    READY_LINE,
     SCHEDULE_DIR_ENV,
     classify_compile_error,
     kernel_vmem,
@@ -155,6 +156,8 @@ def main() -> None:
     os.dup2(2, 1)
     dump_dir = Path(os.environ[DUMP_DIR_ENV])
     workdir = Path(tempfile.mkdtemp(prefix="helion-libtpu-src-"))
+    replies.write(READY_LINE)  # imports done: from here a request's time limit counts only its compile
+    replies.flush()
     try:
         for serial, line in enumerate(sys.stdin):
             reply = handle(json.loads(line), workdir, dump_dir, serial)

@@ -71,6 +71,10 @@ DUMP_DIR_ENV = "HELION_LIBTPU_DUMP_DIR"
 SCHEDULE_DIR_ENV = "HELION_LIBTPU_SCHEDULE_DIR"  # set: the worker reads LLO bundle dumps from here
 PROFILE_DIR_ENV = "HELION_LIBTPU_PROFILE_DIR"  # set: ... and simulated cycles from here
 MEMORY_LIMIT_ENV = "HELION_LIBTPU_MEMORY_LIMIT"  # bytes of address space the worker may use
+READY_LINE = '{"ready": true}\n'  # the worker's first line, once jax and libtpu are imported
+# how long a worker may take to import jax and libtpu: not part of a compile's time limit (seconds when idle,
+# a minute on two cores that other jobs keep busy)
+STARTUP_TIMEOUT = 300.0
 ScheduleMode = Literal["bundles", "cycles"]
 _REPO_ROOT = str(Path(__file__).resolve().parents[2])
 
@@ -346,6 +350,7 @@ class TpuCompiler:
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
         self._tmp: Path | None = None
+        self._ready = False  # the running worker has said it is ready
 
     def start(self) -> None:
         """Start the worker now (jax import, ~1-2 s) instead of on the first compile."""
@@ -383,6 +388,7 @@ class TpuCompiler:
             PYTHONPATH=os.pathsep.join(p for p in (_REPO_ROOT, env.get("PYTHONPATH")) if p),
         )
         env[DUMP_DIR_ENV] = str(dump_dir)
+        self._ready = False
         with open(self._tmp / "worker.log", "ab") as log:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "compiler.tpu._libtpu_worker"],
@@ -417,8 +423,13 @@ class TpuCompiler:
             "dump": dump_mosaic,
         }
         with self._lock:
-            start = time.perf_counter()
             proc = self._ensure_started()
+            if not self._ready:
+                started = time.perf_counter()
+                if not self._await_ready(proc):
+                    return self._failed(chip, time.perf_counter() - started, timed_out=proc.poll() is None,
+                                        starting=True)
+            start = time.perf_counter()
             (self._tmp / "worker.log").write_bytes(b"")
             try:
                 proc.stdin.write((json.dumps(request) + "\n").encode())
@@ -432,12 +443,22 @@ class TpuCompiler:
                 return TpuCompileResult.from_json(json.loads(line), wall)
             return self._failed(chip, wall, timed_out=not ready)
 
-    def _failed(self, chip: Chip, wall: float, timed_out: bool) -> TpuCompileResult:
+    def _await_ready(self, proc: subprocess.Popen) -> bool:
+        """Wait for a new worker's ready line: its imports are not part of the first compile's time limit."""
+        ready, _, _ = select.select([proc.stdout], [], [], STARTUP_TIMEOUT)
+        self._ready = bool(ready) and proc.stdout.readline().decode(errors="replace") == READY_LINE
+        return self._ready
+
+    def _failed(self, chip: Chip, wall: float, timed_out: bool, starting: bool = False) -> TpuCompileResult:
         """The worker timed out or died: kill it (the next compile starts a new one) and report."""
         self._kill()
         log = (self._tmp / "worker.log").read_text(errors="replace").strip().splitlines()
         tail = "\n".join(ln for ln in log[-15:] if ln.strip())
-        if timed_out:
+        if starting:
+            kind = "timeout" if timed_out else "crash"
+            message = (f"the libtpu worker did not finish importing jax and libtpu in {STARTUP_TIMEOUT:.0f} s"
+                       if timed_out else f"the libtpu worker died while starting (exit code {self._proc.returncode})")
+        elif timed_out:
             kind, message = (
                 "timeout",
                 f"libtpu compile took longer than {self.timeout:.0f} s; the worker was killed",
