@@ -1,0 +1,224 @@
+"""Where the tpu evaluator measures: one worker per TPU chip, on this host or across a Ray cluster of TPU VMs.
+
+A TPU VM has 1, 4 or 8 chips. `measuring_executor(spec)` gives the tpu evaluator's executor for an executor
+spec:
+  local, local:N   one spawned worker per local chip (at most N), each pinned to its chip before jax starts
+                   (compiler.tpu.local_chips: the count rule and the pin). One chip, or local:1: the single
+                   unpinned worker of before, exactly.
+  ray, ray:ADDR    one Ray actor per "TPU" resource of the cluster (Ray pins each to its chip with
+                   TPU_VISIBLE_CHIPS): an actor keeps its chip open for the whole run (opening one costs 10-15 s;
+                   a Ray task's worker process could be handed another chip by a later task while jax in it still
+                   holds the first).
+  inline           the tuning process itself.
+Candidates go to the worker with the fewest unfinished ones. Each measurement says where it was made (the
+evaluator's `measured_on`: host and chip). `probe(executor, chip)` asks every worker whether it has a chip of
+that kind; the ones that do not are dropped (said on stderr), and only when none has one is the evaluator
+refused, with the first worker's reason (a Ray node without a TPU says "no TPU on this machine").
+
+May import this package's executors and compiler.tpu.local_chips (standard library only); ray lazily.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import os
+import socket
+import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, TypeVar
+
+from ..tpu.local_chips import LocalChips, local_chips, pin_env
+from .executors import Executor, ExecutorError, LocalExecutor, connect_ray, fitting, make_executor
+
+R = TypeVar("R")
+
+
+class ChipWorkers(Executor):
+    """An executor of one worker per chip: `labels` name them; `on_each` runs a call on every one; `keep` drops
+    the others. Submissions go to the worker with the fewest unfinished ones."""
+
+    labels: list[str]
+
+    def __init__(self) -> None:
+        self._busy: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def parallelism(self) -> int:  # type: ignore[override]
+        return len(self.labels)
+
+    def _workers(self) -> list[int]:
+        raise NotImplementedError
+
+    def _submit_to(self, worker: int, fn: Callable[..., R], *args: Any) -> cf.Future[R]:
+        raise NotImplementedError
+
+    def submit(self, fn: Callable[..., R], *args: Any) -> cf.Future[R]:
+        with self._lock:
+            worker = min(self._workers(), key=lambda w: self._busy.get(w, 0))
+            self._busy[worker] = self._busy.get(worker, 0) + 1
+        future = self._submit_to(worker, fn, *args)
+        future.add_done_callback(lambda _: self._finished(worker))
+        return future
+
+    def _finished(self, worker: int) -> None:
+        with self._lock:
+            self._busy[worker] = self._busy.get(worker, 1) - 1
+
+    def on_each(self, fn: Callable[..., R], *args: Any) -> dict[int, R | BaseException]:
+        """fn(*args) on every worker, waited for: worker -> its result or the exception it raised."""
+        futures = {w: self._submit_to(w, fn, *args) for w in self._workers()}
+        cf.wait(futures.values())
+        return {w: f.exception() or f.result() for w, f in futures.items()}
+
+    def keep(self, workers: list[int]) -> None:
+        raise NotImplementedError
+
+
+class LocalChipPool(ChipWorkers):
+    """One spawned single-worker pool per local chip, pinned with compiler.tpu.local_chips.pin_env."""
+
+    def __init__(self, chips: tuple[int, ...]):
+        super().__init__()
+        self._pools = {chip: LocalExecutor(1, env=pin_env(chip)) for chip in chips}
+        self.labels = [f"chip {chip}" for chip in chips]
+
+    def _workers(self) -> list[int]:
+        return list(self._pools)
+
+    def _submit_to(self, worker: int, fn: Callable[..., R], *args: Any) -> cf.Future[R]:
+        return self._pools[worker].submit(fn, *args)
+
+    def _pool_broken(self, exc: BaseException) -> bool:
+        return isinstance(exc, BrokenProcessPool)
+
+    def _restart(self) -> None:
+        for pool in self._pools.values():  # only the chips whose worker died
+            if getattr(pool._pool, "_broken", False):
+                pool._restart()
+        self._generation += 1
+
+    def keep(self, workers: list[int]) -> None:
+        for chip in [c for c in self._pools if c not in workers]:
+            self._pools.pop(chip).shutdown(cancel=True)
+        self.labels = [f"chip {chip}" for chip in self._pools]
+
+    def shutdown(self, cancel: bool = True) -> None:
+        for pool in self._pools.values():
+            pool.shutdown(cancel)
+
+
+class ChipActor:
+    """A Ray actor that holds one TPU chip for the run and runs what it is sent."""
+
+    def run(self, fn: Callable[..., R], args: tuple[Any, ...]) -> R:
+        return fn(*args)
+
+    def where(self) -> str:
+        return f"{socket.gethostname()} chip {os.environ.get('TPU_VISIBLE_CHIPS', '?')}"
+
+
+class RayChipActors(ChipWorkers):
+    """One actor per "TPU" resource of a Ray cluster, across its hosts."""
+
+    def __init__(self, address: str | None, cpus: float = 1.0):
+        super().__init__()
+        ray = self._ray = connect_ray(address)
+        count = fitting(ray, {"CPU": cpus, "TPU": 1.0})
+        # restarted by Ray when its process dies (the evaluation it was running is the one reported)
+        remote = ray.remote(ChipActor).options(num_cpus=cpus, resources={"TPU": 1.0}, max_restarts=-1,
+                                                max_task_retries=0)
+        self._actors = {i: remote.remote() for i in range(count)}
+        where = ray.get([a.where.remote() for a in self._actors.values()])
+        self.labels = list(where)
+        self._refs: dict[cf.Future[Any], Any] = {}
+
+    def _workers(self) -> list[int]:
+        return list(self._actors)
+
+    def _submit_to(self, worker: int, fn: Callable[..., R], *args: Any) -> cf.Future[R]:
+        ref = self._actors[worker].run.remote(fn, args)
+        outer: cf.Future[R] = cf.Future()
+        self._refs[outer] = ref
+        ref.future().add_done_callback(lambda inner: self._settle(outer, inner))
+        return outer
+
+    def _settle(self, outer: cf.Future[R], inner: cf.Future[R]) -> None:
+        """The evaluation's own exception, not Ray's wrapper; an actor's death is delivered as Ray's error, which
+        map_unordered treats as a broken pool (its other queued evaluations are re-run alone)."""
+        self._refs.pop(outer, None)
+        if outer.done():
+            return
+        exceptions = self._ray.exceptions
+        exc = None if inner.cancelled() else inner.exception()
+        if inner.cancelled() or isinstance(exc, exceptions.TaskCancelledError):
+            outer.cancel()
+        elif exc is None:
+            outer.set_result(inner.result())
+        elif isinstance(exc, exceptions.RayTaskError) and isinstance(exc.cause, Exception):
+            outer.set_exception(exc.cause)
+        else:
+            outer.set_exception(exc)
+
+    def _pool_broken(self, exc: BaseException) -> bool:
+        return isinstance(exc, self._ray.exceptions.RayActorError)
+
+    def _restart(self) -> None:
+        self._generation += 1  # Ray restarts the actor itself
+
+    def _cancel(self, future: cf.Future[Any]) -> None:
+        future.cancel()
+        ref = self._refs.pop(future, None)
+        if ref is not None:
+            self._ray.cancel(ref)  # an actor's task cannot be forced; one not started yet is dropped
+
+    def keep(self, workers: list[int]) -> None:
+        for i in [i for i in self._actors if i not in workers]:
+            self._ray.kill(self._actors.pop(i))
+        self.labels = [label for i, label in enumerate(self.labels) if i in workers]
+
+    def shutdown(self, cancel: bool = True) -> None:
+        if not cancel:
+            cf.wait(list(self._refs))
+        for future in list(self._refs):
+            self._cancel(future)
+        for actor in self._actors.values():
+            self._ray.kill(actor)  # the chip is free once its process ends
+        self._actors.clear()
+
+
+def measuring_executor(spec: str, chips: LocalChips | None = None) -> Executor:
+    """The tpu evaluator's executor for an executor spec (see the module docstring); `chips` defaults to this
+    machine's (local_chips())."""
+    kind, _, arg = spec.partition(":")
+    if kind == "ray":
+        return RayChipActors(arg or None)
+    if kind != "local":
+        return make_executor(spec, {"TPU": 1.0})
+    if arg and (not arg.isdigit() or int(arg) < 1):
+        raise ExecutorError(f"local:N needs a positive worker count, not {arg!r}")
+    found = (chips or local_chips()).indices[: int(arg) if arg else None]
+    if len(found) < 2:
+        return LocalExecutor(1)
+    return LocalChipPool(found)
+
+
+def probe(executor: Executor, chip: str) -> str | None:
+    """None when a worker of `executor` has a TPU of `chip` (workers without one are dropped, said on stderr);
+    else why not (the first worker's reason)."""
+    from .evaluators import probe_tpu
+
+    if not isinstance(executor, ChipWorkers):
+        return executor.submit(probe_tpu, chip).result()
+    answers = executor.on_each(probe_tpu, chip)
+    labels = dict(zip(executor._workers(), executor.labels, strict=True))
+    why = {w: a if isinstance(a, str) else f"{type(a).__name__}: {a}" for w, a in answers.items() if a is not None}
+    ready = [w for w in answers if w not in why]
+    if not ready:
+        return next(iter(why.values()), "no TPU worker")
+    for w, reason in why.items():
+        print(f"helion-pallas tune: {labels[w]} is left out: {reason}", file=sys.stderr)
+    executor.keep(ready)
+    return None
