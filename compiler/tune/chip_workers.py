@@ -127,25 +127,32 @@ class RayChipActors(ChipWorkers):
         super().__init__()
         ray = self._ray = connect_ray(address)
         count = fitting(ray, {"CPU": cpus, "TPU": 1.0})
-        # restarted by Ray when its process dies (the evaluation it was running is the one reported)
-        remote = ray.remote(ChipActor).options(num_cpus=cpus, resources={"TPU": 1.0}, max_restarts=-1,
-                                                max_task_retries=0)
-        self._actors = {i: remote.remote() for i in range(count)}
-        where = ray.get([a.where.remote() for a in self._actors.values()])
-        self.labels = list(where)
+        self._remote = ray.remote(ChipActor).options(num_cpus=cpus, resources={"TPU": 1.0}, max_restarts=0)
+        self._actors = {i: self._remote.remote() for i in range(count)}
+        self._dead: set[int] = set()  # actors whose process died: replaced before they are sent more
+        self.labels = list(ray.get([a.where.remote() for a in self._actors.values()]))
         self._refs: dict[cf.Future[Any], Any] = {}
 
     def _workers(self) -> list[int]:
         return list(self._actors)
 
     def _submit_to(self, worker: int, fn: Callable[..., R], *args: Any) -> cf.Future[R]:
+        if worker in self._dead:
+            self._replace(worker)
         ref = self._actors[worker].run.remote(fn, args)
         outer: cf.Future[R] = cf.Future()
         self._refs[outer] = ref
-        ref.future().add_done_callback(lambda inner: self._settle(outer, inner))
+        ref.future().add_done_callback(lambda inner: self._settle(worker, outer, inner))
         return outer
 
-    def _settle(self, outer: cf.Future[R], inner: cf.Future[R]) -> None:
+    def _replace(self, worker: int) -> None:
+        """A new actor for a dead one (Ray's own restart would re-run nothing, but the tasks sent to the dead
+        actor before its death was known fail on its way back up)."""
+        self._dead.discard(worker)
+        self._ray.kill(self._actors[worker])
+        self._actors[worker] = self._remote.remote()
+
+    def _settle(self, worker: int, outer: cf.Future[R], inner: cf.Future[R]) -> None:
         """The evaluation's own exception, not Ray's wrapper; an actor's death is delivered as Ray's error, which
         map_unordered treats as a broken pool (its other queued evaluations are re-run alone)."""
         self._refs.pop(outer, None)
@@ -160,13 +167,17 @@ class RayChipActors(ChipWorkers):
         elif isinstance(exc, exceptions.RayTaskError) and isinstance(exc.cause, Exception):
             outer.set_exception(exc.cause)
         else:
+            if isinstance(exc, exceptions.RayActorError):
+                self._dead.add(worker)
             outer.set_exception(exc)
 
     def _pool_broken(self, exc: BaseException) -> bool:
         return isinstance(exc, self._ray.exceptions.RayActorError)
 
     def _restart(self) -> None:
-        self._generation += 1  # Ray restarts the actor itself
+        for worker in list(self._dead):
+            self._replace(worker)
+        self._generation += 1
 
     def _cancel(self, future: cf.Future[Any]) -> None:
         future.cancel()
