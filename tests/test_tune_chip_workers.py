@@ -191,3 +191,23 @@ def test_every_local_chip_gets_a_worker_that_has_it():
         assert ex.parallelism == max(1, chips.count), "a chip was left out"
     finally:
         ex.shutdown()
+
+
+@on_tpu
+def test_tuning_measures_on_every_local_chip_and_says_which(tmp_path, capsys):
+    """--evaluator tpu with the default executor: the first batch of candidates fills every chip, each measured
+    candidate says its chip."""
+    import json
+
+    from conftest import EXAMPLES
+
+    from compiler.cli import main
+
+    argv = ["tune", str(EXAMPLES / "softmax.py"), "--shape-set", "0", "--chip", str(MACHINE_TPU.chip),
+            "--evaluator", "tpu", "--max-evals", "40", "--top", "100", "--json", "--store", str(tmp_path / "s.sqlite")]
+    assert main(argv) == 0
+    result = json.loads(capsys.readouterr().out)
+    where = [c["measured_on"] for c in result["top"]] + [r["measured_on"] for r in result["rejected"]
+                                                          if "measured_on" in r]
+    assert where and all(set(w) == {"host", "chip"} for w in where)
+    assert {w["chip"] for w in where} == set(local_chips().indices or (0,))
