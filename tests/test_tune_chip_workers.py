@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import MACHINE_TPU, on_tpu, without_tpu
+from conftest import EXAMPLES, MACHINE_TPU, on_tpu, without_tpu
 
 from compiler.tpu.local_chips import LocalChips, local_chips, measured_on, pin_env
 from compiler.tune.chip_workers import LocalChipPool, measuring_executor, probe
@@ -178,6 +178,41 @@ def test_a_measurement_fills_every_chip_and_an_estimate_takes_what_it_needs():
     assert batch_size(2, 4, estimated=True) == 2
 
 
+def test_refine_hands_every_chip_a_candidate_at_once_and_one_chip_one():
+    """The tpu evaluator's refine with four workers measures four of the model's candidates in its first batch
+    (with one, one at a time, as before); the records come back merged, each candidate once."""
+    import compiler
+    from compiler.tune.evaluators import Problem
+    from compiler.tune.executors import InlineExecutor
+    from compiler.tune.keys import TrialKey
+    from compiler.tune.refine import Candidate, refine
+
+    source = (EXAMPLES / "softmax.py").read_text()
+    kernel = compiler.load(source).kernels["softmax"]
+    problem = Problem(source, "softmax", kernel.shape_sets[1], "v5e")
+    ranked = [Candidate({"block_sizes": [b]}, 1e-3 + i * 1e-6, {}, "model") for i, b in enumerate([8, 16, 32, 64, 128])]
+    key = TrialKey(kernel.source_hash, problem.shape_key, problem.chip).with_evaluator("tpu")
+
+    def batches(parallelism: int) -> tuple[list[int], list[Candidate]]:
+        sizes: list[int] = []
+
+        class Recording(InlineExecutor):
+            def map_unordered(self, fn, items):
+                sizes.append(len(items))
+                return [(c, (1e-3, {"measured_on": {"host": "h", "chip": i % parallelism}}))
+                        for i, c in enumerate(items)]
+
+        ex = Recording()
+        ex.parallelism = parallelism
+        return sizes, refine(problem, "tpu", 1, ranked, ex, key, None, None, [], 0.0)  # no climb
+
+    sizes, kept = batches(4)
+    assert sizes[0] == 4 and len(kept) == 4 and {c.metrics["measured_on"]["chip"] for c in kept} == {0, 1, 2, 3}
+    assert len({str(c.config) for c in kept}) == 4
+    sizes, kept = batches(1)
+    assert sizes == [1] and len(kept) == 1
+
+
 # ---- on a TPU VM -------------------------------------------------------------------------------------------------
 
 
@@ -198,8 +233,6 @@ def test_tuning_measures_on_every_local_chip_and_says_which(tmp_path, capsys):
     """--evaluator tpu with the default executor: the first batch of candidates fills every chip, each measured
     candidate says its chip."""
     import json
-
-    from conftest import EXAMPLES
 
     from compiler.cli import main
 

@@ -33,6 +33,7 @@ from ..tpu.local_chips import LocalChips, local_chips, pin_env
 from .executors import Executor, ExecutorError, LocalExecutor, connect_ray, fitting, make_executor
 
 R = TypeVar("R")
+ACTOR_START = 300.0  # seconds the Ray cluster may take to place and start the chip actors
 
 
 class ChipWorkers(Executor):
@@ -130,7 +131,11 @@ class RayChipActors(ChipWorkers):
         self._remote = ray.remote(ChipActor).options(num_cpus=cpus, resources={"TPU": 1.0}, max_restarts=0)
         self._actors = {i: self._remote.remote() for i in range(count)}
         self._dead: set[int] = set()  # actors whose process died: replaced before they are sent more
-        self.labels = list(ray.get([a.where.remote() for a in self._actors.values()]))
+        try:  # each actor placed on a TPU VM and started (a busy cluster may hold them back)
+            self.labels = list(ray.get([a.where.remote() for a in self._actors.values()], timeout=ACTOR_START))
+        except ray.exceptions.GetTimeoutError:
+            self.shutdown()
+            raise ExecutorError(f"the Ray cluster did not start {count} TPU actors within {ACTOR_START:.0f} s") from None
         self._refs: dict[cf.Future[Any], Any] = {}
 
     def _workers(self) -> list[int]:
