@@ -92,6 +92,7 @@ def test_each_worker_is_pinned_to_its_own_chip_alone_and_its_own_ports():
         # per-process bounds of one chip: libtpu skips its host-wide lockfile, so the workers can run at once
         assert env["TPU_CHIPS_PER_PROCESS_BOUNDS"] == env["TPU_CHIPS_PER_HOST_BOUNDS"] == "1,1,1"
         assert env["TPU_PROCESS_BOUNDS"] == env["TPU_HOST_BOUNDS"] == "1,1,1"
+        assert env["ALLOW_MULTIPLE_LIBTPU_LOAD"] == "1"
         assert env["TPU_MESH_CONTROLLER_ADDRESS"] == f"localhost:{env['TPU_MESH_CONTROLLER_PORT']}"
     ports = [int(e[k]) for e in envs for k in ("TPU_MESH_CONTROLLER_PORT", "TPU_PROCESS_PORT")]
     assert len(set(ports)) == len(ports)

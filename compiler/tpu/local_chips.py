@@ -110,7 +110,9 @@ def pin_env(index: int) -> dict[str, str]:
     The process-bound names are libtpu's current ones, the host-bound ones its older names: a TPU VM presets the
     latter to the whole host (v5litepod-4: TPU_CHIPS_PER_HOST_BOUNDS=2,2,1), so both are set to one chip. The chip
     is named by TPU_VISIBLE_CHIPS, as Ray and PyTorch/XLA name it (not the older TPU_VISIBLE_DEVICES). Each
-    process gets its own mesh-controller and process port (two runtimes on one port: the second cannot start)."""
+    process gets its own mesh-controller and process port (two runtimes on one port: the second cannot start).
+    ALLOW_MULTIPLE_LIBTPU_LOAD=1 says outright what the bounds imply (no host-wide lockfile), as jax's own
+    multi-process test harness (jax/_src/test_multiprocess.py) does beside the same three variables."""
     one = "1,1,1"
     mesh = MESH_PORT_BASE + index
     return {
@@ -122,6 +124,7 @@ def pin_env(index: int) -> dict[str, str]:
         "TPU_MESH_CONTROLLER_ADDRESS": f"localhost:{mesh}",
         "TPU_MESH_CONTROLLER_PORT": str(mesh),
         "TPU_PROCESS_PORT": str(PROCESS_PORT_BASE + index),
+        "ALLOW_MULTIPLE_LIBTPU_LOAD": "1",
     }
 
 

@@ -107,8 +107,12 @@ class LocalChipPool(ChipWorkers):
         self.labels = [f"chip {chip}" for chip in self._pools]
 
     def shutdown(self, cancel: bool = True) -> None:
-        for pool in self._pools.values():
-            pool.shutdown(cancel)
+        """Every chip's worker at once: each may take executors.END_GRACE to end on its own (its TPU runtime's
+        teardown), and eight of those one after another would be minutes."""
+        pools = list(self._pools.values())
+        if pools:
+            with cf.ThreadPoolExecutor(len(pools)) as ending:
+                list(ending.map(lambda pool: pool.shutdown(cancel), pools))
 
 
 class ChipActor:
