@@ -160,13 +160,13 @@ def test_candidates_spread_over_the_chips_and_every_result_comes_back(two_worker
     for _, env, pid in results.values():
         by_chip.setdefault(env["TPU_VISIBLE_CHIPS"], set()).add(pid)
     # both chips measured, each in its one process for the whole run
-    assert sorted(by_chip) == ["0", "1"] and all(len(pids) == 1 for pids in by_chip.values())
+    assert sorted(by_chip) == ["0", "1"] and all(len(pids) == 1 for pids in by_chip.values()), (by_chip, results)
 
 
 @without_tpu
 def test_a_worker_without_a_chip_says_so_and_the_evaluator_is_refused(two_workers):
     why = probe(two_workers, "v5e")
-    assert why is not None and "no TPU on this machine" in why
+    assert why is not None and "no TPU on this machine" in why, why
     assert two_workers.parallelism == 2  # none was dropped: the refusal is the whole answer
 
 

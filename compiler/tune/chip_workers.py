@@ -15,7 +15,8 @@ evaluator's `measured_on`: host and chip). `probe(executor, chip)` asks every wo
 that kind; the ones that do not are dropped (said on stderr), and only when none has one is the evaluator
 refused, with the first worker's reason (a Ray node without a TPU says "no TPU on this machine").
 
-May import this package's executors and compiler.tpu.local_chips (standard library only); ray lazily.
+May import this package's executors and compiler.tpu.local_chips (standard library only); ray lazily, and
+evaluators (torch) only inside `probe`.
 """
 
 from __future__ import annotations
@@ -40,18 +41,21 @@ class ChipWorkers(Executor):
     """An executor of one worker per chip: `labels` name them; `on_each` runs a call on every one; `keep` drops
     the others. Submissions go to the worker with the fewest unfinished ones."""
 
-    labels: list[str]
-
     def __init__(self) -> None:
+        self._labels: dict[int, str] = {}  # worker -> where it measures ("chip 2", "host-b chip 0")
         self._busy: dict[int, int] = {}
         self._lock = threading.Lock()
 
     @property
     def parallelism(self) -> int:  # type: ignore[override]
-        return len(self.labels)
+        return len(self._labels)
+
+    @property
+    def labels(self) -> list[str]:
+        return list(self._labels.values())
 
     def _workers(self) -> list[int]:
-        raise NotImplementedError
+        return list(self._labels)
 
     def _submit_to(self, worker: int, fn: Callable[..., R], *args: Any) -> cf.Future[R]:
         raise NotImplementedError
@@ -75,6 +79,12 @@ class ChipWorkers(Executor):
         return {w: f.exception() or f.result() for w, f in futures.items()}
 
     def keep(self, workers: list[int]) -> None:
+        """Drop every worker not in `workers`."""
+        for worker in [w for w in self._labels if w not in workers]:
+            del self._labels[worker]
+            self._drop(worker)
+
+    def _drop(self, worker: int) -> None:
         raise NotImplementedError
 
 
@@ -84,10 +94,7 @@ class LocalChipPool(ChipWorkers):
     def __init__(self, chips: tuple[int, ...]):
         super().__init__()
         self._pools = {chip: LocalExecutor(1, env=pin_env(chip)) for chip in chips}
-        self.labels = [f"chip {chip}" for chip in chips]
-
-    def _workers(self) -> list[int]:
-        return list(self._pools)
+        self._labels = {chip: f"chip {chip}" for chip in chips}
 
     def _submit_to(self, worker: int, fn: Callable[..., R], *args: Any) -> cf.Future[R]:
         return self._pools[worker].submit(fn, *args)
@@ -101,10 +108,8 @@ class LocalChipPool(ChipWorkers):
                 pool._restart()
         self._generation += 1
 
-    def keep(self, workers: list[int]) -> None:
-        for chip in [c for c in self._pools if c not in workers]:
-            self._pools.pop(chip).shutdown(cancel=True)
-        self.labels = [f"chip {chip}" for chip in self._pools]
+    def _drop(self, worker: int) -> None:
+        self._pools.pop(worker).shutdown(cancel=True)
 
     def shutdown(self, cancel: bool = True) -> None:
         """Every chip's worker at once: each may take executors.END_GRACE to end on its own (its TPU runtime's
@@ -135,15 +140,13 @@ class RayChipActors(ChipWorkers):
         self._remote = ray.remote(ChipActor).options(num_cpus=cpus, resources={"TPU": 1.0}, max_restarts=0)
         self._actors = {i: self._remote.remote() for i in range(count)}
         self._dead: set[int] = set()  # actors whose process died: replaced before they are sent more
+        self._refs: dict[cf.Future[Any], Any] = {}
         try:  # each actor placed on a TPU VM and started (a busy cluster may hold them back)
-            self.labels = list(ray.get([a.where.remote() for a in self._actors.values()], timeout=ACTOR_START))
+            where = ray.get([a.where.remote() for a in self._actors.values()], timeout=ACTOR_START)
         except ray.exceptions.GetTimeoutError:
             self.shutdown()
             raise ExecutorError(f"the Ray cluster did not start {count} TPU actors within {ACTOR_START:.0f} s") from None
-        self._refs: dict[cf.Future[Any], Any] = {}
-
-    def _workers(self) -> list[int]:
-        return list(self._actors)
+        self._labels = dict(zip(self._actors, where, strict=True))
 
     def _submit_to(self, worker: int, fn: Callable[..., R], *args: Any) -> cf.Future[R]:
         if worker in self._dead:
@@ -194,10 +197,8 @@ class RayChipActors(ChipWorkers):
         if ref is not None:
             self._ray.cancel(ref)  # an actor's task cannot be forced; one not started yet is dropped
 
-    def keep(self, workers: list[int]) -> None:
-        for i in [i for i in self._actors if i not in workers]:
-            self._ray.kill(self._actors.pop(i))
-        self.labels = [label for i, label in enumerate(self.labels) if i in workers]
+    def _drop(self, worker: int) -> None:
+        self._ray.kill(self._actors.pop(worker))
 
     def shutdown(self, cancel: bool = True) -> None:
         if not cancel:
@@ -233,7 +234,7 @@ def probe(executor: Executor, chip: str) -> str | None:
     if not isinstance(executor, ChipWorkers):
         return executor.submit(probe_tpu, chip).result()
     answers = executor.on_each(probe_tpu, chip)
-    labels = dict(zip(executor._workers(), executor.labels, strict=True))
+    labels = dict(executor._labels)
     why = {w: a if isinstance(a, str) else f"{type(a).__name__}: {a}" for w, a in answers.items() if a is not None}
     ready = [w for w in answers if w not in why]
     if not ready:
