@@ -155,7 +155,7 @@ def test_spawned_workers_hold_their_pin_before_their_first_task(two_workers):
 
 def test_candidates_spread_over_the_chips_and_every_result_comes_back(two_workers):
     results = dict(two_workers.map_unordered(pinned, range(8)))
-    assert sorted(results) == list(range(8))
+    assert sorted(results) == list(range(8)) and all(isinstance(r, tuple) for r in results.values()), results
     by_chip: dict[str | None, set[int]] = {}
     for _, env, pid in results.values():
         by_chip.setdefault(env["TPU_VISIBLE_CHIPS"], set()).add(pid)
