@@ -9,8 +9,9 @@ It writes $OUT/chip_multi.json after each step (a run cut short keeps what it ha
   3. pinned    one process per counted chip, all at once, each pinned with local_chips.pin_env(i): the devices each
                sees (one each, all different, none refused) — the pin itself, apart from the tuner;
   4. tune      examples/attention.py tuned with --evaluator tpu twice, one worker per chip (--executor local) and
-               one worker (--executor local:1), each with its own fresh store: wall time, the best, and how many
-               measurements each chip made (the candidates' `measured_on`).
+               one worker (--executor local:1), each with its own fresh store: wall time, the measuring phase's
+               time (refine, from the progress events), the best, and how many measurements each chip made
+               (the candidates' `measured_on`).
 With one chip the two tunings take the same path (one unpinned worker): the file says so.
 """
 
@@ -23,6 +24,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -89,27 +91,51 @@ def devices(extra: dict[str, str] | None = None) -> subprocess.Popen[str]:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
-def tune(executor: str, chip: str, which: list[str], budget: float, out: Path, timeout: float) -> dict[str, Any]:
+def tune(executor: str, chip: str, which: list[str], ns: argparse.Namespace, out: Path) -> dict[str, Any]:
     store = out / f"store_{executor.replace(':', '_')}.sqlite"
     store.unlink(missing_ok=True)
     cmd = [sys.executable, "-m", "compiler.cli", "tune", str(REPO / "examples" / "attention.py"), *which,
-           "--chip", chip, "--evaluator", "tpu", "--executor", executor, "--budget", str(budget),
-           "--top", "1000", "--json", "--store", str(store)]
+           "--chip", chip, "--evaluator", ns.evaluator, "--executor", executor, "--budget", str(ns.budget),
+           "--top", "1000", "--json", "--progress", "jsonl", "--store", str(store)]
     start = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    phases: dict[str, float] = {}  # progress phase -> seconds after the start when it was first seen
+    other: list[str] = []
+
+    def read_progress() -> None:
+        for line in proc.stderr:  # type: ignore[union-attr]
+            try:
+                phase = json.loads(line).get("phase")
+            except (json.JSONDecodeError, AttributeError):
+                other.append(line)
+                continue
+            phases.setdefault(str(phase), round(time.monotonic() - start, 1))
+
+    reader = threading.Thread(target=read_progress, daemon=True)
+    reader.start()
     try:
-        proc = subprocess.run(cmd, cwd=REPO, env=_env(), capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as exc:
-        tail = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else exc.stderr or ""
-        return {"executor": executor, "rc": None, "error": f"timed out after {timeout:.0f} s",
-                "stderr_tail": tail[-2000:]}
+        stdout, _ = proc.communicate(timeout=ns.timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return {"executor": executor, "rc": None, "error": f"timed out after {ns.timeout:.0f} s", "phases": phases,
+                "stderr_tail": "".join(other)[-2000:]}
     wall = time.monotonic() - start
-    record: dict[str, Any] = {"executor": executor, "rc": proc.returncode, "wall_seconds": round(wall, 1),
-                              "stderr_tail": proc.stderr[-2000:]}
+    reader.join(10)
+    end = phases.get("verify", phases.get("done"))
+    record: dict[str, Any] = {
+        "executor": executor, "rc": proc.returncode, "wall_seconds": round(wall, 1), "phases": phases,
+        # the measuring itself: from the refine phase's start to the gate's (or the end)
+        "measuring_seconds": round(end - phases["refine"], 1) if end is not None and "refine" in phases else None,
+        "stderr_tail": "".join(other)[-2000:],
+    }
     try:
-        result = json.loads(proc.stdout)
+        result = json.loads(stdout)
     except json.JSONDecodeError:
         return record
-    result = result[0] if isinstance(result, list) else result
+    result = result[0] if isinstance(result, list) and result else result
+    if not isinstance(result, dict):
+        return record
     where = [c.get("measured_on") for c in result["top"]] + [r.get("measured_on") for r in result["rejected"]]
     counts = Counter(f"{w['host']}/chip {w['chip']}" for w in where if w)
     best = result.get("best") or {}
@@ -119,6 +145,12 @@ def tune(executor: str, chip: str, which: list[str], budget: float, out: Path, t
                      "elapsed": result.get("elapsed")}
 
 
+def _per_minute(run: dict[str, Any]) -> float | None:
+    """Measurements per minute of the measuring phase (else of the whole run)."""
+    seconds = run.get("measuring_seconds") or run["wall_seconds"]
+    return round(60 * run["measured"] / seconds, 2) if seconds else None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     which = parser.add_mutually_exclusive_group()
@@ -126,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     which.add_argument("--args", help="argument specs instead of a shape set")
     parser.add_argument("--budget", type=float, default=60, help="each tuning's --budget in seconds (default 60)")
     parser.add_argument("--timeout", type=float, default=270, help="seconds each tuning may take (default 270)")
+    parser.add_argument("--evaluator", default="tpu", help="tpu (default); another only to try the script on a CPU")
     ns = parser.parse_args(argv)
     out = Path(os.environ.get("OUT") or ".")
     out.mkdir(parents=True, exist_ok=True)
@@ -152,17 +185,18 @@ def main(argv: list[str] | None = None) -> int:
     spec = ["--args", ns.args] if ns.args else ["--shape-set", str(ns.shape_set)]
     kinds = (record["jax_unpinned"].get("seen") or {}).get("kinds") or []
     chip = next((n for n in CHIP_NAMES if kinds and get_chip(n).device_kind == kinds[0]), "v5e")
-    record["tune_every_chip"] = tune("local", chip, spec, ns.budget, out, ns.timeout)
+    record["tune_every_chip"] = tune("local", chip, spec, ns, out)
     save()
-    record["tune_one_worker"] = tune("local:1", chip, spec, ns.budget, out, ns.timeout)
+    record["tune_one_worker"] = tune("local:1", chip, spec, ns, out)
     many, one = record["tune_every_chip"], record["tune_one_worker"]
     if many.get("measured") and one.get("measured"):
         record["summary"] = {
             "chips_counted": len(chips), "chips_measuring": len(many["measurements_by_chip"]),
             "wall_every_chip_s": many["wall_seconds"], "wall_one_worker_s": one["wall_seconds"],
+            "measuring_every_chip_s": many["measuring_seconds"], "measuring_one_worker_s": one["measuring_seconds"],
             "measured_every_chip": many["measured"], "measured_one_worker": one["measured"],
-            "measurements_per_minute_every_chip": round(60 * many["measured"] / many["wall_seconds"], 2),
-            "measurements_per_minute_one_worker": round(60 * one["measured"] / one["wall_seconds"], 2),
+            "measurements_per_minute_every_chip": _per_minute(many),
+            "measurements_per_minute_one_worker": _per_minute(one),
         }
     save()
     return 0 if many.get("rc") == 0 and one.get("rc") == 0 else 1
