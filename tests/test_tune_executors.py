@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import without_tpu
 
+from compiler.tpu.local_chips import pin_env
 from compiler.tune.chip_workers import LocalChipPool, RayChipActors, measuring_executor
 from compiler.tune.executors import (
     ExecutorError,
@@ -84,6 +85,11 @@ def report_sigterm(path: str) -> int:
 def pinned(item: int) -> tuple[int, str | None, int]:
     """The chip a worker was pinned to (TPU_VISIBLE_CHIPS, set by Ray or by the local pool) and its pid."""
     return item, os.environ.get("TPU_VISIBLE_CHIPS"), os.getpid()
+
+
+def pin_of(_: object) -> dict[str, str]:
+    """The TPU_* variables of a worker (and libtpu's lockfile switch)."""
+    return {k: v for k, v in os.environ.items() if k.startswith("TPU_") or k == "ALLOW_MULTIPLE_LIBTPU_LOAD"}
 
 
 def overlapping(spans: list[tuple[int, float, float]]) -> bool:
@@ -329,6 +335,9 @@ def test_ray_gives_one_actor_per_cluster_tpu_each_kept_on_the_chip_ray_pinned(ra
         for _, chip, pid in results.values():
             pids.setdefault(chip, set()).add(pid)
         assert sorted(pids) == ["0", "1"] and all(len(p) == 1 for p in pids.values())  # one process per chip
+        for _, env in ex.on_each(pin_of, None).items():  # Ray's pin, completed as a local worker's
+            pin = pin_env(int(env["TPU_VISIBLE_CHIPS"]))
+            assert {k: env.get(k) for k in pin} == pin
         check_worker_death_is_blamed_on_its_item(ex)
     finally:
         ex.shutdown()

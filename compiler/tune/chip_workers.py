@@ -10,10 +10,11 @@ spec:
                    a Ray task's worker process could be handed another chip by a later task while jax in it still
                    holds the first).
   inline           the tuning process itself.
-Candidates go to the worker with the fewest unfinished ones. Each measurement says where it was made (the
-evaluator's `measured_on`: host and chip). `probe(executor, chip)` asks every worker whether it has a chip of
-that kind; the ones that do not are dropped (said on stderr), and only when none has one is the evaluator
-refused, with the first worker's reason (a Ray node without a TPU says "no TPU on this machine").
+Candidates go to the worker with the fewest unfinished ones (in turn when several have as few). Each
+measurement says where it was made (the evaluator's `measured_on`: host and chip). `probe(executor, chip)` asks
+every worker whether it has a chip of that kind; the ones that do not are dropped (said on stderr), and only
+when none has one is the evaluator refused, with the first worker's reason (a Ray node without a TPU says "no
+TPU on this machine").
 
 May import this package's executors and compiler.tpu.local_chips (standard library only); ray lazily, and
 evaluators (torch) only inside `probe`.
@@ -43,7 +44,9 @@ class ChipWorkers(Executor):
 
     def __init__(self) -> None:
         self._labels: dict[int, str] = {}  # worker -> where it measures ("chip 2", "host-b chip 0")
-        self._busy: dict[int, int] = {}
+        self._busy: dict[int, int] = {}  # worker -> its unfinished tasks
+        self._sent: dict[int, int] = {}  # worker -> the turn it was last sent one
+        self._turn = 0
         self._lock = threading.Lock()
 
     @property
@@ -61,9 +64,11 @@ class ChipWorkers(Executor):
         raise NotImplementedError
 
     def submit(self, fn: Callable[..., R], *args: Any) -> cf.Future[R]:
-        with self._lock:
-            worker = min(self._workers(), key=lambda w: self._busy.get(w, 0))
+        with self._lock:  # the least busy; of those, the one sent work longest ago (a quick task frees its worker
+            # before the next is sent: without the turn, every task would go to the first)
+            worker = min(self._workers(), key=lambda w: (self._busy.get(w, 0), self._sent.get(w, -1)))
             self._busy[worker] = self._busy.get(worker, 0) + 1
+            self._sent[worker] = self._turn = self._turn + 1
         future = self._submit_to(worker, fn, *args)
         future.add_done_callback(lambda _: self._finished(worker))
         return future
@@ -121,7 +126,14 @@ class LocalChipPool(ChipWorkers):
 
 
 class ChipActor:
-    """A Ray actor that holds one TPU chip for the run and runs what it is sent."""
+    """A Ray actor that holds one TPU chip for the run and runs what it is sent. Ray gives it its chip with
+    TPU_VISIBLE_CHIPS and the older host-bound names; the rest of local_chips.pin_env (the per-process bounds, which
+    a VM's environment may preset to the whole host, and a port of its own per chip) is added before jax starts."""
+
+    def __init__(self) -> None:
+        chips = local_chips().indices
+        if len(chips) == 1 and "TPU_VISIBLE_CHIPS" in os.environ:
+            os.environ.update(pin_env(chips[0]))
 
     def run(self, fn: Callable[..., R], args: tuple[Any, ...]) -> R:
         return fn(*args)
