@@ -11,7 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import without_tpu
 
+from compiler.tpu.local_chips import pin_env
+from compiler.tune.chip_workers import LocalChipPool, RayChipActors, measuring_executor
 from compiler.tune.executors import (
     ExecutorError,
     InlineExecutor,
@@ -77,6 +80,16 @@ def report_sigterm(path: str) -> int:
 
     signal.signal(signal.SIGTERM, noted)
     return os.getpid()
+
+
+def pinned(item: int) -> tuple[int, str | None, int]:
+    """The chip a worker was pinned to (TPU_VISIBLE_CHIPS, set by Ray or by the local pool) and its pid."""
+    return item, os.environ.get("TPU_VISIBLE_CHIPS"), os.getpid()
+
+
+def pin_of(_: object) -> dict[str, str]:
+    """The TPU_* variables of a worker (and libtpu's lockfile switch)."""
+    return {k: v for k, v in os.environ.items() if k.startswith("TPU_") or k == "ALLOW_MULTIPLE_LIBTPU_LOAD"}
 
 
 def overlapping(spans: list[tuple[int, float, float]]) -> bool:
@@ -212,7 +225,7 @@ def test_local_workers_never_write_to_stdout(capfd):
 # "ray:ADDRESS". Token authentication is switched off on both sides so no token file is involved.
 HEAD = """
 import sys, ray
-ray.init(address="local", include_dashboard=False, num_cpus=2, resources={"TPU": 1}, log_to_driver=False)
+ray.init(address="local", include_dashboard=False, num_cpus=2, resources={"TPU": 2}, log_to_driver=False)
 print(ray.get_runtime_context().gcs_address, flush=True)
 sys.stdin.read()
 ray.shutdown()
@@ -278,7 +291,7 @@ def test_ray_runs_tasks_in_parallel(ray_executor, tmp_path):
 
 
 def test_ray_tpu_resource_serialises_tasks(ray_address):
-    tpu = make_executor("ray", {"TPU": 1})  # reuses the connected cluster, which has one TPU
+    tpu = make_executor("ray", {"TPU": 2})  # reuses the connected cluster, which has two TPUs
     assert tpu.parallelism == 1
     spans = [r for _, r in tpu.map_unordered(span, [(i, 0.3) for i in range(4)])]
     assert len(spans) == 4 and not overlapping(spans)
@@ -298,3 +311,47 @@ def test_ray_shutdown_cancels_running_tasks(ray_address):
     ex.shutdown(cancel=True)
     with pytest.raises(cf.CancelledError):
         future.result(timeout=10)
+
+
+# ---- one worker per TPU chip (chip_workers.py) --------------------------------------------------------
+
+
+def test_a_chip_worker_s_death_is_blamed_on_its_item_and_the_other_chip_goes_on():
+    with LocalChipPool((0, 1)) as pool:
+        check_worker_death_is_blamed_on_its_item(pool)
+        assert {chip for _, (_, chip, _) in pool.map_unordered(pinned, range(4))} == {"0", "1"}
+
+
+def test_ray_gives_one_actor_per_cluster_tpu_each_kept_on_the_chip_ray_pinned(ray_address):
+    """This cluster declares two TPUs on a machine that has none: the scheduling and the pins are Ray's own, and
+    each actor's probe says honestly that there is no chip behind its "TPU"."""
+    ex = measuring_executor(f"ray:{ray_address}")
+    try:
+        assert isinstance(ex, RayChipActors) and ex.parallelism == 2
+        assert sorted(label.rsplit(" ", 1)[1] for label in ex.labels) == ["0", "1"]
+        results = dict(ex.map_unordered(pinned, range(8)))
+        assert sorted(results) == list(range(8))
+        pids: dict[str | None, set[int]] = {}
+        for _, chip, pid in results.values():
+            pids.setdefault(chip, set()).add(pid)
+        assert sorted(pids) == ["0", "1"] and all(len(p) == 1 for p in pids.values())  # one process per chip
+        for _, env in ex.on_each(pin_of, None).items():  # Ray's pin, completed as a local worker's
+            pin = pin_env(int(env["TPU_VISIBLE_CHIPS"]))
+            assert {k: env.get(k) for k in pin} == pin
+        check_worker_death_is_blamed_on_its_item(ex)
+    finally:
+        ex.shutdown()
+
+
+@without_tpu
+def test_auto_asks_the_ray_cluster_and_says_its_tpus_have_no_chip(ray_address, capsys):
+    """--evaluator auto with a Ray executor asks the cluster even though this machine has no TPU; each actor's
+    probe says there is no chip behind its "TPU", so the tuning uses the model and says why."""
+    import argparse
+
+    from compiler.tune.command import _auto_evaluator
+
+    ns = argparse.Namespace(evaluator="auto", executor=f"ray:{ray_address}")
+    assert _auto_evaluator(ns, "v5e") is None and ns.evaluator == "model"
+    err = capsys.readouterr().err
+    assert "model estimates, not the chip: no TPU on this machine" in err, err

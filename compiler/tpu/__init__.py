@@ -7,6 +7,7 @@ check_compile.py   the libtpu verdicts `check` asks beside its interpret-mode ru
                    unanswered compile is said once per kernel and remembered in a store the caller gives
 lowering.py        Pallas -> Mosaic lowering for the TPU platform (jaxlib only, in-process)
 mesh.py            an abstract mesh that makes the CPU look like a chosen TPU to jax
+local_chips.py     this host's chips as libtpu will see them (no chip opened), and the pin of one worker to one
 libtpu_compile.py  the real, deviceless libtpu compile, in a worker process (_libtpu_worker.py); what it
                    compiled, read from its dumps: Mosaic kernel text and op counts (mosaic_dump.py), the
                    schedule (llo_dump.py); mlir_text.py trims errors and reads MLIR locations for both checks

@@ -81,7 +81,9 @@ class ChipRejected(RuntimeError):
                          f"{self.key_line[:300]}")
 
 
-_BUSY = ("lockfile", "already in use", "TPU is in use")
+# a pinned worker (local_chips.pin_env) skips libtpu's lockfile: a chip another process has open then fails to
+# open with the kernel's EBUSY
+_BUSY = ("lockfile", "already in use", "TPU is in use", "Device or resource busy")
 
 
 @functools.cache

@@ -26,6 +26,7 @@ shrink       reduced argument shapes that keep a config's tile structure, for co
 correctness  the gate: generated code on reduced shapes against the eager reference of the original source
 kernel_space a kernel's config space as a search space: one compile per config, model scores, VMEM pruning
 refine       the slow evaluator on the model's best candidates (and, for a measurement, the kernel's default)
+chip_workers where the tpu evaluator measures: one worker per local chip, or one Ray actor per cluster TPU
 driver       one tuning run: search (in-process), refine, verify the winner, store every trial
 decorator    the decorator line a tuned config is pasted as (the kernel's other decorator arguments kept)
 parallel     several shape sets searched at once in forked copies of the tuning process

@@ -39,7 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--executor",
         default="local",
-        help="where evaluations run: local (process pool, default), local:N, inline, ray, ray:ADDRESS",
+        help="where evaluations run: local (process pool, default), local:N, inline, ray, ray:ADDRESS; the tpu "
+        "evaluator measures with one worker per TPU chip of this machine (local, at most N with local:N) or one per "
+        "TPU of the Ray cluster",
     )
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument(

@@ -172,11 +172,12 @@ def import_the_tuner() -> None:
 def _auto_evaluator(ns: argparse.Namespace, chip: str) -> Executor | None:
     """--evaluator auto: tpu when this machine has a TPU of `chip` that this command may use (asked in the worker
     that would measure), else model, saying why on stderr. Returns the tpu evaluator's executor when it is tpu.
-    A machine without TPU device nodes is model at once: no worker, no jax."""
+    A machine without TPU device nodes is model at once (no worker, no jax), unless the executor is Ray: its
+    TPU VMs are asked."""
     from ..tpu.runtime import tpu_device_files
 
     ns.evaluator = "model"
-    if not tpu_device_files():
+    if not tpu_device_files() and not ns.executor.startswith("ray"):
         return None
     refine, why = _tpu_worker(ns, chip)
     if why is not None:
@@ -187,15 +188,15 @@ def _auto_evaluator(ns: argparse.Namespace, chip: str) -> Executor | None:
 
 
 def _tpu_worker(ns: argparse.Namespace, chip: str) -> tuple[Executor | None, str | None]:
-    """The worker the tpu evaluator measures in, once it has the chip (asked there: only one process may hold
-    it); else None and why not."""
-    from .evaluators import probe_tpu
+    """The workers the tpu evaluator measures in, one per chip (chip_workers.py), once they have their chips
+    (asked there: a chip is open in one process at a time); else None and why not."""
+    from .chip_workers import measuring_executor, probe
 
     try:
-        refine = make_executor(ns.executor, {"TPU": 1.0})
+        refine = measuring_executor(ns.executor)
     except ExecutorError as exc:
         return None, str(exc)
-    why = refine.submit(probe_tpu, chip).result()
+    why = probe(refine, chip)
     if why is not None:
         refine.shutdown(cancel=True)
         return None, why

@@ -217,6 +217,7 @@ class TpuEvaluator(Evaluator):
 
     def measure(self, ck: CompiledKernel) -> Measurement:
         from ..reference import make_inputs
+        from ..tpu.local_chips import measured_on
         from ..tpu.runtime import load_entry, to_jax
 
         device = _require_tpu(ck.chip)
@@ -240,6 +241,7 @@ class TpuEvaluator(Evaluator):
             "min_seconds": seconds,
             "spread": max(times) / seconds - 1,
             "device_kind": device.device_kind,
+            "measured_on": measured_on(device.id),  # host and chip: one worker per chip (chip_workers.py)
             "chip_correctness": check.to_json(),
         }
         if check.verdict in ("wrong", "failed"):  # fast and wrong on the chip is not a result

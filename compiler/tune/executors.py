@@ -136,8 +136,9 @@ class InlineExecutor(Executor):
         pass
 
 
-def _worker_init() -> None:
+def _worker_init(env: dict[str, str] | None = None) -> None:
     # The parent may be a language server speaking LSP on stdout: nothing a worker prints may reach it.
+    os.environ.update(env or {})  # before the first task: jax and libtpu read it when they start
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     lifeline.hold_from_env()  # a forked worker imported nothing, so `import compiler` did not do it
@@ -152,9 +153,10 @@ class LocalExecutor(Executor):
     forks when it holds none of those and has torch imported already (compiler.support.forking): they skip that
     import."""
 
-    def __init__(self, max_workers: int | None = None, fork: bool = False):
+    def __init__(self, max_workers: int | None = None, fork: bool = False, env: dict[str, str] | None = None):
         self.parallelism = max_workers or os.cpu_count() or 1
         self._start = "fork" if fork and forks_with_torch() else "spawn"
+        self._env = dict(env or {})  # set in each worker before its first task (a TPU chip pin: local_chips.py)
         self._pool = self._new_pool()
 
     def _new_pool(self) -> cf.ProcessPoolExecutor:
@@ -162,6 +164,7 @@ class LocalExecutor(Executor):
             max_workers=self.parallelism,
             mp_context=multiprocessing.get_context(self._start),
             initializer=_worker_init,
+            initargs=(self._env,),
         )
 
     def submit(self, fn: Callable[..., R], *args: Any) -> cf.Future[R]:
@@ -216,6 +219,31 @@ def _ray_invoke(fn: Callable[..., R], args: tuple[Any, ...]) -> R:
     return fn(*args)
 
 
+def connect_ray(address: str | None) -> Any:
+    """The ray module, connected: `address` None means RAY_ADDRESS if set, else a new local instance; an already
+    connected Ray is reused (ExecutorError when it is another cluster than `address`)."""
+    import ray
+
+    if ray.is_initialized():
+        current = ray.get_runtime_context().gcs_address
+        if address not in (None, "auto", "local", current):
+            raise ExecutorError(f"Ray is already connected to {current}, cannot also connect to {address}")
+    elif address is None and "RAY_ADDRESS" not in os.environ:
+        ray.init(address="local", include_dashboard=False, log_to_driver=False)
+    else:
+        ray.init(address=address, log_to_driver=False)
+    return ray
+
+
+def fitting(ray: Any, request: dict[str, float]) -> int:
+    """How many tasks needing `request` the connected cluster runs at once (ExecutorError when none fits)."""
+    available = ray.cluster_resources()
+    missing = {name: need for name, need in request.items() if available.get(name, 0) < need}
+    if missing:
+        raise ExecutorError(f"the Ray cluster cannot run a task needing {missing} (it has {available})")
+    return max(1, min(int(available[name] // need) for name, need in request.items() if need > 0))
+
+
 class RayExecutor(Executor):
     """Ray tasks on a cluster: `address` None means RAY_ADDRESS if set, else a new local instance.
 
@@ -225,27 +253,9 @@ class RayExecutor(Executor):
     """
 
     def __init__(self, address: str | None = None, resources: dict[str, float] | None = None):
-        import ray
-
-        self._ray = ray
-        if ray.is_initialized():
-            current = ray.get_runtime_context().gcs_address
-            if address not in (None, "auto", "local", current):
-                raise ExecutorError(
-                    f"Ray is already connected to {current}, cannot also connect to {address}"
-                )
-        elif address is None and "RAY_ADDRESS" not in os.environ:
-            ray.init(address="local", include_dashboard=False, log_to_driver=False)
-        else:
-            ray.init(address=address, log_to_driver=False)
+        ray = self._ray = connect_ray(address)
         request = {"CPU": 1.0, **(resources or {})}
-        available = ray.cluster_resources()
-        missing = {name: need for name, need in request.items() if available.get(name, 0) < need}
-        if missing:
-            raise ExecutorError(f"the Ray cluster cannot run a task needing {missing} (it has {available})")
-        self.parallelism = max(
-            1, min(int(available[name] // need) for name, need in request.items() if need > 0)
-        )
+        self.parallelism = fitting(ray, request)
         custom = {k: v for k, v in request.items() if k not in ("CPU", "GPU")}
         self._remote = ray.remote(_ray_invoke).options(
             num_cpus=request["CPU"], num_gpus=request.get("GPU", 0), resources=custom, max_retries=0

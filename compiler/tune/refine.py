@@ -6,7 +6,8 @@ default [1, 256, 256] ran 97.6 ms, the model's pick 104.3 ms. Then it climbs (`c
 measured, the neighbours the model likes best, while the chip finds a better one. On the v5e the model's four best
 batch_softmax configs were 2 MiB blocks one to eight batches deep (3.27-3.30 ms) and the chip's best were 8-row
 blocks 16 or 32 batches deep (3.16 ms), one or two steps from them. A deterministic evaluator's stored result for
-a config is reused, not redone.
+a config is reused, not redone. With one worker per chip (chip_workers.py), each batch of a measurement fills
+every chip.
 
 May import: compiler.ir, this package's correctness, evaluators, executors, keys, objective, search and store.
 """
@@ -53,6 +54,8 @@ class Candidate:
         }
         if m.get("label"):  # the schedule evaluator's: "TPU compiler estimate"
             out["label"] = m["label"]
+        if m.get("measured_on"):  # the tpu evaluator's: which host and chip measured it
+            out["measured_on"] = m["measured_on"]
         if self.correctness is not None:
             out["correctness"] = self.correctness.to_json()
         return out
@@ -94,12 +97,13 @@ def refine(
             if store is not None and reused is None:
                 store.record_trial(key, cand.config, seconds, "ok" if seconds is not None else "failed", info, run_id)
             if seconds is None:
-                rejected.append({"config": cand.config, "evaluator": evaluator_name, "why": info.get("error", "unusable")})
+                rejected.append({"config": cand.config, "evaluator": evaluator_name, "why": info.get("error", "unusable")}
+                                | ({"measured_on": info["measured_on"]} if "measured_on" in info else {}))
             else:
                 kept.append(Candidate(cand.config, seconds, info, evaluator_name))
 
     while len(kept) < count and pos < len(ranked) and pos < 4 * count:
-        batch = ranked[pos : pos + max(1, min(count - len(kept), width))]
+        batch = ranked[pos : pos + batch_size(count - len(kept), width, evaluator.estimated)]
         pos += len(batch)
         measure(batch)
     if not evaluator.estimated and kept:
@@ -108,12 +112,19 @@ def refine(
             if deadline is not None and time.monotonic() > deadline:
                 break
             best = min(kept, key=rank)
-            batch = climb(problem, best.config, tried)[:CLIMB_WIDTH]
+            batch = climb(problem, best.config, tried)[: max(CLIMB_WIDTH, width)]
             tried |= {Config(c.config) for c in batch}
             measure(batch)
             if not batch or min(kept, key=rank) is best:
                 break
     return sorted(kept, key=rank)
+
+
+def batch_size(wanted: int, width: int, estimated: bool) -> int:
+    """Candidates to hand the executor at once: those still `wanted`, at most `width` (its parallelism); a
+    measurement fills every chip (chip_workers.py: one worker per chip), as the extra ones cost no wall time."""
+    size = max(1, min(wanted, width))
+    return size if estimated else max(size, width)
 
 
 def rank(c: Candidate) -> float:
