@@ -58,7 +58,7 @@ async def kernel_hover(client: LanguageClient, uri: str, text: str) -> str:
 
 
 def why_not_here() -> str:
-    return "there is no TPU here" if MACHINE_TPU.chip is None else f"this machine's TPU is a {MACHINE_TPU.device_kind}"
+    return "there is no TPU" if MACHINE_TPU.chip is None else f"this machine's TPU is a {MACHINE_TPU.device_kind}"
 
 
 @ASYNC

@@ -25,7 +25,8 @@ def not_here(chip: str) -> str | None:
     if machine.chip == chip:
         return None
     if machine.chip is None:
-        return f"there is no TPU here ({machine.why_none})" if machine.why_none else "there is no TPU here"
+        plain = machine.why_none in ("", "no TPU here")
+        return "there is no TPU here" if plain else f"there is no TPU it can use here ({machine.why_none})"
     return f"this machine's TPU is a {machine.device_kind}, not a {chip}"
 
 
