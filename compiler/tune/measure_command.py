@@ -34,8 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shape-set", type=int, default=0, metavar="N",
                         help="the N-th shape set (0-based: its '# helion: args(...)' line, else the file's calls)")
     parser.add_argument("--chip", required=True, help="the chip compiled for: must be this machine's TPU")
-    parser.add_argument("--config", default="", help="JSON or helion.Config(...) text (default: the kernel's "
-                                                     "default config); missing keys take their defaults")
+    parser.add_argument("--config", default="", help="JSON or helion.Config(...) text (default: the decorator's "
+                                                     "config of the shape set); missing keys take their defaults")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -62,12 +62,13 @@ def run(ns: argparse.Namespace) -> int:
 def _measure(ns: argparse.Namespace) -> dict[str, Any]:
     try:
         chip = canonical_name(ns.chip)
-        config = Config.parse(ns.config)
-        check_keys(config)
+        config = Config.parse(ns.config) if ns.config.strip() else None
+        if config is not None:
+            check_keys(config)
     except (ValueError, ConfigError) as exc:
         raise UsageError(str(exc)) from None
     ns.args, ns.cases = None, None
-    head: dict[str, Any] = {"chip": chip, "config": dict(config)}
+    head: dict[str, Any] = {"chip": chip, "config": dict(config or {})}
     why = _chip_here(chip)
     if why is not None:
         return head | {"verdict": "unavailable", "why": why}
@@ -76,6 +77,8 @@ def _measure(ns: argparse.Namespace) -> dict[str, Any]:
         return head | {"verdict": "error", "why": f"{ns.kernel} has no shape set {ns.shape_set} that compiles"}
     from .evaluators import EvaluatorUnavailable, get_evaluator
 
+    if config is None:  # the decorator's config of this shape set, as `compile` uses it, else the default
+        config = problems[0].load_kernel().config_for(ns.shape_set) or Config()
     try:
         ck = problems[0].compile(config)
     except CompileError as exc:
