@@ -1,13 +1,17 @@
 """The language server on a TPU VM, driven as an editor drives it with default settings (issue 42's closing
 checks): the machine's chip detected and used as `helion.chip: auto`; *Tune* measuring on it; *Tune file* with
 two kernels measuring both on the chip one after the other, the second waiting in line; *Check on TPU* putting
-the chip's verdict on the kernel line (sent while the tunings hold the chip: it waits its turn); the hover's
-time line. On a machine without a TPU the same session runs and records why each figure is an estimate.
+the chip's verdict on the kernel line (sent while the tunings hold the chip: it waits its turn), for each kernel;
+the hover's time line, and the current config of examples/attention.py measured on the chip on request
+(helion.measureOnChip, the hover's "Measure on TPU v5 lite" link) and shown in its hover with its runs and
+spread. The lens titles of the two kernels are sampled every second while they tune (the queue as shown). On a
+machine without a TPU the same session runs, says "no TPU here", and records why each figure is an estimate.
 
 It starts `python -m helion_ls` over stdio on a temporary trusted workspace holding examples/attention.py and
 `two_kernels.py` (attention at 8k and softmax at 4096 rows, no shape set that does not fit the chip's HBM).
 Writes $OUT/chip_ls_on_tpu.json (every tuningState, diagnostics, lens titles, messages, timings and one
-verdict per check) and prints a summary; exits 1 when a check that the machine should pass failed.
+verdict per check) and $OUT/chip_ls_on_tpu.txt (the summary it prints); exits 1 when a check that the machine
+should pass failed.
 
     OUT=/tmp/out python bench/chip_ls_on_tpu.py [--timeout 450]
 """
@@ -153,6 +157,10 @@ async def run(timeout: float, out: Path) -> int:
         s.client.initialized(types.InitializedParams())
         answer = await s.client.protocol.send_request_async("helion/machine", {})
         record["machine"] = _plain(answer)
+        from helion_ls.workers.machine_tpu import chip_note
+
+        shown = record["machine"].get("chip") or "v7x"
+        record["status_bar_chip"] = chip_note(shown, False)  # the words the client's status bar shows
         want_chip = machine.chip or "v7x"
         checks["chip_detected"] = record["machine"].get("chip") == machine.chip and (
             not on_tpu or machine.chip == "v5e")
@@ -172,14 +180,21 @@ async def run(timeout: float, out: Path) -> int:
         record["tune_file_answer"] = _plain(jobs)
         check = await s.command("helion.checkOnChip", {"uri": attention, "kernel": "attention"})
         record["check_answer"] = _plain(check)
+        record["check_answer_softmax"] = _plain(await s.command("helion.checkOnChip", {"uri": both, "kernel": "softmax"}))
         record["lenses_while_queued"] = await s.lenses(both)
+        seen: list[dict[str, Any]] = []  # each lens title of two_kernels.py as it changed while they tuned
 
         async def tunings_done() -> bool:
+            for lens in await s.lenses(both):
+                if lens["title"].startswith(("Tuning", "Verifying", "Waiting")) and not any(
+                        x["line"] == lens["line"] and x["title"] == lens["title"] for x in seen[-6:]):
+                    seen.append({"t": s.now(), "line": lens["line"], "title": lens["title"]})
             final = {(st["kernel"], st["shapeSet"]) for st in s.states
                      if st["uri"] == both and st["state"] in ("done", "failed", "cancelled", "stale")}
             return len(final) >= 2
 
-        await s.wait("both tunings", tunings_done, deadline, every=2.0)
+        await s.wait("both tunings", tunings_done, deadline, every=1.0)
+        record["lens_titles_while_tuning"] = seen
         record["tune_file_seconds"] = round(s.now() - started, 1)
         best_lenses = await s.wait("Best lenses", lambda: _titles_with(s, both, "Best:", 2), deadline)
         record["two_kernels_lenses_after_tuning"] = best_lenses
@@ -208,8 +223,16 @@ async def run(timeout: float, out: Path) -> int:
         found = await s.wait("the check's verdict", verdict, deadline, every=2.0)
         record["check_diagnostics"] = [{"line": d.range.start.line, "severity": int(d.severity or 0),
                                         "message": d.message} for d in found]
-        checks["check_verdict_on_kernel_line"] = bool(found) and all(
-            ("on the chip: TPU v5 lite" in d.message) == on_tpu for d in found)
+
+        async def softmax_verdict() -> list[Any]:
+            return [d for d in s.diagnostics.get(both, []) if d.source == "helion check"]
+
+        found_softmax = await s.wait("softmax's check verdict", softmax_verdict, deadline, every=2.0)
+        record["check_diagnostics_softmax"] = [{"line": d.range.start.line, "severity": int(d.severity or 0),
+                                                "message": d.message} for d in found_softmax]
+        verdicts = [d for d in [*found, *found_softmax] if d.message.startswith("Check passed") or d.severity == 1]
+        checks["check_verdict_on_kernel_line"] = bool(found) and bool(found_softmax) and len(verdicts) >= 2 and all(
+            ("on the chip: TPU v5 lite" in d.message) == on_tpu for d in verdicts)
 
         # 4. the hover on each tuned kernel: the model's time and, where measured, the chip's
         text = (ws / "two_kernels.py").read_text().splitlines()
@@ -222,6 +245,23 @@ async def run(timeout: float, out: Path) -> int:
             hovers[kernel] = [x for x in value.splitlines() if x.startswith("Time on")]
         record["hover_time_lines"] = hovers
         checks["hover_shows_measured_time"] = any("measured on" in x for v in hovers.values() for x in v) or not on_tpu
+
+        # 5. the current config of attention.py (not tuned here) measured on the chip, on request, in its hover
+        before = await _time_lines(s, attention, ws / "attention.py", "attention")
+        record["attention_hover_before_measuring"] = before
+        asked = await s.command("helion.measureOnChip", {"uri": attention, "kernel": "attention", "shapeSet": 0})
+        record["measure_answer"] = _plain(asked)
+        if on_tpu:
+            said = await s.wait("the measurement", lambda: _message_with(s, ("Measured attention",
+                                                                             "attention (shape set 0) was not")),
+                                deadline, every=2.0)
+            record["measure_message"] = said
+        after = await _time_lines(s, attention, ws / "attention.py", "attention")
+        record["attention_hover_after_measuring"] = after
+        first = after[0] if after else ""
+        checks["hover_shows_current_config_time"] = (
+            f"measured on {machine.device_kind} **" in first and "best of" in first and "slowest loop" in first
+        ) if on_tpu else ("(an estimate: there is no TPU here" in first and "refused" in (record["measure_answer"] or {}))
     except Exception as exc:  # recorded: the lead reads what happened up to here
         record["error"] = f"{type(exc).__name__}: {exc}"
     finally:
@@ -236,14 +276,34 @@ async def run(timeout: float, out: Path) -> int:
         await s.client.stop()
     out.mkdir(parents=True, exist_ok=True)
     (out / "chip_ls_on_tpu.json").write_text(json.dumps(record, indent=1, default=str))
-    for name, ok in checks.items():
-        print(f"{'ok  ' if ok else 'FAIL'} {name}")
-    for key in ("machine", "tune_file_seconds", "tuned_evaluators", "waiting_titles", "check_diagnostics",
-                "hover_time_lines", "error"):
+    lines = [f"bench/chip_ls_on_tpu.py, {record['date_utc']}, {os.cpu_count()} cores: " + (
+        f"this machine has {machine.count} x {machine.device_kind} ({machine.chip})" if on_tpu
+        else f"no TPU here ({machine.why_none or 'no TPU device'}): every figure is the model's estimate"
+        .replace("no TPU here (no TPU here)", "no TPU here"))]
+    lines += [f"{'ok  ' if ok else 'FAIL'} {name}" for name, ok in checks.items()]
+    for key in ("machine", "status_bar_chip", "tune_file_seconds", "tuned_evaluators", "waiting_titles", "lens_titles_while_tuning",
+                "check_diagnostics", "check_diagnostics_softmax", "hover_time_lines",
+                "attention_hover_before_measuring", "measure_answer", "attention_hover_after_measuring", "error"):
         if key in record:
-            print(f"{key}: {record[key]}")
-    print(f"wrote {out / 'chip_ls_on_tpu.json'} after {record['seconds']} s")
+            lines.append(f"{key}: {record[key]}")
+    lines.append(f"wrote {out / 'chip_ls_on_tpu.json'} after {record['seconds']} s")
+    (out / "chip_ls_on_tpu.txt").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
     return 0 if checks and all(checks.values()) and "error" not in record else 1
+
+
+async def _time_lines(s: Session, uri: str, path: Path, kernel: str) -> list[str]:
+    """The kernel hover's "Time on" lines, one per shape set."""
+    text = path.read_text().splitlines()
+    line = next(i for i, x in enumerate(text) if x.startswith(f"def {kernel}("))
+    hover = await s.client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=line, character=5)))
+    value = hover.contents.value if hover is not None and hasattr(hover.contents, "value") else ""
+    return [x for x in value.splitlines() if x.startswith("Time on")]
+
+
+async def _message_with(s: Session, starts: tuple[str, ...]) -> str | None:
+    return next((m["message"] for m in s.messages if m["message"].startswith(starts)), None)
 
 
 async def _titles_with(s: Session, uri: str, prefix: str, count: int = 1) -> list[dict[str, Any]] | None:

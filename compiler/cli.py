@@ -74,7 +74,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_crosscheck_arguments(x)
     x.set_defaults(handler=_crosscheck)
+
+    m = sub.add_parser("measure", help="the per-call time of one config on this machine's TPU (the tpu evaluator), "
+                                       "or why it cannot be measured here")
+    from .tune.measure_command import add_arguments as add_measure_arguments
+
+    add_measure_arguments(m)
+    m.set_defaults(handler=_measure)
     return parser
+
+
+def _measure(ns: argparse.Namespace) -> int:
+    from .tune import measure_command
+
+    return measure_command.run(ns)
 
 
 def _crosscheck(ns: argparse.Namespace) -> int:

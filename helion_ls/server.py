@@ -14,6 +14,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from .session.analysis import Analyzer
+from .session.chip_times import ChipTimes
 from .session.documents import Loaded
 from .session.remembered import Remembered
 from .session.settings import Settings, SettingsRegistry
@@ -67,6 +68,7 @@ class HelionServer(LanguageServer):
                            needs_chip=lambda spec: needs_chip(spec.kind, spec.evaluator, spec.chip))
         # kernel -> (source hash, client document, diagnostics) of *Check on TPU*, per document (chip_check.py)
         self.chip_verdicts: dict[str, dict[str, tuple[str, str, list[dict]]]] = {}
+        self.chip_times = ChipTimes()  # current configs measured on this machine's TPU (features/chip_time.py)
         self._published: dict[str, tuple[int | None, list[dict]]] = {}  # the last analysis publish per document
         self.checker = Tuner(on_change=lambda job: None, limit=1)  # the TPU compiler's checks (features/crosscheck.py)
         self.stores: dict[str, StoreView] = {}
@@ -173,6 +175,7 @@ class HelionServer(LanguageServer):
 def create_server(pool: CompilePool | None = None, remembered: Remembered | None = None) -> HelionServer:
     from .features import (
         chip_check,
+        chip_time,
         code_actions,
         codelens,
         commands,
@@ -185,8 +188,8 @@ def create_server(pool: CompilePool | None = None, remembered: Remembered | None
     )
 
     server = HelionServer(pool, remembered)
-    features = (configuration, diagnostics, notebooks, hover, codelens, commands, chip_check, compiler_check, generated,
-                code_actions)  # chip_check after commands: it passes tuning jobs' changes on to commands
+    features = (configuration, diagnostics, notebooks, hover, codelens, commands, chip_check, chip_time, compiler_check,
+                generated, code_actions)  # chip_check, chip_time after commands: they pass tunings' changes on
     for feature in features:
         feature.register(server)
     return server

@@ -77,3 +77,12 @@ def test_failing_strategies_are_errors_naming_where_they_ran():
     assert error["message"].endswith("(ran on the chip: TPU v5 lite (v5e))")
     (unfinished,) = verdict_diagnostics(None, "the tuner was killed by signal 9", rng)
     assert unfinished["severity"] == 2 and "killed" in unfinished["message"]
+
+
+def test_a_note_does_not_hide_that_every_strategy_passed():
+    rng = {"start": {"line": 3, "character": 0}, "end": {"line": 3, "character": 10}}
+    result = {"verdict": "ok", "where": "on the chip: TPU v5 lite (v5e)", "notes": ["softmax: run at x=bf16[512, 128]"],
+              "rows": [{"loop_type": "unroll", "config": "bs=[8]", "eager": "ok", "mine": "ok", "verdict": "ok"}]}
+    passed, note = verdict_diagnostics(result, None, rng)
+    assert passed["severity"] == 3 and passed["message"] == "Check passed (unroll): ran on the chip: TPU v5 lite (v5e)"
+    assert note["severity"] == 2 and note["message"].startswith("softmax: run at")

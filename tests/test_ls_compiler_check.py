@@ -36,7 +36,8 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
     ws = make_workspace(tmp_path_factory.mktemp("check"))
     lsp_client.ws = ws
     lsp_client.store = ws.parent / "store" / "tuning.sqlite"
-    await start(lsp_client, ws, libtpu=False, chip="v6e", executor="inline", tuneMaxEvals=4)
+    # the model, not `auto`: on a v6e TPU VM auto would measure on the chip, and a chip measurement gets no check
+    await start(lsp_client, ws, libtpu=False, chip="v6e", evaluator="model", executor="inline", tuneMaxEvals=4)
     yield
     await end_session(lsp_client)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import threading
+from types import SimpleNamespace
 
 import pytest
 from test_ls_support import TWICE, shut_down_pool, until
@@ -17,10 +18,11 @@ from compiler.tpu.libtpu_compile import libtpu_available
 from helion_ls.features import crosscheck
 from helion_ls.server import create_server
 from helion_ls.session.analysis import Analyzer
+from helion_ls.session.settings import SettingsRegistry
 from helion_ls.workers import compile_pool
 from helion_ls.workers.check_client import CheckClient
 from helion_ls.workers.foreground import Foreground
-from helion_ls.workers.tuning import TuneJob, TuneSpec
+from helion_ls.workers.tuning import TuneJob, Tuner, TuneSpec
 
 REQUEST = {"source": TWICE, "kernel": "twice", "args": None, "config": None, "chip": "v7x", "file": "t.py"}
 
@@ -122,3 +124,17 @@ async def test_the_compiler_check_after_a_tuning_is_decided_off_the_event_loop(t
         assert check is server.checker.jobs[job.id]
         await asyncio.wait_for(check.done.wait(), 120)  # no such kernel: it fails at once
         await until(lambda: not server.checker._running)
+
+
+async def test_a_tuning_measured_on_the_chip_gets_no_compiler_check(tmp_path, monkeypatch):
+    """Issue 42 item 4: what runs after a tuning follows what it measured: a best timed on the chip is no
+    estimate, so no libtpu crosscheck is queued for it (nor decided: `enabled` is not asked). The server's
+    settings and checker as crosscheck.py uses them (a model tuning gets its check: the test above)."""
+    asked: list[tuple] = []
+    monkeypatch.setattr(crosscheck, "enabled", lambda *a: asked.append(a) or True)
+    server = SimpleNamespace(settings=SettingsRegistry(), checker=Tuner(lambda job: None, limit=1))
+    server.settings.default = dataclasses.replace(server.settings.default, compiler_check="on")
+    spec = dataclasses.replace(_spec(tmp_path, "v5e"), evaluator="auto")
+    measured = TuneJob(spec, state="done", best={"config": {"block_sizes": [8]}, "seconds": 1e-4, "evaluator": "tpu"})
+    assert await crosscheck.after_tuning(server, measured) is None
+    assert asked == [] and not server.checker.jobs

@@ -115,3 +115,44 @@ async def test_a_fetch_that_overtakes_the_refresh_answer_still_counts():
     pacer = RefreshPacer(send, min_interval=0.05, ack_timeout=5.0)
     await changing(pacer, state, seconds=1.0, every=0.05)
     assert len(sent) >= 5, sent  # about one per 0.1 s, not one per ack_timeout
+
+
+class CancellingEditor(Editor):
+    """VS Code's controller also cancels the lens request still in flight when its timer fires again (the
+    client then tells the server, which stops answering it)."""
+
+    def __init__(self, debounce: float, fetch_seconds: float, state: list[int]):
+        super().__init__(debounce, fetch_seconds, state)
+        self._fetching: asyncio.Future | None = None
+        self.cancelled = 0
+
+    def _fire(self) -> None:
+        if self._fetching is not None and not self._fetching.done():
+            self._fetching.cancel()
+            self.cancelled += 1
+        self._fetching = asyncio.ensure_future(self._fetch())
+
+    async def _fetch(self) -> None:
+        assert self.pacer is not None
+        token = self.pacer.fetch_started()
+        answered = False
+        try:
+            await asyncio.sleep(self.fetch_seconds)
+            self.shown.append(self.state[0])
+            answered = True
+        finally:
+            self.pacer.fetch_done(token, answered)
+
+
+async def test_a_fetch_slower_than_the_acknowledgement_timeout_is_not_interrupted():
+    """Lens fetches that take longer than `ack_timeout` (a busy machine during a big tuning) must still reach
+    the editor: a refresh sent while one is in flight would make the editor cancel it, every time (issue 42:
+    the lens stayed at 'Tuning… 0/14112' while the status bar, told by notification, said 124/14112)."""
+    state = [0]
+    editor = CancellingEditor(debounce=0.25, fetch_seconds=1.0, state=state)
+    editor.pacer = RefreshPacer(editor.refresh, min_interval=0.05, ack_timeout=0.4, fetch_timeout=10.0)
+    await changing(editor.pacer, state, seconds=5.0, every=0.05)
+    assert len(editor.shown) >= 3, (editor.shown, editor.cancelled)
+    assert editor.cancelled == 0
+    await asyncio.sleep(3.0)
+    assert editor.shown[-1] == state[0]

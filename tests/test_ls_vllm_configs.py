@@ -75,7 +75,10 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
     (configs / "nvidia_h100.json").write_text(json.dumps(H100, indent=2) + "\n")
     lsp_client.ws, lsp_client.configs = ws, configs
     lsp_client.store = ws.parent / "store" / "tuning.sqlite"
-    await start(lsp_client, ws, libtpu=False, chip=CHIP, executor="inline", tuneMaxEvals=4, compilerCheck="off")
+    # the model, not `auto`: on a v5e TPU VM auto would measure on the chip, and the stored model trial this
+    # test makes the best (store_best) would not be the one shown
+    await start(lsp_client, ws, libtpu=False, chip=CHIP, evaluator="model", executor="inline", tuneMaxEvals=4,
+                compilerCheck="off")
     yield
     await end_session(lsp_client)
 

@@ -187,6 +187,32 @@ FAILING = {  # out of VMEM at some shape set, each for another reason
     "softmax_huge_row_block": ("softmax", decorated("softmax", "config=helion.Config(block_sizes=[4096])")),
 }
 
+# A softmax in two passes over column tiles (as Helion's own examples write it): unrolled, each pass keeps its
+# operand's whole rows resident, and the out-of-VMEM message advises pallas_loop_type='emit_pipeline'.
+TWO_PASS_SOFTMAX = '''import helion
+import helion.language as hl
+import torch
+
+
+# helion: args(x=f32[2048, 65536])
+@helion.kernel(static_shapes=True, config=helion.Config(block_sizes=[128, 16384], pallas_loop_type="unroll"))
+def softmax_two_pass(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tile_m in hl.tile(m):
+        mi = hl.full([tile_m], float("-inf"), dtype=torch.float32)
+        di = hl.zeros([tile_m], dtype=torch.float32)
+        for tile_n in hl.tile(n):
+            values = x[tile_m, tile_n]
+            mi_next = torch.maximum(mi, torch.amax(values, dim=1))
+            di = di * torch.exp(mi - mi_next) + torch.exp(values - mi_next[:, None]).sum(dim=1)
+            mi = mi_next
+        for tile_n in hl.tile(n):
+            out[tile_m, tile_n] = torch.exp(x[tile_m, tile_n] - mi[:, None]) / di[:, None]
+    return out
+'''
+FAILING["softmax_two_pass_resident"] = ("softmax_two_pass", TWO_PASS_SOFTMAX)
+
 
 async def code_actions(client: LanguageClient, uri: str, diag: types.Diagnostic) -> list[types.CodeAction]:
     return list(
@@ -254,3 +280,18 @@ async def test_fix_titles_show_the_quote_the_edit_writes(client: LanguageClient)
     assert titles and titles[0].startswith('Set pallas_loop_type="emit_pipeline" — needs '), titles
     assert titles[0].endswith("MiB of VMEM (v7x estimate)")
     assert not any("'emit_pipeline'" in t for t in titles)
+
+
+async def test_the_fix_the_message_advises_comes_first(client: LanguageClient):
+    """The out-of-VMEM message of resident operands names pallas_loop_type='emit_pipeline': the preferred quick
+    fix writes that loop type into the decorator's config (block sizes come after it)."""
+    uri = open_doc(client, client.ws / "softmax_two_pass_advice.py", TWO_PASS_SOFTMAX)
+    oom = next(d for d in await stage_diagnostics(client, uri, 1, "front") if d.code == "HPL300")
+    assert "pallas_loop_type='emit_pipeline' streams resident operands" in oom.message, oom.message
+    actions = await code_actions(client, uri, oom)
+    assert actions and actions[0].is_preferred, [a.title for a in actions]
+    assert actions[0].title.startswith('Set pallas_loop_type="emit_pipeline" — needs '), [a.title for a in actions]
+    (change,) = actions[0].edit.document_changes
+    fixed = apply_text_edits(TWO_PASS_SOFTMAX, change.edits)
+    assert 'helion.Config(block_sizes=[128, 16384], pallas_loop_type="emit_pipeline")' in fixed, fixed
+    assert any(a.title.startswith("Set block_sizes=") for a in actions[1:]), [a.title for a in actions]

@@ -36,6 +36,7 @@ arguments    the `helion-pallas tune` and `crosscheck` arguments (light: no torc
 command      the `helion-pallas tune` command line (run)
 standby      a warm process that runs each `helion-pallas tune` it is sent in a fork (the language server's)
 crosscheck_command  the `helion-pallas crosscheck` command line (run)
+measure_command  `helion-pallas measure`: one config's time on this machine's TPU, or why not
 write_configs  `tune --write-configs`: the bests into vLLM's configs/<kernel>/<platform>.json entries
 
 These import the compiler (`compiler.api` and below); the language server reaches them only through the

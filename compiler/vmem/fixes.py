@@ -1,16 +1,19 @@
 """Configs that fit: candidate fixes for a compile that is out of VMEM (HPL300), each checked by compiling it.
 
-Three kinds, in the order they are offered:
+Three kinds, in the order they are offered (but a strategy fix comes first where the out-of-VMEM message
+advises emit_pipeline: the fix the message names is the preferred one):
   blocks     the largest block sizes that fit, keeping the strategy: shrink the block whose next smaller
              legal size frees the most VMEM until the kernel fits (giving up when no step frees anything),
              then grow back any block that still fits
   buffering  single-buffered loads (pallas_load_buffer_count=[1, ...], one per tensor argument), when that
              alone fits
   strategy   another inner-loop strategy (e.g. emit_pipeline, which streams resident operands), with the
-             blocks shrunk as above when the strategy alone does not fit
+             blocks shrunk as above when the strategy alone does not fit (where the message advises it, even
+             when a fix of another kind was found)
 A candidate is kept only when its compile for the same shapes and chip has no error (so no HPL300). Each
 compile is ~10 ms; `deadline` (time.monotonic) bounds the search, so callers ask for fixes when a user
-looks at them, not on every compile. Imports only the compiler's public API.
+looks at them, not on every compile. Imports only the compiler's public API and verdicts.py (what the
+message advises).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ..ir.config import Config
 from ..ir.specs import TensorSpec
 from ..support.diagnostics import CompileError
+from .verdicts import advises_streaming
 
 if TYPE_CHECKING:
     from ..api import Kernel
@@ -140,8 +144,12 @@ def vmem_fixes(kernel: Kernel, args: Any = None, config: Mapping | None = None, 
         offer("blocks", *shrunk)
     for fix in quick:
         offer(*fix)
-    if tried and not any(kind == "strategy" for kind, _, _ in quick) and not out and not search.expired():
+    advised = any(advises_streaming(call) for call in base.plan.calls)  # the message names emit_pipeline
+    if tried and not any(kind == "strategy" for kind, _, _ in quick) and (advised or not out) \
+            and not search.expired():
         shrunk = search.shrink(min(tried, key=lambda t: t[0])[1], sizes)  # the strategy that came closest
         if shrunk is not None:
             offer("strategy", *shrunk)
+    if advised:  # stable: the other kinds keep their order behind it
+        out.sort(key=lambda fix: fix.kind != "strategy")
     return out

@@ -56,16 +56,29 @@ def vmem_diagnostics(layouts: list[CallLayout], chip: Chip, config_range: Range 
     return diags
 
 
+STREAM_ADVICE = "pallas_loop_type='emit_pipeline' streams resident operands"
+
+
+def _top_rows(plan: CallPlan) -> list[VmemRow]:
+    return sorted(call_rows(plan), key=lambda r: -r.bytes)[:3]
+
+
+def advises_streaming(plan: CallPlan) -> bool:
+    """Does the out-of-VMEM message of this call advise emit_pipeline (whole-array resident operands among its
+    largest buffers)? Its quick fixes then offer that strategy first (fixes.py)."""
+    return any(r.name != "(temporaries)" and r.role.startswith("whole-array resident") for r in _top_rows(plan))
+
+
 def _largest(plan: CallPlan) -> str:
     """Names the biggest contributors in the message itself (the related list has them all, with places),
     and what shrinks each kind of them."""
-    rows = sorted(call_rows(plan), key=lambda r: -r.bytes)[:3]
+    rows = _top_rows(plan)
     advice: list[str] = []
     for r in rows:
         if r.name == "(temporaries)":
             tip = "smaller blocks shrink the temporaries"
         elif r.role.startswith("whole-array resident"):
-            tip = "pallas_loop_type='emit_pipeline' streams resident operands"
+            tip = STREAM_ADVICE
         elif r.buffer_count > 1:
             tip = "smaller blocks or pallas_load_buffer_count=1 shrink the buffers"
         else:

@@ -7,6 +7,7 @@ hover          kernel, tensor access and tile-loop hovers (cached results only)
 codelens       per shape set lenses from the tuning store and the tuner's state
 commands       helion.tune / tuneFile / applyConfig / cancelTuning, tuning progress and notifications
 chip_check     helion.checkOnChip: `helion-pallas check` of a kernel in the chip's line, its verdicts as diagnostics
+chip_time      helion.measureOnChip: `helion-pallas measure` of a shape set's current config in the chip's line
 compiler_check the TPU compiler's checks of finished tunings told to the client (crosscheck.py queues them)
 generated      helion/generatedCode, helion/kernelAt, helion/tuningResults
 code_actions   quick fixes from compiler diagnostics, apply-best-config actions
@@ -26,5 +27,6 @@ crosscheck     the TPU compiler's check of a finished tuning: when it is queued,
 client_commands commands the client runs that lenses and hover links name
 fact_hover     hovers from the compiler's facts (hover.py's)
 chip_verdicts  what Check on TPU shows: its lens per kernel and its verdicts as diagnostics
+chip_time_shown what the kernel hover says of the current config's time on this machine's TPU (or why none)
 May import `helion_ls.wire`, `helion_ls.rewrite`, `helion_ls.workers`, `helion_ls.session` (never server.py, handshake.py, early.py), and compiler's public API.
 """

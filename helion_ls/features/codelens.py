@@ -248,7 +248,7 @@ async def lenses_for(ls: Host, uri: str, shown_in: str | None = None) -> list[ty
     requests = []
     for view in loaded.kernels.values():
         for unit in view.units:
-            if unit.args:
+            if unit.args and not _tuning(ls, uri, view, unit):
                 requests.append((trial_key(unit), current_config(ls, view, unit)[0]))
     summaries = await ls.pool.call(store.summaries, requests) if requests else {}
     problem = store.new_problem()
@@ -267,7 +267,8 @@ async def lenses_for(ls: Host, uri: str, shown_in: str | None = None) -> list[ty
             for unit in view.units
         ]
         for unit, summary in zip(view.units, found, strict=True):
-            notes[unit.key] = tuned_note(summary, current_config(ls, view, unit)[0])
+            if not _tuning(ls, uri, view, unit):  # a unit being tuned keeps its note until its result
+                notes[unit.key] = tuned_note(summary, current_config(ls, view, unit)[0])
         where, rng = loaded.layout.range(view.decorator_range, enc)
         if where == (shown_in or uri) and machine_tpu().chip == settings.chip:  # a TPU VM: Check on TPU
             out.append(check_lens(ls, uri, view.name, settings.chip, rng))
@@ -280,6 +281,15 @@ async def lenses_for(ls: Host, uri: str, shown_in: str | None = None) -> list[ty
             out.extend(unit_lenses(ls, uri, view, unit, rng, summary, settings.chip, loaded.lines, title))
     ls.analyzer.set_tuned(uri, notes)
     return out
+
+
+def _tuning(ls: Host, uri: str, view: KernelView, unit: Unit) -> bool:
+    """Is the unit being tuned? Its lens then shows the job's title, so its fetch reads nothing from the store:
+    the tuner writes its trials there while it searches, so every fetch would find the store changed and read a
+    search's thousands of trials again before answering, and lenses fetched that slowly lag the status bar's
+    count, which comes by notification (issue 42: "Tuning… 0/14112" beside 124/14112)."""
+    job = ls.tuner.jobs.get((uri, view.name, unit.index))
+    return job is not None and job.active
 
 
 async def _apply_title(
@@ -336,6 +346,10 @@ def register(ls: Host) -> None:
         if state is None or not state.open:
             return []
         token = ls.lenses.fetch_started()
-        found = await lenses_for(ls, state.uri, uri)
-        ls.lenses.fetch_done(token)
+        answered = False
+        try:
+            found = await lenses_for(ls, state.uri, uri)
+            answered = True
+        finally:  # cancelled by the client, or failed: it showed nothing new
+            ls.lenses.fetch_done(token, answered)
         return found

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # annotations only: no module of pygls or helion_ls is import
     from pygls.workspace import Workspace
 
     from ..session.analysis import Analyzer
+    from ..session.chip_times import ChipTimes
     from ..session.remembered import Remembered
     from ..session.settings import Settings, SettingsRegistry
     from ..session.store import StoreView
@@ -44,6 +45,7 @@ class Host(Protocol):
     monitor: LoopMonitor
     lenses: RefreshPacer
     chip_verdicts: dict[str, dict[str, tuple[str, str, list[dict]]]]  # *Check on TPU* (chip_check.py)
+    chip_times: ChipTimes  # current configs measured on this machine's TPU (chip_time.py)
 
     # what the client said (features/configuration.py sets them)
     client_shows_tuning_progress: bool

@@ -29,6 +29,7 @@ from compiler.vmem.report import fmt_bytes as compiler_fmt_bytes
 
 from ..session.documents import KernelView, Loaded
 from . import fact_hover, vllm_target
+from .chip_time_shown import chip_time_text
 from .client_commands import SHOW_GENERATED
 from .host import Host
 
@@ -157,7 +158,8 @@ def _us(seconds: float) -> str:
 
 def time_line(ls: Host, loaded: Loaded, view: KernelView, index: int, ck: Any) -> str:
     """The model's estimate of the config in use and, when known, the TPU compiler's estimate and the time
-    measured on the chip, each labelled with what it is (tune/evidence.py)."""
+    measured on the chip, each labelled with what it is (tune/evidence.py); on a machine without the chip, why
+    these are estimates (chip_time_shown.py)."""
     est = estimate(ck.plan, ck.chip)
     launch = est.breakdown.get("launch", 0.0)
     line = (
@@ -174,12 +176,13 @@ def time_line(ls: Host, loaded: Loaded, view: KernelView, index: int, ck: Any) -
         how = "libtpu's simulated cycles" if how == "simulated" else "bundles issued: a compute-issue lower bound"
         line += f" · TPU compiler estimate **{_us(trial.seconds)}** ({how})"
     measured = summary.current if summary is not None else None
+    tuned = None
     if measured is not None and measured.evaluator == "tpu" and measured.seconds:
-        line += f" · {evidence('tpu', ck.chip.name)} **{_us(measured.seconds)}** per call"
+        tuned = f"{evidence('tpu', ck.chip.name)} **{_us(measured.seconds)}** per call"
         spread, runs = measured.metrics.get("spread"), measured.metrics.get("repeats")
         if isinstance(spread, int | float) and isinstance(runs, int):
-            line += f" (best of {runs} runs, slowest loop {100 * spread:.1f} % over)"
-    return line
+            tuned += f" (best of {runs} runs, slowest loop {100 * spread:.1f} % over)"
+    return f"{line} {chip_time_text(ls, loaded.uri, view.name, unit, current, ck.chip.name, tuned)}"
 
 
 def kernel_markdown(ls: Host, loaded: Loaded, view: KernelView) -> str:

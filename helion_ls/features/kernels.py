@@ -10,6 +10,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from compiler.ir.config import Config
 from compiler.tune.keys import TrialKey
 
+from ..session.chip_times import ChipTimeKey
 from ..session.documents import KernelView, Loaded, Unit
 from .host import Host
 
@@ -36,3 +37,8 @@ def current_config(ls: Host, view: KernelView, unit: Unit) -> tuple[Config | Non
 
 def trial_key(unit: Unit) -> TrialKey:
     return TrialKey(unit.key.source_hash, unit.key.shape_key, unit.key.chip)
+
+
+def chip_time_key(unit: Unit, config: Config) -> ChipTimeKey:
+    """Where a measurement of `config` on this machine's TPU is remembered (session/chip_times.py)."""
+    return (unit.key.source_hash, unit.key.shape_key, unit.key.chip, Config(dict(config)))

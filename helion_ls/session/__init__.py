@@ -3,6 +3,8 @@ a document version and the diagnostics composed from it, results remembered on d
 lenses read it, the settings, workspace trust, and watching files on disk.
 
   analysis        The staged analysis of one document version, and what gets published from it.
+  chip_times      Per-call times measured on this machine's TPU by `helion-pallas measure`, remembered for the
+                  session by kernel text, shapes, chip and config (apart from the tuning store).
   compose         What a document's published diagnostics are: the parse's findings plus, per kernel, every
                   stage's result for each of its units, carried to the shown text and labelled with the shape
                   sets they hold for, by the client document showing them (the file, or a notebook's cell: the

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .machine_tpu import MachineTpu, holders, machine_tpu
 
-CHIP_KINDS = ("tune", "check")  # job kinds that run kernels (crosscheck only compiles, deviceless)
+CHIP_KINDS = ("tune", "check", "measure")  # job kinds that run kernels (crosscheck only compiles, deviceless)
 FALLBACK_PREFIX = "helion-pallas tune: model estimates, not the chip: "  # compiler/tune/command.py prints it
 BUSY_WORDS = ("lockfile", "holds this machine's TPU", "already in use")
 

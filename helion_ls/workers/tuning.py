@@ -12,7 +12,8 @@ becomes "stale": its result belongs to code that no longer exists, so it is stop
 Every state change goes to `on_change(job)`; this module knows nothing about LSP. While a job of a Tuner
 given a `foreground` runs, the server's background work waits (foreground.py): the user is waiting for it.
 
-A job of kind "check" runs `helion-pallas check --json` (features/chip_check.py). A job of kind "crosscheck" runs `helion-pallas crosscheck` instead (the TPU compiler's estimate of the model's
+A job of kind "check" runs `helion-pallas check --json` (features/chip_check.py); one of kind "measure" runs
+`helion-pallas measure --json` of one config (features/chip_time.py), in the slot `measure_slot(index)`. A job of kind "crosscheck" runs `helion-pallas crosscheck` instead (the TPU compiler's estimate of the model's
 best configs, after a tuning; its result is the comparison's JSON): the same process handling, its own Tuner.
 """
 
@@ -47,6 +48,18 @@ EXIT_GRACE = 10.0  # seconds a tuner that printed its result may take to exit be
 PHASES = {"search": "searching", "refine": "searching", "verify": "verifying"}  # CLI phase -> job phase
 
 
+MEASURE_BASE = -2  # measure jobs' slots: -2 - index, apart from tunings' (index) and checks' (-1)
+
+
+def measure_slot(index: int) -> int:
+    """The Tuner's shape-set slot of a measure job of shape set `index`: one per shape set, beside its tuning."""
+    return MEASURE_BASE - index
+
+
+def measure_index(slot: int) -> int:
+    return MEASURE_BASE - slot
+
+
 @dataclass(frozen=True)
 class TuneSpec:
     """Everything the CLI needs, fixed when the job is queued."""
@@ -65,11 +78,20 @@ class TuneSpec:
     max_evals: int | None
     kind: str = "tune"  # or "crosscheck"
     shape_key: str = ""  # the shape set's canonical text at queue time: its result belongs to these shapes
+    config: str = ""  # kind "measure": the config measured, as JSON
+
+    @property
+    def index(self) -> int:
+        """The kernel's shape set the job is about (a measure job's slot is not its index)."""
+        return measure_index(self.shape_set) if self.kind == "measure" else self.shape_set
 
     def args(self, path: str) -> list[str]:
         """The arguments of `helion-pallas <kind>` for the document's text saved at `path`."""
         if self.kind == "check":  # one kernel, its small inputs, every loop strategy (features/chip_check.py)
             return [path, "-k", self.kernel, "--chip", self.chip, "--json"]
+        if self.kind == "measure":  # one config on this machine's TPU (features/chip_time.py)
+            return [path, "-k", self.kernel, "--shape-set", str(self.index), "--chip", self.chip,
+                    "--config", self.config, "--json"]
         args = [path, "-k", self.kernel, "--shape-set", str(self.shape_set), "--chip", self.chip]
         if self.kind == "crosscheck":
             args += ["--json", "--progress", "jsonl"]
@@ -89,7 +111,7 @@ class TuneSpec:
     @property
     def deadline(self) -> float:
         """Seconds after which a silent or runaway tuner is considered hung."""
-        if self.kind in ("crosscheck", "check"):  # libtpu simulations / runs of every strategy
+        if self.kind in ("crosscheck", "check", "measure"):  # libtpu simulations / runs on the chip
             return 1800.0
         budget = self.budget_seconds if self.max_evals is None and self.budget_seconds else 600.0
         return 2 * budget + 120.0

@@ -191,6 +191,14 @@ export function registerCommands(context: CommandContext): vscode.Disposable[] {
       const { uri, kernel } = await kernelAtCursor(server, pythonEditor());
       await server.executeCommand("helion.checkOnChip", { uri, kernel });
     },
+    // From the kernel hover's link (that shape set) or the palette (the kernel under the cursor): the current
+    // config's per-call time on this machine's TPU, in the chip's line; the hover shows it when it is done.
+    "helion-ls.measureOnChip": async (argument) => {
+      if (!(await tuningAllowed())) return; // the measurement runs kernel code too
+      const target = lensTarget(argument) ?? (await kernelAtCursor(server, pythonEditor()));
+      const again = (argument as { again?: unknown } | undefined)?.again === true;
+      await server.executeCommand("helion.measureOnChip", { ...target, again });
+    },
     "helion-ls.applyBestConfig": () => applyBestConfig(context),
     "helion-ls.cancelTuning": () => cancelTuning(context),
     "helion-ls.showTuningPlot": async () => plots.show(await kernelAtCursor(server, pythonEditor())),

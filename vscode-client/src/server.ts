@@ -267,8 +267,9 @@ export class HelionServer implements vscode.Disposable {
         { notebook: "jupyter-notebook", language: "python" },
       ],
       outputChannel: this.output,
-      // The server's hovers link to "Open the full generated module"; only that command may run from markdown.
-      markdown: { isTrusted: { enabledCommands: ["helion-ls.showGeneratedCode"] } },
+      // The server's hovers link to "Open the full generated module" and "Measure on TPU …"; only those
+      // commands may run from markdown.
+      markdown: { isTrusted: { enabledCommands: ["helion-ls.showGeneratedCode", "helion-ls.measureOnChip"] } },
       stdioOptions: {
         stdout: (input, channel) => this.forwardLines(input, (line) => channel.info(line)),
         stderr: (input, channel) =>
