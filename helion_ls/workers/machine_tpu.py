@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from compiler.ir.chips import CHIP_NAMES, canonical_name, get_chip
+from compiler.tpu.local_chips import local_chips
 
 GOOGLE_PCI_VENDOR = "0x1ae0"
 PCI_DEVICE_CHIPS = {"0x005e": "v4", "0x0062": "v5p", "0x0063": "v5e", "0x006f": "v6e", "0x0076": "v7x"}
@@ -98,8 +99,9 @@ def detect(root: str = "/", env: Mapping[str, str] | None = None) -> MachineTpu:
         kinds = sorted(set(chips))
         if len(kinds) > 1:
             return MachineTpu(None, len(chips), "pci", files, f"TPUs of several generations ({', '.join(kinds)})")
-        # a container may be given fewer chips than the bus lists (the device nodes are what it can open)
-        return MachineTpu(kinds[0], min(len(chips), len(files)) if files else len(chips), "pci", files)
+        # the chips a process here can open, by the rule the tuner's per-chip workers use (a host may list
+        # more functions on the bus than it passes through: 4 functions, 1 vfio group, 1 chip to JAX)
+        return MachineTpu(kinds[0], local_chips(root, env).count or len(chips), "pci", files)
     accelerator = env.get("TPU_ACCELERATOR_TYPE", "")
     if files and accelerator:
         chip = _accelerator_chip(accelerator)
