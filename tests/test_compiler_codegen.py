@@ -2,10 +2,13 @@
 buffering, the source map, and that it runs pasted into a plain JAX program."""
 
 import ast
+import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
+import jax
 import pytest
 import torch
 from conftest import EXAMPLES
@@ -73,6 +76,15 @@ def test_source_map_points_at_kernel_lines():
     assert any(rng.start.line == store_line and "out_ref[" in lines[g] for g, rng in ck.source_map)
 
 
+def _jax_only_path() -> str:
+    """Where jax and numpy are installed (a TPU VM's jax may sit outside site-packages), nothing of this repo."""
+    import numpy
+
+    dirs = {str(Path(m.__file__).resolve().parents[1]) for m in (jax, numpy)}
+    assert not any(Path(d, "compiler").is_dir() for d in dirs)
+    return os.pathsep.join(sorted(dirs))
+
+
 def test_module_runs_standalone(tmp_path):
     ck = attention({"pallas_loop_type": "emit_pipeline"})
     (tmp_path / "generated.py").write_text(ck.source)
@@ -93,7 +105,7 @@ def test_module_runs_standalone(tmp_path):
         print(float(jnp.max(jnp.abs(out - ref))))
     """)
     res = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=300,
-                         env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"})
+                         env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin", "PYTHONPATH": _jax_only_path()})
     assert res.returncode == 0, res.stderr[-2000:]
     assert float(res.stdout.strip().splitlines()[-1]) < 1e-4
 
