@@ -14,7 +14,7 @@ from . import outputs
 from .emit_base import RESERVED, Names, Output, RegionWriter, about, flat
 from .emit_dma import DmaWriter
 from .emit_index import IndexWriter, gather_chunk
-from .exprs import dtype_text, literal
+from .exprs import cast_text, dtype_text, literal
 from .loops import loop_strategy, shortest_indexed_dim
 from .plan_builder import STEP, CallLayout, OperandLayout, alias_param, py_name
 
@@ -204,7 +204,7 @@ class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
             value = f"jnp.broadcast_to({value}, {literal(tuple(region))})"
             atomic = True
         if n.value.dtype != dtype:
-            value = f"{value if atomic else '(' + value + ')'}.astype({dtype_text(dtype)})"
+            value = cast_text(value, atomic, n.value.dtype, dtype)
         if spills:  # the padding of a partial tile would land on valid elements: keep their old values there
             shape = tuple(region)
             cond = " & ".join(f"({self.writer.valid(td, shape, axis, self.store_lanes(n, td))})"

@@ -16,6 +16,7 @@ import torch
 
 from ..ir.tile_ir import HostTensor, Load, Op, Store, TileDim, Value
 from ..support.diagnostics import Range, UserError
+from .broadcast_index import outer_access
 from .fast_types import broadcast_shapes
 from .index_exprs import device_tile_positions
 from .ops import int64_grown_error
@@ -54,6 +55,9 @@ class TensorAccess:
 
     def load(self, tensor: Value, index: Any, rng: Range, prepared: bool = False) -> Value:
         """`tensor[index]` in device code; `prepared`: index is already a tuple of IR index items."""
+        outer = None if prepared else outer_access(self.indexer, tensor, index, rng)
+        if outer is not None:
+            return outer.after_load(self.indexer, self.load(tensor, outer.index, rng), rng)
         split = None if prepared else split_view(self, tensor, index, rng, for_store=False)
         if split is not None:
             tensor, index, prepared = *split, True
@@ -144,6 +148,9 @@ class TensorAccess:
             raise UserError("HPL101", "stores must write into a host tensor (a kernel argument or allocation)", rng)
         if not self.in_device:
             raise UserError("HPL101", "host code cannot write into tensors; do it inside an hl.tile loop", rng)
+        outer = outer_access(self.indexer, base, index, rng)
+        if outer is not None:
+            index = outer.index
         split = split_view(self, base, index, rng, for_store=True)
         if split is not None:
             base, index = split
@@ -165,6 +172,8 @@ class TensorAccess:
         if rows is not base:
             ht = self.host_tensor(rows, rng)
             ht.origin, ht.base = "view", self._view_base(rows, rng)
+        if outer is not None:
+            value = outer.before_store(self.indexer, value, tuple(block), rng)
         if not isinstance(value, Value):
             value = self.ops.full(tuple(block), _scalar(value), base.dtype, rng)
         if value.space != "device":
