@@ -55,10 +55,10 @@ class TensorAccess:
 
     def load(self, tensor: Value, index: Any, rng: Range, prepared: bool = False) -> Value:
         """`tensor[index]` in device code; `prepared`: index is already a tuple of IR index items."""
-        outer = None if prepared else outer_access(self.indexer, tensor, index, rng)
+        split = None if prepared else split_view(self, tensor, index, rng, for_store=False)
+        outer = None if prepared or split is not None else outer_access(self.indexer, tensor, index, rng)
         if outer is not None:
             return outer.after_load(self.indexer, self.load(tensor, outer.index, rng), rng)
-        split = None if prepared else split_view(self, tensor, index, rng, for_store=False)
         if split is not None:
             tensor, index, prepared = *split, True
         ht = self.host_tensor(tensor, rng)
@@ -148,10 +148,10 @@ class TensorAccess:
             raise UserError("HPL101", "stores must write into a host tensor (a kernel argument or allocation)", rng)
         if not self.in_device:
             raise UserError("HPL101", "host code cannot write into tensors; do it inside an hl.tile loop", rng)
-        outer = outer_access(self.indexer, base, index, rng)
+        split = split_view(self, base, index, rng, for_store=True)
+        outer = outer_access(self.indexer, base, index, rng) if split is None else None
         if outer is not None:
             index = outer.index
-        split = split_view(self, base, index, rng, for_store=True)
         if split is not None:
             base, index = split
         ht = self.host_tensor(base, rng)
