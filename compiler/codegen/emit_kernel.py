@@ -14,7 +14,7 @@ from . import outputs
 from .emit_base import RESERVED, Names, Output, RegionWriter, about, flat
 from .emit_dma import DmaWriter
 from .emit_index import IndexWriter, gather_chunk
-from .exprs import dtype_text, literal
+from .exprs import cast_text, dtype_text, literal
 from .loops import loop_strategy, shortest_indexed_dim
 from .plan_builder import STEP, CallLayout, OperandLayout, alias_param, py_name
 
@@ -204,7 +204,7 @@ class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
             value = f"jnp.broadcast_to({value}, {literal(tuple(region))})"
             atomic = True
         if n.value.dtype != dtype:
-            value = f"{value if atomic else '(' + value + ')'}.astype({dtype_text(dtype)})"
+            value = cast_text(value, atomic, n.value.dtype, dtype)
         if spills:  # the padding of a partial tile would land on valid elements: keep their old values there
             shape = tuple(region)
             cond = " & ".join(f"({self.writer.valid(td, shape, axis, self.store_lanes(n, td))})"
@@ -231,10 +231,14 @@ class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
             return
         parts = self.index_parts(op, n) if op.memory != "smem" else []
         if parts and parts[-1][1]:  # one lane: TPUs store whole vectors, so merge it into its row
-            lanes = op.block_dims_visible()[-1]
             row = ", ".join([p for p, _ in parts[:-1]] + [":"])
             row = "..." if set(row.split(", ")) == {":"} else row
-            iota = f"jax.lax.broadcasted_iota(jnp.int32, ({lanes},), 0)"
+            # the lane mask at the row's whole shape: Mosaic cannot broadcast an i1 vector of a few lanes over
+            # leading dims (libtpu for v5e, a [1, 32, 32, 2] row: "Invalid relayout ... vector<1x32x32x2xi1>")
+            lanes = op.block_dims_visible()[-1]
+            kept = sum(not picks for _, picks in parts[:-1])
+            shape = tuple(region) + (lanes,) if len(region) == kept else (lanes,)
+            iota = f"jax.lax.broadcasted_iota(jnp.int32, {literal(shape)}, {len(shape) - 1})"
             self.out.add(indent, f"{ref}[{row}] = jnp.where({iota} == {parts[-1][0]}, jnp.expand_dims({value}, -1), "
                                  f"{ref}[{row}])  # one lane of the row", n.range)
             return

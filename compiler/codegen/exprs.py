@@ -130,6 +130,16 @@ def dtype_text(dtype: torch.dtype) -> str:
     return f"jnp.{JNP_DTYPES[dtype]}"
 
 
+def cast_text(x: str, atomic: bool, src: torch.dtype, dst: torch.dtype) -> str:
+    """`x` (of `src`) as `dst`, with torch's rounding of a float too large for float8_e4m3fn: torch saturates it
+    to +-448 (inf too; NaN stays NaN), a plain jnp cast makes it NaN (vLLM's static fp8 quantizer casts
+    without a clamp)."""
+    x = x if atomic else f"({x})"
+    if dst == torch.float8_e4m3fn and src.is_floating_point and src != dst:
+        return f"jnp.clip({x}, -448.0, 448.0).astype({dtype_text(dst)})"
+    return f"{x}.astype({dtype_text(dst)})"
+
+
 def literal(v: Any) -> str:
     if isinstance(v, bool):
         return repr(v)
@@ -304,7 +314,8 @@ class ExprWriter:
         if k == "dot":
             return self.dot(op)
         if k == "to":
-            return f"{self.arg(a[0])}.astype({dtype_text(kw['dtype'])})", True
+            src = a[0].dtype if isinstance(a[0], Value) else torch.float32
+            return cast_text(self.arg(a[0]), True, src, kw["dtype"]), True
         if k == "reshape":
             if out.dtype == torch.bool and tuple(out.shape) != tuple(a[0].shape):  # Mosaic: no i1 shape casts
                 return f"({self.arg(a[0])}.astype(jnp.int32).reshape{literal(tuple(out.shape))} != 0)", True
@@ -318,6 +329,14 @@ class ExprWriter:
         if k == "broadcast_to":
             return f"jnp.broadcast_to({self.arg(a[0], False)}, {literal(tuple(out.shape))})", True
         if k == "index":
+            if len(out.shape) >= 3 and all(n == 1 for n in out.shape) and isinstance(a[0], Value) and \
+                    (a[0].dtype == torch.bool or a[0].dtype.itemsize == 4):
+                # one element made [1, 1, 1, 1] (`(g < n)[:, None, None, None]` of a one-row tile): its scalar
+                # spread over that shape; Mosaic broadcasts such a vector no further (libtpu for v5e: "Not
+                # implemented: Lane broadcast" against a [1, 512, 64, 1] block), a scalar's splat it does
+                wide = f"{self.arg(a[0])}.astype(jnp.int32)" if out.dtype == torch.bool else self.arg(a[0])
+                text = f"jnp.broadcast_to({wide}.reshape(()), {literal(tuple(out.shape))})"
+                return (f"({text} != 0)" if out.dtype == torch.bool else text), True
             if out.dtype == torch.bool and len(out.shape) != len(a[0].shape):  # Mosaic: no i1 shape casts
                 return f"({self.arg(a[0])}.astype(jnp.int32)[{_index_text(kw['items'])}] != 0)", True
             return f"{self.arg(a[0])}[{_index_text(kw['items'])}]", True

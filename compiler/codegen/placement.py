@@ -247,10 +247,10 @@ class Placer:
             inside = not td.dynamic and 0 <= lo and hi < size
             return self._group(n, d, shape, _position(self.grid_names[g], td, kind) if inside else None,
                                frozenset({g}))
-        if g is not None and kind == "tile" and len(shape) == 1 and isinstance(n, Load) and \
-                not _block_ok(d, shape, td.block_size, n.tensor.value.dtype.itemsize):
-            # a 1-D block the TPU cannot tile, read (a 4-entry block of 5 offsets: `offsets[tile_b]`): the whole
-            # vector stays in VMEM and the kernel slices its tile's positions from it
+        if g is not None and kind == "tile" and isinstance(n, Load) and (len(shape) == 1 or tiled_layout_dim(d, shape)) \
+                and not _block_ok(d, shape, td.block_size, n.tensor.value.dtype.itemsize):
+            # a block the TPU cannot tile, read (a 4-entry block of 5 offsets: `offsets[tile_b]`; 32 lanes of a
+            # 64-lane head): the whole dim stays in VMEM and the kernel slices its tile's positions from it
             return DimPlan(size, "0", "0", "sliced")
         if g is not None:
             name = self.grid_names[g]

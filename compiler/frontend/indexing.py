@@ -80,8 +80,9 @@ class Indexer(Positions, ValueIndexing, ComposedReads):
             out.append(("full",))
             dim += 1
         if sum(it[0] == "gather" for it in out) > 1:
-            raise UserError("HPL202", "only one tensor-valued index per access is supported (several would need a "
-                                      "multi-dimensional gather)", rng)
+            raise UserError("HPL202", "only one tensor-valued index per access is supported, or several that each "
+                                      "vary along dims of their own (`x[r[:, None], c[None, :]]`); these vary along "
+                                      "the same dims (a multi-dimensional gather)", rng)
         return tuple(out)
 
     def _item(self, tensor: Value, dim: int, it: Any, rng: Range, for_store: bool) -> tuple:

@@ -16,6 +16,7 @@ import torch
 
 from ..ir.tile_ir import HostTensor, Load, Op, Store, TileDim, Value
 from ..support.diagnostics import Range, UserError
+from .broadcast_index import outer_access
 from .fast_types import broadcast_shapes
 from .index_exprs import device_tile_positions
 from .ops import int64_grown_error
@@ -55,6 +56,9 @@ class TensorAccess:
     def load(self, tensor: Value, index: Any, rng: Range, prepared: bool = False) -> Value:
         """`tensor[index]` in device code; `prepared`: index is already a tuple of IR index items."""
         split = None if prepared else split_view(self, tensor, index, rng, for_store=False)
+        outer = None if prepared or split is not None else outer_access(self.indexer, tensor, index, rng)
+        if outer is not None:
+            return outer.after_load(self.indexer, self.load(tensor, outer.index, rng), rng)
         if split is not None:
             tensor, index, prepared = *split, True
         ht = self.host_tensor(tensor, rng)
@@ -145,6 +149,9 @@ class TensorAccess:
         if not self.in_device:
             raise UserError("HPL101", "host code cannot write into tensors; do it inside an hl.tile loop", rng)
         split = split_view(self, base, index, rng, for_store=True)
+        outer = outer_access(self.indexer, base, index, rng) if split is None else None
+        if outer is not None:
+            index = outer.index
         if split is not None:
             base, index = split
         ht = self.host_tensor(base, rng)
@@ -165,6 +172,8 @@ class TensorAccess:
         if rows is not base:
             ht = self.host_tensor(rows, rng)
             ht.origin, ht.base = "view", self._view_base(rows, rng)
+        if outer is not None:
+            value = outer.before_store(self.indexer, value, tuple(block), rng)
         if not isinstance(value, Value):
             value = self.ops.full(tuple(block), _scalar(value), base.dtype, rng)
         if value.space != "device":

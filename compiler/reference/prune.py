@@ -144,6 +144,28 @@ def _imports_only(stmt: ast.Import | ast.ImportFrom, needed: set[str]) -> ast.Im
     return stmt
 
 
+def _guarded_imports_only(stmt: ast.If, needed: set[str]) -> ast.If:
+    """A module-level `if` with the imports of its branches cut to the names in `needed` (vLLM's `if
+    _HELION_AVAILABLE: import helion.language as hl; from ..register import register_kernel`: the decorator is
+    not the reference's to run, and its module imports parts of Helion the reference does not model)."""
+    def cut(body: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for s in body:
+            if isinstance(s, ast.Import | ast.ImportFrom) and getattr(s, "module", None) != "__future__":
+                if any(_bound_name(a) in needed for a in s.names):
+                    out.append(_imports_only(s, needed))
+            elif isinstance(s, ast.If):
+                out.append(_guarded_imports_only(s, needed))
+            else:
+                out.append(s)
+        return out
+
+    stmt = copy.copy(stmt)
+    stmt.body = cut(stmt.body) or [ast.copy_location(ast.Pass(), stmt)]
+    stmt.orelse = cut(stmt.orelse)
+    return stmt
+
+
 def _plain_function(fn: ast.FunctionDef, decorator: ast.expr | None) -> ast.FunctionDef:
     """A copy without annotations, and with `decorator` as its only decorator (or none)."""
     fn = copy.deepcopy(fn)
@@ -207,6 +229,8 @@ def kernel_module(tree: ast.Module, kernel: str, plain: bool = False) -> ast.Mod
     for i, stmt in kept.items():
         if isinstance(stmt, ast.Import) or (isinstance(stmt, ast.ImportFrom) and stmt.module != "__future__"):
             kept[i] = _imports_only(stmt, seen)
+        elif isinstance(stmt, ast.If):
+            kept[i] = _guarded_imports_only(stmt, seen)
     prelude: list[ast.stmt] = [s for s in body if isinstance(s, ast.ImportFrom) and s.module == "__future__"]
     helion = ast.Import([ast.alias("helion", HELION_ALIAS)])
     prelude.append(ast.copy_location(helion, target))

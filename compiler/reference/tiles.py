@@ -57,6 +57,25 @@ class Tile:
     def as_slice(self) -> slice:
         return slice(self.begin, self.end)
 
+    # arithmetic on a tile is on its positions, as in Helion (`x[tile_pair + rot_half]`: vLLM's rotary embedding)
+    def __add__(self, other: object) -> torch.Tensor:
+        return self.index + other
+
+    def __radd__(self, other: object) -> torch.Tensor:
+        return other + self.index
+
+    def __sub__(self, other: object) -> torch.Tensor:
+        return self.index - other
+
+    def __rsub__(self, other: object) -> torch.Tensor:
+        return other - self.index
+
+    def __mul__(self, other: object) -> torch.Tensor:
+        return self.index * other
+
+    def __rmul__(self, other: object) -> torch.Tensor:
+        return other * self.index
+
     def __repr__(self) -> str:
         return f"Tile({self.begin}:{self.end}, block_size={self.block_size})"
 

@@ -5,7 +5,7 @@ get_fp8_dtype`, `from ..utils import get_int8_min_max`) whose package cannot be 
 installed, and importing it would run far more than the helper). Where the module is a file of the
 workspace (`compiler.support.workspace_files.locate`), only the statements the imported names need are
 executed, in a module of their own whose imports go through the same hook; names never found stay an
-ImportError. vLLM's `current_platform` is a TPU (`TpuPlatform`): its 8-bit float type is float8_e5m2 on a
+ImportError. vLLM's `has_helion()` is true (the reference has its Helion) and its `current_platform` is a TPU (`TpuPlatform`): its 8-bit float type is float8_e5m2 on a
 v6e and float8_e4m3fn on every other TPU, as vLLM's TPU platform answers (the front end's model,
 compiler/frontend/vllm_platform.py, says the same; this copy exists because the reference shares no code
 with the compiler it checks).
@@ -51,6 +51,11 @@ class TpuPlatform:
         raise AttributeError(f"vLLM's current_platform.{name} is not modelled for a TPU in the eager reference")
 
 
+def _has_helion() -> bool:
+    """vLLM's `vllm.utils.import_utils.has_helion()`: the reference always has its Helion."""
+    return True
+
+
 class WorkspaceImports:
     """Modules built from workspace files, by path, for one exec'd kernel source."""
 
@@ -67,6 +72,10 @@ class WorkspaceImports:
             if level == 0 and name.startswith("vllm.") and "current_platform" in fromlist:
                 module = ModuleType(name)
                 module.current_platform = TpuPlatform(os.environ.get(CHIP_VARIABLE) or None)
+                return module
+            if level == 0 and name.startswith("vllm.") and "has_helion" in fromlist:
+                module = ModuleType(name)  # `if has_helion():` guards a kernel: the reference runs one
+                module.has_helion = _has_helion
                 return module
             return None
         parsed = workspace_files.read(path)
