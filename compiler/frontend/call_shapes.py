@@ -51,4 +51,6 @@ class InferredShapes:
     misses: dict[str, list[tuple[Range, str]]] = field(default_factory=dict)  # calls whose arguments are not known
     unreached: dict[str, Unreached] = field(default_factory=dict)  # why the run never calls a kernel it names
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    # why a kernel's input generator gave it no shape set at all: its one diagnostic, in place of HPL107's hint
+    unshaped: dict[str, Diagnostic] = field(default_factory=dict)
     steps: int = 0
