@@ -13,7 +13,7 @@ from ..codegen.plan_builder import CallLayout
 from ..ir.chips import Chip
 from ..ir.plan import CallPlan
 from ..support.diagnostics import Diagnostic, Range, Related, error, hint
-from .report import VmemRow, call_rows, call_total, fmt_bytes
+from .report import GATHER_TABLE_ROLE, VmemRow, call_rows, call_total, fmt_bytes
 
 CONTRIBUTORS = 4  # related entries listed per diagnostic
 
@@ -64,6 +64,8 @@ def _largest(plan: CallPlan) -> str:
     for r in rows:
         if r.name == "(temporaries)":
             tip = "smaller blocks shrink the temporaries"
+        elif r.role == GATHER_TABLE_ROLE:
+            tip = "a gather by tensor-valued positions copies the whole block it selects from: a smaller block shrinks it"
         elif r.role.startswith("whole-array resident"):
             tip = "pallas_loop_type='emit_pipeline' streams resident operands"
         elif r.buffer_count > 1:
