@@ -46,7 +46,14 @@ from .loops import (
     shortest_indexed_dim,
 )
 from .placement import DEVICE_POSITIONS, CannotStream, Placer, kept_dims, layout_tiling, masks_pick, py_name
-from .work import carried_dtype, largest_gather_tables, padded_bytes, region_work, temporaries_bytes, vreg_elems
+from .work import (
+    carried_dtype,
+    largest_gather_tables,
+    padded_bytes,
+    region_work,
+    temporaries_bytes,
+    vreg_elems,
+)
 
 JNP_DTYPES = {
     torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float32", torch.int32: "int32",
