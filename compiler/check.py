@@ -164,12 +164,26 @@ def _scan_note(plan: Any) -> str:
             "they agree only where the combine function is associative on these inputs)")
 
 
-def _drawn(tables: tuple[IndexTable, ...]) -> str:
+def _drawn(tables: tuple[IndexTable, ...], ranges: dict[str, tuple[int, int]] | None = None) -> str:
     """How the integer tables a kernel reads as offsets, positions or counts were drawn, for a verdict."""
-    if not tables:
+    ranges = ranges or {}
+    by_generator = [f"{n} in [{lo}, {hi}]" for n, (lo, hi) in ranges.items()]
+    by_reading = [t.describe() for t in tables if t.name not in ranges or t.kind == "offsets"]
+    parts = ([f"as its input generator makes them: {', '.join(by_generator)}"] if by_generator else []) + \
+        ([f"from how the kernel reads them: {'; '.join(by_reading)}"] if by_reading else [])
+    if not parts:
         return ""
-    drawn = "; ".join(t.describe() for t in tables)
-    return f" (inputs drawn from how the kernel reads them: {drawn}; give real ones in a test)"
+    return f" (integer inputs drawn {'; '.join(parts)}; give real ones in a test)"
+
+
+def _generator_ranges(k: Any, index: int | None) -> dict[str, tuple[int, int]]:
+    """What the kernel's input generator puts in the integer tensors of the shape set checked (its case), as far as
+    the static evaluation followed them; empty for a shape set of another origin."""
+    origins = k.shape_set_origins
+    origin = origins[index or 0] if origins and (index or 0) < len(origins) else None
+    if origin is None or origin.case_label is None:
+        return {}
+    return {name: (lo, hi) for name, lo, hi in origin.int_bounds}
 
 
 @dataclass
@@ -322,6 +336,7 @@ def _check_sets(module: Any, pairs: list[tuple[Any, int | None]], path: str, sma
         except (SpecError, CompileError) as exc:
             rows.append(Row(name, "-", "-", f"bad inputs: {exc}", "-", "-", "failed"))
             continue
+        ranges = {} if specs_text else _generator_ranges(k, index)
         drawn: dict[str, tuple[list[Any], OwnReference | None]] = {}  # per shapes run: inputs, own reference
         disagreement_checked = False
         types = loop_types if _has_inner_loop(k, specs, chip) else ["-"]
@@ -329,7 +344,9 @@ def _check_sets(module: Any, pairs: list[tuple[Any, int | None]], path: str, sma
             start = time.perf_counter()
             try:
                 ck = k.compile(args=specs, config={"pallas_loop_type": lt} if lt != "-" else None, chip=chip)
-                if specs_text is None and (_elements(specs) > REDUCE_ABOVE or _vmem_too_large(ck) or _jagged(ck)):
+                # values the generator ties to these shapes (page numbers of these pages) keep them
+                if specs_text is None and not ranges and (_elements(specs) > REDUCE_ABOVE or _vmem_too_large(ck)
+                                                          or _jagged(ck)):
                     ck = _reduced(k, ck, chip)
             except CompileError as exc:
                 rows.append(Row(name, lt, "-", f"compile error: {exc}", "-", "-", "failed"))
@@ -350,7 +367,7 @@ def _check_sets(module: Any, pairs: list[tuple[Any, int | None]], path: str, sma
                                  f"of them; where that breaks a relation between arguments, a SMALL = {{...}} dict " \
                                  f"in the file chooses the inputs)"
             if shapes not in drawn:  # drawn once the compile says which are index tables
-                inputs = make_inputs(dict(ck.args), tables=ck.tables)
+                inputs = make_inputs(dict(ck.args), tables=ck.tables, ranges=ranges)
                 baseline, cuda_only = baseline_of(module.info, k.definition)
                 if cuda_only and cuda_only not in notes:
                     notes.append(cuda_only)
@@ -393,7 +410,7 @@ def _check_sets(module: Any, pairs: list[tuple[Any, int | None]], path: str, sma
                         if nans[1] and nans[0] == nans[1]:
                             problem = "NO SIGNAL: every output is NaN in both runs, nothing was compared"
                     if problem is not None:
-                        problem += _drawn(ck.tables) + _scan_note(ck.plan)
+                        problem += _drawn(ck.tables, ranges) + _scan_note(ck.plan)
                 if own is not None:
                     wanted = own.expected(k, ck, in_place)
                     own_problem = compare(out, wanted)
@@ -408,7 +425,7 @@ def _check_sets(module: Any, pairs: list[tuple[Any, int | None]], path: str, sma
                 problem, verdict = f"{code} (on the chip): {exc.key_line[:300]}", f"rejected {code}"
             except Exception as exc:  # noqa: BLE001 - a failing run is a table row, not a crash
                 problem = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}"
-                problem += _drawn(ck.tables)
+                problem += _drawn(ck.tables, ranges)
                 verdict = "failed"
             refused, unanswered = _compiler_row(pending, notes, name, lt, ck, start)
             if refused is not None:

@@ -41,6 +41,9 @@ class ShapeOrigin:
     case_key: dict[str, Any] | str | None = field(default=None, hash=False, compare=False)
     case_label: str | None = None
     source: str | None = None
+    # the values the case's integer tensors hold, as far as the evaluation follows them (host_bounds.py): name ->
+    # (lowest, highest); `check` draws those arguments within them (a page table of page numbers, lengths that fit)
+    int_bounds: tuple[tuple[str, int, int], ...] = field(default=(), hash=False, compare=False)
 
 
 @dataclass

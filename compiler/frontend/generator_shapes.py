@@ -22,6 +22,7 @@ import torch
 from ..ir.specs import ArgSpec
 from ..support.diagnostics import Position, Range, Related, error, warning
 from .call_shapes import InferredShapes, ShapeOrigin
+from .host_bounds import bounds_of
 from .host_statements import Exhausted, StepBudget
 from .host_values import UNKNOWN, Closure
 from .module import KernelDef, ModuleInfo
@@ -126,7 +127,7 @@ def _record(kernel: KernelDef, gen: Closure, cases: dict, info: ModuleInfo, resu
         seen.add(ident)
         case_key = key.as_dict() if isinstance(key, CaseKey) else str(key)
         origin = ShapeOrigin(f"case {label} of `{gen.name}()`", where, where, (), case_key=case_key, case_label=label,
-                             source=f"{gen.name}()")
+                             source=f"{gen.name}()", int_bounds=_int_bounds(fn.node, list(args)))
         sets.append((specs, origin))
     if not sets:
         result.sets.pop(kernel.name, None)
@@ -169,6 +170,18 @@ def _no_tpu_storage(fn: Any, args: list) -> str | None:
                     "storage type for a TPU here (JAX has no packed fp4 dtype to take it), so no shape set can be "
                     "compiled; pass the bytes as uint8 and unpack them in the kernel")
     return None
+
+
+def _int_bounds(fn: Any, args: list) -> tuple[tuple[str, int, int], ...]:
+    """(parameter, lowest, highest) of each integer tensor argument whose values the evaluation followed
+    (`torch.arange(pages)`: 0..pages - 1; `torch.full((batch,), seq_len)`: seq_len)."""
+    params = [p.arg for p in (*fn.args.posonlyargs, *fn.args.args)]
+    out = []
+    for name, value in zip(params, args, strict=False):
+        bounds = bounds_of(value)
+        if bounds is not None and value.dtype != torch.bool:
+            out.append((name, *bounds))
+    return tuple(out)
 
 
 def _def_line(node: Any) -> Range:
