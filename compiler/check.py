@@ -9,6 +9,7 @@ only what each needs (its imports, helpers and the constants they use), never th
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -30,7 +31,7 @@ from .reference.errors import ReferenceRunError
 from .results import AnalysisCache
 from .support.diagnostics import CompileError
 from .tpu.check_compile import CompilerVerdicts
-from .tpu.runtime import ChipRejected, runs_on_chip
+from .tpu.runtime import ChipRejected, hlo_interpreter, runs_on_chip
 from .tpu.truth import compile_code
 
 # Shape sets with more tensor elements than this are checked at reduced shapes (see _reduced).
@@ -40,6 +41,15 @@ REDUCE_ABOVE = 1 << 22
 # steps, 67M elements) over 5 minutes.
 INTERPRET_STEPS = 4096
 INTERPRET_ELEMENTS = 1 << 25
+# Past those, a kernel whose work fits this runs in Pallas's HLO interpreter instead (tpu/runtime.py hlo_interpreter:
+# ~9x faster, not blind to results but to races and uninitialised reads), labelled so on its row: vector elements
+# and MXU flops of every grid step and inner iteration, as the performance model counts them. vLLM's
+# mla_decode_softmax_reduce (2,048 steps of 4 splits, ~1.6e8) took 17 s on the 2-core helper machine.
+HLO_INTERPRET_WORK = 2e9
+# TPU interpret mode past this much work (the same count) takes many minutes whatever its step count: vLLM's
+# mla_decode_kv_split gathers 128 of 2,048 rows by a one-hot matmul at each of its 2,048 steps (6.2e11, and 4 times
+# that at the generator's lengths: not done within 7 minutes in the HLO interpreter either).
+INTERPRET_WORK = 1e11
 # Interpret mode allocates a call's VMEM buffers and temporaries in host memory: a config whose estimate is
 # past this (upstream jagged_dense_add's one-hot gather from 1.28M elements: 102 GiB) runs reduced, or not.
 INTERPRET_VMEM_BYTES = 1 << 32
@@ -353,7 +363,8 @@ def _check_sets(module: Any, pairs: list[tuple[Any, int | None]], path: str, sma
                 continue
             pending = verdicts.ask(ck) if verdicts is not None else None  # answered while interpret mode runs
             too_large = None if pending is None else _too_large(ck)  # what takes minutes to interpret runs on a chip
-            if too_large:
+            hlo = too_large if too_large and _hlo_interpretable(ck) else None
+            if too_large and not hlo:
                 refused, _ = _compiler_row(pending, notes, name, lt, ck, start)
                 if refused is not None:
                     rows.append(refused)
@@ -388,7 +399,8 @@ def _check_sets(module: Any, pairs: list[tuple[Any, int | None]], path: str, sma
             worst = None
             nans = (0, 0)
             try:
-                out = ck(*args)
+                with hlo_interpreter() if hlo else contextlib.nullcontext():
+                    out = ck(*args)
                 in_place = out is None
                 if in_place:
                     out = _mutated(k, ck, args)
@@ -440,6 +452,9 @@ def _check_sets(module: Any, pairs: list[tuple[Any, int | None]], path: str, sma
                 eager = ("ok" + spread_note if not nans[0] else f"ok (NaN in both at {nans[0]} of {nans[1]})") \
                     if problem is None \
                     else problem if problem.startswith("NO SIGNAL") else f"MISMATCH {problem}"
+            if hlo:
+                eager += f" (run in Pallas's HLO interpreter, not TPU interpret mode, which would take minutes: {hlo}; " \
+                         "races between grid steps and uninitialised reads were not looked for)"
             mine = "-" if own is None else "ok" if own_problem is None else f"MISMATCH {own_problem}"
             if verdict is None:
                 # nothing compared at all (no eager reference, no reference() of the file's own) is no pass either
@@ -557,9 +572,32 @@ def _too_large(ck: Any) -> str | None:
     if _vmem_too_large(ck):
         return f"its VMEM estimate, {ck.vmem.total_bytes / 2**30:.1f} GiB at {format_args(ck.args)}, is more than " \
                f"interpret mode can allocate here"
-    if steps <= INTERPRET_STEPS and elements <= INTERPRET_ELEMENTS:
+    work = _work(ck)
+    if steps <= INTERPRET_STEPS and elements <= INTERPRET_ELEMENTS and work <= INTERPRET_WORK:
         return None
+    if work > INTERPRET_WORK:
+        return f"{steps} grid steps of {work / steps:.2g} flops and vector elements each at {format_args(ck.args)} " \
+               f"are too many to interpret here (run the check on a TPU)"
     return f"{steps} grid steps and {elements:,} tensor elements at {format_args(ck.args)} are too many to interpret here"
+
+
+def _work(ck: Any) -> float:
+    """MXU flops and vector elements of every grid step and inner iteration, as the performance model counts them (a
+    loop whose bounds are computed on the device counts one iteration: at least this much)."""
+    work = 0.0
+    for c in ck.plan.calls:
+        step = c.outer_work.mxu_flops + c.outer_work.vpu_elems
+        step += sum(lp.trips * (lp.work.mxu_flops + lp.work.vpu_elems) for lp in c.inner_loops)
+        work += math.prod(c.grid) * step
+    return work
+
+
+def _hlo_interpretable(ck: Any) -> bool:
+    """Can `ck`, too large for TPU interpret mode, be run in the HLO interpreter within a few minutes? Not a kernel
+    that copies rows by DMA (what TPU interpret mode simulates), nor one past HLO_INTERPRET_WORK."""
+    if _vmem_too_large(ck) or any(s.role.startswith("dma") for c in ck.plan.calls for s in c.scratch):
+        return False
+    return _work(ck) <= HLO_INTERPRET_WORK
 
 
 def _vmem_too_large(ck: Any) -> bool:
