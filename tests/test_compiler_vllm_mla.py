@@ -69,3 +69,15 @@ def test_paged_decode_passes_the_check_with_the_generators_inputs() -> None:
     report = check_rows(str(PAGED), "paged_decode", "v5e", ["unroll"])
     assert [r.verdict for r in report.rows] == ["ok"], report.rows
     assert not [n for n in report.notes if "disagree" in n or "failed" in n], report.notes
+
+
+def test_a_grid_too_large_for_tpu_interpret_mode_gets_a_verdict_from_the_hlo_interpreter() -> None:
+    """vLLM's mla_decode_softmax_reduce was NOT RUN (8,192 grid steps and splits: minutes in TPU interpret mode). Its
+    work is small, so it runs in Pallas's HLO interpreter, the row saying so and what that mode does not look for."""
+    from compiler.check import check_rows
+
+    report = check_rows(str(KERNELS / "split_reduce.py"), "split_reduce", "v5e", ["unroll"])
+    (row,) = report.rows
+    assert row.verdict in ("ok", "unverified"), row  # unverified: libtpu not installed (CI)
+    assert "ok (run in Pallas's HLO interpreter, not TPU interpret mode" in row.eager and "4224 grid steps" in row.eager
+    assert row.mine == "ok", row  # against its own autotune_baseline_fn too
