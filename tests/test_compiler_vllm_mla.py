@@ -81,3 +81,15 @@ def test_a_grid_too_large_for_tpu_interpret_mode_gets_a_verdict_from_the_hlo_int
     assert row.verdict in ("ok", "unverified"), row  # unverified: libtpu not installed (CI)
     assert "ok (run in Pallas's HLO interpreter, not TPU interpret mode" in row.eager and "4224 grid steps" in row.eager
     assert row.mine == "ok", row  # against its own autotune_baseline_fn too
+
+
+def test_at_mla_decode_size_the_gather_copies_not_the_resident_cache_push_it_over_the_default_limit() -> None:
+    """At vLLM's 2,048 cache rows the gathers' copies (70 MiB) push the kernel over v5e's 16 MiB default: the code
+    asks for more (HPL301), and the 2.5 MiB resident cache is not blamed for it (HPL501 said it was)."""
+    kernel = compiler.load(str(PAGED)).kernels["paged_decode"]
+    ck = kernel.compile(chip="v5e", args="q=bf16[2, 8, 576], cache=f8e4m3[128, 16, 1, 576], out=f32[2, 8, 4, 513], "
+                                         "lens=i32[2], table=i64[2, 128], group=4, splits=4, page=16, latent=512, "
+                                         "rope=64")
+    codes = [d.code for d in ck.diagnostics]
+    assert "HPL301" in codes and "HPL501" not in codes, ck.diagnostics
+    assert ck.vmem.limit_bytes >= 1.5 * ck.vmem.total_bytes > 100 * 2**20
