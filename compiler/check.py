@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import math
 import os
 import time
 from collections.abc import Callable, Collection
@@ -25,34 +24,21 @@ import torch
 from .api import load
 from .frontend.baselines import baseline_of
 from .ir.chips import get_chip
-from .ir.specs import SpecError, TensorSpec, format_args, parse_spec
+from .ir.specs import SpecError, format_args, parse_spec
 from .ir.tables import IndexTable
 from .reference.errors import ReferenceRunError
 from .results import AnalysisCache
 from .support.diagnostics import CompileError
 from .tpu.check_compile import CompilerVerdicts
+from .tpu.interpret_cost import elements as _elements
+from .tpu.interpret_cost import hlo_interpretable as _hlo_interpretable
+from .tpu.interpret_cost import too_large as _too_large
+from .tpu.interpret_cost import vmem_too_large as _vmem_too_large
 from .tpu.runtime import ChipRejected, hlo_interpreter, runs_on_chip
 from .tpu.truth import compile_code
 
 # Shape sets with more tensor elements than this are checked at reduced shapes (see _reduced).
 REDUCE_ABOVE = 1 << 22
-# Beyond these (after reducing), interpreting takes minutes: the kernel is not run (see _too_large).
-# Upstream's flex attention, 1,024 steps and 12.6M elements, takes ~13 s a strategy; mamba2 (20,480
-# steps, 67M elements) over 5 minutes.
-INTERPRET_STEPS = 4096
-INTERPRET_ELEMENTS = 1 << 25
-# Past those, a kernel whose work fits this runs in Pallas's HLO interpreter instead (tpu/runtime.py hlo_interpreter:
-# ~9x faster, not blind to results but to races and uninitialised reads), labelled so on its row: vector elements
-# and MXU flops of every grid step and inner iteration, as the performance model counts them. vLLM's
-# mla_decode_softmax_reduce (2,048 steps of 4 splits, ~1.6e8) took 17 s on the 2-core helper machine.
-HLO_INTERPRET_WORK = 2e9
-# TPU interpret mode past this much work (the same count) takes many minutes whatever its step count: vLLM's
-# mla_decode_kv_split gathers 128 of 2,048 rows by a one-hot matmul at each of its 2,048 steps (6.2e11, and 4 times
-# that at the generator's lengths: not done within 7 minutes in the HLO interpreter either).
-INTERPRET_WORK = 1e11
-# Interpret mode allocates a call's VMEM buffers and temporaries in host memory: a config whose estimate is
-# past this (upstream jagged_dense_add's one-hot gather from 1.28M elements: 102 GiB) runs reduced, or not.
-INTERPRET_VMEM_BYTES = 1 << 32
 
 # Part of an output's largest magnitude an element may be off by, whatever its own size: both sides compute
 # in the same dtype but sum in different orders, so an element that is a difference of large terms (a
@@ -564,54 +550,10 @@ def _case_name(k: Any, index: int) -> str:
     return f"shape set {index}"
 
 
-def _too_large(ck: Any) -> str | None:
-    """Why `ck` would take many minutes to interpret on a CPU (shapes the reduction could not shrink: sizes
-    its asserts tie together, index tables), or None. Interpreting costs per grid step and element."""
-    steps = sum(math.prod(c.grid) * max([lp.trips for lp in c.inner_loops] or [1]) for c in ck.plan.calls)
-    elements = _elements(dict(ck.args))
-    if _vmem_too_large(ck):
-        return f"its VMEM estimate, {ck.vmem.total_bytes / 2**30:.1f} GiB at {format_args(ck.args)}, is more than " \
-               f"interpret mode can allocate here"
-    work = _work(ck)
-    if steps <= INTERPRET_STEPS and elements <= INTERPRET_ELEMENTS and work <= INTERPRET_WORK:
-        return None
-    if work > INTERPRET_WORK:
-        return f"{steps} grid steps of {work / steps:.2g} flops and vector elements each at {format_args(ck.args)} " \
-               f"are too many to interpret here (run the check on a TPU)"
-    return f"{steps} grid steps and {elements:,} tensor elements at {format_args(ck.args)} are too many to interpret here"
-
-
-def _work(ck: Any) -> float:
-    """MXU flops and vector elements of every grid step and inner iteration, as the performance model counts them (a
-    loop whose bounds are computed on the device counts one iteration: at least this much)."""
-    work = 0.0
-    for c in ck.plan.calls:
-        step = c.outer_work.mxu_flops + c.outer_work.vpu_elems
-        step += sum(lp.trips * (lp.work.mxu_flops + lp.work.vpu_elems) for lp in c.inner_loops)
-        work += math.prod(c.grid) * step
-    return work
-
-
-def _hlo_interpretable(ck: Any) -> bool:
-    """Can `ck`, too large for TPU interpret mode, be run in the HLO interpreter within a few minutes? Not a kernel
-    that copies rows by DMA (what TPU interpret mode simulates), nor one past HLO_INTERPRET_WORK."""
-    if _vmem_too_large(ck) or any(s.role.startswith("dma") for c in ck.plan.calls for s in c.scratch):
-        return False
-    return _work(ck) <= HLO_INTERPRET_WORK
-
-
-def _vmem_too_large(ck: Any) -> bool:
-    return ck.vmem.total_bytes > INTERPRET_VMEM_BYTES
-
-
 def _jagged(ck: Any) -> bool:
     """Does the kernel read a jagged layout? Its loops then run as long as the drawn rows, which no step count
     sees: upstream jagged_sum's 512 rows took 52 s a strategy to interpret, its reduced 128 rows a few."""
     return any(t.kind == "offsets" for t in ck.tables)
-
-
-def _elements(specs: dict[str, Any]) -> int:
-    return sum(math.prod(s.shape) for s in specs.values() if isinstance(s, TensorSpec))
 
 
 def _reduced(kernel: Any, ck: Any, chip: str) -> Any:
