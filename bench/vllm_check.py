@@ -5,7 +5,9 @@ does not pass, and "N of M pass" (a kernel passes when every row of its check is
 
 The op files are read from where they were fetched (never kept in this repository). Each kernel is checked as the
 CLI checks it (`compiler.check.check_rows`: its first shape set, every loop type it has; on the chip itself when
-this machine has CHIP, else in interpret mode after the deviceless libtpu compile).
+this machine has CHIP, else in interpret mode after the deviceless libtpu compile). On a TPU machine:
+
+    python bench/vllm_check.py OPS/vllm --files mla_decode_fp8_per_token.py --json $OUT/vllm.json > $OUT/vllm.md
 
     python bench/vllm_check.py [DIR] [--chip v5e] [--files a.py,b.py] [--loop-types ...] [--json OUT]
 
@@ -111,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     ns = parser.parse_args(argv)
     root = Path(ns.dir).resolve()
     loop_types = [t for t in ns.loop_types.split(",") if t]
+    from compiler.tpu.runtime import claim_tpu
+
+    claim_tpu()  # as the CLI: this process alone runs kernels on a TPU here (the eager reference's stays on the CPU)
     rows = [check_kernel(path, k, root, ns.chip, loop_types)
             for path in op_files(root, ns.files.split(",") if ns.files else None)
             for k in declared_kernels(path)]
