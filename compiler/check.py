@@ -340,6 +340,7 @@ def _check_sets(module: Any, pairs: list[tuple[Any, int | None]], path: str, sma
             start = time.perf_counter()
             try:
                 ck = k.compile(args=specs, config={"pallas_loop_type": lt} if lt != "-" else None, chip=chip)
+                ranges = {n: r for n, r in ranges.items() if n not in ck.mutated}  # what it writes needs no values
                 # values the generator ties to these shapes (page numbers of these pages) keep them
                 if specs_text is None and not ranges and (_elements(specs) > REDUCE_ABOVE or _vmem_too_large(ck)
                                                           or _jagged(ck)):
