@@ -9,8 +9,8 @@ only what each needs (its imports, helpers and the constants they use), never th
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import math
 import os
 import time
 from collections.abc import Callable, Collection
@@ -24,25 +24,21 @@ import torch
 from .api import load
 from .frontend.baselines import baseline_of
 from .ir.chips import get_chip
-from .ir.specs import SpecError, TensorSpec, format_args, parse_spec
+from .ir.specs import SpecError, format_args, parse_spec
 from .ir.tables import IndexTable
 from .reference.errors import ReferenceRunError
 from .results import AnalysisCache
 from .support.diagnostics import CompileError
 from .tpu.check_compile import CompilerVerdicts
-from .tpu.runtime import ChipRejected, runs_on_chip
+from .tpu.interpret_cost import elements as _elements
+from .tpu.interpret_cost import hlo_interpretable as _hlo_interpretable
+from .tpu.interpret_cost import too_large as _too_large
+from .tpu.interpret_cost import vmem_too_large as _vmem_too_large
+from .tpu.runtime import ChipRejected, hlo_interpreter, runs_on_chip
 from .tpu.truth import compile_code
 
 # Shape sets with more tensor elements than this are checked at reduced shapes (see _reduced).
 REDUCE_ABOVE = 1 << 22
-# Beyond these (after reducing), interpreting takes minutes: the kernel is not run (see _too_large).
-# Upstream's flex attention, 1,024 steps and 12.6M elements, takes ~13 s a strategy; mamba2 (20,480
-# steps, 67M elements) over 5 minutes.
-INTERPRET_STEPS = 4096
-INTERPRET_ELEMENTS = 1 << 25
-# Interpret mode allocates a call's VMEM buffers and temporaries in host memory: a config whose estimate is
-# past this (upstream jagged_dense_add's one-hot gather from 1.28M elements: 102 GiB) runs reduced, or not.
-INTERPRET_VMEM_BYTES = 1 << 32
 
 # Part of an output's largest magnitude an element may be off by, whatever its own size: both sides compute
 # in the same dtype but sum in different orders, so an element that is a difference of large terms (a
@@ -164,12 +160,26 @@ def _scan_note(plan: Any) -> str:
             "they agree only where the combine function is associative on these inputs)")
 
 
-def _drawn(tables: tuple[IndexTable, ...]) -> str:
+def _drawn(tables: tuple[IndexTable, ...], ranges: dict[str, tuple[int, int]] | None = None) -> str:
     """How the integer tables a kernel reads as offsets, positions or counts were drawn, for a verdict."""
-    if not tables:
+    ranges = ranges or {}
+    by_generator = [f"{n} in [{lo}, {hi}]" for n, (lo, hi) in ranges.items()]
+    by_reading = [t.describe() for t in tables if t.name not in ranges or t.kind == "offsets"]
+    parts = ([f"as its input generator makes them: {', '.join(by_generator)}"] if by_generator else []) + \
+        ([f"from how the kernel reads them: {'; '.join(by_reading)}"] if by_reading else [])
+    if not parts:
         return ""
-    drawn = "; ".join(t.describe() for t in tables)
-    return f" (inputs drawn from how the kernel reads them: {drawn}; give real ones in a test)"
+    return f" (integer inputs drawn {'; '.join(parts)}; give real ones in a test)"
+
+
+def _generator_ranges(k: Any, index: int | None) -> dict[str, tuple[int, int]]:
+    """What the kernel's input generator puts in the integer tensors of the shape set checked (its case), as far as
+    the static evaluation followed them; empty for a shape set of another origin."""
+    origins = k.shape_set_origins
+    origin = origins[index or 0] if origins and (index or 0) < len(origins) else None
+    if origin is None or origin.case_label is None:
+        return {}
+    return {name: (lo, hi) for name, lo, hi in origin.int_bounds}
 
 
 @dataclass
@@ -322,6 +332,7 @@ def _check_sets(module: Any, pairs: list[tuple[Any, int | None]], path: str, sma
         except (SpecError, CompileError) as exc:
             rows.append(Row(name, "-", "-", f"bad inputs: {exc}", "-", "-", "failed"))
             continue
+        ranges = {} if specs_text else _generator_ranges(k, index)
         drawn: dict[str, tuple[list[Any], OwnReference | None]] = {}  # per shapes run: inputs, own reference
         disagreement_checked = False
         types = loop_types if _has_inner_loop(k, specs, chip) else ["-"]
@@ -329,14 +340,18 @@ def _check_sets(module: Any, pairs: list[tuple[Any, int | None]], path: str, sma
             start = time.perf_counter()
             try:
                 ck = k.compile(args=specs, config={"pallas_loop_type": lt} if lt != "-" else None, chip=chip)
-                if specs_text is None and (_elements(specs) > REDUCE_ABOVE or _vmem_too_large(ck) or _jagged(ck)):
+                ranges = {n: r for n, r in ranges.items() if n not in ck.mutated}  # what it writes needs no values
+                # values the generator ties to these shapes (page numbers of these pages) keep them
+                if specs_text is None and not ranges and (_elements(specs) > REDUCE_ABOVE or _vmem_too_large(ck)
+                                                          or _jagged(ck)):
                     ck = _reduced(k, ck, chip)
             except CompileError as exc:
                 rows.append(Row(name, lt, "-", f"compile error: {exc}", "-", "-", "failed"))
                 continue
             pending = verdicts.ask(ck) if verdicts is not None else None  # answered while interpret mode runs
             too_large = None if pending is None else _too_large(ck)  # what takes minutes to interpret runs on a chip
-            if too_large:
+            hlo = too_large if too_large and _hlo_interpretable(ck) else None
+            if too_large and not hlo:
                 refused, _ = _compiler_row(pending, notes, name, lt, ck, start)
                 if refused is not None:
                     rows.append(refused)
@@ -350,7 +365,7 @@ def _check_sets(module: Any, pairs: list[tuple[Any, int | None]], path: str, sma
                                  f"of them; where that breaks a relation between arguments, a SMALL = {{...}} dict " \
                                  f"in the file chooses the inputs)"
             if shapes not in drawn:  # drawn once the compile says which are index tables
-                inputs = make_inputs(dict(ck.args), tables=ck.tables)
+                inputs = make_inputs(dict(ck.args), tables=ck.tables, ranges=ranges)
                 baseline, cuda_only = baseline_of(module.info, k.definition)
                 if cuda_only and cuda_only not in notes:
                     notes.append(cuda_only)
@@ -371,7 +386,8 @@ def _check_sets(module: Any, pairs: list[tuple[Any, int | None]], path: str, sma
             worst = None
             nans = (0, 0)
             try:
-                out = ck(*args)
+                with hlo_interpreter() if hlo else contextlib.nullcontext():
+                    out = ck(*args)
                 in_place = out is None
                 if in_place:
                     out = _mutated(k, ck, args)
@@ -393,7 +409,7 @@ def _check_sets(module: Any, pairs: list[tuple[Any, int | None]], path: str, sma
                         if nans[1] and nans[0] == nans[1]:
                             problem = "NO SIGNAL: every output is NaN in both runs, nothing was compared"
                     if problem is not None:
-                        problem += _drawn(ck.tables) + _scan_note(ck.plan)
+                        problem += _drawn(ck.tables, ranges) + _scan_note(ck.plan)
                 if own is not None:
                     wanted = own.expected(k, ck, in_place)
                     own_problem = compare(out, wanted)
@@ -408,7 +424,7 @@ def _check_sets(module: Any, pairs: list[tuple[Any, int | None]], path: str, sma
                 problem, verdict = f"{code} (on the chip): {exc.key_line[:300]}", f"rejected {code}"
             except Exception as exc:  # noqa: BLE001 - a failing run is a table row, not a crash
                 problem = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}"
-                problem += _drawn(ck.tables)
+                problem += _drawn(ck.tables, ranges)
                 verdict = "failed"
             refused, unanswered = _compiler_row(pending, notes, name, lt, ck, start)
             if refused is not None:
@@ -423,6 +439,9 @@ def _check_sets(module: Any, pairs: list[tuple[Any, int | None]], path: str, sma
                 eager = ("ok" + spread_note if not nans[0] else f"ok (NaN in both at {nans[0]} of {nans[1]})") \
                     if problem is None \
                     else problem if problem.startswith("NO SIGNAL") else f"MISMATCH {problem}"
+            if hlo:
+                eager += f" (run in Pallas's HLO interpreter, not TPU interpret mode, which would take minutes: {hlo}; " \
+                         "races between grid steps and uninitialised reads were not looked for)"
             mine = "-" if own is None else "ok" if own_problem is None else f"MISMATCH {own_problem}"
             if verdict is None:
                 # nothing compared at all (no eager reference, no reference() of the file's own) is no pass either
@@ -532,31 +551,10 @@ def _case_name(k: Any, index: int) -> str:
     return f"shape set {index}"
 
 
-def _too_large(ck: Any) -> str | None:
-    """Why `ck` would take many minutes to interpret on a CPU (shapes the reduction could not shrink: sizes
-    its asserts tie together, index tables), or None. Interpreting costs per grid step and element."""
-    steps = sum(math.prod(c.grid) * max([lp.trips for lp in c.inner_loops] or [1]) for c in ck.plan.calls)
-    elements = _elements(dict(ck.args))
-    if _vmem_too_large(ck):
-        return f"its VMEM estimate, {ck.vmem.total_bytes / 2**30:.1f} GiB at {format_args(ck.args)}, is more than " \
-               f"interpret mode can allocate here"
-    if steps <= INTERPRET_STEPS and elements <= INTERPRET_ELEMENTS:
-        return None
-    return f"{steps} grid steps and {elements:,} tensor elements at {format_args(ck.args)} are too many to interpret here"
-
-
-def _vmem_too_large(ck: Any) -> bool:
-    return ck.vmem.total_bytes > INTERPRET_VMEM_BYTES
-
-
 def _jagged(ck: Any) -> bool:
     """Does the kernel read a jagged layout? Its loops then run as long as the drawn rows, which no step count
     sees: upstream jagged_sum's 512 rows took 52 s a strategy to interpret, its reduced 128 rows a few."""
     return any(t.kind == "offsets" for t in ck.tables)
-
-
-def _elements(specs: dict[str, Any]) -> int:
-    return sum(math.prod(s.shape) for s in specs.values() if isinstance(s, TensorSpec))
 
 
 def _reduced(kernel: Any, ck: Any, chip: str) -> Any:

@@ -46,7 +46,14 @@ from .loops import (
     shortest_indexed_dim,
 )
 from .placement import DEVICE_POSITIONS, CannotStream, Placer, kept_dims, layout_tiling, masks_pick, py_name
-from .work import carried_dtype, padded_bytes, region_work, temporaries_bytes, vreg_elems
+from .work import (
+    carried_dtype,
+    largest_gather_tables,
+    padded_bytes,
+    region_work,
+    temporaries_bytes,
+    vreg_elems,
+)
 
 JNP_DTYPES = {
     torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float32", torch.int32: "int32",
@@ -532,6 +539,7 @@ def _call_plan(layout: CallLayout, loop_type: object, chip: Chip) -> CallPlan:
         temporaries_bytes=temporaries_bytes(grid.body, lambda lp: loop_strategy(loop_type, lp), dma_ids,
                                             _picked_region_bytes(layout)),
         vmem_limit_bytes=chip.default_scoped_vmem_bytes,
+        gather_tables=tuple((n.tensor.name, n.range, b) for n, b in largest_gather_tables(grid.body, dma_ids)),
     )
 
 

@@ -158,6 +158,14 @@ PIPELINE_CARRY_FACTOR = 0.5
 # first (upstream jagged_dense_add: HPL302, 27.18 MiB needed, 19 asked for). 1.3x the one-hot and the table plus
 # 2.5x the columns is within -15 / +28 % of all six.
 GATHER_COLUMNS_FACTOR = 2.5
+# Before its matmul, a one-hot gather of floats classifies every entry of the whole block it selects from (the widened
+# f32 copy, its finite / NaN / sign masks, the zeroed values, the kind code; an 8-bit block is widened to bf16 first),
+# all table-sized. Negligible beside the one-hot for the tables above ([R, 1] columns), they decide a gather of long
+# rows from a big block: vLLM's MLA decode (mla_decode_kv_split, batch=128, seqlen=2048, 16 heads) gathers 128 of
+# 2048 fp8 rows of 512 and of 64 (lanes padded to 128) in one body, f32-padded tables of 4 + 1 MiB; libtpu 0.0.42.1 for
+# v5e used 73.7 MiB where the report said 6.1 (HPL302 from libtpu at the 16 MiB it asked for, 2026-12-07), about
+# 14x those tables beside 2.9 MiB of blocks.
+GATHER_TABLE_FACTOR = 14.0
 
 
 def temporaries_bytes(nodes: list[Node], strategy: Callable[[InnerLoop], str],
@@ -232,9 +240,34 @@ def _one_hot_bytes(n: Node, dma: frozenset[int]) -> tuple[int, int] | None:
 
 
 def _gather_temporaries(nodes: list[Node], dma: frozenset[int]) -> float:
-    """What the largest one-hot gather in straight-line code holds (GATHER_COLUMNS_FACTOR)."""
+    """What the largest one-hot gather in straight-line code holds (GATHER_COLUMNS_FACTOR), or the table-sized
+    copies its float gathers make (GATHER_TABLE_FACTOR) when those are more."""
     gathers = [b for b in (_one_hot_bytes(n, dma) for n in nodes) if b is not None]
-    return max((FUSED_FACTOR * matrix + GATHER_COLUMNS_FACTOR * columns for matrix, columns in gathers), default=0.0)
+    one_hot = max((FUSED_FACTOR * matrix + GATHER_COLUMNS_FACTOR * columns for matrix, columns in gathers), default=0.0)
+    return max(one_hot, sum(b for _, b in gather_tables(nodes, dma)))
+
+
+def gather_tables(nodes: list[Node], dma: frozenset[int] = frozenset()) -> list[tuple[Load | Store, int]]:
+    """The float one-hot gathers of straight-line code, each with the table-sized copies it makes of the block it
+    selects from (GATHER_TABLE_FACTOR x that block as f32): what the VMEM report names, per gathered tensor."""
+    out = []
+    for n in nodes:
+        sizes = gather_sizes(n) if isinstance(n, Load | Store) and id(n) not in dma else None
+        if sizes is not None and n.tensor.value.dtype.is_floating_point:
+            _, r, rest = sizes
+            out.append((n, int(GATHER_TABLE_FACTOR * padded_bytes((r, rest), torch.float32))))
+    return out
+
+
+def largest_gather_tables(nodes: list[Node], dma: frozenset[int] = frozenset()) -> list[tuple[Load | Store, int]]:
+    """`gather_tables` of the straight-line region (this one or an inner loop's body) where they add up to most."""
+    best = gather_tables(nodes, dma)
+    for n in nodes:
+        if isinstance(n, InnerLoop):
+            inner = largest_gather_tables(n.body, dma)
+            if sum(b for _, b in inner) > sum(b for _, b in best):
+                best = inner
+    return best
 
 
 def _largest_value(nodes: list[Node], dma: frozenset[int] = frozenset(), reads: Mapping[int, int] | None = None) -> int:

@@ -41,6 +41,9 @@ class ShapeOrigin:
     case_key: dict[str, Any] | str | None = field(default=None, hash=False, compare=False)
     case_label: str | None = None
     source: str | None = None
+    # the values the case's integer tensors hold, as far as the evaluation follows them (host_bounds.py): name ->
+    # (lowest, highest); `check` draws those arguments within them (a page table of page numbers, lengths that fit)
+    int_bounds: tuple[tuple[str, int, int], ...] = field(default=(), hash=False, compare=False)
 
 
 @dataclass
@@ -51,4 +54,6 @@ class InferredShapes:
     misses: dict[str, list[tuple[Range, str]]] = field(default_factory=dict)  # calls whose arguments are not known
     unreached: dict[str, Unreached] = field(default_factory=dict)  # why the run never calls a kernel it names
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    # why a kernel's input generator gave it no shape set at all: its one diagnostic, in place of HPL107's hint
+    unshaped: dict[str, Diagnostic] = field(default_factory=dict)
     steps: int = 0

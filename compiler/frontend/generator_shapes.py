@@ -20,8 +20,9 @@ from typing import Any
 import torch
 
 from ..ir.specs import ArgSpec
-from ..support.diagnostics import Position, Range, warning
+from ..support.diagnostics import Position, Range, Related, error, warning
 from .call_shapes import InferredShapes, ShapeOrigin
+from .host_bounds import bounds_of
 from .host_statements import Exhausted, StepBudget
 from .host_values import UNKNOWN, Closure
 from .module import KernelDef, ModuleInfo
@@ -112,6 +113,10 @@ def _record(kernel: KernelDef, gen: Closure, cases: dict, info: ModuleInfo, resu
         if not isinstance(args, tuple | list):
             misses.append((label, "its arguments are not a tuple"))
             continue
+        unstored = _no_tpu_storage(fn.node, list(args))
+        if unstored is not None:
+            misses.append((label, unstored))
+            continue
         specs, why = specs_of(fn, list(args), {}, info)
         if specs is None:
             misses.append((label, why))
@@ -122,16 +127,61 @@ def _record(kernel: KernelDef, gen: Closure, cases: dict, info: ModuleInfo, resu
         seen.add(ident)
         case_key = key.as_dict() if isinstance(key, CaseKey) else str(key)
         origin = ShapeOrigin(f"case {label} of `{gen.name}()`", where, where, (), case_key=case_key, case_label=label,
-                             source=f"{gen.name}()")
+                             source=f"{gen.name}()", int_bounds=_int_bounds(fn.node, list(args)))
         sets.append((specs, origin))
     if not sets:
         result.sets.pop(kernel.name, None)
-    if misses:
-        label, why = misses[0]
-        more = f" (and {len(misses) - 1} other cases)" if len(misses) > 1 else ""
-        message = (f"case {label} of `{gen.name}()` is no shape set of `{kernel.name}`{more}: {why}")
+    if not misses:
+        return
+    label, why = misses[0]
+    more = f" (and {len(misses) - 1} other cases)" if len(misses) > 1 else ""
+    if sets:
+        message = f"case {label} of `{gen.name}()` is no shape set of `{kernel.name}`{more}: {why}"
         result.diagnostics.append(warning("HPL112", f"finding kernel shapes from this file's input generator: "
-                                                    f"{message}", _def_line(kernel.node) if not sets else where))
+                                                    f"{message}", where))
+        return
+    related = (Related(where, f"`{gen.name}()`, the input generator of `{kernel.name}`"),)
+    if all(w.startswith(NO_TPU_STORAGE) for _, w in misses):  # the one cause: a dtype no TPU keeps in memory
+        # Said once, on the kernel (compiling it would say nothing else), as the error it is on every TPU
+        result.unshaped[kernel.name] = error(
+            "HPL203", f"`{kernel.name}` cannot run on a TPU: every case of its input generator `{gen.name}()` "
+                      f"passes {why.removeprefix(NO_TPU_STORAGE)} (case {label}{more})", _def_line(kernel.node),
+            related=related)
+        return
+    # no shape set at all: this is why, in place of the hint that the kernel has none (never both)
+    message = f"case {label} of `{gen.name}()` is no shape set of `{kernel.name}`{more}: {why}"
+    result.unshaped[kernel.name] = warning("HPL112", f"finding kernel shapes from this file's input generator: "
+                                                     f"{message}", _def_line(kernel.node), related=related)
+
+
+# Storage types this compiler has for no TPU (torch's packed fp4: JAX has no packed dtype to hand it to): a kernel
+# taking such a tensor cannot be compiled for a TPU whatever its code does with it.
+NO_TPU_STORAGE = "\0no TPU storage: "
+_NO_TPU_DTYPES = tuple(getattr(torch, n) for n in ("float4_e2m1fn_x2",) if hasattr(torch, n))
+
+
+def _no_tpu_storage(fn: Any, args: list) -> str | None:
+    """Why a case cannot be run on any TPU (its first argument of a dtype no TPU stores), else None."""
+    params = [p.arg for p in (*fn.args.posonlyargs, *fn.args.args)]
+    for name, value in zip(params, args, strict=False):
+        if isinstance(value, torch.Tensor) and value.dtype in _NO_TPU_DTYPES:
+            dtype = str(value.dtype).removeprefix("torch.")
+            return (f"{NO_TPU_STORAGE}`{name}` as torch.{dtype} (two 4-bit floats packed in a byte): there is no fp4 "
+                    "storage type for a TPU here (JAX has no packed fp4 dtype to take it), so no shape set can be "
+                    "compiled; pass the bytes as uint8 and unpack them in the kernel")
+    return None
+
+
+def _int_bounds(fn: Any, args: list) -> tuple[tuple[str, int, int], ...]:
+    """(parameter, lowest, highest) of each integer tensor argument whose values the evaluation followed
+    (`torch.arange(pages)`: 0..pages - 1; `torch.full((batch,), seq_len)`: seq_len)."""
+    params = [p.arg for p in (*fn.args.posonlyargs, *fn.args.args)]
+    out = []
+    for name, value in zip(params, args, strict=False):
+        bounds = bounds_of(value)
+        if bounds is not None and value.dtype != torch.bool:
+            out.append((name, *bounds))
+    return tuple(out)
 
 
 def _def_line(node: Any) -> Range:

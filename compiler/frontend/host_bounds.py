@@ -17,7 +17,8 @@ import torch
 MAX_BINS = 2**40  # a bincount longer than any kernel argument can be
 
 _KEEP = frozenset({"max", "amax", "min", "amin", "clone", "flatten", "reshape", "view", "contiguous", "squeeze",
-                   "unsqueeze", "to", "long", "int", "detach", "requires_grad_"})
+                   "unsqueeze", "to", "long", "int", "detach", "requires_grad_", "expand", "expand_as", "flip",
+                   "repeat", "permute", "transpose", "t"})
 
 
 def bounds_of(t: Any) -> tuple[int, int] | None:

@@ -218,6 +218,9 @@ class CallPlan:
     outer_work: Work  # per outer grid step, excluding inner loops
     temporaries_bytes: int  # estimated live compiler temporaries of the largest fused region
     vmem_limit_bytes: int  # what the generated code requests
+    # of those temporaries, the table-sized copies one-hot gathers make of the blocks they select from, per gathered
+    # tensor: (its name, the access, bytes); the VMEM report names them (codegen/work.py GATHER_TABLE_FACTOR)
+    gather_tables: tuple[tuple[str, Range, int], ...] = ()
 
     @property
     def grid_steps(self) -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,19 +70,26 @@ def _table(spec: TensorSpec, table: IndexTable, gen: torch.Generator) -> torch.T
 
 
 def make_inputs(specs: dict[str, ArgSpec], seed: int = 0, positive: Iterable[str] = (),
-                tables: Iterable[IndexTable] = ()) -> list[Any]:
+                tables: Iterable[IndexTable] = (), ranges: Mapping[str, tuple[int, int]] | None = None) -> list[Any]:
     """One value per spec in order: random normal floats, small random ints, scalars as given.
 
     Tensors named `rstd` or listed in `positive` are drawn positive (floats `abs() + 0.5`, ints in [1, 8]).
     Integer tables the kernel reads as offsets, positions or loop counts (`tables`, see
-    CompiledKernel.tables) are drawn as such, within the extents the compiler found for them."""
+    CompiledKernel.tables) are drawn as such, within the extents the compiler found for them. `ranges`: integer
+    tensors whose values the kernel's own input generator bounds (a page table of page numbers, lengths that fit
+    the pages), drawn within them instead: a jagged layout's offsets keep their drawing (their order matters)."""
     gen = torch.Generator().manual_seed(seed)
     wanted = POSITIVE_BY_NAME | set(positive)
     kinds = {t.name: t for t in tables}
+    ranges = ranges or {}
     out = []
     for name, spec in specs.items():
         if not isinstance(spec, TensorSpec):
             out.append(runtime_value(spec))
+        elif (name in ranges and not spec.dtype.is_floating_point and spec.dtype != torch.bool
+              and (name not in kinds or kinds[name].kind != "offsets")):
+            lo, hi = ranges[name]
+            out.append(_ints(lo, hi, spec.shape, gen).to(spec.dtype))
         elif name in kinds and not spec.dtype.is_floating_point and spec.dtype != torch.bool:
             out.append(_table(spec, kinds[name], gen))
         else:

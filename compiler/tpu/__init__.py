@@ -1,7 +1,8 @@
 """The TPU side: everything that runs a kernel on a chip or asks the TPU's own compiler about one.
 
 runtime.py         run a generated module: on this machine's TPU when it is the chip compiled for, else in
-                   TPU interpret mode on the CPU
+                   TPU interpret mode on the CPU (or Pallas's HLO interpreter, when asked)
+interpret_cost.py  whether interpreting a compiled kernel on a CPU finishes in reasonable time, in which mode
 truth.py           the lowering and libtpu verdicts of a compiled kernel, mapped back to its source
 check_compile.py   the libtpu verdicts `check` asks beside its interpret-mode runs, bounded in time; an
                    unanswered compile is said once per kernel and remembered in a store the caller gives

@@ -32,6 +32,7 @@ ROLES = {
     ("hbm", "inout"): "inner-pipeline buffer",
     ("smem", "input"): "scalar table (SMEM)",
 }
+GATHER_TABLE_ROLE = "gather table copies (estimated)"  # a one-hot gather's copies of the block it selects from
 READ_BACK = {  # in/out operands whose old block is copied in: input and output buffers both in VMEM
     "vmem_block": "in/out block (read back)",
     "resident": "resident in/out (read back)",
@@ -158,9 +159,14 @@ def _rows(call: CallPlan) -> list[VmemRow]:
         b = _padded_bytes(s.shape, s.dtype)
         role = "rows copied out (DMA staging)" if s.role == "dma_staging" else "scratch / carried value"
         rows.append(VmemRow(s.name, role, s.shape, s.dtype, b, 1, b, call.name, s.name, s.range))
-    if call.temporaries_bytes:
-        rows.append(VmemRow("(temporaries)", "compiler temporaries (estimated)", (), "-", call.temporaries_bytes, 1,
-                            call.temporaries_bytes, call.name))
+    rest = call.temporaries_bytes
+    tables = sum(b for _, _, b in call.gather_tables)
+    if call.gather_tables and tables <= rest:  # they decide the temporaries: each named, on its gather
+        for name, rng, b in call.gather_tables:
+            rows.append(VmemRow(name, GATHER_TABLE_ROLE, (), "-", b, 1, b, call.name, "", rng))
+        rest -= tables
+    if rest:
+        rows.append(VmemRow("(temporaries)", "compiler temporaries (estimated)", (), "-", rest, 1, rest, call.name))
     return rows
 
 

@@ -13,7 +13,7 @@ from ..codegen.plan_builder import CallLayout
 from ..ir.chips import Chip
 from ..ir.plan import CallPlan
 from ..support.diagnostics import Diagnostic, Range, Related, error, hint
-from .report import VmemRow, call_rows, call_total, fmt_bytes
+from .report import GATHER_TABLE_ROLE, VmemRow, call_rows, call_total, fmt_bytes
 
 CONTRIBUTORS = 4  # related entries listed per diagnostic
 
@@ -48,8 +48,10 @@ def vmem_diagnostics(layouts: list[CallLayout], chip: Chip, config_range: Range 
             f"{fmt_bytes(plan.vmem_limit_bytes)} (vmem_limit_bytes), which the chip allows",
             rng, related=related, data={"total_bytes": total, **anchor},
         ))
-        if resident:
-            shown = {r.operand: r.shown for r in call_rows(plan)}  # `x at line 20`: x has several buffers
+        rows = call_rows(plan)
+        held = sum(r.bytes for r in rows if r.role.startswith("whole-array resident"))
+        if resident and total - held <= chip.default_scoped_vmem_bytes:  # they, not the rest, push it over
+            shown = {r.operand: r.shown for r in rows}  # `x at line 20`: x has several buffers
             names = ", ".join(shown.get(o.ref_name, o.tensor.name) for o in resident)
             diags.append(hint("HPL501", f"resident inner-loop operands ({names}) push this kernel over the default "
                               "VMEM limit", resident[0].ranges[0]))
@@ -77,6 +79,8 @@ def _largest(plan: CallPlan) -> str:
     for r in rows:
         if r.name == "(temporaries)":
             tip = "smaller blocks shrink the temporaries"
+        elif r.role == GATHER_TABLE_ROLE:
+            tip = "a gather by tensor-valued positions copies the whole block it selects from: a smaller block shrinks it"
         elif r.role.startswith("whole-array resident"):
             tip = STREAM_ADVICE
         elif r.buffer_count > 1:
