@@ -268,7 +268,7 @@ def _ask(real: RealCompile, chip: str) -> CorrectnessResult:
 
     compiler = getattr(_compilers, "compiler", None)
     if compiler is None:
-        compiler = _compilers.compiler = TpuCompiler()
+        compiler = _compilers.compiler = TpuCompiler(mosaic_dump=False)  # the verdict only: no dumps to write
         atexit.register(compiler.close)
     return tpu_verdict(real, get_chip(chip), compiler)
 
