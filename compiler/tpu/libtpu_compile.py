@@ -32,6 +32,7 @@ Arguments: `jax.ShapeDtypeStruct` for arrays; Python int/float are static (baked
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib.util
 import json
 import os
@@ -466,6 +467,14 @@ class TpuCompiler:
             key_line=message,
             wall_seconds=wall,
         )
+
+    def interrupt(self) -> None:
+        """Stop the compile running now, from another thread: the worker is killed, that compile's result is a
+        crash, and the next compile starts a fresh worker. Nothing happens when the worker is not running."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
 
     def _kill(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
