@@ -112,7 +112,7 @@ class _Sampler(threading.Thread):
 
 
 def measure(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 600,
-            per_process: bool = False) -> Measured:
+            per_process: bool = False, cwd: str | None = None) -> Measured:
     """Run `cmd` to its end and every process it started to theirs: wall and CPU seconds."""
     become_subreaper()
     sampler = _Sampler() if per_process else None
@@ -120,7 +120,7 @@ def measure(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 
     start = time.perf_counter()
     if sampler is not None:
         sampler.start()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, cwd=cwd)
     wall = time.perf_counter() - start
     complete = reap_orphans(time.monotonic() + 60)
     if sampler is not None:
