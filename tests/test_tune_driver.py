@@ -642,6 +642,36 @@ def test_gate_fails_a_config_the_tpu_compiler_rejects_at_the_real_shapes(monkeyp
     assert verdict.vmem_needed_bytes > get_chip("v5e").max_vmem_limit_bytes > verdict.vmem_estimated_bytes
 
 
+@libtpu
+def test_a_dropped_early_check_stops_its_tpu_compile() -> None:
+    """The search's early candidate is checked while the search goes on; when another config wins, its check is
+    cancelled, and the TPU compiler's compile of it (attention 8k unrolled on v7x: ~7 CPU-seconds) is stopped
+    rather than run to its end beside the winner's: its verdict comes back "unknown" (never remembered), not
+    "accepts"."""
+    from concurrent.futures import Future
+
+    from compiler.tune import correctness
+    from compiler.tune.driver import _both
+
+    problem = _problem("attention", 0)
+    config = {"block_sizes": [1, 1024, 8192], "pallas_loop_type": "unroll"}
+    case = prepare_check(problem.load_kernel(), problem.args, config, get_chip("v7x"))
+    assert not isinstance(case, CorrectnessResult) and case.real is not None, case
+    asking = correctness.ask_tpu_compiler(case)
+    check = _both(Future(), asking)  # the reduced run not started yet, as when the worker is busy
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:  # until its libtpu worker runs (jax imported, the compile sent)
+        compiler_ = correctness._compiling.get(asking)
+        if compiler_ is not None and compiler_._proc is not None:
+            break
+        time.sleep(0.01)
+    else:
+        pytest.fail("the ask never reached its libtpu worker")
+    assert check.cancel()
+    verdict = asking.result(timeout=300)
+    assert verdict.tpu_compiler == "unknown" and "ended by crash" in verdict.message, verdict
+
+
 def test_a_deterministic_search_is_remembered_and_a_budgeted_one_is_not(tmp_path, monkeypatch) -> None:
     """With the model and no time budget the search gives the same results every time: the second run of the same
     problem takes them from the analysis cache instead of searching (the same ranking, evaluations and trials in

@@ -249,28 +249,58 @@ def check_case(case: GateCase, seed: int = 0) -> CorrectnessResult:
 
 _asking: ThreadPoolExecutor | None = None
 _compilers = threading.local()
+_compiling: dict[Future[CorrectnessResult], Any] = {}  # an ask being compiled -> the TpuCompiler compiling it
+_compiling_lock = threading.Lock()
 
 
 def ask_tpu_compiler(case: GateCase) -> Future[CorrectnessResult]:
     """The TPU compiler's verdict on the case's real-shape module (tpu_verdict), asked now on one of two threads
     of this process, each with its own libtpu worker process: the verdicts of two shape sets' candidates are
-    compiled side by side, each as soon as its case exists, never queued behind a reduced run."""
+    compiled side by side, each as soon as its case exists, never queued behind a reduced run. `drop_ask`
+    stops an ask whose answer is no longer wanted."""
     global _asking
     if case.real is None:
         raise ValueError("the case carries no real-shape module")
     if _asking is None:
         _asking = ThreadPoolExecutor(max_workers=2, thread_name_prefix="helion-gate-libtpu")
-    return _asking.submit(_ask, case.real, case.chip)
+    future: Future[CorrectnessResult] = Future()
+    _asking.submit(_ask, future, case.real, case.chip)
+    return future
 
 
-def _ask(real: RealCompile, chip: str) -> CorrectnessResult:
+def drop_ask(future: Future[CorrectnessResult]) -> None:
+    """The answer of this ask is not wanted (the search's early candidate did not win): a queued ask never
+    compiles, a running one is stopped (its libtpu worker killed; the thread's next ask starts a fresh one,
+    ~1 CPU-second, where the rest of an unrolled attention's compile is up to ~9). Its result is then
+    "unknown", never remembered."""
+    if future.cancel():
+        return
+    with _compiling_lock:
+        compiler = _compiling.get(future)
+        if compiler is not None:
+            compiler.interrupt()
+
+
+def _ask(future: Future[CorrectnessResult], real: RealCompile, chip: str) -> None:
     from ..tpu.libtpu_compile import TpuCompiler
 
+    if not future.set_running_or_notify_cancel():
+        return  # dropped before it started
     compiler = getattr(_compilers, "compiler", None)
     if compiler is None:
-        compiler = _compilers.compiler = TpuCompiler()
+        compiler = _compilers.compiler = TpuCompiler(mosaic_dump=False)  # the verdict only: no dumps to write
         atexit.register(compiler.close)
-    return tpu_verdict(real, get_chip(chip), compiler)
+    with _compiling_lock:
+        _compiling[future] = compiler
+    try:
+        result = tpu_verdict(real, get_chip(chip), compiler)
+    except BaseException as exc:  # noqa: BLE001 - the ask's own failure, for whoever waits on it
+        future.set_exception(exc)
+        return
+    finally:
+        with _compiling_lock:  # from here on a drop cannot reach this thread's next compile
+            del _compiling[future]
+    future.set_result(result)
 
 
 def combine(compared: CorrectnessResult, verdict: CorrectnessResult) -> CorrectnessResult:

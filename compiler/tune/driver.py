@@ -17,8 +17,9 @@ Phases:
             (verdicts.py) is not checked again. With the model evaluator and a gate worker, a best config
             that has stood for `EARLY_AFTER` evaluations is sent to the gate while the search goes on (a
             search usually finds its winner halfway and spends the rest confirming it): when it is the winner,
-            its check has run meanwhile; when it is not, the winner is checked as usual. Either way the
-            winner is reported only with its own verdict.
+            its check has run meanwhile; when it is not, the winner is checked as usual, and the early check
+            is dropped (a libtpu compile of it still running is stopped: correctness.drop_ask). Either way
+            the winner is reported only with its own verdict.
 Every trial (evaluated, pruned, failed, wrong) is recorded in the results store under its evaluator.
 
 (Past 500 lines on purpose: a run's phases share its state — candidates, the store's run, the gate's pending
@@ -42,7 +43,7 @@ from typing import Any
 from ..ir.chips import get_chip
 from ..ir.config import Config
 from . import collector, searches
-from .correctness import CorrectnessResult, ask_tpu_compiler, combine
+from .correctness import CorrectnessResult, ask_tpu_compiler, combine, drop_ask
 from .decorator import decorator_line
 from .evaluators import Problem, gate_case, get_evaluator, verify
 from .executors import Executor, InlineExecutor
@@ -537,7 +538,8 @@ class TuneRun:
 
 def _both(compared: Future[CorrectnessResult], asking: Future[CorrectnessResult]) -> Future[CorrectnessResult]:
     """The check's result once the reduced run and the TPU compiler have both answered (correctness.combine); an
-    exception of either is the check's. Cancelling it cancels the reduced run if it has not started."""
+    exception of either is the check's. Cancelling it cancels the reduced run if it has not started, and drops
+    the TPU compiler's ask (stopping its compile if it has started: correctness.drop_ask)."""
     out: Future[CorrectnessResult] = Future()
 
     def done(_: Future[CorrectnessResult]) -> None:
@@ -554,6 +556,7 @@ def _both(compared: Future[CorrectnessResult], asking: Future[CorrectnessResult]
     def cancel(f: Future[CorrectnessResult]) -> None:
         if f.cancelled():
             compared.cancel()
+            drop_ask(asking)
 
     out.add_done_callback(cancel)
     compared.add_done_callback(done)
