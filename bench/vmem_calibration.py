@@ -228,15 +228,27 @@ def libtpu_figure(result: Any) -> tuple[int | None, str]:
     return None, f"{result.kind}: {result.key_line[:120]}"
 
 
-def measure(cases: list[Case], timeout: float) -> list[dict[str, Any]]:
-    """Compile each case with libtpu (one worker, one compile at a time) and record both figures."""
+def cost(kernel: Any, case: Case) -> float:
+    """How long libtpu is likely to take on a case, relative: its report total, times the trips of an unrolled
+    loop (each trip is compiled as code of its own). Cases run cheapest first, so a run cut short has the most."""
+    ck = kernel.compile(shape_set=case.shape_set, config=case.config, chip=case.chip)
+    trips = max((lp.trips for c in ck.plan.calls for lp in c.inner_loops if lp.strategy == "unroll"), default=1)
+    return ck.vmem.total_bytes * trips
+
+
+def measure(cases: list[Case], timeout: float, done: list[dict[str, Any]],
+            save: Any = None) -> list[dict[str, Any]]:
+    """Compile each case with libtpu (one worker, one compile at a time) and record both figures; `done`: records
+    of an earlier, interrupted run (their cases are not compiled again); `save(records)` after each."""
     from compiler.ir.chips import get_chip
     from compiler.tpu.libtpu_compile import TpuCompiler
 
-    records = []
+    records = list(done)
+    have = {Case(r["kernel"], r["shape_set"], r["chip"], r["config"], r["why"]).key for r in done}
     kernels: dict[str, Any] = {}
+    todo = [c for c in cases if c.key not in have]
     with TpuCompiler(timeout=timeout) as tpu:
-        for i, case in enumerate(cases):
+        for i, case in enumerate(todo):
             kernel = kernels.setdefault(case.kernel, load_kernel(case.kernel))
             ck = kernel.compile(shape_set=case.shape_set, config=case.config, chip=case.chip)
             result = tpu.compile(ck.source, ck.entry, ck.compile_args(), ck.chip, dump_mosaic=False)
@@ -245,7 +257,10 @@ def measure(cases: list[Case], timeout: float) -> list[dict[str, Any]]:
                       "limit_bytes": get_chip(case.chip).max_vmem_limit_bytes,
                       "seconds": round(result.wall_seconds, 1)}
             records.append(record)
-            print(f"[{i + 1}/{len(cases)}] " + row(record), flush=True)
+            print(f"[{len(done) + i + 1}/{len(done) + len(todo)}] " + row(record) + f" ({record['seconds']:.0f} s)",
+                  flush=True)
+            if save is not None:
+                save(records)
     return records
 
 
@@ -354,23 +369,32 @@ def main(argv: list[str] | None = None) -> int:
         print("libtpu is not installed; nothing to compare against (pip install 'helion-ls[tpu]')")
         return 1
     start = time.monotonic()
-    if opts.configs:
-        cases = [Case(r["kernel"], r["shape_set"], r["chip"], r["config"], r["why"])
-                 for r in json.loads(opts.configs.read_text())["records"] if r["chip"] in chips]
+    saved = json.loads(opts.json.read_text()) if opts.json and opts.json.exists() else {}
+    if opts.configs or saved.get("cases"):  # the cases of an earlier run (this file's own: carry on where it ended)
+        earlier = json.loads(opts.configs.read_text()) if opts.configs else saved
+        cases = [Case(c["kernel"], c["shape_set"], c["chip"], c["config"], c["why"])
+                 for c in earlier.get("cases", earlier.get("records", [])) if c["chip"] in chips]
     else:
         cases = choose_cases(chips, opts.quick)
+        kernels = {n: load_kernel(n) for n in {c.kernel for c in cases}}
+        cases.sort(key=lambda c: cost(kernels[c.kernel], c))
     cases = cases[: opts.limit] if opts.limit else cases
+    done = [r for r in saved.get("records", []) if r["chip"] in chips]
     print(f"# {len(cases)} configs chosen in {time.monotonic() - start:.0f} s; compiling with libtpu", flush=True)
-    records = measure(cases, opts.timeout)
+    head = {**_provenance(), "bars": {"within": WITHIN, "within_share": WITHIN_SHARE, "under_at_flip": UNDER_AT_FLIP,
+                                      "flip_zone": FLIP_ZONE}}
+
+    def save(records: list[dict[str, Any]]) -> None:
+        if opts.json:
+            by_chip = {chip: score([r for r in records if r["chip"] == chip]) for chip in chips}
+            opts.json.write_text(json.dumps({**head, "score": score(records), "by_chip": by_chip, "records": records,
+                                             "cases": [asdict(c) for c in cases]}, indent=1) + "\n")
+
+    save(done)
+    records = measure(cases, opts.timeout, done, save)
     print_table(records)
-    result = score(records)
     print(f"# {time.monotonic() - start:.0f} s in all")
-    if opts.json:
-        by_chip = {chip: score([r for r in records if r["chip"] == chip]) for chip in chips}
-        opts.json.write_text(json.dumps({**_provenance(), "bars": {"within": WITHIN, "within_share": WITHIN_SHARE,
-                                         "under_at_flip": UNDER_AT_FLIP, "flip_zone": FLIP_ZONE},
-                                         "score": result, "by_chip": by_chip, "records": records}, indent=1) + "\n")
-    return 0 if result["holds"] else 1
+    return 0 if score(records)["holds"] else 1
 
 
 if __name__ == "__main__":
