@@ -4,7 +4,8 @@ For each example (examples/*.py), shape set, loop strategy (kernels with an inne
 it compiles a few configs: the default, the tuner's picks (the model's best, and its best of each loop
 strategy), and large blocks near the chip's limit (the largest whose report still fits, the smallest that
 does not). Each config's report total (compiler/vmem/report.py) is set beside what libtpu's deviceless
-compile says the kernel uses (`vmem_used_bytes`) or, when it runs out, needs (the size in its OOM message).
+compile says the kernel uses (`vmem_used_bytes`, plus any operand XLA copied into VMEM before the kernel, which it
+then reads in place: small arrays on v7x) or, when it runs out, needs (the size in its OOM message).
 
 The bars (issue 41, item 6; `score`): the report within +-15 % of libtpu on at least 90 % of configs, and
 never more than 10 % under libtpu where the verdict (fits the chip's largest VMEM limit or not) is at stake
@@ -221,8 +222,9 @@ def _fits_hbm(kernel: Any, name: str, shape_set: int, chip: str) -> bool:
 
 def libtpu_figure(result: Any) -> tuple[int | None, str]:
     """What libtpu says the kernel takes: (bytes, how) — "used" when it compiled, "needs" from an OOM message."""
-    if result.ok:
-        return result.vmem_used_bytes, "used"
+    if result.ok and result.vmem_used_bytes is not None:
+        placed = result.vmem_operand_bytes or 0  # operands XLA copied into VMEM: the kernel reads them in place
+        return result.vmem_used_bytes + placed, f"used (+{placed / MiB:.1f} MiB of operands in VMEM)" if placed else "used"
     if result.kind == "vmem_oom" and result.numbers.get("requested_bytes"):
         return result.numbers["requested_bytes"], f"needs ({result.oom_limit or 'scoped'} OOM)"
     return None, f"{result.kind}: {result.key_line[:120]}"
