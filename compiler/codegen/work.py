@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 import torch
 
 from ..frontend.dot_precision import PASSES
-from ..frontend.ops import TRANSCENDENTAL
+from ..frontend.ops import ELEMENTWISE, REDUCTIONS, TRANSCENDENTAL
 from ..ir.plan import SHORT_LHS_ROWS, Work
 from ..ir.tile_ir import InnerLoop, Load, Node, Op, Store, Value
 from .padding import padded_count, sublane_rows_of
@@ -173,21 +173,101 @@ def temporaries_bytes(nodes: list[Node], strategy: Callable[[InnerLoop], str],
     value (one row picked out of its group: libtpu for v5e needed 1.0-1.8x the group read as temporaries, one head
     of [2, 2048, 32, 128] bf16 in 1024-row blocks 7.4 MiB beside a 4 MiB group)."""
     reads = reads or {}
-    straight = _largest_value(nodes, dma, reads)
-    peak = max(FUSED_FACTOR * straight, _gather_temporaries(nodes, dma))
+    factor = held_factor(nodes)
+    largest = _largest_value(nodes, dma, reads)
+    straight = (FUSED_FACTOR * largest if factor == FUSED_FACTOR else max(largest, _live_across_reductions(nodes))
+                if factor else max(reads.values(), default=0))
+    peak = max(straight, _gather_temporaries(nodes, dma))
     for n in nodes:
         if isinstance(n, InnerLoop):
             inner = temporaries_bytes(n.body, strategy, dma, reads)
             how = strategy(n)
             if how == "unroll":
                 trips = math.prod(d.steps for d in n.dims)
-                inner = max(inner, UNROLLED_FACTOR * trips**UNROLLED_EXPONENT * _largest_value(n.body, dma, reads))
+                if holds_values(n.body):
+                    inner = max(inner, UNROLLED_FACTOR * trips**UNROLLED_EXPONENT * _largest_value(n.body, dma, reads))
+                else:  # a streamed body (bmm's) holds the accumulator it adds into as a value (libtpu 0.0.42.1 on
+                    # v7x: 11.9 MiB beside bmm's [2048, 2048] f32 one in one trip, 5.6 beside [1024, 1024] in two)
+                    inner += sum(padded_bytes(c.phi.meta.shape, c.phi.meta.dtype) for c in n.carried)
             elif how == "fori_loop":
-                inner += 2 * sum(_carry_bytes(c.phi.meta.shape, c.phi.meta.dtype) for c in n.carried)
+                inner += 2 * _held_carry_bytes(n, accumulators=True)
             elif how == "emit_pipeline":
                 inner += PIPELINE_CARRY_FACTOR * _pipeline_carry_bytes(n)
             peak = max(peak, inner)
     return int(peak)
+
+
+_STREAMED = ELEMENTWISE | _NO_VECTOR_WORK | {"mask"}
+
+
+def held_factor(nodes: list[Node]) -> float:
+    """What straight-line code holds in VMEM, as a multiple of its largest value (a lower bound of its temporaries:
+    compiler/vmem/floor.py reads it too).
+
+    0: elementwise code from loads to stores, whose values the TPU compiler streams vreg by vreg (libtpu 0.0.42.1,
+    v5e and v7x: add's [256, 512] and [1024, 1024] blocks need no VMEM beyond their buffers, where 1.3x the largest
+    value said 0.3 and 2.6 MiB); a dot that adds into an accumulator streams too (bmm's `baddbmm` into its carried
+    f32 block: 0.0-0.1 MiB in emit_pipeline, where 1.3x the product said 0.6 to 10.4 MiB).
+    1: reductions among elementwise code: each value used after a reduction is held whole until it is done
+    (`_live_across_reductions`), at least the largest value.
+    FUSED_FACTOR: a dot of its own, a softmax, a permute (attention's body, calibrated as such)."""
+    factor = 0.0
+    for n in nodes:
+        if not isinstance(n, Op) or n.kind in _STREAMED or (n.kind == "dot" and len(n.args) > 2):
+            continue
+        if n.kind not in REDUCTIONS:
+            return FUSED_FACTOR
+        factor = 1.0
+    return factor
+
+
+def holds_values(nodes: list[Node]) -> bool:
+    return held_factor(nodes) > 0
+
+
+def _value_ids(x: object) -> set[int]:
+    if isinstance(x, Value):
+        return {x.id}
+    if isinstance(x, tuple | list):
+        return set().union(*(_value_ids(a) for a in x)) if x else set()
+    if isinstance(x, dict):
+        return _value_ids(list(x.values()))
+    return set()
+
+
+def _used(n: Node) -> set[int]:
+    if isinstance(n, Op):
+        return _value_ids(n.args) | _value_ids(n.kwargs)
+    if isinstance(n, Store):
+        return _value_ids(n.value) | _value_ids(n.index)
+    if isinstance(n, Load):
+        return _value_ids(n.index)
+    if isinstance(n, InnerLoop):
+        return set().union(*(_used(m) for m in n.body), *(_value_ids(c.init) for c in n.carried))
+    return set()
+
+
+def _live_across_reductions(nodes: list[Node]) -> int:
+    """The most bytes of values held across one reduction: computed (or loaded) before it and used after it, so
+    whole while it runs. libtpu 0.0.42.1: rms_norm_bwd's [256, 8192] f32 rows need 24 MiB of temporaries on v7x,
+    its grad_out, x_hat and dy * weight blocks (8 MiB each) held across the row sum, where 1.3x the largest value
+    said 10.4 and the kernel ran out of VMEM at 73.4 MiB against a report of 59.9; batch_softmax's [1, 256, 4096]
+    blocks 3.8-3.9 MiB, its f32 logits (4 MiB) across the max, then the exponentials across the sum."""
+    later: set[int] = set()
+    after: list[set[int]] = []
+    for n in reversed(nodes):
+        after.append(set(later))
+        later |= _used(n)
+    after.reverse()
+    defined: dict[int, int] = {}
+    most = 0
+    for n, used_after in zip(nodes, after, strict=True):
+        if isinstance(n, Op) and n.kind in REDUCTIONS:
+            most = max(most, sum(b for vid, b in defined.items() if vid in used_after))
+        outs = n.outputs() if isinstance(n, Op) else (n.out,) if isinstance(n, Load) else ()
+        for v in outs:
+            defined[v.id] = padded_bytes(v.meta.shape, v.meta.dtype)
+    return most
 
 
 def _carry_bytes(shape: tuple[int, ...], dtype: torch.dtype) -> int:
@@ -203,16 +283,23 @@ def _carry_bytes(shape: tuple[int, ...], dtype: torch.dtype) -> int:
 
 
 def _pipeline_carry_bytes(loop: InnerLoop) -> int:
-    """The carried values of an emit_pipeline body as it holds them: none for an accumulator a dot adds into; a
-    row statistic of the blocks another carried value accumulates (attention's running max and sum, [b, q] beside
-    the [b, q, d] accumulator) as a column, one row per element padded to 128 lanes (it is broadcast against them);
-    the rest as _carry_bytes."""
+    return _held_carry_bytes(loop, accumulators=False)
+
+
+def _held_carry_bytes(loop: InnerLoop, accumulators: bool) -> int:
+    """The carried values of a loop body as it holds them: a row statistic of the blocks another carried value
+    accumulates (attention's running max and sum, [b, q] beside the [b, q, d] accumulator) as a column, one row per
+    element padded to 128 lanes (it is broadcast against them); the rest as _carry_bytes. `accumulators`: count an
+    accumulator a dot adds into (a fori_loop's carry is a value; an emit_pipeline's is its scratch, into which the
+    MXU adds: matmul ~0.3 MiB of temporaries). The columns in a fori_loop: libtpu for v7x needs 65.4 MiB for
+    attention 8k's [2, 2048, 512] where [2, 2048] statistics as rows said 58.6 (fits), as columns 66.3."""
     shapes = [tuple(c.phi.meta.shape) for c in loop.carried]
     total = 0
     for c, shape in zip(loop.carried, shapes, strict=True):
         producer = c.next.producer if c.next is not None else None
-        if isinstance(producer, Op) and producer.kind == "dot" and len(producer.args) > 2 and producer.args[2] is c.phi:
-            continue  # a dot accumulating into it: the MXU adds into the scratch (matmul: ~0.3 MiB of temporaries)
+        if (not accumulators and isinstance(producer, Op) and producer.kind == "dot" and len(producer.args) > 2
+                and producer.args[2] is c.phi):
+            continue  # a dot accumulating into it: the MXU adds into the scratch
         if any(len(other) == len(shape) + 1 and other[: len(shape)] == shape for other in shapes):
             total += padded_bytes((*shape, 1), c.phi.meta.dtype)
         else:
