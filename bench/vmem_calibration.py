@@ -310,10 +310,9 @@ def label(r: dict[str, Any]) -> str:
 def row(r: dict[str, Any]) -> str:
     real = r["libtpu_bytes"]
     ratio = f"{r['report_bytes'] / real:.2f}" if real else "-"
-    verdict = (lambda b: "fits" if b <= r["limit_bytes"] else "OOM")  # noqa: E731
     real_text = f"{real / MiB:8.1f}" if real else "       -"
     return (f"{label(r):<56} {r['why']:<22} {r['report_bytes'] / MiB:8.1f} {real_text} {ratio:>6} "
-            f"{verdict(r['report_bytes']):>4}/{verdict(real) if real else '-':<4} {r['libtpu']}")
+            f"{_fits(r['report_bytes'], r):>4}/{_fits(real, r) if real else '-':<4} {r['libtpu']}")
 
 
 def print_table(records: list[dict[str, Any]]) -> None:
@@ -331,6 +330,30 @@ def summary_line(s: dict[str, Any]) -> str:
             f"{s['under_at_flip'] or ''}; verdicts differ on {len(s['verdicts_differ'])} "
             f"{s['verdicts_differ'] or ''}; not scored (operands in VMEM): {len(s['operands_in_vmem'])} "
             f"-> {'holds' if s['holds'] else 'FAILS'}")
+
+
+def markdown(records: list[dict[str, Any]]) -> str:
+    """The records as a markdown table (docs/vmem-calibration.md), worst ratio first within each chip."""
+    def off(r: dict[str, Any]) -> float:
+        return abs(r["report_bytes"] / r["libtpu_bytes"] - 1) if r.get("libtpu_bytes") else 9.0
+
+    lines = ["| chip | kernel [shape set] | blocks | loop | why | report MiB | libtpu MiB | ratio | verdicts (report / libtpu) |",
+             "|---|---|---|---|---|---:|---:|---:|---|"]
+    for r in sorted(records, key=lambda r: (r["chip"], -off(r))):
+        c, real = r["config"], r.get("libtpu_bytes")
+        extra = "".join(f" {k}={c[k]}" for k in ("pallas_load_buffer_count", "loop_orders") if k in c)
+        note = "" if real is None or comparable(r) else " (operands in VMEM: not scored)"
+        real_text = f"{real / MiB:.1f}" if real else r["libtpu"][:40]
+        ratio = f"{r['report_bytes'] / real:.2f}" if real else "-"
+        verdicts = f"{_fits(r['report_bytes'], r)} / {_fits(real, r) if real else '-'}"
+        lines.append(f"| {r['chip']} | {r['kernel']} [{r['shape_set']}] | {c.get('block_sizes')}{extra} | "
+                     f"{c.get('pallas_loop_type', '-')} | {r['why']} | {r['report_bytes'] / MiB:.1f} | {real_text} | "
+                     f"{ratio} | {verdicts}{note} |")
+    return "\n".join(lines)
+
+
+def _fits(n: int, r: dict[str, Any]) -> str:
+    return "fits" if n <= r["limit_bytes"] else "OOM"
 
 
 def recompute(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -371,12 +394,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--report-only", type=Path, help="no libtpu: an earlier --json's libtpu figures, current report")
     ap.add_argument("--timeout", type=float, default=240.0, help="seconds one compile may take")
     ap.add_argument("--limit", type=int, help="compile at most this many configs")
+    ap.add_argument("--markdown", action="store_true", help="with --report-only: print the records as a markdown table")
     opts = ap.parse_args(argv)
     chips = [c.strip() for c in opts.chips.split(",") if c.strip()]
     if opts.report_only:
         saved = json.loads(opts.report_only.read_text())
         records = recompute([r for r in saved["records"] if r["chip"] in chips])
-        print_table(records)
+        if opts.markdown:
+            print(markdown(records))
+        else:
+            print_table(records)
         return 0 if score(records)["holds"] else 1
     from compiler.tpu.libtpu_compile import libtpu_available
 

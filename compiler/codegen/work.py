@@ -141,6 +141,11 @@ def region_work(nodes: list[Node], dma: frozenset[int] = frozenset()) -> Work:
 # straight-line code holds about 1.3x its largest value, while a Python-unrolled loop keeps many iterations'
 # temporaries live at once: ~0.94 * largest * trips**0.876 (fitted on 4..64 trips of flash attention).
 FUSED_FACTOR = 1.3
+# Code with a dot of its own (attention's body) holds its largest value whole and a working set of the next beside
+# it that stops growing: 0.3x the largest up to DOT_WORKING_SET_CAP (libtpu 0.0.42.1 on v7x, attention's f32 scores
+# of 16 and 32 MiB: 17.7 and 36.4 MiB of temporaries in emit_pipeline where 1.3x said 20.8 and 41.6; [1, 1024, 8192]
+# unrolled once, 32 MiB of scores: 32.0 where 1.3x said 41.6; small blocks keep the 1.3x: [1, 256, 256] 0.6 MiB).
+DOT_WORKING_SET_CAP = 8 * 1024 * 1024
 UNROLLED_FACTOR = 0.94
 UNROLLED_EXPONENT = 0.876
 # An emit_pipeline body loads its carried values from their VMEM scratch and stores the new ones: beside the
@@ -175,8 +180,14 @@ def temporaries_bytes(nodes: list[Node], strategy: Callable[[InnerLoop], str],
     reads = reads or {}
     factor = held_factor(nodes)
     largest = _largest_value(nodes, dma, reads)
-    straight = (FUSED_FACTOR * largest if factor == FUSED_FACTOR else max(largest, _live_across_reductions(nodes))
-                if factor else max(reads.values(), default=0))
+    if not factor:  # streamed: only the block region a picking access reads
+        straight = max(reads.values(), default=0)
+    elif factor == 1.0 and _has_dot(nodes):
+        straight = largest + (FUSED_FACTOR - 1) * min(largest, DOT_WORKING_SET_CAP)
+    elif factor == 1.0:
+        straight = max(largest, _live_across_reductions(nodes))
+    else:
+        straight = FUSED_FACTOR * largest
     peak = max(straight, _gather_temporaries(nodes, dma))
     for n in nodes:
         if isinstance(n, InnerLoop):
@@ -209,16 +220,23 @@ def held_factor(nodes: list[Node]) -> float:
     value said 0.3 and 2.6 MiB); a dot that adds into an accumulator streams too (bmm's `baddbmm` into its carried
     f32 block: 0.0-0.1 MiB in emit_pipeline, where 1.3x the product said 0.6 to 10.4 MiB).
     1: reductions among elementwise code: each value used after a reduction is held whole until it is done
-    (`_live_across_reductions`), at least the largest value.
-    FUSED_FACTOR: a dot of its own, a softmax, a permute (attention's body, calibrated as such)."""
+    (`_live_across_reductions`), at least the largest value; a dot of its own, with or without reductions and
+    permutes (attention's body): the largest value and a working set beside it (DOT_WORKING_SET_CAP).
+    FUSED_FACTOR: anything else, a softmax among them."""
     factor = 0.0
+    dot = _has_dot(nodes)
     for n in nodes:
         if not isinstance(n, Op) or n.kind in _STREAMED or (n.kind == "dot" and len(n.args) > 2):
             continue
-        if n.kind not in REDUCTIONS:
+        if n.kind not in REDUCTIONS and not (dot and n.kind in ("dot", "permute")):
             return FUSED_FACTOR
         factor = 1.0
     return factor
+
+
+def _has_dot(nodes: list[Node]) -> bool:
+    """A dot of its own (not one adding into an accumulator) among straight-line code."""
+    return any(isinstance(n, Op) and n.kind == "dot" and len(n.args) <= 2 for n in nodes)
 
 
 def holds_values(nodes: list[Node]) -> bool:
