@@ -136,10 +136,11 @@ def region_work(nodes: list[Node], dma: frozenset[int] = frozenset()) -> Work:
                        for n in nodes if isinstance(n, Op | Load | Store)])
 
 
-# Calibrated against the libtpu 0.0.42.1 deviceless compile on v7x (bench/vmem_calibration.py: attention,
-# softmax, bmm, rms_norm, add; estimates within 0.9-1.3x): the compiler fuses elementwise chains, so
-# straight-line code holds about 1.3x its largest value, while a Python-unrolled loop keeps many iterations'
-# temporaries live at once: ~0.94 * largest * trips**0.876 (fitted on 4..64 trips of flash attention).
+# Calibrated against the libtpu 0.0.42.1 deviceless compile on v5e and v7x (bench/vmem_calibration.py, every
+# example and loop strategy; docs/vmem-calibration.md): straight-line code holds what `held_factor` says (nothing
+# when it streams; 1.3x its largest value for a softmax and other ops), while a Python-unrolled loop keeps many
+# iterations' temporaries live at once: on v7x ~0.94 * largest * trips**0.876 (fitted on 4..64 trips of flash
+# attention), on v5e all of them (UNROLLED_ALL_LIVE).
 FUSED_FACTOR = 1.3
 # Code with a dot of its own (attention's body) holds its largest value whole and a working set of the next beside
 # it that stops growing: 0.3x the largest up to DOT_WORKING_SET_CAP (libtpu 0.0.42.1 on v7x, attention's f32 scores
@@ -165,8 +166,26 @@ PIPELINE_CARRY_FACTOR = 0.5
 GATHER_COLUMNS_FACTOR = 2.5
 
 
+# libtpu for v5e keeps every unrolled iteration's largest value (attention's scores) live at once, and one more:
+# attention 8k [1, 256, 256] in 32 trips needs 7.9 MiB of temporaries (0.25 MiB of scores each), [1, 1024, 1024] in 8
+# trips 36.0 (4 MiB each), [1, 4096, 256] in 32 trips ~131 (the report said 102 MiB in all, libtpu 155), where the
+# v7x fit above said 4.9, 23.2 and 78.4. Chips not named here use the v7x fit (v7x measured; others not).
+UNROLLED_ALL_LIVE = frozenset({"v5e"})
+UNROLLED_FIT_FROM = 4  # the fewest trips the v7x fit was fitted on
+
+
+def unrolled_bytes(trips: int, largest: int, chip: str) -> float:
+    """What an unrolled loop of `trips` iterations whose body's largest value is `largest` bytes holds on `chip`."""
+    if chip in UNROLLED_ALL_LIVE:
+        return (trips + 1) * largest
+    if trips < UNROLLED_FIT_FROM:  # below the fit's range the body's own temporaries hold (v7x, attention 32k
+        return 0.0  # [1, 256, 16384] in 2 trips: 17.3 MiB of temporaries for 16 MiB of scores; the fit said 27.6)
+    return UNROLLED_FACTOR * trips**UNROLLED_EXPONENT * largest
+
+
 def temporaries_bytes(nodes: list[Node], strategy: Callable[[InnerLoop], str],
-                      dma: frozenset[int] = frozenset(), reads: Mapping[int, int] | None = None) -> int:
+                      dma: frozenset[int] = frozenset(), reads: Mapping[int, int] | None = None,
+                      chip: str = "") -> int:
     """Estimated VMEM the compiler needs for intermediate values of one grid step (an estimate, labelled so).
 
     A fori_loop's carried values are values, not VMEM scratch (an emit_pipeline's are, and the report counts
@@ -191,12 +210,12 @@ def temporaries_bytes(nodes: list[Node], strategy: Callable[[InnerLoop], str],
     peak = max(straight, _gather_temporaries(nodes, dma))
     for n in nodes:
         if isinstance(n, InnerLoop):
-            inner = temporaries_bytes(n.body, strategy, dma, reads)
+            inner = temporaries_bytes(n.body, strategy, dma, reads, chip)
             how = strategy(n)
             if how == "unroll":
                 trips = math.prod(d.steps for d in n.dims)
                 if holds_values(n.body):
-                    inner = max(inner, UNROLLED_FACTOR * trips**UNROLLED_EXPONENT * _largest_value(n.body, dma, reads))
+                    inner = max(inner, unrolled_bytes(trips, _largest_value(n.body, dma, reads), chip))
                 else:  # a streamed body (bmm's) holds the accumulator it adds into as a value (libtpu 0.0.42.1 on
                     # v7x: 11.9 MiB beside bmm's [2048, 2048] f32 one in one trip, 5.6 beside [1024, 1024] in two)
                     inner += sum(padded_bytes(c.phi.meta.shape, c.phi.meta.dtype) for c in n.carried)
