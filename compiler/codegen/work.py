@@ -139,16 +139,13 @@ def region_work(nodes: list[Node], dma: frozenset[int] = frozenset()) -> Work:
 # Calibrated against the libtpu 0.0.42.1 deviceless compile on v5e and v7x (bench/vmem_calibration.py, every
 # example and loop strategy; docs/vmem-calibration.md): straight-line code holds what `held_factor` says (nothing
 # when it streams; 1.3x its largest value for a softmax and other ops), while a Python-unrolled loop keeps many
-# iterations' temporaries live at once: on v7x ~0.94 * largest * trips**0.876 (fitted on 4..64 trips of flash
-# attention), on v5e all of them (UNROLLED_ALL_LIVE).
+# iterations' temporaries live at once (`unrolled_bytes`).
 FUSED_FACTOR = 1.3
 # Code with a dot of its own (attention's body) holds its largest value whole and a working set of the next beside
 # it that stops growing: 0.3x the largest up to DOT_WORKING_SET_CAP (libtpu 0.0.42.1 on v7x, attention's f32 scores
 # of 16 and 32 MiB: 17.7 and 36.4 MiB of temporaries in emit_pipeline where 1.3x said 20.8 and 41.6; [1, 1024, 8192]
 # unrolled once, 32 MiB of scores: 32.0 where 1.3x said 41.6; small blocks keep the 1.3x: [1, 256, 256] 0.6 MiB).
 DOT_WORKING_SET_CAP = 8 * 1024 * 1024
-UNROLLED_FACTOR = 0.94
-UNROLLED_EXPONENT = 0.876
 # An emit_pipeline body loads its carried values from their VMEM scratch and stores the new ones: beside the
 # scratch it holds ~half of them (as _carry_bytes lays them out) on top of its fused largest value. libtpu 0.0.42.1
 # on v5e, attention 8k in nine emit_pipeline configs (bench/vmem_calibration.py): [256, 64, 128] needs 37.7 MiB of
@@ -169,18 +166,25 @@ GATHER_COLUMNS_FACTOR = 2.5
 # libtpu for v5e keeps every unrolled iteration's largest value (attention's scores) live at once, and one more:
 # attention 8k [1, 256, 256] in 32 trips needs 7.9 MiB of temporaries (0.25 MiB of scores each), [1, 1024, 1024] in 8
 # trips 36.0 (4 MiB each), [1, 4096, 256] in 32 trips ~131 (the report said 102 MiB in all, libtpu 155), where the
-# v7x fit above said 4.9, 23.2 and 78.4. Chips not named here use the v7x fit (v7x measured; others not).
+# v7x rule below said 4.9, 32 and 78.4. Chips not named here use the v7x rule (v7x measured; others not).
 UNROLLED_ALL_LIVE = frozenset({"v5e"})
-UNROLLED_FIT_FROM = 4  # the fewest trips the v7x fit was fitted on
+UNROLLED_FIT_FROM = 4  # fewer trips hold what their body holds (unrolled_bytes)
+# v7x: ~0.94 * largest * trips**0.876 (fitted on 4..64 trips of flash attention; attention 8k [2, 1024, 256] in 32
+# trips needs 39.1 MiB of temporaries, 19.5x its 2 MiB of scores, the fit says 19.6x), and at least the largest values
+# of up to 8 iterations: [1, 2048, 1024] in 8 trips needs 56.3 (7x its 8 MiB of scores) where the fit said 5.8x (66.5
+# MiB in all, "fits"; libtpu: 76.3, out of VMEM)
+UNROLLED_FACTOR = 0.94
+UNROLLED_EXPONENT = 0.876
+UNROLLED_LIVE_AT_LEAST = 8
 
 
 def unrolled_bytes(trips: int, largest: int, chip: str) -> float:
     """What an unrolled loop of `trips` iterations whose body's largest value is `largest` bytes holds on `chip`."""
     if chip in UNROLLED_ALL_LIVE:
         return (trips + 1) * largest
-    if trips < UNROLLED_FIT_FROM:  # below the fit's range the body's own temporaries hold (v7x, attention 32k
-        return 0.0  # [1, 256, 16384] in 2 trips: 17.3 MiB of temporaries for 16 MiB of scores; the fit said 27.6)
-    return UNROLLED_FACTOR * trips**UNROLLED_EXPONENT * largest
+    if trips < UNROLLED_FIT_FROM:  # a short loop holds what its body does (v7x, attention 32k [1, 256, 16384] in 2
+        return 0.0  # trips: 17.3 MiB of temporaries for 16 MiB of scores; 0.94 * trips**0.876 said 27.6)
+    return max(UNROLLED_FACTOR * trips**UNROLLED_EXPONENT, min(trips, UNROLLED_LIVE_AT_LEAST)) * largest
 
 
 def temporaries_bytes(nodes: list[Node], strategy: Callable[[InnerLoop], str],
