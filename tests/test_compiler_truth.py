@@ -95,11 +95,13 @@ def test_a_fori_loop_carry_counts_as_what_libtpu_keeps():
         assert 0.9 * libtpu <= total <= 1.1 * libtpu, (blocks, total)
 
 
-def test_the_generated_code_asks_for_what_libtpu_needed_beyond_the_estimate():
-    """[1, 1024, 1024] unroll: 41.2 MiB by the report, 54.0 to libtpu for v5e, which it was refused at the 51 MiB
-    the code once asked for (what libtpu uses does not grow with the limit)."""
+def test_the_generated_code_asks_for_what_libtpu_needs():
+    """[1, 1024, 1024] unroll: 54.0 MiB to libtpu for v5e, which it was refused at the 51 MiB the code once asked
+    for. The report said 41.2 before it counted every unrolled iteration on v5e (docs/vmem-calibration.md); it says
+    54.0 now, and the code asks for half again as much."""
     ck = _attention_v5e(block_sizes=[1, 1024, 1024], pallas_loop_type="unroll")
-    assert ck.vmem.total_bytes / MiB < 54.0 <= ck.plan.calls[0].vmem_limit_bytes / MiB
+    assert 0.9 * 54.0 <= ck.vmem.total_bytes / MiB <= 1.15 * 54.0
+    assert 54.0 <= ck.plan.calls[0].vmem_limit_bytes / MiB
 
 
 def test_json_shape():

@@ -617,7 +617,8 @@ def test_gate_fails_a_config_the_tpu_compiler_rejects_at_the_real_shapes(monkeyp
     128), 168.66 MiB to the TPU compiler, and it failed on a v5e. The reduced shapes the gate runs fit; the real
     ones do not, so the gate asks libtpu at the real shapes and the runner-up is tried instead of reporting this
     one. The search's half (prepare_check) never waits on libtpu: it hands the real-shape module to the check,
-    which asks while the reduced run goes on. (~50 s of libtpu.)"""
+    which asks while the reduced run goes on. (~50 s of libtpu.) The report now counts every unrolled iteration on
+    v5e and says 168 MiB too (docs/vmem-calibration.md); the gate asks libtpu all the same."""
     import compiler.tpu.libtpu_compile as libtpu_compile
 
     problem = _problem("attention", 0)
@@ -639,7 +640,8 @@ def test_gate_fails_a_config_the_tpu_compiler_rejects_at_the_real_shapes(monkeyp
     assert verdict.verdict == "failed" and verdict.tpu_compiler == "rejects", verdict
     assert "the TPU compiler rejects it" in verdict.message and "HPL302" in verdict.message, verdict.message
     # what it needed against the report's total, for the gate to pass over configs that would fall as short
-    assert verdict.vmem_needed_bytes > get_chip("v5e").max_vmem_limit_bytes > verdict.vmem_estimated_bytes
+    assert verdict.vmem_needed_bytes > get_chip("v5e").max_vmem_limit_bytes
+    assert 0.9 <= verdict.vmem_estimated_bytes / verdict.vmem_needed_bytes <= 1.15, verdict
 
 
 @libtpu

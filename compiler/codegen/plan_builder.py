@@ -537,7 +537,7 @@ def _call_plan(layout: CallLayout, loop_type: object, chip: Chip) -> CallPlan:
         dimension_semantics=tuple(semantics), operands=tuple(operands), scratch=tuple(layout.scratch_plan),
         inner_loops=tuple(inner), outer_work=region_work(grid.body, dma_ids),
         temporaries_bytes=temporaries_bytes(grid.body, lambda lp: loop_strategy(loop_type, lp), dma_ids,
-                                            _picked_region_bytes(layout)),
+                                            _picked_region_bytes(layout), chip.name),
         vmem_limit_bytes=chip.default_scoped_vmem_bytes,
         gather_tables=tuple((n.tensor.name, n.range, b) for n, b in largest_gather_tables(grid.body, dma_ids)),
     )

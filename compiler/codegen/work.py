@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 import torch
 
 from ..frontend.dot_precision import PASSES
-from ..frontend.ops import TRANSCENDENTAL
+from ..frontend.ops import ELEMENTWISE, REDUCTIONS, TRANSCENDENTAL
 from ..ir.plan import SHORT_LHS_ROWS, Work
 from ..ir.tile_ir import InnerLoop, Load, Node, Op, Store, Value
 from .padding import padded_count, sublane_rows_of
@@ -136,13 +136,16 @@ def region_work(nodes: list[Node], dma: frozenset[int] = frozenset()) -> Work:
                        for n in nodes if isinstance(n, Op | Load | Store)])
 
 
-# Calibrated against the libtpu 0.0.42.1 deviceless compile on v7x (bench/vmem_calibration.py: attention,
-# softmax, bmm, rms_norm, add; estimates within 0.9-1.3x): the compiler fuses elementwise chains, so
-# straight-line code holds about 1.3x its largest value, while a Python-unrolled loop keeps many iterations'
-# temporaries live at once: ~0.94 * largest * trips**0.876 (fitted on 4..64 trips of flash attention).
+# Calibrated against the libtpu 0.0.42.1 deviceless compile on v5e and v7x (bench/vmem_calibration.py, every
+# example and loop strategy; docs/vmem-calibration.md): straight-line code holds what `held_factor` says (nothing
+# when it streams; 1.3x its largest value for a softmax and other ops), while a Python-unrolled loop keeps many
+# iterations' temporaries live at once (`unrolled_bytes`).
 FUSED_FACTOR = 1.3
-UNROLLED_FACTOR = 0.94
-UNROLLED_EXPONENT = 0.876
+# Code with a dot of its own (attention's body) holds its largest value whole and a working set of the next beside
+# it that stops growing: 0.3x the largest up to DOT_WORKING_SET_CAP (libtpu 0.0.42.1 on v7x, attention's f32 scores
+# of 16 and 32 MiB: 17.7 and 36.4 MiB of temporaries in emit_pipeline where 1.3x said 20.8 and 41.6; [1, 1024, 8192]
+# unrolled once, 32 MiB of scores: 32.0 where 1.3x said 41.6; small blocks keep the 1.3x: [1, 256, 256] 0.6 MiB).
+DOT_WORKING_SET_CAP = 8 * 1024 * 1024
 # An emit_pipeline body loads its carried values from their VMEM scratch and stores the new ones: beside the
 # scratch it holds ~half of them (as _carry_bytes lays them out) on top of its fused largest value. libtpu 0.0.42.1
 # on v5e, attention 8k in nine emit_pipeline configs (bench/vmem_calibration.py): [256, 64, 128] needs 37.7 MiB of
@@ -168,8 +171,33 @@ GATHER_COLUMNS_FACTOR = 2.5
 GATHER_TABLE_FACTOR = 14.0
 
 
+# libtpu for v5e keeps every unrolled iteration's largest value (attention's scores) live at once, and one more:
+# attention 8k [1, 256, 256] in 32 trips needs 7.9 MiB of temporaries (0.25 MiB of scores each), [1, 1024, 1024] in 8
+# trips 36.0 (4 MiB each), [1, 4096, 256] in 32 trips ~131 (the report said 102 MiB in all, libtpu 155), where the
+# v7x rule below said 4.9, 32 and 78.4. Chips not named here use the v7x rule (v7x measured; others not).
+UNROLLED_ALL_LIVE = frozenset({"v5e"})
+UNROLLED_FIT_FROM = 4  # fewer trips hold what their body holds (unrolled_bytes)
+# v7x: ~0.94 * largest * trips**0.876 (fitted on 4..64 trips of flash attention; attention 8k [2, 1024, 256] in 32
+# trips needs 39.1 MiB of temporaries, 19.5x its 2 MiB of scores, the fit says 19.6x), and at least the largest values
+# of up to 8 iterations: [1, 2048, 1024] in 8 trips needs 56.3 (7x its 8 MiB of scores) where the fit said 5.8x (66.5
+# MiB in all, "fits"; libtpu: 76.3, out of VMEM)
+UNROLLED_FACTOR = 0.94
+UNROLLED_EXPONENT = 0.876
+UNROLLED_LIVE_AT_LEAST = 8
+
+
+def unrolled_bytes(trips: int, largest: int, chip: str) -> float:
+    """What an unrolled loop of `trips` iterations whose body's largest value is `largest` bytes holds on `chip`."""
+    if chip in UNROLLED_ALL_LIVE:
+        return (trips + 1) * largest
+    if trips < UNROLLED_FIT_FROM:  # a short loop holds what its body does (v7x, attention 32k [1, 256, 16384] in 2
+        return 0.0  # trips: 17.3 MiB of temporaries for 16 MiB of scores; 0.94 * trips**0.876 said 27.6)
+    return max(UNROLLED_FACTOR * trips**UNROLLED_EXPONENT, min(trips, UNROLLED_LIVE_AT_LEAST)) * largest
+
+
 def temporaries_bytes(nodes: list[Node], strategy: Callable[[InnerLoop], str],
-                      dma: frozenset[int] = frozenset(), reads: Mapping[int, int] | None = None) -> int:
+                      dma: frozenset[int] = frozenset(), reads: Mapping[int, int] | None = None,
+                      chip: str = "") -> int:
     """Estimated VMEM the compiler needs for intermediate values of one grid step (an estimate, labelled so).
 
     A fori_loop's carried values are values, not VMEM scratch (an emit_pipeline's are, and the report counts
@@ -181,21 +209,114 @@ def temporaries_bytes(nodes: list[Node], strategy: Callable[[InnerLoop], str],
     value (one row picked out of its group: libtpu for v5e needed 1.0-1.8x the group read as temporaries, one head
     of [2, 2048, 32, 128] bf16 in 1024-row blocks 7.4 MiB beside a 4 MiB group)."""
     reads = reads or {}
-    straight = _largest_value(nodes, dma, reads)
-    peak = max(FUSED_FACTOR * straight, _gather_temporaries(nodes, dma))
+    factor = held_factor(nodes)
+    largest = _largest_value(nodes, dma, reads)
+    if not factor:  # streamed: only the block region a picking access reads (1.0-1.8x of it: `reads` below)
+        straight = FUSED_FACTOR * max(reads.values(), default=0)
+    elif factor == 1.0 and _has_dot(nodes):
+        straight = largest + (FUSED_FACTOR - 1) * min(largest, DOT_WORKING_SET_CAP)
+    elif factor == 1.0:
+        straight = max(largest, _live_across_reductions(nodes))
+    else:
+        straight = FUSED_FACTOR * largest
+    peak = max(straight, _gather_temporaries(nodes, dma))
     for n in nodes:
         if isinstance(n, InnerLoop):
-            inner = temporaries_bytes(n.body, strategy, dma, reads)
+            inner = temporaries_bytes(n.body, strategy, dma, reads, chip)
             how = strategy(n)
             if how == "unroll":
                 trips = math.prod(d.steps for d in n.dims)
-                inner = max(inner, UNROLLED_FACTOR * trips**UNROLLED_EXPONENT * _largest_value(n.body, dma, reads))
+                if holds_values(n.body):
+                    inner = max(inner, unrolled_bytes(trips, _largest_value(n.body, dma, reads), chip))
+                else:  # a streamed body (bmm's) holds the accumulator it adds into as a value (libtpu 0.0.42.1 on
+                    # v7x: 11.9 MiB beside bmm's [2048, 2048] f32 one in one trip, 5.6 beside [1024, 1024] in two)
+                    inner += sum(padded_bytes(c.phi.meta.shape, c.phi.meta.dtype) for c in n.carried)
             elif how == "fori_loop":
-                inner += 2 * sum(_carry_bytes(c.phi.meta.shape, c.phi.meta.dtype) for c in n.carried)
+                inner += 2 * _held_carry_bytes(n, accumulators=True)
             elif how == "emit_pipeline":
                 inner += PIPELINE_CARRY_FACTOR * _pipeline_carry_bytes(n)
             peak = max(peak, inner)
     return int(peak)
+
+
+_STREAMED = ELEMENTWISE | _NO_VECTOR_WORK | {"mask"}
+
+
+def held_factor(nodes: list[Node]) -> float:
+    """What straight-line code holds in VMEM, as a multiple of its largest value (a lower bound of its temporaries:
+    compiler/vmem/floor.py reads it too).
+
+    0: elementwise code from loads to stores, whose values the TPU compiler streams vreg by vreg (libtpu 0.0.42.1,
+    v5e and v7x: add's [256, 512] and [1024, 1024] blocks need no VMEM beyond their buffers, where 1.3x the largest
+    value said 0.3 and 2.6 MiB); a dot that adds into an accumulator streams too (bmm's `baddbmm` into its carried
+    f32 block: 0.0-0.1 MiB in emit_pipeline, where 1.3x the product said 0.6 to 10.4 MiB).
+    1: reductions among elementwise code: each value used after a reduction is held whole until it is done
+    (`_live_across_reductions`), at least the largest value; a dot of its own, with or without reductions and
+    permutes (attention's body): the largest value and a working set beside it (DOT_WORKING_SET_CAP).
+    FUSED_FACTOR: anything else, a softmax among them."""
+    factor = 0.0
+    dot = _has_dot(nodes)
+    for n in nodes:
+        if not isinstance(n, Op) or n.kind in _STREAMED or (n.kind == "dot" and len(n.args) > 2):
+            continue
+        if n.kind not in REDUCTIONS and not (dot and n.kind in ("dot", "permute")):
+            return FUSED_FACTOR
+        factor = 1.0
+    return factor
+
+
+def _has_dot(nodes: list[Node]) -> bool:
+    """A dot of its own (not one adding into an accumulator) among straight-line code."""
+    return any(isinstance(n, Op) and n.kind == "dot" and len(n.args) <= 2 for n in nodes)
+
+
+def holds_values(nodes: list[Node]) -> bool:
+    return held_factor(nodes) > 0
+
+
+def _value_ids(x: object) -> set[int]:
+    if isinstance(x, Value):
+        return {x.id}
+    if isinstance(x, tuple | list):
+        return set().union(*(_value_ids(a) for a in x)) if x else set()
+    if isinstance(x, dict):
+        return _value_ids(list(x.values()))
+    return set()
+
+
+def _used(n: Node) -> set[int]:
+    if isinstance(n, Op):
+        return _value_ids(n.args) | _value_ids(n.kwargs)
+    if isinstance(n, Store):
+        return _value_ids(n.value) | _value_ids(n.index)
+    if isinstance(n, Load):
+        return _value_ids(n.index)
+    if isinstance(n, InnerLoop):
+        return set().union(*(_used(m) for m in n.body), *(_value_ids(c.init) for c in n.carried))
+    return set()
+
+
+def _live_across_reductions(nodes: list[Node]) -> int:
+    """The most bytes of values held across one reduction: computed (or loaded) before it and used after it, so
+    whole while it runs. libtpu 0.0.42.1: rms_norm_bwd's [256, 8192] f32 rows need 24 MiB of temporaries on v7x,
+    its grad_out, x_hat and dy * weight blocks (8 MiB each) held across the row sum, where 1.3x the largest value
+    said 10.4 and the kernel ran out of VMEM at 73.4 MiB against a report of 59.9; batch_softmax's [1, 256, 4096]
+    blocks 3.8-3.9 MiB, its f32 logits (4 MiB) across the max, then the exponentials across the sum."""
+    later: set[int] = set()
+    after: list[set[int]] = []
+    for n in reversed(nodes):
+        after.append(set(later))
+        later |= _used(n)
+    after.reverse()
+    defined: dict[int, int] = {}
+    most = 0
+    for n, used_after in zip(nodes, after, strict=True):
+        if isinstance(n, Op) and n.kind in REDUCTIONS:
+            most = max(most, sum(b for vid, b in defined.items() if vid in used_after))
+        outs = n.outputs() if isinstance(n, Op) else (n.out,) if isinstance(n, Load) else ()
+        for v in outs:
+            defined[v.id] = padded_bytes(v.meta.shape, v.meta.dtype)
+    return most
 
 
 def _carry_bytes(shape: tuple[int, ...], dtype: torch.dtype) -> int:
@@ -211,16 +332,23 @@ def _carry_bytes(shape: tuple[int, ...], dtype: torch.dtype) -> int:
 
 
 def _pipeline_carry_bytes(loop: InnerLoop) -> int:
-    """The carried values of an emit_pipeline body as it holds them: none for an accumulator a dot adds into; a
-    row statistic of the blocks another carried value accumulates (attention's running max and sum, [b, q] beside
-    the [b, q, d] accumulator) as a column, one row per element padded to 128 lanes (it is broadcast against them);
-    the rest as _carry_bytes."""
+    return _held_carry_bytes(loop, accumulators=False)
+
+
+def _held_carry_bytes(loop: InnerLoop, accumulators: bool) -> int:
+    """The carried values of a loop body as it holds them: a row statistic of the blocks another carried value
+    accumulates (attention's running max and sum, [b, q] beside the [b, q, d] accumulator) as a column, one row per
+    element padded to 128 lanes (it is broadcast against them); the rest as _carry_bytes. `accumulators`: count an
+    accumulator a dot adds into (a fori_loop's carry is a value; an emit_pipeline's is its scratch, into which the
+    MXU adds: matmul ~0.3 MiB of temporaries). The columns in a fori_loop: libtpu for v7x needs 65.4 MiB for
+    attention 8k's [2, 2048, 512] where [2, 2048] statistics as rows said 58.6 (fits), as columns 66.3."""
     shapes = [tuple(c.phi.meta.shape) for c in loop.carried]
     total = 0
     for c, shape in zip(loop.carried, shapes, strict=True):
         producer = c.next.producer if c.next is not None else None
-        if isinstance(producer, Op) and producer.kind == "dot" and len(producer.args) > 2 and producer.args[2] is c.phi:
-            continue  # a dot accumulating into it: the MXU adds into the scratch (matmul: ~0.3 MiB of temporaries)
+        if (not accumulators and isinstance(producer, Op) and producer.kind == "dot" and len(producer.args) > 2
+                and producer.args[2] is c.phi):
+            continue  # a dot accumulating into it: the MXU adds into the scratch
         if any(len(other) == len(shape) + 1 and other[: len(shape)] == shape for other in shapes):
             total += padded_bytes((*shape, 1), c.phi.meta.dtype)
         else:

@@ -155,6 +155,7 @@ class TpuCompileResult:
                   name, `failed_pass` the pass.
     vmem_limit_bytes / vmem_used_bytes: the scoped VMEM limit applied to the kernel and what it uses, from the
                   compiled HLO (max over the module's kernels); None when not compiled.
+    vmem_operand_bytes: the kernel's operands XLA copied into VMEM before it (not in its scoped use).
     kernels:      the Mosaic dump of each kernel (texts empty when compiled with dump_mosaic=False).
     schedules:    (schedule workers) each kernel's scheduled bundles, loops and slot utilisation, the Mosaic
                   kernels' and any XLA op's around them (a transpose, a pad in the host code).
@@ -180,6 +181,7 @@ class TpuCompileResult:
     failed_pass: str | None = None
     vmem_limit_bytes: int | None = None
     vmem_used_bytes: int | None = None
+    vmem_operand_bytes: int | None = None
     kernels: tuple[KernelDump, ...] = ()
     schedules: tuple[KernelSchedule, ...] = ()
     cycles: dict[str, int] = field(default_factory=dict)
@@ -220,6 +222,7 @@ class TpuCompileResult:
             failed_pass=data.get("failed_pass"),
             vmem_limit_bytes=data.get("vmem_limit_bytes"),
             vmem_used_bytes=data.get("vmem_used_bytes"),
+            vmem_operand_bytes=data.get("vmem_operand_bytes"),
             kernels=tuple(KernelDump.from_json(k) for k in data.get("kernels", ())),
             schedules=tuple(KernelSchedule.from_json(k) for k in data.get("schedules", ())),
             cycles=dict(data.get("cycles", {})),
@@ -246,6 +249,7 @@ class TpuCompileResult:
             "failed_pass": self.failed_pass,
             "vmem_limit_bytes": self.vmem_limit_bytes,
             "vmem_used_bytes": self.vmem_used_bytes,
+            "vmem_operand_bytes": self.vmem_operand_bytes,
             "kernels": [k.to_json(with_text) for k in self.kernels],
             "schedules": [k.to_json() for k in self.schedules],
             "cycles": dict(self.cycles),
@@ -301,14 +305,47 @@ def _allocation(body: str, size_bytes: int) -> dict[str, Any]:
     }
 
 
+_INSTRUCTION = re.compile(r"^\s*(?:ROOT )?(%[\w.-]+) = (\w+)\[([\d,]*)\]\{[^}]*\bS\(1\)")
+_CALL_OPERANDS = re.compile(r"custom-call\(([^)]*)\)")
+_ITEMSIZE = {"pred": 1, "s8": 1, "u8": 1, "bf16": 2, "f16": 2, "s16": 2, "u16": 2, "f32": 4, "s32": 4, "u32": 4,
+             "f64": 8, "s64": 8, "u64": 8}
+
+
+def _in_vmem(hlo_text: str) -> dict[str, int]:
+    """Bytes of each HLO value XLA placed in VMEM (layout memory space S(1)), by name: its elements, padded to
+    (8 x 128) tiles of the last two dims, times the element size."""
+    out = {}
+    for line in hlo_text.splitlines():
+        m = _INSTRUCTION.match(line)
+        if m is None or m.group(2) not in _ITEMSIZE:
+            continue
+        dims = [int(d) for d in m.group(3).split(",") if d]
+        if dims:
+            dims[-1] = -(-dims[-1] // 128) * 128
+        if len(dims) > 1:
+            dims[-2] = -(-dims[-2] // 8) * 8
+        n = 1
+        for d in dims:
+            n *= d
+        out[m.group(1)] = n * _ITEMSIZE[m.group(2)]
+    return out
+
+
 def kernel_vmem(hlo_text: str) -> dict[str, int | None]:
     """Scoped VMEM limit and use of the compiled kernels, from the `tpu_custom_call` backend configs of the
-    optimized HLO (`scoped_memory_configs` / `used_scoped_memory_configs`, memory space 1 = VMEM)."""
-    limits, used = [], []
+    optimized HLO (`scoped_memory_configs` / `used_scoped_memory_configs`, memory space 1 = VMEM), and the bytes of
+    the kernels' operands XLA copied into VMEM before them (`vmem_operand_bytes`: a small array, on v7x: the
+    kernel then reads it in place, and its scoped use leaves it out; max over the kernels)."""
+    limits, used, operands = [], [], []
+    placed = _in_vmem(hlo_text) if "S(1)" in hlo_text else {}
     decoder = json.JSONDecoder()
     for line in hlo_text.splitlines():
         if 'custom_call_target="tpu_custom_call"' not in line or "backend_config=" not in line:
             continue
+        call = _CALL_OPERANDS.search(line)
+        names = [a.strip() for a in call.group(1).split(",")] if call else []
+        own = _INSTRUCTION.match(line)  # the kernel's result, when XLA keeps it in VMEM too
+        operands.append(sum(placed.get(a, 0) for a in names) + (placed.get(own.group(1), 0) if own else 0))
         config, _ = decoder.raw_decode(line, line.index("backend_config=") + len("backend_config="))
         limits += [
             int(c["size"]) for c in config.get("scoped_memory_configs", ()) if c.get("memory_space") == "1"
@@ -318,7 +355,8 @@ def kernel_vmem(hlo_text: str) -> dict[str, int | None]:
             for c in config.get("used_scoped_memory_configs", ())
             if c.get("memory_space") == "1"
         ]
-    return {"vmem_limit_bytes": max(limits, default=None), "vmem_used_bytes": max(used, default=None)}
+    return {"vmem_limit_bytes": max(limits, default=None), "vmem_used_bytes": max(used, default=None),
+            "vmem_operand_bytes": max(operands, default=None)}
 
 
 def encode_arg(arg: Arg | dict) -> dict:

@@ -8,9 +8,9 @@ reductions, simple indexing —
 gets a symbolic shape (per dim: a constant, or "block size i, at most the tile's extent"). A pallas_call's
 VMEM total is its buffers plus the compiler temporaries. Every tensor a call loads or stores a block of
 has a buffer at least as large as that block, whatever the loop strategy and buffer count (unpadded
-elements count here, which no layout makes smaller); the temporaries estimate is at least FUSED_FACTOR times
-the largest value of each region (codegen/work.py). So `bytes(blocks)` — per call, the blocks plus
-FUSED_FACTOR times the largest value, the largest call — never exceeds the VMEM total of a config with
+elements count here, which no layout makes smaller); the temporaries estimate is at least the largest value of
+each region times what that region holds (codegen/work.py `held_factor`). So `bytes(blocks)` — per call, the
+blocks plus the most any region holds, the largest call — never exceeds the VMEM total of a config with
 those block sizes. Values and accesses no rule covers are left out (a lower bound may ignore them).
 
 It holds while the kernel's code is the same for every block size: a kernel that reads a block size
@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from ..codegen.work import FUSED_FACTOR, padded_bytes
+from ..codegen.work import held_factor, padded_bytes
 from ..frontend.fast_types import broadcast_shapes
 from ..frontend.ops import ELEMENTWISE
 from ..ir.tile_ir import GridLoop, InnerLoop, KernelIR, Load, Node, Op, Store, TileDim, Value, walk
@@ -42,14 +42,15 @@ REDUCTIONS = {"sum", "mean", "amax", "amin", "prod", "argmax", "argmin", "logsum
 @dataclass(frozen=True)
 class CallFloor:
     blocks: tuple[tuple[tuple[tuple[Dim, ...], int], ...], ...]  # per tensor: each block accessed, itemsize
-    values: tuple[tuple[tuple[Dim, ...], torch.dtype], ...]  # the modelled values' shapes and dtypes
+    # the modelled values' shapes and dtypes, and what their region holds of its largest (work.py held_factor)
+    values: tuple[tuple[tuple[Dim, ...], torch.dtype, float], ...]
 
     def bytes(self, sizes: Sequence[int]) -> int:
         buffers = sum(max(math.prod(_sizes(dims, sizes, capped=True)) * itemsize for dims, itemsize in accesses)
                       for accesses in self.blocks)
-        largest = max((padded_bytes(_sizes(dims, sizes, capped=True), dtype) for dims, dtype in self.values),
-                      default=0)
-        return buffers + int(FUSED_FACTOR * largest)
+        held = max((factor * padded_bytes(_sizes(dims, sizes, capped=True), dtype) for dims, dtype, factor in self.values),
+                   default=0)
+        return buffers + int(held)
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ class VmemFloor:
 def _call(body: list[Node], traced: Sequence[int]) -> CallFloor:
     shapes: dict[int, tuple[Dim, ...]] = {}
     _region(body, shapes, traced)
-    values = {(shapes[v.id], v.dtype): None for v in _counted(body) if v.id in shapes}
+    values = {(shapes[v.id], v.dtype, factor): None for v, factor in _counted(body) if v.id in shapes}
     accesses: dict[int, dict[tuple[tuple[Dim, ...], int], None]] = {}
     for n in walk(body):
         if isinstance(n, Load | Store) and any(item[0] == "tile" for item in n.index):
@@ -207,14 +208,16 @@ def _values(args: Any) -> list[Value]:
     return out
 
 
-def _counted(nodes: list[Node]) -> list[Value]:
-    """The values the temporaries estimate counts (work.py's `_largest_value`), in every region."""
-    out: list[Value] = []
+def _counted(nodes: list[Node]) -> list[tuple[Value, float]]:
+    """The values the temporaries estimate counts (work.py's `_largest_value`), in every region, each with what its
+    region holds of its largest value (`held_factor`: a streamed elementwise region holds none)."""
+    out: list[tuple[Value, float]] = []
+    factor = held_factor(nodes)
     for n in nodes:
-        if isinstance(n, Op) and n.kind != "alloc":
-            out += list(n.outputs())
-        elif isinstance(n, Load):
-            out.append(n.out)
         if isinstance(n, InnerLoop):
             out += _counted(n.body)
+        elif isinstance(n, Op) and n.kind != "alloc":
+            out += [(v, factor) for v in n.outputs()]
+        elif isinstance(n, Load):
+            out.append((n.out, factor))
     return out

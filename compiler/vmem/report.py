@@ -194,10 +194,12 @@ def call_total(call: CallPlan) -> int:
     return sum(r.bytes for r in _rows(call))
 
 
-# What the generated code asks for beyond the report's total. The temporaries are an estimate, and libtpu needed up
-# to 1.44x the report's total on v5e (attention 8k in unrolled loops of 8 or 32 trips; bench/vmem_calibration.py):
-# [1, 1024, 1024] unroll needs 54.0 MiB against an estimated 41.2, and failed at the 51 MiB it asked for with 128 on
-# the chip. What libtpu uses does not grow with the limit asked for (36.9 MiB for [1, 1024, 512] under 49 or 128).
+# What the generated code asks for beyond the report's total. The temporaries are an estimate: libtpu once needed
+# up to 1.44x the report's total on v5e (attention 8k unrolled, before the report counted every unrolled iteration
+# there: [1, 1024, 1024] needed 54.0 MiB against 41.2 and failed at the 51 MiB it asked for); since the calibration
+# of docs/vmem-calibration.md the report is within 15 % on the examples, and the headroom stays for kernels it has
+# not seen. What libtpu uses barely moves with the limit asked for (36.9 MiB for attention [1, 1024, 512] under 49 or
+# 128; rms_norm_bwd [128] on v7x 36.2 or 38.2).
 LIMIT_HEADROOM = 1.5
 
 
