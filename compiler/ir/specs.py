@@ -1,6 +1,7 @@
 """Argument specs: `bf16[8, 32, 8192, 256]` for tensors, literals for every other argument kind.
 
-A kernel argument is a tensor (`bf16[8, 128]`; a 0-d tensor, such as a scale, is `f32[]`), a number or bool (`1e-5`, `7`, `True`), `None` (an optional
+A kernel argument is a tensor (`bf16[8, 128]`; a 0-d tensor, such as a scale, is `f32[]`; one that is not
+contiguous says its layout: `bf16[256, 128].t()`, `.transpose(0, 1)`, `.permute(...)`, `.strides(1, 8)`), a number or bool (`1e-5`, `7`, `True`), `None` (an optional
 tensor left out), a list or tuple of ints (`normalized_shape=[8192]`) or a dtype (`torch.bfloat16`, or
 `bf16`). The same text appears in `# helion: args(...)` lines above a kernel, in `--args` on the command
 line and in `compile(args=...)`; shapes inferred from a file's own calls (frontend/call_shapes.py) are
