@@ -153,3 +153,31 @@ def test_fp8_arguments_keep_their_strides_on_the_way_to_the_reference_process() 
     t = torch.randn(4, 8).to(torch.float8_e4m3fn).t()
     back = pickle.loads(_dumps(t))
     assert back.stride() == (1, 8) and torch.equal(back.float(), t.float())
+
+
+BROADCAST_TILES = HEADER + textwrap.dedent('''
+    # helion: args(x=f32[16, 256], w=f32[128, 256].t())
+    @helion.kernel()
+    def swapped_mm(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        m, k = x.shape
+        n = w.shape[1]
+        assert w.stride(0) == 1
+        out = torch.empty((m, n), dtype=torch.float32, device=x.device)
+        for tile_m, tile_n in hl.tile([m, n]):
+            acc = hl.zeros([tile_m, tile_n], torch.float32)
+            for tile_k in hl.tile(k):
+                xt = hl.load(x, [tile_m.index[None, :], tile_k.index[:, None]])
+                wt = hl.load(w, [tile_k.index[None, :], tile_n.index[:, None]])
+                acc = acc + hl.dot(wt, xt).t()
+            out[tile_m, tile_n] = acc
+        return out
+''')
+
+
+def test_tile_positions_broadcast_against_each_other_read_the_block_transposed() -> None:
+    """vLLM's block-scaled matmul reads `hl.load(a, [tile_m.index[None, :], tile_k.index[:, None]])`: the block
+    a[tile_m, tile_k] transposed, not a two-dimensional gather (which was HPL202)."""
+    ck = compiler.load(BROADCAST_TILES).kernels["swapped_mm"].compile(chip="v5e", config={"block_sizes": [8, 128, 128]})
+    assert "gather" not in ck.source
+    x, w = make_inputs(dict(ck.args))
+    torch.testing.assert_close(ck(x, w), x @ w, rtol=1e-2, atol=1e-2)
