@@ -96,7 +96,7 @@ class TensorSpec:
 
     dtype_name: str
     shape: tuple[int, ...]
-    strides: tuple[int, ...] | None
+    strides: tuple[int, ...] | None = None  # a default: specs pickled before strides existed read as row-major
 
     def __init__(self, dtype: torch.dtype | str, shape: tuple[int, ...], strides: tuple[int, ...] | None = None):
         name = str(dtype).removeprefix("torch.")
