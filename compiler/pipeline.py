@@ -270,6 +270,8 @@ def _layouts(kernel: Kernel, ir: KernelIR, cfg: Config, chip: Chip) -> tuple[lis
     from .vmem.report import with_limits
 
     grids = [n for n in ir.host if isinstance(n, GridLoop)]
+    if not grids and ir.empty_loops:  # every loop is over a zero-size dimension: the host code alone runs
+        return [], with_limits([], chip)[1]
     if not grids:
         raise CompileError([error("HPL101", f"`{kernel.name}` has no hl.tile / hl.grid loop: nothing runs on the TPU",
                                   kernel.name_range)])

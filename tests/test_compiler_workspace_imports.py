@@ -152,3 +152,59 @@ def test_check_runs_the_reference_through_the_same_helpers(workspace) -> None:
     report = check_rows(str(workspace / "mypkg" / "kernels" / "ops" / "quant.py"), "fp8_quant", "v5e", ["unroll"])
     (row,) = report.rows
     assert row.verdict == "ok", row
+
+
+GENERATOR_UTILS = '''
+import torch
+
+
+def case_widths() -> list[int]:
+    return [256, 512]
+
+
+def fp8_bounds() -> tuple[float, float]:
+    info = torch.finfo(torch.float8_e4m3fn)
+    return info.min, info.max
+'''
+
+GENERATOR_KERNEL = '''
+from typing import Any
+
+import helion.language as hl
+import torch
+from vllm.kernels.helion.register import register_kernel
+
+from ..cases import case_widths, fp8_bounds
+
+
+def make_cases() -> dict[str, Any]:
+    lo, hi = fp8_bounds()
+    cases = {}
+    for width in case_widths():
+        x = torch.randn(8, width, device="cuda", dtype=torch.bfloat16)
+        cases[f"width_{width}"] = (x, lo, hi)
+    return cases
+
+
+@register_kernel(input_generator=make_cases)
+def clamp_rows(x: torch.Tensor, lo: float, hi: float) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tm in hl.tile(x.size(0)):
+        out[tm, :] = torch.clamp(x[tm, :], lo, hi)
+    return out
+'''
+
+
+def test_an_input_generator_reads_its_helpers_from_their_workspace_file(tmp_path) -> None:
+    """The generator's helpers (`case_widths()`, `fp8_bounds()`, in no model of vLLM's helpers) are read from the
+    workspace file as a kernel's are: one mechanism for both."""
+    ops = tmp_path / "mypkg" / "kernels" / "ops"
+    ops.mkdir(parents=True)
+    for d in (tmp_path / "mypkg", tmp_path / "mypkg" / "kernels", ops):
+        (d / "__init__.py").write_text("")
+    (tmp_path / "mypkg" / "kernels" / "cases.py").write_text(textwrap.dedent(GENERATOR_UTILS))
+    (ops / "clamp.py").write_text(textwrap.dedent(GENERATOR_KERNEL))
+    kernel = compiler.load(str(ops / "clamp.py")).kernels["clamp_rows"]
+    assert [o.case_label for o in kernel.shape_set_origins] == ["width_256", "width_512"]
+    assert [(str(s["x"]), s["lo"], s["hi"]) for s in kernel.shape_sets] == [
+        ("bf16[8, 256]", -448.0, 448.0), ("bf16[8, 512]", -448.0, 448.0)]

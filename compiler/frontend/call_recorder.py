@@ -207,9 +207,7 @@ def _spec(value: Any) -> tuple[ArgSpec, str]:
     if value is UNKNOWN or has_unknown(value):
         return None, "is not known without running the file"
     if isinstance(value, torch.Tensor):
-        spec: ArgSpec = TensorSpec(value.dtype, tuple(int(d) for d in value.shape))
-        if any(d <= 0 for d in value.shape):  # a 0-d tensor (a scale) is fine: `f32[]`
-            return None, f"is a tensor of shape {list(value.shape)}; shape sets need positive dimensions"
+        spec: ArgSpec = TensorSpec(value.dtype, tuple(value.shape), tuple(value.stride()))  # `b.t()` stays so
     elif isinstance(value, torch.Size):
         spec = tuple(int(d) for d in value)
     elif isinstance(value, tuple | list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):

@@ -14,7 +14,7 @@ from typing import Any
 from ..ir.tile_ir import Carried, GridLoop, InnerLoop, TileDim, Value
 from ..support.diagnostics import Range, UserError
 from .module import assigned_names, target_name
-from .values import BlockSize, Tile, TileLoopSpec
+from .values import BlockSize, StaticRange, Tile, TileLoopSpec
 
 DEVICE_EXTENT_HINT = 1 << 16  # extent a device-bounded loop's block size is chosen for until its dims are known
 
@@ -28,10 +28,19 @@ class DeviceLoops:
         if stmt.orelse:
             raise UserError("HPL101", "`for ... else` is not supported", rng)
         spec = self.eval(stmt.iter)
+        if isinstance(spec, StaticRange):  # one copy of the body per step, the index a constant in each
+            for i in spec.items:
+                self.assign(stmt.target, i, header)
+                self.exec_block(stmt.body)
+            return
         if not isinstance(spec, TileLoopSpec):
             raise UserError(
                 "HPL101", "device loops must iterate over hl.tile(...) or hl.grid(...)", Range.of(stmt.iter)
             )
+        known = [i for i in range(len(spec.extents)) if spec.device_bounds is None or spec.device_bounds[i] is None]
+        if spec.lanes is None and any(spec.extents[i] == spec.begins[i] for i in known):
+            self.empty_loops += 1
+            return  # a zero-size dimension: no step runs, the body is neither traced nor emitted (as torch runs it)
         loop_id = self.loop_ids
         self.loop_ids += 1
         dims = []

@@ -6,7 +6,9 @@ kernel is tuned for. The generator is followed by the same bounded abstract eval
 labelled by its case key ("hidden_size=4096, num_tokens=128"); its `ShapeOrigin.case_key` is the key as a dict
 (or the key's string, for the older string keys). Needs torch (call_recorder.py calls this).
 
-What vLLM's own helpers a generator calls mean on a TPU (its TPU platform keeps the default fp8 type,
+A helper the generator imports from another file of the workspace (`from ..utils import get_fp8_min_max`) is
+read from that file, as a kernel's helpers are (workspace_imports.py: one mechanism for both). What vLLM's own
+helpers mean on a TPU where their files are not in the workspace (its TPU platform keeps the default fp8 type,
 float8_e4m3fn) is in `VLLM_HELPERS`; other library calls stay unknown, and a case whose arguments are not all
 known is no shape set (why is said once per kernel).
 """
@@ -26,7 +28,9 @@ from .host_bounds import bounds_of
 from .host_statements import Exhausted, StepBudget
 from .host_values import UNKNOWN, Closure
 from .module import KernelDef, ModuleInfo
+from .module_constants import links
 from .vllm_platform import fp8_dtype
+from .workspace_imports import Foreign, is_plain
 
 MAX_CASES = 512  # cases kept per kernel (vLLM's have up to ~300)
 GENERATOR_STEPS = 400_000  # evaluation steps per generator (silu_mul_fp8's 306 cases take ~60,000)
@@ -58,6 +62,8 @@ def generator_shapes(info: ModuleInfo, ev: Any, wanted: set[str], result: Inferr
     """Adds to `result` the shape sets of each kernel of `wanted` that has an input generator; the names of
     the kernels it gave shape sets (or misses) to. `ev` has run the module (its globals hold the generator)."""
     done: set[str] = set()
+    if ev.links is None:  # the workspace files the generators import from, read as the kernels read them
+        ev.links = links(info, None)  # no chip: shape sets are not per chip (the fp8 type is the default's)
     _install_helpers(ev, info)
     for kernel in info.kernels:
         if kernel.name not in wanted or not kernel.input_generator:
@@ -257,14 +263,38 @@ VLLM_HELPERS: dict[str, Callable[[list, dict, Range], Any]] = {
 }
 
 
+def _link(ev: Any, info: ModuleInfo) -> set[str]:
+    """Bind the names the file imports from other workspace files to what those files define (the module's run
+    bound them as imports, before the links were there); the names bound. A name its file does not give a
+    known value stays as imported (and modelled, if VLLM_HELPERS has it)."""
+    linked: set[str] = set()
+    if ev.links is None:
+        return linked
+    for local in ev.links.names:
+        qualname = info.imports.get(local, "")  # "" for a relative import (`from ..utils import x`)
+        if qualname.rsplit(".", 1)[-1] == "CaseKey" or local == "CaseKey":
+            continue
+        if qualname and any(qualname == k.declared_by for k in info.kernels):
+            continue  # the wrapper that declared the kernels (register_kernel): not a generator's helper
+        value = ev.links.value(local)
+        if isinstance(value, Foreign) or (value is not UNKNOWN and is_plain(value)):
+            ev.globals[local] = value
+            linked.add(local)
+    return linked
+
+
 def _install_helpers(ev: Any, info: ModuleInfo) -> None:
     """Teach this evaluation the file's CaseKey and the vLLM helpers it imports, by qualified name: an imported
     function (`...quant_utils.get_fp8_min_max`) or an attribute of an imported object
     (`...current_platform` + `.fp8_dtype`)."""
     functions = ev.dispatch.functions
-    for qualname in set(info.imports.values()):
+    linked = _link(ev, info)
+    for local, qualname in info.imports.items():
         if qualname.rsplit(".", 1)[-1] == "CaseKey":
             functions[qualname] = _case_key
+            continue
+        if local in linked:
+            continue  # read from its file in the workspace, not modelled
         for suffix, model in VLLM_HELPERS.items():
             parts = suffix.split(".")
             for k in range(1, len(parts) + 1):

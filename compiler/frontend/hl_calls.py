@@ -19,12 +19,13 @@ from .loop_specs import loop_spec
 from .scans import associative_scan, cumulative, reduce
 from .static_args import as_int, shape_arg, shape_tiles, unwrap
 from .tunables import tunable_value
-from .values import BlockSize, Tile
+from .values import BlockSize, StaticRange, Tile
 
 RAND_MIX = (1, -1640531535, -2048144777, -1028477379)  # hl.rand counter: per-dim odd multipliers (int32), last dim first
 ATOMICS = {"atomic_add": "add", "atomic_max": "maximum", "atomic_min": "minimum", "atomic_and": "and",
            "atomic_or": "or", "atomic_xor": "xor", "atomic_xchg": None, "atomic_cas": None}
 FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+STATIC_STEPS = 64  # the most copies of a body hl.static_range unrolls
 
 
 class HelionCalls:
@@ -63,6 +64,15 @@ class HelionCalls:
             return BlockSize(min(int(block), extent), block.index) if 0 < extent < block else block
         if name in ("tile", "grid"):
             return loop_spec(name, args, kwargs, rng)
+        if name == "static_range":  # unrolled by the trace (device_loops.py): as many copies as it has steps
+            bounds = [as_int(a, "hl.static_range argument", rng) for a in args]
+            if not 1 <= len(bounds) <= 3 or kwargs:
+                raise UserError("HPL103", "hl.static_range(end) / hl.static_range(begin, end, step=1)", rng)
+            items = range(*bounds)
+            if len(items) > STATIC_STEPS:
+                raise UserError("HPL105", f"hl.static_range of {len(items)} steps: at most {STATIC_STEPS} are "
+                                          "unrolled (use hl.tile for a loop)", rng)
+            return StaticRange(items)
         if name in ("split", "join"):
             self.t.used_pairs = True
             if name == "split":

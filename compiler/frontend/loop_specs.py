@@ -32,8 +32,8 @@ def loop_spec(api: str, args: list, kwargs: dict, rng: Range) -> TileLoopSpec:
                 if bounds[i] is None:
                     lo, hi = (0, as_int(p[0], f"hl.{api} size", rng)) if len(p) == 1 else \
                         (as_int(p[0], "begin", rng), as_int(p[1], "end", rng))
-                    if hi - lo <= 0:
-                        raise UserError("HPL105", f"hl.{api} over an empty range ({lo}..{hi})", rng)
+                    if hi - lo < 0:
+                        raise UserError("HPL105", f"hl.{api} over a negative range ({lo}..{hi})", rng)
             return TileLoopSpec(api, tuple(0 if b is not None else p[-1] for b, p in zip(bounds, pairs, strict=True)),
                                 tuple(0 if b is not None or len(p) == 1 else p[0] for b, p in
                                       zip(bounds, pairs, strict=True)), blocks, True, None, tuple(bounds))
@@ -53,8 +53,8 @@ def loop_spec(api: str, args: list, kwargs: dict, rng: Range) -> TileLoopSpec:
         else:
             begins, extents = (0,), (as_int(first, f"hl.{api} size", rng),)
     for b, e in zip(begins, extents, strict=True):
-        if e - b <= 0:
-            raise UserError("HPL105", f"hl.{api} over an empty range ({b}..{e})", rng)
+        if e - b < 0:  # an empty range (a zero-size dimension) runs no step, as in torch (device_loops.py)
+            raise UserError("HPL105", f"hl.{api} over a negative range ({b}..{e})", rng)
     n = len(extents)
     if block is None:
         blocks: tuple = (None,) * n

@@ -20,9 +20,10 @@ from .broadcast_index import outer_access
 from .fast_types import broadcast_shapes
 from .index_exprs import device_tile_positions
 from .ops import int64_grown_error
+from .outer_tiles import outer_tiles
 from .row_views import single_row_view, use_rows
 from .split_index import split_view
-from .values import NamedConst
+from .values import NamedConst, Tile
 
 
 class TensorAccess:
@@ -55,6 +56,12 @@ class TensorAccess:
 
     def load(self, tensor: Value, index: Any, rng: Range, prepared: bool = False) -> Value:
         """`tensor[index]` in device code; `prepared`: index is already a tuple of IR index items."""
+        outer = None if prepared else outer_tiles(list(index) if isinstance(index, tuple | list) else [index],
+                                                  len(tensor.shape), self.indexer.exact_tile)
+        if outer is not None:  # tiles' positions broadcast against each other: the block, permuted
+            tiles, dims = outer
+            block = self.load(tensor, tuple(Tile(d) for d in tiles), rng)
+            return block if dims == tuple(range(len(dims))) else self.ops.permute(block, dims, rng)
         split = None if prepared else split_view(self, tensor, index, rng, for_store=False)
         outer = None if prepared or split is not None else outer_access(self.indexer, tensor, index, rng)
         if outer is not None:

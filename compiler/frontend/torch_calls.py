@@ -119,7 +119,9 @@ class TorchCalls:
                 raise UserError("HPL105", f"empty_strided: strides {list(strides)} make elements of size {list(shape)} "
                                           "overlap", rng)
             span = st * n
-        return self.host_alloc(shape, kwargs.get("dtype", torch.float32), "empty", 0.0, rng)
+        out = self.host_alloc(shape, kwargs.get("dtype", torch.float32), "empty", 0.0, rng)
+        out.meta = torch.empty_strided(shape, strides, dtype=out.dtype, device="meta")  # what .stride() says
+        return out
 
     def host_fill(self, x: Value, fill: Any, rng: Range) -> Value:
         """`t.zero_()` / `t.fill_(v)` in host code. An allocation no device loop has written yet is allocated
@@ -189,8 +191,8 @@ class TorchCalls:
             return len(x.shape)
         if name == "numel":
             return math.prod(x.shape)
-        if name == "stride":  # the kernel reads its arguments contiguous (runtime.to_jax), so row-major strides
-            strides = tuple(math.prod(x.shape[i + 1:]) for i in range(len(x.shape)))
+        if name == "stride":  # torch's strides: an argument's as its shape set says (`f32[N, K].t()`), a view's
+            strides = tuple(x.meta.stride())  # as torch makes them; the kernel itself reads values, not memory
             if not args:
                 return strides
             d = as_int(args[0], "stride() dim", rng)
@@ -199,12 +201,14 @@ class TorchCalls:
             return strides[d]
         if name == "clone" and not self.t.in_device:  # a new tensor with x's contents (contiguous/detach alias x)
             return self.ops.make("clone", (x,), {}, lambda t: t.clone(), rng, space="host")
+        if name == "contiguous" and not self.t.in_device and not x.meta.is_contiguous():
+            return self.ops.make("clone", (x,), {}, lambda t: t.contiguous(), rng, space="host")  # torch copies
         if name in ("contiguous", "clone", "detach"):
             return x
         if name == "is_floating_point":
             return x.dtype.is_floating_point
-        if name == "is_contiguous":  # the arrays a kernel receives are always contiguous (runtime.to_jax)
-            return True
+        if name == "is_contiguous":  # as torch says for the layout the shape set gives (`b.t()` is not)
+            return x.meta.is_contiguous()
         approximate = unwrap(args[0] if args else kwargs.get("approximate", "none")) if name == "gelu" else None
         if name in composites.UNARY_COMPOSITES or approximate == "tanh":
             return composites.unary(ops, name, x, list(args), kwargs, rng)

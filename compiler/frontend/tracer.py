@@ -74,6 +74,7 @@ class Tracer(KernelStatements, DeviceLoops, TensorAccess, ExpressionEvaluator):
         self.loads: list[Load] = []
         self.block_dims: dict[int, list[tuple[HostTensor, int]]] = {}
         self.loop_ids = 0
+        self.empty_loops = 0  # loops over a zero-size dimension, skipped (device_loops.py)
         self.observed_blocks: set[int] = set()
         self.depth = 0
         self.statements = 0
@@ -191,7 +192,7 @@ class Tracer(KernelStatements, DeviceLoops, TensorAccess, ExpressionEvaluator):
         return KernelIR(
             self.fn.name, list(self.arg_values), self.arg_values, self.host, tensors,
             list(self.blocks.values), dims, self.inner_loops, self.loads, Range.of(self.fn), frozenset(self.observed_blocks),
-            self.seen, list(self.blocks.extents), list(self.blocks.ranges),
+            self.seen, list(self.blocks.extents), list(self.blocks.ranges), self.empty_loops,
         )
 
     def _add_return(self, ret: Any) -> None:

@@ -68,6 +68,13 @@ class TileLoopSpec:
     lanes: tuple | None = None  # hl.jagged_tile: (per-lane ends Value, the enclosing tiles of its axes)
 
 
+@dataclass(frozen=True)
+class StaticRange:
+    """`hl.static_range(...)`: a loop the trace unrolls, its index a compile-time int in each copy of the body."""
+
+    items: range
+
+
 class BlockTooLong(Exception):  # noqa: N818 - a request to trace again, not an error
     """A loop with device-computed bounds indexes a dim shorter than its block: trace again with the block
     cut to that dim (`caps`), so the window it reads is the whole dim."""

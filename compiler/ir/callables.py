@@ -118,7 +118,7 @@ def coerce_args(args: object) -> dict[str, ArgSpec]:
             elif isinstance(v, str):
                 out[k] = parse_spec(v)
             elif _is_tensor(v):
-                out[k] = TensorSpec(v.dtype, tuple(v.shape))
+                out[k] = TensorSpec(v.dtype, tuple(v.shape), tuple(v.stride()))  # row-major strides are None
             elif _is_dtype(v):
                 out[k] = DtypeSpec(str(v).removeprefix("torch."))
             elif callable(v):

@@ -1,6 +1,7 @@
 """Argument specs: `bf16[8, 32, 8192, 256]` for tensors, literals for every other argument kind.
 
-A kernel argument is a tensor (`bf16[8, 128]`; a 0-d tensor, such as a scale, is `f32[]`), a number or bool (`1e-5`, `7`, `True`), `None` (an optional
+A kernel argument is a tensor (`bf16[8, 128]`; a 0-d tensor, such as a scale, is `f32[]`; one that is not
+contiguous says its layout: `bf16[256, 128].t()`, `.transpose(0, 1)`, `.permute(...)`, `.strides(1, 8)`), a number or bool (`1e-5`, `7`, `True`), `None` (an optional
 tensor left out), a list or tuple of ints (`normalized_shape=[8192]`) or a dtype (`torch.bfloat16`, or
 `bf16`). The same text appears in `# helion: args(...)` lines above a kernel, in `--args` on the command
 line and in `compile(args=...)`; shapes inferred from a file's own calls (frontend/call_shapes.py) are
@@ -76,19 +77,38 @@ class SpecError(ValueError):
         self.param = param  # the kernel parameter whose argument is bad, when known
 
 
+def row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The strides of a contiguous tensor of `shape`, as torch gives them."""
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= max(d, 1)
+    return tuple(reversed(strides))
+
+
 @dataclass(frozen=True, init=False)
 class TensorSpec:
-    """A tensor argument: dtype (kept as torch's name, e.g. "bfloat16") and shape.
+    """A tensor argument: dtype (kept as torch's name, e.g. "bfloat16"), shape and, for a tensor that is not
+    contiguous (`b.t()`, `torch.empty_strided(...)`), its strides as `x.stride()` gives them (None: row-major).
 
-    Built from a torch dtype or its name; `dtype` is the torch dtype (imports torch on first use)."""
+    Built from a torch dtype or its name; `dtype` is the torch dtype (imports torch on first use). The strides
+    are what the kernel's host code sees (`assert b.stride(0) == 1`); the kernel itself reads the values."""
 
     dtype_name: str
     shape: tuple[int, ...]
+    strides: tuple[int, ...] | None = None  # a default: specs pickled before strides existed read as row-major
 
-    def __init__(self, dtype: torch.dtype | str, shape: tuple[int, ...]):
+    def __init__(self, dtype: torch.dtype | str, shape: tuple[int, ...], strides: tuple[int, ...] | None = None):
         name = str(dtype).removeprefix("torch.")
         object.__setattr__(self, "dtype_name", DTYPES.get(name, name))
-        object.__setattr__(self, "shape", tuple(shape))
+        object.__setattr__(self, "shape", tuple(int(d) for d in shape))
+        if strides is not None:
+            strides = tuple(int(s) for s in strides)
+            if len(strides) != len(self.shape):
+                raise SpecError(f"{len(self.shape)} dimensions but {len(strides)} strides")
+            if strides == row_major(self.shape):
+                strides = None
+        object.__setattr__(self, "strides", strides)
 
     @property
     def dtype(self) -> torch.dtype:
@@ -97,12 +117,39 @@ class TensorSpec:
         return getattr(torch, self.dtype_name)
 
     def __str__(self) -> str:
-        return f"{SHORT_NAMES.get(self.dtype_name, 'torch.' + self.dtype_name)}[{', '.join(map(str, self.shape))}]"
+        name = SHORT_NAMES.get(self.dtype_name, "torch." + self.dtype_name)
+        if self.strides is None:
+            return f"{name}[{', '.join(map(str, self.shape))}]"
+        return _strided_text(name, self.shape, self.strides)
+
+    def resized(self, shape: tuple[int, ...]) -> TensorSpec:
+        """The same dtype and memory order (a transposed tensor stays transposed) at another shape."""
+        if self.strides is None:
+            return TensorSpec(self.dtype_name, shape)
+        order = sorted(range(len(shape)), key=lambda d: (-self.strides[d], d))  # type: ignore[index]
+        dense = dict(zip(order, row_major(tuple(shape[d] for d in order)), strict=True))
+        return TensorSpec(self.dtype_name, shape, tuple(dense[d] for d in range(len(shape))))
 
     def meta(self) -> torch.Tensor:
         import torch
 
+        if self.strides is not None:
+            return torch.empty_strided(self.shape, self.strides, dtype=self.dtype, device="meta")
         return torch.empty(self.shape, dtype=self.dtype, device="meta")
+
+
+def _strided_text(name: str, shape: tuple[int, ...], strides: tuple[int, ...]) -> str:
+    """A strided tensor as a shape line says it: `f32[N, K].t()` (a transposed contiguous tensor, as users make
+    it), `f32[A, B, C].permute(2, 0, 1)` (a permuted one), else `i32[4, 16].strides(1, 4)`."""
+    for tie in (1, -1):  # dims from outermost to innermost in memory; equal strides (size-1 dims) either way
+        order = sorted(range(len(shape)), key=lambda d: (-strides[d], tie * d))
+        base = tuple(shape[d] for d in order)
+        dense = dict(zip(order, row_major(base), strict=True))
+        if all(dense[d] == strides[d] for d in range(len(shape))):
+            dims = tuple(order.index(d) for d in range(len(shape)))
+            text = f"{name}[{', '.join(map(str, base))}]"
+            return f"{text}.t()" if dims == (1, 0) else f"{text}.permute({', '.join(map(str, dims))})"
+    return f"{name}[{', '.join(map(str, shape))}].strides({', '.join(map(str, strides))})"
 
 
 @dataclass(frozen=True)
@@ -198,8 +245,8 @@ def parse_spec(node: ast.expr | str) -> ArgSpec:
                 raise SpecError("shape dimensions must be integer literals", elt.col_offset, elt.end_col_offset) from None
             if not isinstance(dim, int) or isinstance(dim, bool):
                 raise SpecError(f"dimension {dim!r} is not an integer", elt.col_offset, elt.end_col_offset)
-            if dim <= 0:
-                raise SpecError(f"dimension {dim} must be positive", elt.col_offset, elt.end_col_offset)
+            if dim < 0:
+                raise SpecError(f"dimension {dim} must not be negative", elt.col_offset, elt.end_col_offset)
             dims.append(dim)
         numel = 1
         for d in dims:
@@ -207,6 +254,8 @@ def parse_spec(node: ast.expr | str) -> ArgSpec:
         if numel > MAX_ELEMENTS:
             raise SpecError(f"shape {dims} has {numel:.3g} elements; the limit is 2**40", node.col_offset, node.end_col_offset)
         return TensorSpec(dtype, tuple(dims))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in LAYOUTS:
+        return _laid_out(node)
     if isinstance(node, ast.Lambda):  # a function argument (score_mod=lambda score, *_: score)
         return CallableSpec(ast.unparse(node))
     dtype = _dtype_of(node)
@@ -226,6 +275,60 @@ def parse_spec(node: ast.expr | str) -> ArgSpec:
         return value
     raise SpecError(f"unsupported argument value {value!r}: use a tensor (bf16[8, 128]), a number, True/False, "
                     "None, a list of ints, a dtype or a lambda", node.col_offset, node.end_col_offset)
+
+
+LAYOUTS = ("t", "transpose", "permute", "strides")  # what a shape line may say after a tensor's shape
+
+
+def _laid_out(node: ast.Call) -> TensorSpec:
+    """`f32[N, K].t()`, `.transpose(0, 1)`, `.permute(2, 0, 1)` (what torch's methods of those names give)
+    or `.strides(1, 4)` (the strides as `x.stride()` gives them, as `torch.empty_strided` takes them)."""
+    assert isinstance(node.func, ast.Attribute)
+    inner = parse_spec(node.func.value)
+    where = (node.col_offset, node.end_col_offset)
+    if not isinstance(inner, TensorSpec):
+        raise SpecError(f".{node.func.attr}() applies to a tensor spec like f32[8, 128]", *where)
+    if node.keywords:
+        raise SpecError(f".{node.func.attr}() takes plain integers", *where)
+    items = [_literal(a) for a in node.args]
+    if len(items) == 1 and isinstance(items[0], tuple | list):
+        items = list(items[0])
+    if not all(isinstance(i, int) and not isinstance(i, bool) for i in items):
+        raise SpecError(f".{node.func.attr}() takes integers", *where)
+    shape, strides = inner.shape, inner.strides or row_major(inner.shape)
+    n = len(shape)
+    attr = node.func.attr
+    if attr == "strides":
+        if len(items) != n or any(i < 0 for i in items):
+            raise SpecError(f".strides() needs {n} non-negative strides, one per dimension", *where)
+        if _overlaps(shape, tuple(items)):
+            raise SpecError(f"strides {tuple(items)} make elements of {list(shape)} share memory", *where)
+        return TensorSpec(inner.dtype_name, shape, tuple(items))
+    if attr == "t":
+        if items or n > 2:
+            raise SpecError(".t() takes no arguments and a tensor of at most 2 dimensions", *where)
+        dims = list(range(n))[::-1]
+    elif attr == "transpose":
+        if len(items) != 2 or not all(-n <= i < n for i in items):
+            raise SpecError(f".transpose(dim0, dim1) of a {n}-d tensor", *where)
+        dims = list(range(n))
+        a, b = items[0] % n, items[1] % n
+        dims[a], dims[b] = dims[b], dims[a]
+    else:
+        dims = [i % n if -n <= i < n else -1 for i in items]
+        if sorted(dims) != list(range(n)):
+            raise SpecError(f".permute{tuple(items)} is not a permutation of {n} dimensions", *where)
+    return TensorSpec(inner.dtype_name, tuple(shape[d] for d in dims), tuple(strides[d] for d in dims))
+
+
+def _overlaps(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """Two positions of `shape` address one element (torch refuses to write such a tensor)."""
+    span = 1
+    for size, step in sorted(((n, st) for n, st in zip(shape, strides, strict=True) if n > 1), key=lambda p: p[1]):
+        if step < span:
+            return True
+        span = step * size
+    return False
 
 
 def _literal(node: ast.expr) -> object:

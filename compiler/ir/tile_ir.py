@@ -220,6 +220,7 @@ class KernelIR:
     seen: list[tuple[Any, Any]] = field(default_factory=list)
     block_extents: list[int] = field(default_factory=list)  # per config block size: the extent it tiles
     block_ranges: list[Range] = field(default_factory=list)  # per config block size: where it was registered
+    empty_loops: int = 0  # device loops over a zero-size dimension: no step runs, none was traced
 
 
 def tensor_params(ir: KernelIR) -> list[str]:

@@ -91,10 +91,19 @@ def make_inputs(specs: dict[str, ArgSpec], seed: int = 0, positive: Iterable[str
             lo, hi = ranges[name]
             out.append(_ints(lo, hi, spec.shape, gen).to(spec.dtype))
         elif name in kinds and not spec.dtype.is_floating_point and spec.dtype != torch.bool:
-            out.append(_table(spec, kinds[name], gen))
+            out.append(_laid_out(spec, _table(spec, kinds[name], gen)))
         else:
-            out.append(_tensor(spec, gen, name in wanted))
+            out.append(_laid_out(spec, _tensor(spec, gen, name in wanted)))
     return out
+
+
+def _laid_out(spec: TensorSpec, values: torch.Tensor) -> torch.Tensor:
+    """`values` with the strides `spec` gives (`b.t()`, `empty_strided`), as the kernel's caller passes them:
+    the kernel's host code, the file's reference and its baseline see the layout, not just the values."""
+    if spec.strides is None:
+        return values
+    out = torch.empty_strided(spec.shape, spec.strides, dtype=values.dtype)
+    return out.copy_(values)
 
 
 @dataclass(frozen=True)

@@ -110,7 +110,8 @@ class _Pickler(pickle.Pickler):
         torch = sys.modules.get("torch")
         if torch is not None and isinstance(obj, torch.Tensor) and obj.dtype.itemsize == 1 \
                 and obj.dtype.is_floating_point:
-            return _float8, (obj.contiguous().view(torch.uint8), str(obj.dtype).removeprefix("torch."))
+            # viewed, not made contiguous: a transposed argument (`b.t()`) keeps its strides for the kernel's asserts
+            return _float8, (obj.view(torch.uint8), str(obj.dtype).removeprefix("torch."))
         return NotImplemented
 
 

@@ -24,7 +24,7 @@ from compiler.reference.tiles import Tile, default_block_size, index_key, iter_t
 
 INDEX_DTYPE = torch.int32
 
-_PUBLIC = ("tile", "jagged_tile", "split", "join", "grid", "register_block_size", "register_tunable", "barrier", "load", "store", "specialize", "zeros", "full", "arange", "dot", "rand",
+_PUBLIC = ("tile", "jagged_tile", "split", "join", "grid", "static_range", "register_block_size", "register_tunable", "barrier", "load", "store", "specialize", "zeros", "full", "arange", "dot", "rand",
            "cumsum", "cumprod", "associative_scan", "reduce", "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg",
            "atomic_cas")
 _U32 = 0xFFFFFFFF
@@ -135,6 +135,10 @@ class Language:
         steps = list(step) if isinstance(step, list | tuple) else [1 if step is None else step] * len(ends)
         ranges = [list(range(b, e, operator.index(s))) for b, e, s in zip(begins, ends, steps, strict=True)]
         return _combine(ranges, several)
+
+    def static_range(self, begin_or_end: int, end_or_none: int | None = None, step: int = 1) -> Iterator[int]:
+        """Python ints, as Helion's unrolled loop binds them."""
+        return iter(range(begin_or_end, end_or_none, step) if end_or_none is not None else range(begin_or_end))
 
     def register_block_size(self, min_or_max: Any, max_or_none: Any = None) -> int:
         """A block size for a dim, taken from the launch's list like a tiled dim."""

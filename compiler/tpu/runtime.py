@@ -246,6 +246,9 @@ def check_call_args(params: list[str], specs: dict[str, ArgSpec], args: Sequence
             if tuple(value.shape) != spec.shape or value.dtype != spec.dtype:
                 got = format_spec(TensorSpec(value.dtype, tuple(value.shape)))
                 raise ValueError(f"{name}: compiled for {format_spec(spec)}, called with {got}; compile for these shapes")
+            if spec.strides is not None and tuple(value.stride()) != spec.strides:  # its host code read them
+                got = format_spec(TensorSpec(value.dtype, tuple(value.shape), tuple(value.stride())))
+                raise ValueError(f"{name}: compiled for {format_spec(spec)}, called with {got}; compile for this layout")
         elif isinstance(value, torch.Tensor):
             raise TypeError(f"{name}: expected a scalar {spec!r}, got a tensor")
         elif value != runtime_value(spec):

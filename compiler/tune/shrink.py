@@ -121,7 +121,7 @@ def _apply(args: Mapping[str, ArgSpec], sizes: Mapping[tuple[str, int], int]) ->
     for name, spec in args.items():
         if isinstance(spec, TensorSpec):
             shape = tuple(sizes.get((name, i), d) for i, d in enumerate(spec.shape))
-            out[name] = TensorSpec(spec.dtype, shape)
+            out[name] = spec.resized(shape)
         else:
             out[name] = spec
     return out
