@@ -19,6 +19,7 @@ import argparse
 import datetime
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -48,7 +49,7 @@ def check_file(path: Path, chip: str, limit: float) -> dict[str, Any]:
             target.write_text(path.read_text() + f"\n\nSMALL = {shapes!r}\n")
         env = {**os.environ, "HELION_LS_ANALYSIS_CACHE": str(Path(tmp) / "analysis.sqlite"),
                "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]), "JAX_PLATFORMS": "cpu", "TPU_SKIP_MDS_QUERY": "1"}
-        start = time.monotonic()
+        start, used, load = time.monotonic(), _children_cpu(), os.getloadavg()[0]
         try:
             done = subprocess.run([sys.executable, "-m", "compiler.cli", "check", str(target), "--chip", chip],
                                   capture_output=True, text=True, timeout=limit, env=env, cwd=tmp)
@@ -56,12 +57,19 @@ def check_file(path: Path, chip: str, limit: float) -> dict[str, Any]:
         except subprocess.TimeoutExpired as exc:
             out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
             code = None
-        seconds = time.monotonic() - start
+        seconds, cpu = time.monotonic() - start, _children_cpu() - used
     lines = out.strip().splitlines()
     summary = lines[-1] if lines and (" passed, " in lines[-1]) else ("still running" if code is None else "")
     unknown = [ln for ln in lines if "verdict is unknown" in ln and not ln.startswith(" ")]
-    return {"seconds": round(seconds, 1), "exit": code, "summary": summary, "shapes": "test" if shapes else "file",
+    return {"seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1), "load": round(load, 1), "exit": code, "summary": summary, "shapes": "test" if shapes else "file",
             "compiler_unknown": unknown[:3]}
+
+
+def _children_cpu() -> float:
+    """User + system CPU seconds of every finished child process (and the children they waited for): what a
+    check costs whatever else the machine runs, unlike its wall time."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def run(folders: list[Path], out: Path, chip: str, limit: float, deadline: float, only: set[str]) -> dict:
@@ -70,8 +78,8 @@ def run(folders: list[Path], out: Path, chip: str, limit: float, deadline: float
                  "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%MZ")})
     begun = time.monotonic()
     for folder in folders:
-        top = [p for p in folder.glob("*.py") if not p.name.startswith("_")]
-        for path in sorted(top or folder.glob("*/*.py")):  # examples/*.py; pretuned_kernels/<kernel>/*.py
+        nested = [p for p in folder.glob("*/*.py") if p.stem == p.parent.name]  # pretuned_kernels/<k>/<k>.py
+        for path in sorted(nested or folder.glob("*.py")):  # else examples/*.py (not run.py beside the kernels)
             name = str(path.relative_to(folder.parent))
             if path.name.startswith("_") or name in data["files"] or (only and path.name not in only):
                 continue
@@ -89,10 +97,11 @@ def table(data: dict) -> str:
     files = sorted(data["files"].items(), key=lambda kv: -kv[1]["seconds"])
     within = sum(f["seconds"] <= BAR for _, f in files)
     lines = [f"{within} of {len(files)} files within {BAR:.0f} s ({data['date']}, --chip {data['chip']}, "
-             f"{data['cores']} cores)", "", "| file | shapes | seconds | result | TPU compiler |", "|---|---|---|---|---|"]
+             f"{data['cores']} cores)", "", "| file | shapes | seconds | CPU seconds | load | result | TPU compiler |", "|---|---|---|---|---|---|---|"]
     for name, f in files:
         said = "unknown for some rows" if f["compiler_unknown"] else "answered"
-        lines.append(f"| {name} | {f['shapes']} | {f['seconds']} | {f['summary'] or 'exit ' + str(f['exit'])} | {said} |")
+        lines.append(f"| {name} | {f['shapes']} | {f['seconds']} | {f.get('cpu_seconds', '-')} | {f.get('load', '-')} | "
+                     f"{f['summary'] or 'exit ' + str(f['exit'])} | {said} |")
     return "\n".join(lines) + "\n"
 
 
