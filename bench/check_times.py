@@ -61,8 +61,17 @@ def check_file(path: Path, chip: str, limit: float) -> dict[str, Any]:
     lines = out.strip().splitlines()
     summary = lines[-1] if lines and (" passed, " in lines[-1]) else ("still running" if code is None else "")
     unknown = [ln for ln in lines if "verdict is unknown" in ln and not ln.startswith(" ")]
-    return {"seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1), "load": round(load, 1), "exit": code, "summary": summary, "shapes": "test" if shapes else "file",
+    return {"seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1), "load": round(load, 1), "exit": code,
+            "measured": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%MZ"), "commit": _commit(), "summary": summary, "shapes": "test" if shapes else "file",
             "compiler_unknown": unknown[:3]}
+
+
+def _commit() -> str:
+    """The checked-out commit of this repository (what was measured), '+' when its tree has changes."""
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO).stdout
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True,
+                           cwd=REPO).stdout
+    return head.strip() + ("+" if dirty.strip() else "")
 
 
 def _children_cpu() -> float:
@@ -97,11 +106,14 @@ def table(data: dict) -> str:
     files = sorted(data["files"].items(), key=lambda kv: -kv[1]["seconds"])
     within = sum(f["seconds"] <= BAR for _, f in files)
     lines = [f"{within} of {len(files)} files within {BAR:.0f} s ({data['date']}, --chip {data['chip']}, "
-             f"{data['cores']} cores)", "", "| file | shapes | seconds | CPU seconds | load | result | TPU compiler |", "|---|---|---|---|---|---|---|"]
+             f"{data['cores']} cores)", "", "CPU seconds: user + system time of the check process and the processes it waited for (libtpu's worker "
+             "among them); load: the 1-minute load average as the file began (this machine is shared).", "",
+             "| file | shapes | seconds | CPU seconds | load | result | TPU compiler | measured |",
+             "|---|---|---|---|---|---|---|---|"]
     for name, f in files:
         said = "unknown for some rows" if f["compiler_unknown"] else "answered"
         lines.append(f"| {name} | {f['shapes']} | {f['seconds']} | {f.get('cpu_seconds', '-')} | {f.get('load', '-')} | "
-                     f"{f['summary'] or 'exit ' + str(f['exit'])} | {said} |")
+                     f"{f['summary'] or 'exit ' + str(f['exit'])} | {said} | {f.get('measured', '-')} {f.get('commit', '')} |")
     return "\n".join(lines) + "\n"
 
 
