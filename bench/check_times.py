@@ -9,7 +9,7 @@ added to a temporary copy. Every run gets an empty analysis cache of its own, so
 an earlier run.
 
     python bench/check_times.py DIR [DIR ...] --out RUN.json [--md TABLE.md] [--chip v5e] [--limit 600]
-                                [--deadline S] [--only a.py,b.py]
+                                [--deadline S] [--only a.py,b.py] [--logs DIR]
 A run cut short keeps what it measured (written after each file); the same --out carries on.
 """
 
@@ -38,9 +38,9 @@ TEST_SHAPES = {
 }
 
 
-def check_file(path: Path, chip: str, limit: float) -> dict[str, Any]:
+def check_file(path: Path, chip: str, limit: float, log: Path | None = None) -> dict[str, Any]:
     """One check process of `path`: its wall time, exit status and summary line, and what it said of the TPU
-    compiler's verdicts."""
+    compiler's verdicts (its whole output to `log`)."""
     with tempfile.TemporaryDirectory() as tmp:
         target = path
         shapes = TEST_SHAPES.get(path.name)
@@ -58,6 +58,8 @@ def check_file(path: Path, chip: str, limit: float) -> dict[str, Any]:
             out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
             code = None
         seconds, cpu = time.monotonic() - start, _children_cpu() - used
+    if log is not None:
+        log.write_text(out)
     lines = out.strip().splitlines()
     summary = lines[-1] if lines and (" passed, " in lines[-1]) else ("still running" if code is None else "")
     unknown = [ln for ln in lines if "verdict is unknown" in ln and not ln.startswith(" ")]
@@ -81,7 +83,8 @@ def _children_cpu() -> float:
     return used.ru_utime + used.ru_stime
 
 
-def run(folders: list[Path], out: Path, chip: str, limit: float, deadline: float, only: set[str]) -> dict:
+def run(folders: list[Path], out: Path, chip: str, limit: float, deadline: float, only: set[str],
+        logs: Path | None = None) -> dict:
     data = json.loads(out.read_text()) if out.exists() else {"files": {}}
     data.update({"tool": "bench/check_times.py", "chip": chip, "cores": os.cpu_count(),
                  "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%MZ")})
@@ -95,7 +98,8 @@ def run(folders: list[Path], out: Path, chip: str, limit: float, deadline: float
             if deadline and time.monotonic() - begun > deadline:
                 print(f"deadline reached before {name}", flush=True)
                 return data
-            found = data["files"][name] = check_file(path, chip, limit)
+            log = logs / (name.replace("/", "_") + ".txt") if logs is not None else None
+            found = data["files"][name] = check_file(path, chip, limit, log)
             out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
             print(f"{name}: {found['seconds']} s, {found['summary']}", flush=True)
     return data
@@ -126,8 +130,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=float, default=600, help="stop a file's check after this many seconds")
     parser.add_argument("--deadline", type=float, default=0, help="start no file after this many seconds")
     parser.add_argument("--only", default="", help="comma-separated file names")
+    parser.add_argument("--logs", type=Path, help="a folder for each file's check output")
     ns = parser.parse_args(argv)
-    data = run(ns.folders, ns.out, ns.chip, ns.limit, ns.deadline, {s for s in ns.only.split(",") if s})
+    if ns.logs is not None:
+        ns.logs.mkdir(parents=True, exist_ok=True)
+    data = run(ns.folders, ns.out, ns.chip, ns.limit, ns.deadline, {s for s in ns.only.split(",") if s}, ns.logs)
     text = table(data)
     print(text)
     if ns.md:
