@@ -107,3 +107,30 @@ def test_the_tpu_compiler_takes_a_long_scatter_in_seconds():
     start = time.perf_counter()
     assert [d.message for d in ck.check_tpu_compile() if d.is_error or d.code == "HPL401"] == []
     assert time.perf_counter() - start < 120  # seconds, with room for a busy CI machine
+
+
+PUT_ROWS_2D = """import helion
+import helion.language as hl
+import torch
+
+
+# helion: args(vals=f32[256, 128], idx=i32[256], out=f32[4096, 128])
+@helion.kernel(static_shapes=True, config=helion.Config(block_sizes=[128]))
+def put_2d(vals: torch.Tensor, idx: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    for t in hl.tile(idx.size(0)):
+        out[idx[t], :] = vals[t, :]
+    return out
+"""
+
+
+def test_whole_rows_scattered_into_a_long_2d_block_go_by_chunks_of_rows():
+    ck = _compiled(PUT_ROWS_2D, "put_2d", "fori_loop", block=128)
+    assert "_chunked_write(_scatter, out_out_ref, idx_ref[...], vals_ref[...], 128)" in ck.source, ck.source
+    vals, out = torch.randn(256, 128), torch.randn(4096, 128)
+    idx = torch.randperm(4096)[:256].to(torch.int32)
+    idx[:8] -= 4096  # the same rows counted from the end
+    got = ck(vals, idx, out.clone())
+    got = got[-1] if isinstance(got, tuple) else got
+    expected = out.clone()
+    expected[idx.long()] = vals
+    assert torch.equal(got, expected)
