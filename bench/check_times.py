@@ -10,6 +10,7 @@ an earlier run.
 
     python bench/check_times.py DIR [DIR ...] --out RUN.json [--md TABLE.md] [--chip v5e] [--limit 600]
                                 [--deadline S] [--only a.py,b.py] [--logs DIR]
+    python bench/check_times.py --merge RUN1.json RUN2.json ... [--md TABLE.md]
 A run cut short keeps what it measured (written after each file); the same --out carries on.
 """
 
@@ -105,6 +106,15 @@ def run(folders: list[Path], out: Path, chip: str, limit: float, deadline: float
     return data
 
 
+def merged(runs: list[dict]) -> dict:
+    """One run's data from several (the later run's row where both measured a file); dated by the latest."""
+    files: dict[str, Any] = {}
+    for data in runs:
+        files.update(data["files"])
+    last = max(runs, key=lambda d: d["date"])
+    return {**last, "files": files}
+
+
 def table(data: dict) -> str:
     """The markdown table of a run: files slowest first, with the bar's count."""
     files = sorted(data["files"].items(), key=lambda kv: -kv[1]["seconds"])
@@ -115,7 +125,7 @@ def table(data: dict) -> str:
              "| file | shapes | seconds | CPU seconds | load | result | TPU compiler | measured |",
              "|---|---|---|---|---|---|---|---|"]
     for name, f in files:
-        said = "unknown for some rows" if f["compiler_unknown"] else "answered"
+        said = "-" if f["exit"] is None else "unknown for some rows" if f["compiler_unknown"] else "answered"
         lines.append(f"| {name} | {f['shapes']} | {f['seconds']} | {f.get('cpu_seconds', '-')} | {f.get('load', '-')} | "
                      f"{f['summary'] or 'exit ' + str(f['exit'])} | {said} | {f.get('measured', '-')} {f.get('commit', '')} |")
     return "\n".join(lines) + "\n"
@@ -123,8 +133,10 @@ def table(data: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("folders", nargs="+", type=Path)
-    parser.add_argument("--out", type=Path, required=True, help="JSON file (extended when it exists)")
+    parser.add_argument("folders", nargs="*", type=Path)
+    parser.add_argument("--out", type=Path, help="JSON file (extended when it exists)")
+    parser.add_argument("--merge", type=Path, nargs="+", help="no run: the table of these runs' JSON files (a file "
+                                                             "measured in several: the last one's row)")
     parser.add_argument("--md", type=Path, help="write the table here too")
     parser.add_argument("--chip", default="v5e")
     parser.add_argument("--limit", type=float, default=600, help="stop a file's check after this many seconds")
@@ -134,7 +146,12 @@ def main(argv: list[str] | None = None) -> int:
     ns = parser.parse_args(argv)
     if ns.logs is not None:
         ns.logs.mkdir(parents=True, exist_ok=True)
-    data = run(ns.folders, ns.out, ns.chip, ns.limit, ns.deadline, {s for s in ns.only.split(",") if s}, ns.logs)
+    if ns.merge:
+        data = merged([json.loads(path.read_text()) for path in ns.merge])
+    elif ns.folders and ns.out:
+        data = run(ns.folders, ns.out, ns.chip, ns.limit, ns.deadline, {s for s in ns.only.split(",") if s}, ns.logs)
+    else:
+        parser.error("give folders and --out, or --merge")
     text = table(data)
     print(text)
     if ns.md:
