@@ -9,7 +9,8 @@ added to a temporary copy. Every run gets an empty analysis cache of its own, so
 an earlier run.
 
     python bench/check_times.py DIR [DIR ...] --out RUN.json [--md TABLE.md] [--chip v5e] [--limit 600]
-                                [--deadline S] [--only a.py,b.py]
+                                [--deadline S] [--only a.py,b.py] [--logs DIR]
+    python bench/check_times.py --merge RUN1.json RUN2.json ... [--md TABLE.md]
 A run cut short keeps what it measured (written after each file); the same --out carries on.
 """
 
@@ -19,6 +20,7 @@ import argparse
 import datetime
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -37,9 +39,9 @@ TEST_SHAPES = {
 }
 
 
-def check_file(path: Path, chip: str, limit: float) -> dict[str, Any]:
+def check_file(path: Path, chip: str, limit: float, log: Path | None = None) -> dict[str, Any]:
     """One check process of `path`: its wall time, exit status and summary line, and what it said of the TPU
-    compiler's verdicts."""
+    compiler's verdicts (its whole output to `log`)."""
     with tempfile.TemporaryDirectory() as tmp:
         target = path
         shapes = TEST_SHAPES.get(path.name)
@@ -48,7 +50,7 @@ def check_file(path: Path, chip: str, limit: float) -> dict[str, Any]:
             target.write_text(path.read_text() + f"\n\nSMALL = {shapes!r}\n")
         env = {**os.environ, "HELION_LS_ANALYSIS_CACHE": str(Path(tmp) / "analysis.sqlite"),
                "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]), "JAX_PLATFORMS": "cpu", "TPU_SKIP_MDS_QUERY": "1"}
-        start = time.monotonic()
+        start, used, load = time.monotonic(), _children_cpu(), os.getloadavg()[0]
         try:
             done = subprocess.run([sys.executable, "-m", "compiler.cli", "check", str(target), "--chip", chip],
                                   capture_output=True, text=True, timeout=limit, env=env, cwd=tmp)
@@ -56,32 +58,61 @@ def check_file(path: Path, chip: str, limit: float) -> dict[str, Any]:
         except subprocess.TimeoutExpired as exc:
             out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
             code = None
-        seconds = time.monotonic() - start
+        seconds, cpu = time.monotonic() - start, _children_cpu() - used
+    if log is not None:
+        log.write_text(out)
     lines = out.strip().splitlines()
     summary = lines[-1] if lines and (" passed, " in lines[-1]) else ("still running" if code is None else "")
     unknown = [ln for ln in lines if "verdict is unknown" in ln and not ln.startswith(" ")]
-    return {"seconds": round(seconds, 1), "exit": code, "summary": summary, "shapes": "test" if shapes else "file",
+    return {"seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1), "load": round(load, 1), "exit": code,
+            "measured": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%MZ"), "commit": _commit(), "summary": summary, "shapes": "test" if shapes else "file",
             "compiler_unknown": unknown[:3]}
 
 
-def run(folders: list[Path], out: Path, chip: str, limit: float, deadline: float, only: set[str]) -> dict:
+def _commit() -> str:
+    """The checked-out commit of this repository (what was measured), '+' when its tree has changes."""
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO).stdout
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True,
+                           cwd=REPO).stdout
+    return head.strip() + ("+" if dirty.strip() else "")
+
+
+def _children_cpu() -> float:
+    """User + system CPU seconds of every finished child process (and the children they waited for): what a
+    check costs whatever else the machine runs, unlike its wall time."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def run(folders: list[Path], out: Path, chip: str, limit: float, deadline: float, only: set[str],
+        logs: Path | None = None) -> dict:
     data = json.loads(out.read_text()) if out.exists() else {"files": {}}
     data.update({"tool": "bench/check_times.py", "chip": chip, "cores": os.cpu_count(),
                  "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%MZ")})
     begun = time.monotonic()
     for folder in folders:
-        top = [p for p in folder.glob("*.py") if not p.name.startswith("_")]
-        for path in sorted(top or folder.glob("*/*.py")):  # examples/*.py; pretuned_kernels/<kernel>/*.py
+        nested = [p for p in folder.glob("*/*.py") if p.stem == p.parent.name]  # pretuned_kernels/<k>/<k>.py
+        for path in sorted(nested or folder.glob("*.py")):  # else examples/*.py (not run.py beside the kernels)
             name = str(path.relative_to(folder.parent))
             if path.name.startswith("_") or name in data["files"] or (only and path.name not in only):
                 continue
             if deadline and time.monotonic() - begun > deadline:
                 print(f"deadline reached before {name}", flush=True)
                 return data
-            found = data["files"][name] = check_file(path, chip, limit)
+            log = logs / (name.replace("/", "_") + ".txt") if logs is not None else None
+            found = data["files"][name] = check_file(path, chip, limit, log)
             out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
             print(f"{name}: {found['seconds']} s, {found['summary']}", flush=True)
     return data
+
+
+def merged(runs: list[dict]) -> dict:
+    """One run's data from several (the later run's row where both measured a file); dated by the latest."""
+    files: dict[str, Any] = {}
+    for data in runs:
+        files.update(data["files"])
+    last = max(runs, key=lambda d: d["date"])
+    return {**last, "files": files}
 
 
 def table(data: dict) -> str:
@@ -89,24 +120,38 @@ def table(data: dict) -> str:
     files = sorted(data["files"].items(), key=lambda kv: -kv[1]["seconds"])
     within = sum(f["seconds"] <= BAR for _, f in files)
     lines = [f"{within} of {len(files)} files within {BAR:.0f} s ({data['date']}, --chip {data['chip']}, "
-             f"{data['cores']} cores)", "", "| file | shapes | seconds | result | TPU compiler |", "|---|---|---|---|---|"]
+             f"{data['cores']} cores)", "", "CPU seconds: user + system time of the check process and the processes it waited for (libtpu's worker "
+             "among them); load: the 1-minute load average as the file began (this machine is shared).", "",
+             "| file | shapes | seconds | CPU seconds | load | result | TPU compiler | measured |",
+             "|---|---|---|---|---|---|---|---|"]
     for name, f in files:
-        said = "unknown for some rows" if f["compiler_unknown"] else "answered"
-        lines.append(f"| {name} | {f['shapes']} | {f['seconds']} | {f['summary'] or 'exit ' + str(f['exit'])} | {said} |")
+        said = "-" if f["exit"] is None else "unknown for some rows" if f["compiler_unknown"] else "answered"
+        lines.append(f"| {name} | {f['shapes']} | {f['seconds']} | {f.get('cpu_seconds', '-')} | {f.get('load', '-')} | "
+                     f"{f['summary'] or 'exit ' + str(f['exit'])} | {said} | {f.get('measured', '-')} {f.get('commit', '')} |")
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("folders", nargs="+", type=Path)
-    parser.add_argument("--out", type=Path, required=True, help="JSON file (extended when it exists)")
+    parser.add_argument("folders", nargs="*", type=Path)
+    parser.add_argument("--out", type=Path, help="JSON file (extended when it exists)")
+    parser.add_argument("--merge", type=Path, nargs="+", help="no run: the table of these runs' JSON files (a file "
+                                                             "measured in several: the last one's row)")
     parser.add_argument("--md", type=Path, help="write the table here too")
     parser.add_argument("--chip", default="v5e")
     parser.add_argument("--limit", type=float, default=600, help="stop a file's check after this many seconds")
     parser.add_argument("--deadline", type=float, default=0, help="start no file after this many seconds")
     parser.add_argument("--only", default="", help="comma-separated file names")
+    parser.add_argument("--logs", type=Path, help="a folder for each file's check output")
     ns = parser.parse_args(argv)
-    data = run(ns.folders, ns.out, ns.chip, ns.limit, ns.deadline, {s for s in ns.only.split(",") if s})
+    if ns.logs is not None:
+        ns.logs.mkdir(parents=True, exist_ok=True)
+    if ns.merge:
+        data = merged([json.loads(path.read_text()) for path in ns.merge])
+    elif ns.folders and ns.out:
+        data = run(ns.folders, ns.out, ns.chip, ns.limit, ns.deadline, {s for s in ns.only.split(",") if s}, ns.logs)
+    else:
+        parser.error("give folders and --out, or --merge")
     text = table(data)
     print(text)
     if ns.md:

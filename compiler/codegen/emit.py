@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from ..ir.tile_ir import KernelIR
 from ..support.diagnostics import Range
+from .chunks import HELPERS as CHUNK_HELPERS
 from .emit_base import Output
 from .emit_dma import HELPERS as DMA_HELPERS
 from .emit_host import HostWriter
@@ -39,7 +40,7 @@ def emit_module(ir: KernelIR, layouts: list[CallLayout], config: dict, header: s
     out.add(0, "import functools\n\nimport jax\nimport jax.numpy as jnp\nfrom jax.experimental import pallas as pl\n"
                "from jax.experimental.pallas import tpu as pltpu\n\n")
     for h in sorted(helpers):
-        out.add(0, HELPERS.get(h) or INDEX_HELPERS.get(h) or DMA_HELPERS[h])
+        out.add(0, HELPERS.get(h) or INDEX_HELPERS.get(h) or CHUNK_HELPERS.get(h) or DMA_HELPERS[h])
         out.add(0, "")
     shift = len(out.lines)
     out.lines.extend(body.lines)

@@ -11,6 +11,7 @@ from ..frontend.values import NamedConst
 from ..ir.tile_ir import InnerLoop, KernelIR, Load, Node, Op, Store, TileDim, walk
 from ..support.diagnostics import UserError
 from . import outputs
+from .chunks import one_hot_positions, scatter_chunk
 from .emit_base import RESERVED, Names, Output, RegionWriter, about, flat
 from .emit_dma import DmaWriter
 from .emit_index import IndexWriter, gather_chunk
@@ -67,7 +68,7 @@ class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
             axis, idx = gathered
             chunk = None
             if axis == 0 and text == f"{ref}[...]":  # the whole block: it can be read a chunk at a time
-                chunk = gather_chunk(op.block_dims_visible(), math.prod(idx.shape), op.tensor.value.dtype)
+                chunk = gather_chunk(op.block_dims_visible(), one_hot_positions(tuple(idx.shape)), op.tensor.value.dtype)
             if chunk is not None:
                 self.use_helper("gather_chunked")
                 text = f"_gather_chunked({ref}, {self.ref(idx)[0]}, {chunk})"
@@ -184,7 +185,10 @@ class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
         dtype = op.tensor.value.dtype
         gathered = self.gather_axis(op, n)
         current = self.read(op, ref, n)  # a written tensor's current contents live in its output block
-        if gathered is not None and (n.accumulate or n.value.dtype != dtype or tuple(n.value.shape) != tuple(region)):
+        chunk = None  # a scatter into a long whole block: written a chunk of it at a time (see chunks.py)
+        if gathered is not None and gathered[0] == 0 and current == f"{ref}[...]" and n.pred is None and not spills:
+            chunk = scatter_chunk(op.block_dims_visible(), math.prod(gathered[1].shape), dtype)
+        if gathered is not None and chunk is None and (n.accumulate or n.value.dtype != dtype or tuple(n.value.shape) != tuple(region)):
             # the scatter needs the values in the stored dtype and shape; name the block once
             block = self.names.fresh(f"{op.tensor.name}_block")
             self.out.add(indent, f"{block} = {current}", n.range)
@@ -216,6 +220,11 @@ class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
             axis, index = gathered
             valid = " & ".join(f"({self.writer.valid(td, tuple(index.shape), a)})" for a, td in n.padding)
             valid = f", valid={valid}" if valid else ""
+            if chunk is not None:
+                self.use_helper("chunked_write")
+                self.out.add(indent, f"_chunked_write(_{helper}, {ref}, {self.ref(index)[0]}, {value}, {chunk}{valid})",
+                             n.range)
+                return
             value = f"_{helper}({current}, {self.ref(index)[0]}, {value}, axis={axis}{valid})"
         if n.pred is not None:  # under `if` on a device value: the old values stay where it is false
             value = f"jnp.where({self.ref(n.pred)[0]}, {value}, {current})"
