@@ -31,11 +31,15 @@ SCATTER_WEIGHT = 16
 
 HELPERS = {
     "chunked_write": (
-        "def _chunked_write(write, ref, idx, values, chunk, valid=None):\n"
+        "def _chunked_write(write, ref, idx, values, chunk, valid=None, one_chunk=False):\n"
         '    """ref[...] = write(ref[...], idx, values, 0, valid) (`_scatter` or `_scatter_add` along the first dim), a\n'
         "    `chunk` of the rows at a time in a loop: the one-hot of a long block at once is code that grows with the\n"
         "    block, which the TPU compiler takes minutes over. A position outside the chunk is past its end there,\n"
-        '    which writes nothing."""\n'
+        "    which writes nothing. `one_chunk` (interpret mode): the whole block at once, no loop, the same values;\n"
+        '    the CPU interpreter pays per step."""\n'
+        "    if one_chunk:\n"
+        "        ref[...] = write(ref[...], idx, values, 0, valid)\n"
+        "        return\n"
         "    rows = ref.shape[0]\n"
         "    idx = jnp.where(idx < 0, idx + rows, idx)\n"
         "\n"

@@ -67,10 +67,13 @@ HELPERS = {
         "    return out\n"
     ),
     "gather_chunked": (
-        "def _gather_chunked(ref, idx, chunk):\n"
+        "def _gather_chunked(ref, idx, chunk, one_chunk=False):\n"
         '    """ref[idx] along its first dim, as `_gather` gives it, a `chunk` of the table rows at a time in a loop:\n'
         "    the one-hot of a long table at once is code that grows with the table (positions x rows), which the TPU\n"
-        "    compiler takes minutes over. Each position takes its row from the one chunk holding it.\"\"\"\n"
+        "    compiler takes minutes over. Each position takes its row from the one chunk holding it. `one_chunk`\n"
+        "    (interpret mode): the whole table at once, no loop, the same values; the CPU interpreter pays per step.\"\"\"\n"
+        "    if one_chunk:\n"
+        "        return _gather(ref[...], idx, 0)\n"
         "    rows = ref.shape[0]\n"
         "    idx = jnp.where(idx < 0, idx + rows, idx)\n"
         "    rest = ref.shape[1:]\n"
