@@ -70,7 +70,10 @@ HELPERS = {
         "def _gather_chunked(ref, idx, chunk):\n"
         '    """ref[idx] along its first dim, as `_gather` gives it, a `chunk` of the table rows at a time in a loop:\n'
         "    the one-hot of a long table at once is code that grows with the table (positions x rows), which the TPU\n"
-        "    compiler takes minutes over. Each position takes its row from the one chunk holding it.\"\"\"\n"
+        "    compiler takes minutes over. Each position takes its row from the one chunk holding it. `chunk` None\n"
+        "    (interpret mode, where it fits): the whole table at once, no loop, the same values.\"\"\"\n"
+        "    if chunk is None:\n"
+        "        return _gather(ref[...], idx, 0)\n"
         "    rows = ref.shape[0]\n"
         "    idx = jnp.where(idx < 0, idx + rows, idx)\n"
         "    rest = ref.shape[1:]\n"
@@ -187,9 +190,11 @@ HELPER_DEPS = {"gather": ("one_hot_rows",), "gather_chunked": ("gather", "one_ho
 
 
 ONE_HOT_ELEMENTS = 1 << 18  # the most a gather's one-hot holds at once (positions x table rows; see gather_chunk)
+# in interpret mode (a CPU) the loop steps cost, not the code: chunks only bound the one-hot's memory (128 MiB of f32)
+INTERPRET_ONE_HOT_ELEMENTS = 1 << 25
 
 
-def gather_chunk(block: tuple[int, ...], positions: int, dtype: torch.dtype) -> int | None:
+def gather_chunk(block: tuple[int, ...], positions: int, dtype: torch.dtype, bound: int = ONE_HOT_ELEMENTS) -> int | None:
     """The rows of the table `_gather_chunked` takes at a time for a gather of `positions` from a whole block of
     shape `block` along its first dim, or None to take the whole table at once. libtpu 0.0.42 for v5e compiled
     upstream jagged_mean at its test's shapes (2,048 positions of an 8,448-element table: a 17M-element one-hot)
@@ -197,13 +202,13 @@ def gather_chunk(block: tuple[int, ...], positions: int, dtype: torch.dtype) -> 
     its time grows with the one-hot's size. A chunk starts at a multiple of itself, so it divides the rows and is
     a multiple of what Mosaic slices at a device-known start (128 lanes of a 1-D table, 8 or 32 rows)."""
     rows = block[0] if block else 0
-    if positions * rows <= ONE_HOT_ELEMENTS:
+    if positions * rows <= bound:
         return None
     align = LANES * max(1, 4 // dtype.itemsize) if len(block) == 1 else sublane_multiple(dtype)
     fits = [c for c in range(align, rows, align) if rows % c == 0]
     if not fits:
         return None
-    small = [c for c in fits if positions * c <= ONE_HOT_ELEMENTS]
+    small = [c for c in fits if positions * c <= bound]
     return max(small) if small else fits[0]
 
 

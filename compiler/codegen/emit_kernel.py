@@ -11,7 +11,7 @@ from ..frontend.values import NamedConst
 from ..ir.tile_ir import InnerLoop, KernelIR, Load, Node, Op, Store, TileDim, walk
 from ..support.diagnostics import UserError
 from . import outputs
-from .chunks import one_hot_positions, scatter_chunk
+from .chunks import interpret_chunk, one_hot_positions, scatter_chunk
 from .emit_base import RESERVED, Names, Output, RegionWriter, about, flat
 from .emit_dma import DmaWriter
 from .emit_index import IndexWriter, gather_chunk
@@ -32,6 +32,7 @@ class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
         self.block_refs: dict[tuple[int, str], str] = {}  # (id(operand), "in"/"out") -> ref in a pipeline body
         self.device_positions: dict[tuple[int, int], tuple[str, str]] = {}  # device-bounded tile: (first, window)
         self.window_multiple: dict[tuple[int, int], int] = {}  # device-bounded tile: its window start's multiple
+        self.interpret_flag = False  # does the kernel take `interpret` (its chunked gathers and scatters read it)?
         dma_fns = {f"{d.buffer}_{suffix}" for d in layout.dma.values() for suffix in ("fetch", "wait", "put", "put_wait")}
         names = Names(RESERVED | {o.ref_name for o in layout.operands} | {alias_param(o) for o in layout.operands}
                       | set(layout.scratch.values()) | {s.name for s in layout.scratch_plan} | dma_fns
@@ -71,7 +72,8 @@ class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
                 chunk = gather_chunk(op.block_dims_visible(), one_hot_positions(tuple(idx.shape)), op.tensor.value.dtype)
             if chunk is not None:
                 self.use_helper("gather_chunked")
-                text = f"_gather_chunked({ref}, {self.ref(idx)[0]}, {chunk})"
+                whole = interpret_chunk(op.block_dims_visible(), math.prod(idx.shape), op.tensor.value.dtype)
+                text = f"_gather_chunked({ref}, {self.ref(idx)[0]}, {self._chunk_text(chunk, whole)})"
             else:
                 self.use_helper("gather")
                 text = f"_gather({text}, {self.ref(idx)[0]}, axis={axis})"
@@ -113,10 +115,12 @@ class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
         params += [self._sig_out(o) for o in lay.outputs]
         params += [s.name for s in lay.scratch_plan]
         consts = self._named_consts()
+        self.names.used.update(consts)
         sig = ", ".join(params)
         if consts:
             sig += ", *, " + ", ".join(consts)
         grid = lay.grid
+        header = len(self.out.lines)
         self.out.add(0, f"def {lay.name}({sig}):", grid.header_range)
         self.out.add(1, f'"""Device kernel for the `{self.ir.name}` grid loop (one grid step = one block of each tile)."""')
         for axis, d in enumerate(lay.grid_dims):
@@ -128,7 +132,21 @@ class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
                 self._copy_in(1, o, o.ref_name, self.out_ref(o), list(o.grid_axes), [d.steps for d in lay.grid_dims],
                               names)
         self.region(1, grid.body)
+        if self.interpret_flag:  # known once the body is written: the flag joins the keyword-only params
+            flag = "interpret: bool"
+            self.out.lines[header] = self.out.lines[header].replace(
+                f"def {lay.name}({sig}):", f"def {lay.name}({sig}{', ' if consts else ', *, '}{flag}):", 1)
         return self
+
+    def _chunk_text(self, chunk: int, interpreted: int | None) -> str:
+        """A chunked gather's or scatter's chunk: libtpu's small one (minutes for a long block's one-hot at once),
+        or in interpret mode the largest that fits in memory (None: the whole block, no loop), since the CPU
+        interpreter pays for each loop step (chunks.interpret_chunk). The values are the same either way. The
+        kernel takes `interpret` from the host (`bool(interpret)`: Pallas's own argument may be its params)."""
+        if not self.interpret_flag:
+            self.interpret_flag = True
+            self.kwargs["interpret"] = "bool(interpret)"
+        return f"{interpreted} if interpret else {chunk}"
 
     def _copy_in(self, indent: int, o: OperandLayout, src: str, dst: str, axes: list[int], steps: list[int],
                  names: list[str]) -> None:
@@ -222,7 +240,9 @@ class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
             valid = f", valid={valid}" if valid else ""
             if chunk is not None:
                 self.use_helper("chunked_write")
-                self.out.add(indent, f"_chunked_write(_{helper}, {ref}, {self.ref(index)[0]}, {value}, {chunk}{valid})",
+                whole = interpret_chunk(op.block_dims_visible(), math.prod(index.shape), dtype)
+                self.out.add(indent, f"_chunked_write(_{helper}, {ref}, {self.ref(index)[0]}, {value}, "
+                                     f"{self._chunk_text(chunk, whole)}{valid})",
                              n.range)
                 return
             value = f"_{helper}({current}, {self.ref(index)[0]}, {value}, axis={axis}{valid})"
