@@ -131,6 +131,8 @@ class Placer:
         self.grid_names = grid_names
         self.whole = whole  # tensors (`viewed` root value ids) kept whole in VMEM for the call: one block
         self.grid_loops = {k[0] for k in grid_dims}
+        # a launch-grid tile's block the TPU cannot tile was read whole: VMEM then falls as that block grows
+        self.widened = False
 
     # -- naming positions in index maps ------------------------------------------------------------------
 
@@ -251,6 +253,7 @@ class Placer:
                 and not _block_ok(d, shape, td.block_size, n.tensor.value.dtype.itemsize):
             # a block the TPU cannot tile, read (a 4-entry block of 5 offsets: `offsets[tile_b]`; 32 lanes of a
             # 64-lane head): the whole dim stays in VMEM and the kernel slices its tile's positions from it
+            self.widened = True
             return DimPlan(size, "0", "0", "sliced")
         if g is not None:
             name = self.grid_names[g]

@@ -102,6 +102,7 @@ class CallLayout:
     modes: dict[int, tuple[str, ...]] = field(default_factory=dict)  # id(node) -> per-dim placement mode
     dma: dict[int, DmaAccess] = field(default_factory=dict)  # id(node) -> its row copies (codegen/dma.py)
     loop_type: object = None  # the config's pallas_loop_type, with loops that copy rows by DMA as fori_loop
+    widened: bool = False  # a launch-grid block the TPU cannot tile is read whole (placement.Placer.widened)
 
     @property
     def grid_dims(self) -> list[TileDim]:
@@ -278,7 +279,8 @@ def _build_call(ir: KernelIR, grid: GridLoop, call_index: int, config: dict, chi
     scratch_names, scratch_plan = _scratch(grid, loop_type, ops, _positioned_loops(grid, by_node))
     scratch_plan += _dma_scratch(dma, {s.name for s in scratch_plan} | {o.ref_name for o in ops})
     layout = CallLayout(grid, f"{py_name(ir.name)}_kernel" + (f"_{call_index}" if call_index else ""), ops, by_node,
-                        scratch_names, scratch_plan, order=tuple(order), modes=modes, dma=dma, loop_type=loop_type)
+                        scratch_names, scratch_plan, order=tuple(order), modes=modes, dma=dma, loop_type=loop_type,
+                        widened=placer.widened)
     layout.plan = _call_plan(layout, loop_type, chip)
     return layout
 
@@ -540,6 +542,7 @@ def _call_plan(layout: CallLayout, loop_type: object, chip: Chip) -> CallPlan:
                                             _picked_region_bytes(layout), chip.name),
         vmem_limit_bytes=chip.default_scoped_vmem_bytes,
         gather_tables=tuple((n.tensor.name, n.range, b) for n, b in largest_gather_tables(grid.body, dma_ids)),
+        widened_blocks=layout.widened,
     )
 
 

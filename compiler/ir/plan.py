@@ -221,6 +221,9 @@ class CallPlan:
     # of those temporaries, the table-sized copies one-hot gathers make of the blocks they select from, per gathered
     # tensor: (its name, the access, bytes); the VMEM report names them (codegen/work.py GATHER_TABLE_FACTOR)
     gather_tables: tuple[tuple[str, Range, int], ...] = ()
+    # a launch-grid block the TPU cannot tile is read whole: a larger block can need less VMEM (the tuner's
+    # VMEM dominance does not hold for this config)
+    widened_blocks: bool = False
 
     @property
     def grid_steps(self) -> int:

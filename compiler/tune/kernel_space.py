@@ -109,7 +109,7 @@ class KernelSpace:
                 if ck.vmem.verdict == "out_of_vmem":
                     outcome = (False, self._oom, None)
                     cls = self._vmem_class(config)
-                    if cls is not None:
+                    if cls is not None and not any(c.widened_blocks for c in ck.plan.calls):
                         self._too_big.setdefault(cls[0], []).append(cls[1])
                 else:  # the search ranks by the objective; the trial keeps the model's seconds (metrics)
                     seconds, info = ModelEvaluator().measure(ck).outcome()
