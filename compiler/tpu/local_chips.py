@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from typing import Any
 
 GOOGLE_PCI_VENDOR = "0x1ae0"
-TPU_PCI_DEVICES = ("0x005e", "0x0062", "0x0063", "0x006f", "0x0076")  # v4, v5p, v5e, v6e, v7x (jax's table)
+# Google PCI device id -> TPU generation (the ids jax and Google's tpu-info read; 0x0027, v2/v3, is no Pallas target)
+PCI_DEVICE_CHIPS = {"0x005e": "v4", "0x0062": "v5p", "0x0063": "v5e", "0x006f": "v6e", "0x0076": "v7x"}
 MESH_PORT_BASE = 8476  # libtpu's mesh controller port of the first pinned worker; worker i uses BASE + i
 PROCESS_PORT_BASE = 8576  # TPU_PROCESS_PORT of worker i: BASE + i (each process its own, never shared)
 
@@ -51,7 +52,8 @@ class LocalChips:
         return {"count": self.count, "indices": list(self.indices), "source": self.source}
 
 
-def _read(path: str) -> str:
+def read_attr(path: str) -> str:
+    """A sysfs/procfs attribute, stripped and lower-cased; "" when it cannot be read."""
     try:
         with open(path, encoding="ascii", errors="replace") as f:
             return f.read().strip().lower()
@@ -61,7 +63,7 @@ def _read(path: str) -> str:
 
 def _google_tpu_on_bus(root: str) -> bool:
     return any(
-        _read(os.path.join(d, "vendor")) == GOOGLE_PCI_VENDOR and _read(os.path.join(d, "device")) in TPU_PCI_DEVICES
+        read_attr(os.path.join(d, "vendor")) == GOOGLE_PCI_VENDOR and read_attr(os.path.join(d, "device")) in PCI_DEVICE_CHIPS
         for d in glob.glob(os.path.join(root, "sys", "bus", "pci", "devices", "*"))
     )
 
@@ -71,7 +73,7 @@ def _group_is_tpu(root: str, group: str, bus_has_tpu: bool) -> bool:
     devices = os.path.join(root, "sys", "kernel", "iommu_groups", group, "devices")
     if not os.path.isdir(devices):
         return bus_has_tpu
-    return any(_read(os.path.join(d, "vendor")) == GOOGLE_PCI_VENDOR for d in glob.glob(os.path.join(devices, "*")))
+    return any(read_attr(os.path.join(d, "vendor")) == GOOGLE_PCI_VENDOR for d in glob.glob(os.path.join(devices, "*")))
 
 
 def _visible(value: str) -> tuple[int, ...] | None:

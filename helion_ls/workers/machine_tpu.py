@@ -21,10 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from compiler.ir.chips import CHIP_NAMES, canonical_name, get_chip
-from compiler.tpu.local_chips import local_chips
+from compiler.tpu.local_chips import GOOGLE_PCI_VENDOR, PCI_DEVICE_CHIPS, local_chips, read_attr
 
-GOOGLE_PCI_VENDOR = "0x1ae0"
-PCI_DEVICE_CHIPS = {"0x005e": "v4", "0x0062": "v5p", "0x0063": "v5e", "0x006f": "v6e", "0x0076": "v7x"}
 FALLBACK_CHIP = "v7x"  # what kernels are compiled for on a machine without a TPU (the newest generation)
 
 
@@ -48,14 +46,6 @@ class MachineTpu:
                 "deviceFiles": list(self.device_files), "whyNone": self.why_none}
 
 
-def _read(path: str) -> str:
-    try:
-        with open(path, encoding="ascii", errors="replace") as f:
-            return f.read().strip().lower()
-    except OSError:
-        return ""
-
-
 def device_files(root: str = "/") -> list[str]:
     """TPU device nodes below `root`: /dev/accelN (v4, v5p) or /dev/vfio/N (v5e and later)."""
     dev = os.path.join(root, "dev")
@@ -70,9 +60,9 @@ def _pci_chips(root: str) -> tuple[list[str], list[str]]:
     chips: list[str] = []
     unknown: list[str] = []
     for device in sorted(glob.glob(os.path.join(root, "sys", "bus", "pci", "devices", "*"))):
-        if _read(os.path.join(device, "vendor")) != GOOGLE_PCI_VENDOR:
+        if read_attr(os.path.join(device, "vendor")) != GOOGLE_PCI_VENDOR:
             continue
-        device_id = _read(os.path.join(device, "device"))
+        device_id = read_attr(os.path.join(device, "device"))
         if device_id in PCI_DEVICE_CHIPS:
             chips.append(PCI_DEVICE_CHIPS[device_id])
         elif device_id and device_id != "0x0027":  # 0x0027: TPU v2/v3, which Pallas TPU does not target
@@ -128,7 +118,7 @@ def holders(root: str = "/", files: tuple[str, ...] | list[str] = ()) -> dict[in
         if target in wanted:
             proc = os.path.dirname(os.path.dirname(fd))
             pid = int(os.path.basename(proc))
-            cmdline = _read(os.path.join(proc, "cmdline")).replace("\0", " ").strip()
+            cmdline = read_attr(os.path.join(proc, "cmdline")).replace("\0", " ").strip()
             found[pid] = cmdline or "?"
     return found
 
