@@ -55,12 +55,16 @@ def test_the_floor_proves_most_never_fitting_attention_blocks():
     random.Random(1).shuffle(triples)
     never = proven = 0
     for blocks in triples[:40]:
-        totals = []
+        totals, widened = [], False
         for loop, buffers in itertools.product(("unroll", "emit_pipeline", "fori_loop"), ([2, 1, 1], [2, 2, 2])):
             config = {"block_sizes": list(blocks), "pallas_loop_type": loop, "pallas_load_buffer_count": buffers}
-            totals.append(kernel.compile(args=specs, config=config, chip="v7x", emit=False).vmem.total_bytes)
+            plan = kernel.compile(args=specs, config=config, chip="v7x", emit=False)
+            totals.append(plan.vmem.total_bytes)
+            widened |= any(call.widened_blocks for call in plan.plan.calls)
         assert floor.bytes(list(blocks)) <= min(totals)
-        if min(totals) > V7X.max_vmem_limit_bytes:
+        # blocks the TPU cannot tile (8 rows of bf16) are read whole: never fitting for a reason the floor, which
+        # takes the block sizes as given, does not claim to prove
+        if min(totals) > V7X.max_vmem_limit_bytes and not widened:
             never += 1
             proven += floor.bytes(list(blocks)) > V7X.max_vmem_limit_bytes
     assert never >= 10 and proven >= 0.8 * never
