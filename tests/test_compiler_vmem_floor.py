@@ -62,7 +62,7 @@ def test_the_floor_proves_most_never_fitting_attention_blocks():
             totals.append(plan.vmem.total_bytes)
             widened |= any(call.widened_blocks for call in plan.plan.calls)
         assert floor.bytes(list(blocks)) <= min(totals)
-        # blocks the TPU cannot tile (8 rows of bf16) are read whole: never fitting for a reason the floor, which
+        # blocks the TPU cannot tile are read whole: never fitting for a reason the floor, which
         # takes the block sizes as given, does not claim to prove
         if min(totals) > V7X.max_vmem_limit_bytes and not widened:
             never += 1

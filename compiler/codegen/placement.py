@@ -250,9 +250,10 @@ class Placer:
             return self._group(n, d, shape, _position(self.grid_names[g], td, kind) if inside else None,
                                frozenset({g}))
         if g is not None and kind == "tile" and isinstance(n, Load) and (len(shape) == 1 or tiled_layout_dim(d, shape)) \
-                and not _block_ok(d, shape, td.block_size, n.tensor.value.dtype.itemsize):
+                and not _block_ok(d, shape, td.block_size, n.tensor.value.dtype.itemsize if len(shape) == 1 else 4):
             # a block the TPU cannot tile, read (a 4-entry block of 5 offsets: `offsets[tile_b]`; 32 lanes of a
-            # 64-lane head): the whole dim stays in VMEM and the kernel slices its tile's positions from it
+            # 64-lane head): the whole dim stays in VMEM and the kernel slices its tile's positions from it. On the
+            # last two dims the rule is Mosaic's (8, 128) for every dtype: 8 rows of bf16 ran on the v5e (bench/chip)
             self.widened = True
             return DimPlan(size, "0", "0", "sliced")
         if g is not None:

@@ -20,6 +20,9 @@ INTERPRET_ELEMENTS = 1 << 25
 # and MXU flops of every grid step and inner iteration, as the performance model counts them. vLLM's
 # mla_decode_softmax_reduce (2,048 steps of 4 splits, ~1.6e8) took 17 s on the 2-core helper machine.
 HLO_INTERPRET_WORK = 2e9
+# ... and whose tensors are no more than this many elements: the HLO interpreter's cost grows with them too (add
+# over two f32[8192, 8192], 1.3e8 elements and little work, took 119 s on 2 cores; mla_decode_softmax_reduce has 5.3M)
+HLO_INTERPRET_ELEMENTS = 1 << 25
 # TPU interpret mode past this much work (the same count) takes many minutes whatever its step count: vLLM's
 # mla_decode_kv_split gathers 128 of 2,048 rows by a one-hot matmul at each of its 2,048 steps (6.2e11, and 4 times
 # that at the generator's lengths: not done within 7 minutes in the HLO interpreter either).
@@ -62,7 +65,7 @@ def hlo_interpretable(ck: Any) -> bool:
     that copies rows by DMA (what TPU interpret mode simulates), nor one past HLO_INTERPRET_WORK."""
     if vmem_too_large(ck) or any(s.role.startswith("dma") for c in ck.plan.calls for s in c.scratch):
         return False
-    return work(ck) <= HLO_INTERPRET_WORK
+    return work(ck) <= HLO_INTERPRET_WORK and elements(dict(ck.args)) <= HLO_INTERPRET_ELEMENTS
 
 
 def vmem_too_large(ck: Any) -> bool:
