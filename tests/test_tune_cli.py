@@ -234,9 +234,11 @@ offered = []
 elsewhere = search_elsewhere(problems, TuneOptions(), None, None, None, 2,
                              lambda i, config, case: offered.append((i, config, case)))
 searched = elsewhere[1].take(1)
-print([(i, c, type(case).__name__) for i, c, case in offered] == [(1, searched.candidates[0].config, "GateCase")],
-      searched.gate.config == offered[0][1],
-      searched.gate.prepare_seconds == offered[0][2].prepare_seconds)  # the case sent early, not compiled again
+# a standing best was sent early, compiled for the gate; where it is still the winner its case is not compiled again
+early = [(i, type(case).__name__) for i, _, case in offered] == [(1, "GateCase")]
+same = searched.gate.config == offered[0][1]
+print(early, same == (searched.candidates[0].config == offered[0][1]),
+      not same or searched.gate.prepare_seconds == offered[0][2].prepare_seconds)
 '''
 
 
