@@ -207,7 +207,7 @@ async def test_a_best_lens_belongs_to_its_shapes_and_chip(client: LanguageClient
     tune = await client.workspace_execute_command_async(types.ExecuteCommandParams(
         command="helion.tune", arguments=[{"uri": uri, "kernel": name, "shapeSet": 1}]))
     assert tune["jobs"]
-    best = await titles_on(client, uri, line1, lambda ts: any(t.startswith("Best:") for t in ts), timeout=120)
+    best = await titles_on(client, uri, line1, lambda ts: any(t.startswith("Best:") for t in ts), timeout=300)
     figure = next(t for t in best if t.startswith("Best:")).split(" [")[0]
 
     wider = text.replace("x=bf16[1024, 8192], weight=bf16[8192]", "x=bf16[1024, 16384], weight=bf16[16384]")

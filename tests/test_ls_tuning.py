@@ -59,7 +59,7 @@ async def wait_state(
     kernel: str,
     wanted: tuple[str, ...],
     shape_set=None,
-    timeout=120,
+    timeout=300,  # a tuning's gate asks libtpu at the real shapes: over a minute on two busy cores
     since=0,
 ):
     """The latest state in `wanted` among the notifications after the first `since` ones."""
