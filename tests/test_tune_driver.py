@@ -707,3 +707,35 @@ def test_a_deterministic_search_is_remembered_and_a_budgeted_one_is_not(tmp_path
     edited = Problem("import os\n" + problem.source, problem.kernel, problem.args, problem.chip, problem.path, 0)
     tune(edited, TuneOptions(verify=False), verdicts=Verdicts(AnalysisCache(cache)))
     assert searched == [1, 1]
+
+
+def test_a_cancelled_check_is_not_remembered_and_logs_no_error(tmp_path, caplog) -> None:
+    """The search's early candidate that does not win has its check cancelled; the callback that remembers a
+    check's verdict must leave it alone. Before, it asked the cancelled future for its exception, which raises:
+    every cold `helion-pallas tune examples/attention.py --chip v7x` printed "exception calling callback ...
+    CancelledError" with a traceback on stderr."""
+    import logging
+    import threading
+    from dataclasses import replace
+
+    from compiler.results import AnalysisCache
+    from compiler.tune.driver import submit_check
+    from compiler.tune.verdicts import Verdicts
+
+    problem = _problem("softmax", 0)
+    kernel = problem.load_kernel()
+    config = kernel.default_config(problem.args, get_chip("v7x"))
+    case = prepare_check(kernel, problem.args, config, get_chip("v7x"))
+    assert not isinstance(case, CorrectnessResult), case
+    case = replace(case, real=None)  # the reduced run alone: no libtpu
+    verdicts = Verdicts(AnalysisCache(tmp_path / "a.sqlite"))
+    release = threading.Event()
+    with ThreadPoolExecutor(max_workers=1) as busy:
+        blocker = busy.submit(release.wait, 60)  # the gate worker is busy: the check stays queued
+        with caplog.at_level(logging.ERROR, logger="concurrent.futures"):
+            check = submit_check(busy, case, 0, verdicts)
+            assert check.cancel()
+        release.set()
+        blocker.result(timeout=60)
+    assert not [r for r in caplog.records if "exception calling callback" in r.getMessage()], caplog.text
+    assert verdicts.recall(case, 0) is None

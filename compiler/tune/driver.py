@@ -592,6 +592,7 @@ def submit_check(executor: Executor, case: Any, seed: int, verdicts: Verdicts | 
         future = _both(compared, asking)
     else:
         future = executor.submit(verify, case, seed)
-    if verdicts is not None:
-        future.add_done_callback(lambda f: f.exception() is None and verdicts.keep(case, seed, f.result()))
+    if verdicts is not None:  # a check cancelled (an early candidate that did not win) has no verdict to keep
+        future.add_done_callback(
+            lambda f: not f.cancelled() and f.exception() is None and verdicts.keep(case, seed, f.result()))
     return future
