@@ -14,7 +14,7 @@ import compiler
 from compiler.ir.chips import get_chip
 from compiler.tune.constants import SEED_UNROLL
 from compiler.tune.correctness import CorrectnessResult, check_case, check_compiled, prepare_check
-from compiler.tune.driver import TuneOptions, tune
+from compiler.tune.driver import TuneOptions, TuneRun, tune
 from compiler.tune.evaluators import Problem, probe_tpu
 from compiler.tune.executors import Executor, InlineExecutor
 from compiler.tune.keys import TrialKey
@@ -739,3 +739,15 @@ def test_a_cancelled_check_is_not_remembered_and_logs_no_error(tmp_path, caplog)
         blocker.result(timeout=60)
     assert not [r for r in caplog.records if "exception calling callback" in r.getMessage()], caplog.text
     assert verdicts.recall(case, 0) is None
+
+
+def test_the_check_sent_during_attention_32k_s_search_is_of_its_winner() -> None:
+    """A check sent during the search for a config that then does not win is wasted: its libtpu compile at the
+    real shapes is stopped partway (attention 32k on v7x: [1, 256, 2048] stood for 198 evaluations before
+    [1, 256, 16384] beat it; sent after 100, it cost ~6 CPU-seconds of libtpu and a worker restart in every cold
+    `helion-pallas tune examples/attention.py`). A best config must stand long enough that the one sent is the
+    winner, and the winner is still sent before the search ends."""
+    problem = _problem("attention", 1)
+    sent: list[dict] = []
+    run = TuneRun(problem, TuneOptions(), executor=InlineExecutor(), early_sink=lambda config, case: sent.append(config))
+    assert sent == [run.candidates[0].config], (sent, run.candidates[0].config)
