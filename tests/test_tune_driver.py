@@ -14,7 +14,7 @@ import compiler
 from compiler.ir.chips import get_chip
 from compiler.tune.constants import SEED_UNROLL
 from compiler.tune.correctness import CorrectnessResult, check_case, check_compiled, prepare_check
-from compiler.tune.driver import TuneOptions, tune
+from compiler.tune.driver import TuneOptions, TuneRun, tune
 from compiler.tune.evaluators import Problem, probe_tpu
 from compiler.tune.executors import Executor, InlineExecutor
 from compiler.tune.keys import TrialKey
@@ -707,3 +707,47 @@ def test_a_deterministic_search_is_remembered_and_a_budgeted_one_is_not(tmp_path
     edited = Problem("import os\n" + problem.source, problem.kernel, problem.args, problem.chip, problem.path, 0)
     tune(edited, TuneOptions(verify=False), verdicts=Verdicts(AnalysisCache(cache)))
     assert searched == [1, 1]
+
+
+def test_a_cancelled_check_is_not_remembered_and_logs_no_error(tmp_path, caplog) -> None:
+    """The search's early candidate that does not win has its check cancelled; the callback that remembers a
+    check's verdict must leave it alone. Before, it asked the cancelled future for its exception, which raises:
+    every cold `helion-pallas tune examples/attention.py --chip v7x` printed "exception calling callback ...
+    CancelledError" with a traceback on stderr."""
+    import logging
+    import threading
+    from dataclasses import replace
+
+    from compiler.results import AnalysisCache
+    from compiler.tune.driver import submit_check
+    from compiler.tune.verdicts import Verdicts
+
+    problem = _problem("softmax", 0)
+    kernel = problem.load_kernel()
+    config = kernel.default_config(problem.args, get_chip("v7x"))
+    case = prepare_check(kernel, problem.args, config, get_chip("v7x"))
+    assert not isinstance(case, CorrectnessResult), case
+    case = replace(case, real=None)  # the reduced run alone: no libtpu
+    verdicts = Verdicts(AnalysisCache(tmp_path / "a.sqlite"))
+    release = threading.Event()
+    with ThreadPoolExecutor(max_workers=1) as busy:
+        blocker = busy.submit(release.wait, 60)  # the gate worker is busy: the check stays queued
+        with caplog.at_level(logging.ERROR, logger="concurrent.futures"):
+            check = submit_check(busy, case, 0, verdicts)
+            assert check.cancel()
+        release.set()
+        blocker.result(timeout=60)
+    assert not [r for r in caplog.records if "exception calling callback" in r.getMessage()], caplog.text
+    assert verdicts.recall(case, 0) is None
+
+
+def test_the_check_sent_during_attention_32k_s_search_is_of_its_winner() -> None:
+    """A check sent during the search for a config that then does not win is wasted: its libtpu compile at the
+    real shapes is stopped partway (attention 32k on v7x: [1, 256, 2048] stood for 198 evaluations before
+    [1, 256, 16384] beat it; sent after 100, it cost ~6 CPU-seconds of libtpu and a worker restart in every cold
+    `helion-pallas tune examples/attention.py`). A best config must stand long enough that the one sent is the
+    winner, and the winner is still sent before the search ends."""
+    problem = _problem("attention", 1)
+    sent: list[dict] = []
+    run = TuneRun(problem, TuneOptions(), executor=InlineExecutor(), early_sink=lambda config, case: sent.append(config))
+    assert sent == [run.candidates[0].config], (sent, run.candidates[0].config)
