@@ -142,12 +142,26 @@ def merged(runs: list[dict]) -> dict:
     return {**last, "files": files}
 
 
+def _cpu(f: dict[str, Any]) -> float:
+    """A row's CPU seconds (a row of an old run without them: its wall seconds, an upper bound)."""
+    return f["cpu_seconds"] if f.get("cpu_seconds") is not None else f["seconds"]
+
+
+def within(f: dict[str, Any]) -> bool:
+    """Did the file's check finish within the bar? By CPU seconds: on an idle 2-core machine a check's wall time is
+    at most its CPU seconds plus its idle waits (bench/idle_waits.py: 0.1 s), while a loaded machine's wall time
+    counts the other processes' turns too."""
+    return f["exit"] is not None and _cpu(f) <= BAR
+
+
 def table(data: dict) -> str:
-    """The markdown table of a run: files slowest first, with the bar's count."""
-    files = sorted(data["files"].items(), key=lambda kv: -kv[1]["seconds"])
-    within = sum(f["seconds"] <= BAR for _, f in files)
-    lines = [f"{within} of {len(files)} files within {BAR:.0f} s ({data['date']}, --chip {data['chip']}, "
-             f"{data['cores']} cores)", "", "CPU seconds: user + system time of the check process and the processes it waited for (libtpu's worker "
+    """The markdown table of a run: files slowest first (CPU seconds), with the bar's count."""
+    files = sorted(data["files"].items(), key=lambda kv: -_cpu(kv[1]))
+    by_cpu = sum(within(f) for _, f in files)
+    by_wall = sum(f["exit"] is not None and f["seconds"] <= BAR for _, f in files)
+    lines = [f"{by_cpu} of {len(files)} files within {BAR:.0f} CPU seconds; {by_wall} within {BAR:.0f} s of wall time on "
+             f"this loaded machine ({data['date']}, --chip {data['chip']}, {data['cores']} cores)", "",
+             "CPU seconds: user + system time of the check process and the processes it waited for (libtpu's worker "
              "among them); load: the 1-minute load average as the file began (this machine is shared).", "",
              "| file | shapes | seconds | CPU seconds | load | result | TPU compiler | measured |",
              "|---|---|---|---|---|---|---|---|"]
@@ -183,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if ns.md:
         ns.md.write_text(text)
-    return 0 if all(f["seconds"] <= BAR for f in data["files"].values()) else 1
+    return 0 if all(within(f) for f in data["files"].values()) else 1
 
 
 if __name__ == "__main__":
