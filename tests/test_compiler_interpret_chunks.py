@@ -125,8 +125,9 @@ def _table(key, shape, dtype):
     return t.astype(dtype)
 
 
-@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16, jnp.int32, jnp.int8])
-@pytest.mark.parametrize(("table_shape", "axis"), [((640,), 0), ((96, 5), 0), ((3, 200), 1)])
+@pytest.mark.parametrize(("dtype", "table_shape", "axis"), [  # every dtype kind, and each layout of the table
+    (jnp.float32, (640,), 0), (jnp.float32, (3, 200), 1), (jnp.bfloat16, (96, 5), 0), (jnp.int32, (3, 200), 1),
+    (jnp.int8, (640,), 0)])
 def test_the_direct_paths_give_the_one_hots_values(dtype, table_shape, axis):
     """What interpret mode now runs (`direct=True`) against what the TPU runs, on positions past both ends,
     counted from the end, repeated (a scatter's later writer wins, a rewrite of the old value does not undo a
