@@ -20,7 +20,7 @@ import math
 
 import torch
 
-from .emit_index import INTERPRET_ONE_HOT_ELEMENTS, LANES, gather_chunk
+from .emit_index import LANES, gather_chunk
 
 SUBLANES = 8  # rows of a 32-bit vreg: an index's last dim is padded to this many in the one-hot
 # A scatter builds two one-hots (rows hit, old values) and selects through both, with the duplicate rule on top:
@@ -35,10 +35,10 @@ HELPERS = {
         '    """ref[...] = write(ref[...], idx, values, 0, valid) (`_scatter` or `_scatter_add` along the first dim), a\n'
         "    `chunk` of the rows at a time in a loop: the one-hot of a long block at once is code that grows with the\n"
         "    block, which the TPU compiler takes minutes over. A position outside the chunk is past its end there,\n"
-        "    which writes nothing. `chunk` None (interpret mode, where it fits): the whole block at once, no loop,\n"
-        '    the same values."""\n'
+        "    which writes nothing. `chunk` None (interpret mode): the whole block at once, no loop, the same values by\n"
+        '    the writer\'s direct path."""\n'
         "    if chunk is None:\n"
-        "        ref[...] = write(ref[...], idx, values, 0, valid)\n"
+        "        ref[...] = write(ref[...], idx, values, 0, valid, direct=True)\n"
         "        return\n"
         "    rows = ref.shape[0]\n"
         "    idx = jnp.where(idx < 0, idx + rows, idx)\n"
@@ -70,9 +70,3 @@ def scatter_chunk(block: tuple[int, ...], positions: int, dtype: torch.dtype) ->
     in the gather's rule."""
     return gather_chunk(block, -(-positions // LANES) * LANES * SCATTER_WEIGHT, dtype)
 
-
-def interpret_chunk(block: tuple[int, ...], positions: int, dtype: torch.dtype) -> int | None:
-    """The rows a chunked gather or scatter takes at a time in interpret mode (None: the whole block, no loop).
-    The CPU interpreter pays for each loop step (upstream jagged_layer_norm: 72.8 CPU s with 20 steps, over
-    327 s with 390), not for code size, so only the one-hot's memory bounds its chunk."""
-    return gather_chunk(block, positions, dtype, INTERPRET_ONE_HOT_ELEMENTS)

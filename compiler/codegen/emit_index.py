@@ -46,11 +46,16 @@ HELPERS = {
         "    return jnp.clip(jnp.where(i < 0, i - (-n), i), 0, n - 1)\n"
     ),
     "gather": (
-        "def _gather(block, idx, axis):\n"
+        "def _gather(block, idx, axis, direct=False):\n"
         '    """block[..., idx, ...] along `axis` (the whole dim is in the block), exactly: a one-hot matmul at\n'
-        "    HIGHEST precision for floats, the 16-bit halves through two one-hot matmuls for integers.\"\"\"\n"
+        "    HIGHEST precision for floats, the 16-bit halves through two one-hot matmuls for integers. `direct`\n"
+        "    (interpret mode only): the same values by jnp.take, whose cost on a CPU is the positions', not positions x\n"
+        "    rows (a position outside the dim picks 0 either way).\"\"\"\n"
         "    rows = block.shape[axis]\n"
         "    idx = jnp.where(idx < 0, idx + rows, idx)\n"
+        "    if direct:\n"
+        "        idx = jnp.where((idx >= 0) & (idx < rows), idx, rows)  # take's fill would wrap a negative one again\n"
+        "        return jnp.take(block, idx, axis=axis, mode=\"fill\", fill_value=0)\n"
         "    one_hot = idx[..., None] == jax.lax.broadcasted_iota(jnp.int32, idx.shape + (rows,), idx.ndim)\n"
         "    if idx.ndim != 1:  # built at the index's shape, then stacked: Mosaic cannot flatten the index itself\n"
         "        one_hot = one_hot.astype(jnp.float32).reshape(-1, rows)\n"
@@ -71,9 +76,9 @@ HELPERS = {
         '    """ref[idx] along its first dim, as `_gather` gives it, a `chunk` of the table rows at a time in a loop:\n'
         "    the one-hot of a long table at once is code that grows with the table (positions x rows), which the TPU\n"
         "    compiler takes minutes over. Each position takes its row from the one chunk holding it. `chunk` None\n"
-        "    (interpret mode, where it fits): the whole table at once, no loop, the same values.\"\"\"\n"
+        "    (interpret mode): the whole table at once, no loop, the same values by `_gather`'s direct path.\"\"\"\n"
         "    if chunk is None:\n"
-        "        return _gather(ref[...], idx, 0)\n"
+        "        return _gather(ref[...], idx, 0, direct=True)\n"
         "    rows = ref.shape[0]\n"
         "    idx = jnp.where(idx < 0, idx + rows, idx)\n"
         "    rest = ref.shape[1:]\n"
@@ -87,11 +92,13 @@ HELPERS = {
         "    return jax.lax.fori_loop(0, rows // chunk, step, jnp.zeros(idx.shape + rest, ref.dtype))\n"
     ),
     "scatter": (
-        "def _scatter(block, idx, values, axis, valid=None):\n"
+        "def _scatter(block, idx, values, axis, valid=None, direct=False):\n"
         '    """block with block[..., idx, ...] = values along `axis`. A position given twice is written once: by the\n'
         "    last of its rows that changes it (torch leaves the order of duplicates undefined; rows that rewrite the\n"
         "    old value, such as masked-off rows pointing at a valid one, then cannot undo a real write). Positions\n"
-        "    past the end, and where `valid` is false (a partial tile's padding), write nothing.\"\"\"\n"
+        "    past the end, and where `valid` is false (a partial tile's padding), write nothing. `direct` (interpret\n"
+        "    mode only): the same writes by jnp's gather and scatter-max, whose cost on a CPU is positions + rows,\n"
+        "    not the one-hots' positions x rows.\"\"\"\n"
         "    rows = block.shape[axis]\n"
         "    flat = idx.reshape(-1)\n"
         "    flat = jnp.where(flat < 0, flat + rows, flat)\n"
@@ -107,6 +114,15 @@ HELPERS = {
         "        vals = jnp.where(ok.reshape((k,) + (1,) * len(rest)) != 0, vals, 0)\n"
         "    if len(rest) != 1:\n"
         "        table, vals = table.reshape(rows, -1), vals.reshape(k, -1)\n"
+        "    if direct:  # each row's value: that of the last position that hits it and changes it, else the old one\n"
+        "        hit = (flat >= 0) & (flat < rows)\n"
+        "        old = jnp.take(table, jnp.where(hit, flat, 0), axis=0)\n"
+        "        changes = hit & jnp.any(vals != old, axis=1)\n"
+        "        last = jnp.full((rows,), -1, jnp.int32).at[jnp.where(changes, flat, rows)].max(\n"
+        "            jnp.arange(k, dtype=jnp.int32), mode=\"drop\")\n"
+        "        out = jnp.where((last >= 0)[:, None], jnp.take(vals, jnp.maximum(last, 0), axis=0), table)\n"
+        "        out = out.reshape((rows,) + rest)\n"
+        "        return jnp.moveaxis(out, 0, axis) if axis else out\n"
         "    hits = jax.lax.broadcasted_iota(jnp.int32, (rows, k), 0) == flat[None, :]\n"
         "    picks = flat[:, None] == jax.lax.broadcasted_iota(jnp.int32, (k, rows), 1)  # not hits.T: no i1 transposes\n"
         "    old = _one_hot_rows(picks, table)\n"
@@ -119,11 +135,13 @@ HELPERS = {
         "    return jnp.moveaxis(out, 0, axis) if axis else out\n"
     ),
     "scatter_add": (
-        "def _scatter_add(block, idx, values, axis, valid=None):\n"
+        "def _scatter_add(block, idx, values, axis, valid=None, direct=False):\n"
         '    """block with values added at block[..., idx, ...] along `axis` (hl.atomic_add): a position given several\n'
         "    times gets all of its values, summed by a one-hot matmul (floats at HIGHEST precision, non-finite sums\n"
         "    counted apart; integers in 8-bit pieces, each sum exact in f32, wrapping like int32 atomics). Positions\n"
-        "    past the end, and where `valid` is false (a partial tile's padding), add nothing.\"\"\"\n"
+        "    past the end, and where `valid` is false (a partial tile's padding), add nothing. `direct` (interpret\n"
+        "    mode only): the same sums by jnp's scatter-add (floats summed in another order: rounding apart), whose\n"
+        "    cost on a CPU is positions + rows, not the one-hot's positions x rows.\"\"\"\n"
         "    rows = block.shape[axis]\n"
         "    flat = idx.reshape(-1)\n"
         "    flat = jnp.where(flat < 0, flat + rows, flat)\n"
@@ -136,6 +154,12 @@ HELPERS = {
         "        ok = valid.astype(jnp.int32).reshape(k)\n"
         "        flat = jnp.where(ok != 0, flat, rows)\n"
         "        vals = jnp.where(ok[:, None] != 0, vals, 0)\n"
+        "    if direct:\n"
+        "        wide = jnp.float32 if jnp.issubdtype(vals.dtype, jnp.floating) else jnp.int32\n"
+        "        at = jnp.where((flat >= 0) & (flat < rows), flat, rows)  # a negative one would wrap again\n"
+        "        total = jnp.zeros((rows, vals.shape[1]), wide).at[at].add(vals.astype(wide), mode=\"drop\")\n"
+        "        out = (table.reshape(rows, -1).astype(wide) + total).astype(block.dtype).reshape((rows,) + rest)\n"
+        "        return jnp.moveaxis(out, 0, axis) if axis else out\n"
         "    hits = (jax.lax.broadcasted_iota(jnp.int32, (rows, k), 0) == flat[None, :]).astype(jnp.float32)\n"
         "    dot = functools.partial(jnp.dot, precision=jax.lax.Precision.HIGHEST, preferred_element_type=jnp.float32)\n"
         "    if jnp.issubdtype(vals.dtype, jnp.floating):\n"
@@ -190,8 +214,6 @@ HELPER_DEPS = {"gather": ("one_hot_rows",), "gather_chunked": ("gather", "one_ho
 
 
 ONE_HOT_ELEMENTS = 1 << 18  # the most a gather's one-hot holds at once (positions x table rows; see gather_chunk)
-# in interpret mode (a CPU) the loop steps cost, not the code: chunks only bound the one-hot's memory (128 MiB of f32)
-INTERPRET_ONE_HOT_ELEMENTS = 1 << 25
 
 
 def gather_chunk(block: tuple[int, ...], positions: int, dtype: torch.dtype, bound: int = ONE_HOT_ELEMENTS) -> int | None:
