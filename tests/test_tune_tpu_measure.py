@@ -188,3 +188,19 @@ def test_a_winner_tuned_on_the_chip_is_held_to_the_sweep_s_best(tmp_path, capsys
     slow.write_text(json.dumps(tuned))
     assert tune_vs_chip.main([*runs, "--tuned", str(slow)]) == 1
     assert "1.107x the sweep's best (NOT within 1.02x)" in capsys.readouterr().out
+
+
+def test_the_picks_group_measures_the_pick_now_and_the_picks_no_sweep_measured() -> None:
+    """`--only picks`: the model-only pick as tune_vs_chip asks for it now and, on v5e, the picks the sweeps never
+    measured (matmul 8192's [512, 1024, 4096] unrolled ties the measured best in the model), as sweep points so that
+    tune_vs_chip reads them beside the sweeps; the default run leaves the group out."""
+    import compiler
+
+    found = tpu_measure.targets("v5e", ["picks"], tiny=False, tune_evals=0, kernels=["matmul"])
+    assert found and {t.group for t in found} == {"sweep"} and {t.kernel for t in found} == {"matmul"}
+    assert found[0].label == "model pick now"
+    assert found[0].args == "x=bf16[8192, 8192], y=bf16[8192, 8192]"
+    unmeasured = compiler.Config({"block_sizes": [512, 1024, 4096], "pallas_loop_type": "unroll"})
+    assert unmeasured in [compiler.Config(t.config) for t in found]
+    assert len({repr(compiler.Config(t.config)) for t in found}) == len(found)
+    assert tpu_measure.targets("v6e", ["picks"], tiny=True, tune_evals=0, kernels=["add"])[0].label == "model pick now"

@@ -63,6 +63,29 @@ def test_the_issues_short_config_is_no_longer_short() -> None:
     assert ck.vmem.verdict == "out_of_vmem"
 
 
+UNROLLED_DOTS = [  # v5e, unrolled bf16 dots into an f32 accumulator: (file, kernel, args, blocks, libtpu MiB used)
+    ("examples/bmm.py", "bmm", "a=bf16[64, 2048, 2048], b=bf16[64, 2048, 2048]", [1, 1024, 512, 512], 16.88),
+    ("examples/bmm.py", "bmm", "a=bf16[64, 2048, 2048], b=bf16[64, 2048, 2048]", [1, 512, 1024, 512], 16.40),
+    ("examples/bmm.py", "bmm", "a=bf16[64, 2048, 2048], b=bf16[64, 2048, 2048]", [1, 2048, 1024, 512], 41.89),
+    ("bench/kernels/matmul.py", "matmul", "x=bf16[8192, 8192], y=bf16[8192, 8192]", [512, 1024, 4096], 56.00),
+]
+
+
+@pytest.mark.parametrize(("file", "name", "args", "blocks", "used"), UNROLLED_DOTS, ids=lambda v: str(v))
+def test_an_unrolled_dot_body_holds_its_left_operand_on_v5e(file, name, args, blocks, used) -> None:
+    """libtpu 0.0.42.1 for v5e (deviceless, 2026-12-07) held each of these kernels' [rows, k] left-operand slice
+    beside the accumulator; the report, which counted the accumulator alone, was 0.4-4 MiB short. bmm [1, 1024, 512,
+    512] was 16.00 MiB by the report, within the default 16 MiB, so the tuner ranked it without the over-the-default
+    margin and picked it over the sweep's measured best: libtpu ran out of VMEM compiling it at 16 MiB."""
+    import compiler
+
+    kernel = compiler.load((REPO / file).read_text()).kernels[name]
+    ck = kernel.compile(args=kernel.resolve_args(args), config={"block_sizes": blocks, "pallas_loop_type": "unroll"},
+                        chip="v5e", emit=False)
+    assert abs(ck.vmem.total_bytes / (used * vmem_calibration.MiB) - 1) <= 0.02, ck.vmem.total_bytes
+    assert ck.vmem.verdict == "over_default_limit"
+
+
 @pytest.mark.skipif(not libtpu_available(), reason="libtpu is not installed")
 def test_libtpu_still_says_what_the_record_says() -> None:
     """Two recorded configs that compile in seconds, compiled again: the record is libtpu's word (a libtpu

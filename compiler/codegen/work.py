@@ -230,13 +230,38 @@ def temporaries_bytes(nodes: list[Node], strategy: Callable[[InnerLoop], str],
                     inner = max(inner, unrolled_bytes(trips, _largest_value(n.body, dma, reads), chip))
                 else:  # a streamed body (bmm's) holds the accumulator it adds into as a value (libtpu 0.0.42.1 on
                     # v7x: 11.9 MiB beside bmm's [2048, 2048] f32 one in one trip, 5.6 beside [1024, 1024] in two)
+                    # and its dot's left operand (`_unrolled_lhs_bytes`)
                     inner += sum(padded_bytes(c.phi.meta.shape, c.phi.meta.dtype) for c in n.carried)
+                    inner += _unrolled_lhs_bytes(n.body) if chip in UNROLLED_LHS_HELD else 0
             elif how == "fori_loop":
                 inner += 2 * _held_carry_bytes(n, accumulators=True)
             elif how == "emit_pipeline":
                 inner += PIPELINE_CARRY_FACTOR * _pipeline_carry_bytes(n)
             peak = max(peak, inner)
     return int(peak)
+
+
+# Chips whose compiler holds an unrolled streamed body's dot operand (`_unrolled_lhs_bytes`): measured on v5e. v7x
+# differs (libtpu 0.0.42.1: bmm [1, 1024, 512, 512] used 14.0 MiB, under the report's 16 without it; [1, 2048, 1024,
+# 512] 41.9 against 40), so it keeps the rule without it.
+UNROLLED_LHS_HELD = frozenset({"v5e"})
+
+
+def _unrolled_lhs_bytes(body: list[Node]) -> int:
+    """What an unrolled streamed body holds of its accumulating dots' left operands: one batch element of the largest
+    (the slice of the resident block the MXU is fed from). libtpu 0.0.42.1 for v5e, bf16 (MiB beyond the report's
+    buffers and accumulator against the [rows, k] slice): matmul 8192² [512, 1024, 4096] 4.0 (4), bmm [1, 1024, 512,
+    k] for k = 256 .. 2048: 0.32, 0.88, 1.94, 2.83 (0.5 .. 4), [1, 512, 1024, 512] 0.40 (0.5), [1, 2048, 1024, 512]
+    1.89 (2), matmul 4096² in ten configs within -0.55 / +0.34 of the slice; without it bmm [1, 1024, 512, 512] was
+    16.00 MiB, within the default 16 MiB, where libtpu used 16.88 and ran out of VMEM at 16 (the tuner then priced
+    it without the over-the-default margin, tune/objective.py). A batched block holds one batch element's: bmm [8,
+    256, 1024, 2048] needs 1.1 MiB beyond its buffers (its accumulator is not held either)."""
+    most = 0
+    for n in body:
+        if isinstance(n, Op) and n.kind == "dot" and len(n.args) > 2 and isinstance(n.args[0], Value):
+            shape = tuple(n.args[0].meta.shape)
+            most = max(most, padded_bytes(shape, n.args[0].meta.dtype) // max(1, math.prod(shape[:-2])))
+    return most
 
 
 _STREAMED = ELEMENTWISE | _NO_VECTOR_WORK | {"mask"}
