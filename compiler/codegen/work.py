@@ -176,7 +176,18 @@ GATHER_TABLE_FACTOR = 14.0
 # trips 36.0 (4 MiB each), [1, 4096, 256] in 32 trips ~131 (the report said 102 MiB in all, libtpu 155), where the
 # v7x rule below said 4.9, 32 and 78.4. Chips not named here use the v7x rule (v7x measured; others not).
 UNROLLED_ALL_LIVE = frozenset({"v5e"})
-UNROLLED_FIT_FROM = 4  # fewer trips hold what their body holds (unrolled_bytes)
+UNROLLED_FIT_FROM = 4  # fewer trips: their body's value, and the next trip's beside it (unrolled_bytes)
+# v7x, 2 unrolled trips of attention's body (libtpu 0.0.42.1, 2026-12-07; docs/vmem-calibration.md): from 512 LHS rows
+# (batch x query rows) of its dot, the next trip's f32 scores are computed while this trip's weights (its scores cast to
+# bf16: half their bytes) are still live, so the loop holds its scores and 0.44-0.50x them beside: 8k [1, 512, 4096]
+# 11.6 MiB of temporaries for 8 MiB of scores, [1, 1024, 4096] 24.0 and [2, 512, 4096] 23.8 for 16, [1, 2048, 4096]
+# 47.3 for 32 with any buffer counts (the tuner's 8k pick: the body's rule, scores + 0.3x up to 8 MiB, said 34.4, the
+# total 19-20 % under libtpu where the verdict flips), [2, 1024, 4096] 46.2; 32k [1, 512, 16384] 46.4. With fewer rows
+# little of the next trip's scores overlaps: 0.08-0.18x at 128-256 rows ([1, 128, 4096], [1, 256, 4096],
+# [1, 128, 16384], [1, 256, 16384]), the body's rule; 512 rows as [2, 256] and [4, 128] 0.34x and 0.21x, where
+# 0.47x is 1-3 % over their totals. One trip holds its scores alone ([1, 1024, 8192]: 32.0 for 32).
+UNROLLED_OVERLAP = 0.47  # least squares over the six configs from 512 rows of one batch entry or two: 0.46
+UNROLLED_OVERLAP_ROWS = 512
 # v7x: ~0.94 * largest * trips**0.876 (fitted on 4..64 trips of flash attention; attention 8k [2, 1024, 256] in 32
 # trips needs 39.1 MiB of temporaries, 19.5x its 2 MiB of scores, the fit says 19.6x), and at least the largest values
 # of up to 8 iterations: [1, 2048, 1024] in 8 trips needs 56.3 (7x its 8 MiB of scores) where the fit said 5.8x (66.5
@@ -186,12 +197,18 @@ UNROLLED_EXPONENT = 0.876
 UNROLLED_LIVE_AT_LEAST = 8
 
 
-def unrolled_bytes(trips: int, largest: int, chip: str) -> float:
-    """What an unrolled loop of `trips` iterations whose body's largest value is `largest` bytes holds on `chip`."""
+def unrolled_bytes(trips: int, largest: int, chip: str, dot_rows: int = 0) -> float:
+    """What an unrolled loop of `trips` iterations whose body's largest value is `largest` bytes holds on `chip`;
+    `dot_rows`: the most LHS rows of a dot of the body's own (0: none), which decide whether a short loop's trips
+    overlap (UNROLLED_OVERLAP)."""
     if chip in UNROLLED_ALL_LIVE:
         return (trips + 1) * largest
     if trips < UNROLLED_FIT_FROM:  # a short loop holds what its body does (v7x, attention 32k [1, 256, 16384] in 2
-        return 0.0  # trips: 17.3 MiB of temporaries for 16 MiB of scores; 0.94 * trips**0.876 said 27.6)
+        # trips: 17.3 MiB of temporaries for 16 MiB of scores; 0.94 * trips**0.876 said 27.6), and from
+        # UNROLLED_OVERLAP_ROWS rows of a dot the next trip's value beside most of this one's bf16 half
+        if trips > 1 and dot_rows >= UNROLLED_OVERLAP_ROWS:
+            return (1 + UNROLLED_OVERLAP) * largest
+        return 0.0
     return max(UNROLLED_FACTOR * trips**UNROLLED_EXPONENT, min(trips, UNROLLED_LIVE_AT_LEAST)) * largest
 
 
@@ -227,7 +244,8 @@ def temporaries_bytes(nodes: list[Node], strategy: Callable[[InnerLoop], str],
             if how == "unroll":
                 trips = math.prod(d.steps for d in n.dims)
                 if holds_values(n.body):
-                    inner = max(inner, unrolled_bytes(trips, _largest_value(n.body, dma, reads), chip))
+                    inner = max(inner, unrolled_bytes(trips, _largest_value(n.body, dma, reads), chip,
+                                                      _dot_rows(n.body)))
                 else:  # a streamed body (bmm's) holds the accumulator it adds into as a value (libtpu 0.0.42.1 on
                     # v7x: 11.9 MiB beside bmm's [2048, 2048] f32 one in one trip, 5.6 beside [1024, 1024] in two)
                     # and its dot's left operand (`_unrolled_lhs_bytes`)
@@ -293,6 +311,12 @@ def held_factor(nodes: list[Node]) -> float:
 def _has_dot(nodes: list[Node]) -> bool:
     """A dot of its own (not one adding into an accumulator) among straight-line code."""
     return any(isinstance(n, Op) and n.kind == "dot" and len(n.args) <= 2 for n in nodes)
+
+
+def _dot_rows(nodes: list[Node]) -> int:
+    """The most LHS rows (all dims but the last, batch included) of a dot of its own in straight-line code."""
+    return max((math.prod(n.outputs()[0].meta.shape[:-1]) for n in nodes
+                if isinstance(n, Op) and n.kind == "dot" and len(n.args) <= 2), default=0)
 
 
 def holds_values(nodes: list[Node]) -> bool:
