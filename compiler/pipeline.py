@@ -237,12 +237,14 @@ def _shrink_defaults(kernel: Kernel, specs: dict, given: Config, ir: KernelIR, u
     shape (whose temporaries count once) shrink at once. The other defaults follow on each re-trace (a
     sub-tile's block stays within its grid tile's). `given` is the config without default blocks.
 
-    A step is taken only while it saves a real share of the VMEM (SHRINK_GAIN): where most of it does not depend on
-    the blocks (upstream moe_matmul_ogs's gather table copies, 27 of its 30 MiB) steps of a few KiB took a 128-row
-    default down to 8 rows, and its unrolled strategy to 125 copies of the loop body, without ever fitting."""
+    Smaller blocks are kept only where they reach a better verdict (under the chip's limit, or under the default
+    one): VMEM that does not depend on the blocks (upstream moe_matmul_ogs's gather table copies, 27 of its 30
+    MiB) would otherwise shrink a 128-row default to 8 rows for no verdict, and its unrolled strategy to 125
+    copies of the loop body."""
     from .codegen.space import LANE, candidates, check_blocks
 
     caps: dict[int, int] = {}
+    best = (ir, cfg, layouts, report)  # the largest blocks with the best verdict reached so far
     for _ in range(16):
         if report.verdict == "fits":
             break
@@ -261,13 +263,15 @@ def _shrink_defaults(kernel: Kernel, specs: dict, given: Config, ir: KernelIR, u
             break
         smaller = Config({**dict(cfg), "block_sizes": smaller["block_sizes"]})  # keeps a streaming fallback
         layouts2, report2 = _layouts(kernel, ir2, smaller, chip)
-        if report2.total_bytes > (1 - SHRINK_GAIN) * report.total_bytes:
+        if report2.total_bytes >= report.total_bytes:
             break
         caps, ir, uses, cfg, layouts, report = trial, ir2, uses2, smaller, layouts2, report2
-    return ir, cfg, layouts, report
+        if _VERDICT_RANK[report.verdict] > _VERDICT_RANK[best[3].verdict]:
+            best = (ir, cfg, layouts, report)
+    return best
 
 
-SHRINK_GAIN = 0.1  # the least share of the VMEM one step down in block size must save to be taken
+_VERDICT_RANK = {"out_of_vmem": 0, "over_default_limit": 1, "fits": 2}
 
 
 def _layouts(kernel: Kernel, ir: KernelIR, cfg: Config, chip: Chip) -> tuple[list[CallLayout], VmemReport]:
