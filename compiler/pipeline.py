@@ -235,16 +235,10 @@ def _shrink_defaults(kernel: Kernel, specs: dict, given: Config, ir: KernelIR, u
     """Default blocks that overflow the default VMEM limit are capped one legal size lower (non-lane dims
     first, lane dims when no other is left) until they fit; the largest ones together, so loops of the same
     shape (whose temporaries count once) shrink at once. The other defaults follow on each re-trace (a
-    sub-tile's block stays within its grid tile's). `given` is the config without default blocks.
-
-    Smaller blocks are kept only where they reach a better verdict (under the chip's limit, or under the default
-    one): VMEM that does not depend on the blocks (upstream moe_matmul_ogs's gather table copies, 27 of its 30
-    MiB) would otherwise shrink a 128-row default to 8 rows for no verdict, and its unrolled strategy to 125
-    copies of the loop body."""
+    sub-tile's block stays within its grid tile's). `given` is the config without default blocks."""
     from .codegen.space import LANE, candidates, check_blocks
 
     caps: dict[int, int] = {}
-    best = (ir, cfg, layouts, report)  # the largest blocks with the best verdict reached so far
     for _ in range(16):
         if report.verdict == "fits":
             break
@@ -266,12 +260,7 @@ def _shrink_defaults(kernel: Kernel, specs: dict, given: Config, ir: KernelIR, u
         if report2.total_bytes >= report.total_bytes:
             break
         caps, ir, uses, cfg, layouts, report = trial, ir2, uses2, smaller, layouts2, report2
-        if _VERDICT_RANK[report.verdict] > _VERDICT_RANK[best[3].verdict]:
-            best = (ir, cfg, layouts, report)
-    return best
-
-
-_VERDICT_RANK = {"out_of_vmem": 0, "over_default_limit": 1, "fits": 2}
+    return ir, cfg, layouts, report
 
 
 def _layouts(kernel: Kernel, ir: KernelIR, cfg: Config, chip: Chip) -> tuple[list[CallLayout], VmemReport]:

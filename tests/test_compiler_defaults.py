@@ -120,23 +120,3 @@ def test_lane_blocks_shrink_when_no_other_block_can():
     assert errors(ck) == []
     assert ck.vmem.verdict == "fits", ck.vmem
     assert ck.config["block_sizes"][0] % 128 == 0 and ck.config["block_sizes"][0] < 512
-
-
-def test_blocks_are_not_shrunk_where_no_block_size_reaches_the_default_limit():
-    """VMEM that no block size changes (a weight read whole in every step) keeps the kernel over the default
-    scoped limit at any row block: the default rows stay, rather than shrinking to the smallest legal block for
-    a little less VMEM (upstream moe_matmul_ogs, over the limit by its gather table copies, went from 128 rows
-    to 8, and its unrolled loop to 125 bodies)."""
-    k = kernel("""
-        @helion.kernel
-        def project(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-            out = torch.empty([x.size(0), w.size(1)], dtype=x.dtype, device=x.device)
-            for t in hl.tile(x.size(0)):
-                out[t, :] = torch.matmul(x[t, :], w[:, :])
-            return out
-    """)
-    args = "x=bf16[8192, 2048], w=bf16[2048, 4096]"
-    ck = k.compile(args=args, chip="v5e")
-    assert errors(ck) == []
-    assert ck.vmem.verdict == "over_default_limit", ck.vmem
-    assert list(ck.config["block_sizes"]) == list(k.default_config(args, chip="v5e")["block_sizes"])
