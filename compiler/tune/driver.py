@@ -55,12 +55,9 @@ from .search import Evaluated, SearchProgress, search
 from .store import TuningStore
 from .verdicts import Verdicts
 
-# evaluations a best config must stand before its check starts during the search. A check sent early for a config
-# that does not win is wasted: its libtpu compile at the real shapes is stopped partway (attention 32k on v7x: its
-# [1, 256, 2048] stood from evaluation 121 to 319, and ~6 CPU-seconds of libtpu, a worker restart and a reduced
-# check went on it); 100 evaluations more cost the search ~0.25 CPU-seconds. Over the examples on v7x (2026-12-07)
-# at 100 one of the three early checks was of a config that did not win; at 200 none, and each winner was still
-# sent before its search ended (attention 8k at 319 of 604 evaluations, 32k at 519 of 599, bmm at 337 of 1755).
+# evaluations a best config must stand before its check starts during the search: an early check of a config that
+# does not win wastes its libtpu compile (~6 CPU-s for attention 32k's [1, 256, 2048], which stood 121 to 319). At
+# 200, no early check of the examples on v7x lost and each winner was still sent before its search ended.
 EARLY_AFTER = 200
 
 
@@ -598,7 +595,6 @@ def submit_check(executor: Executor, case: Any, seed: int, verdicts: Verdicts | 
         future = _both(compared, asking)
     else:
         future = executor.submit(verify, case, seed)
-    if verdicts is not None:  # a check cancelled (an early candidate that did not win) has no verdict to keep
-        future.add_done_callback(
-            lambda f: not f.cancelled() and f.exception() is None and verdicts.keep(case, seed, f.result()))
+    if verdicts is not None:  # a cancelled check (an early candidate that lost) has no verdict to keep
+        future.add_done_callback(lambda f: f.cancelled() or f.exception() or verdicts.keep(case, seed, f.result()))
     return future
