@@ -308,15 +308,18 @@ def held_factor(nodes: list[Node]) -> float:
     return factor
 
 
+def _own_dots(nodes: list[Node]) -> list[Op]:
+    """The dots of their own (not ones adding into an accumulator) among straight-line code."""
+    return [n for n in nodes if isinstance(n, Op) and n.kind == "dot" and len(n.args) <= 2]
+
+
 def _has_dot(nodes: list[Node]) -> bool:
-    """A dot of its own (not one adding into an accumulator) among straight-line code."""
-    return any(isinstance(n, Op) and n.kind == "dot" and len(n.args) <= 2 for n in nodes)
+    return bool(_own_dots(nodes))
 
 
 def _dot_rows(nodes: list[Node]) -> int:
     """The most LHS rows (all dims but the last, batch included) of a dot of its own in straight-line code."""
-    return max((math.prod(n.outputs()[0].meta.shape[:-1]) for n in nodes
-                if isinstance(n, Op) and n.kind == "dot" and len(n.args) <= 2), default=0)
+    return max((math.prod(n.outputs()[0].meta.shape[:-1]) for n in _own_dots(nodes)), default=0)
 
 
 def holds_values(nodes: list[Node]) -> bool:
