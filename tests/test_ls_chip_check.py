@@ -26,8 +26,6 @@ from test_ls_support import (
 
 from helion_ls.features.chip_verdicts import verdict_diagnostics
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
-
 
 @pytest_lsp.fixture(config=server_config(), scope="module")
 async def client(lsp_client: LanguageClient, tmp_path_factory):
@@ -44,6 +42,7 @@ def checked(client: LanguageClient, uri: str) -> list:
     return [d for d in published[-1].diagnostics if d.source == "helion check"] if published else []
 
 
+@pytest.mark.asyncio(loop_scope="module")
 async def test_check_puts_its_verdict_on_the_kernel_line_until_the_kernel_changes(client: LanguageClient):
     uri = open_doc(client, client.ws / "add.py")
     await final_diagnostics(client, uri, 1)
