@@ -27,7 +27,9 @@ into constants.py (with "[fit] <what>" sources). Fitted parameters (--params):
   reload   code_reload (a grid step's reload of code past the instruction memory)
   issue    issue_interval (the least time between two calls issued back to back: pipelined calls of a kernel
            quicker than it take it)
-Default: inner latency call dma rows fori carry reload issue (what v5e's points pin: its vector rate and loop overlap run to a
+  reduce   reduction_latency (a reduction across a vreg's lanes to the op that waits for it: a step shorter than
+           its chain of them takes the chain)
+Default: inner latency call dma rows fori carry reload issue reduce (what v5e's points pin: its vector rate and loop overlap run to a
 bound when fitted, and its MXU efficiency stays at the 0.9606 its earlier 20 points gave: freed, the sweep pulls it
 to 0.90 for configs whose cost the model does not express, and the guide's large-block matmuls go 20-24 % slow;
 the grid step keeps its fit to the first 169 points: with attention's fori_loops in, freed it goes to zero),
@@ -76,8 +78,9 @@ PARAMS = {
     "carry": (("fori_carried_element",), 1e-12, "ps", 0.0, 10.0),
     "reload": (("code_reload",), 1e-6, "µs", 0.0, 50.0),
     "issue": (("issue_interval",), 1e-6, "µs", 0.0, 1000.0),
+    "reduce": (("reduction_latency",), 1e-6, "µs", 0.0, 5.0),
 }
-DEFAULT_PARAMS = ("inner", "latency", "call", "dma", "rows", "fori", "carry", "reload", "issue")
+DEFAULT_PARAMS = ("inner", "latency", "call", "dma", "rows", "fori", "carry", "reload", "issue", "reduce")
 MEASURED_PARAMS = (*DEFAULT_PARAMS, "mxu", "vector", "overlap")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 import torch
 
@@ -90,12 +91,25 @@ def op_work(op: Op) -> Work:
     ins = [a for a in op.args if isinstance(a, Value)]
     size = max([vreg_elems(v) for v in ins + list(outs)] or [0.0])
     if op.kind in ("softmax", "log_softmax"):
-        return Work(0, 0, 4 * size, size)
+        return Work(0, 0, 4 * size, size, lane_reductions=2.0 * _across_lanes(op))
+    if op.kind in REDUCTIONS and _across_lanes(op):
+        return Work(0, 0, size, 0, lane_reductions=1.0)
     if op.kind == "mask":  # iota, add, compare (and the & of several), select
         return Work(0, 0, (3 + len(op.kwargs["dims"]) - 1) * size, 0)
     if op.kind in TRANSCENDENTAL:
         return Work(0, 0, size, size)
     return Work(0, 0, size, 0)
+
+
+def _across_lanes(op: Op) -> bool:
+    """Whether a reduction (or softmax) runs along its input's last dimension, the 128 lanes of a vreg."""
+    x = next((a for a in op.args if isinstance(a, Value)), None)
+    if x is None or not x.shape:
+        return False
+    dim = op.kwargs.get("dim")
+    rank = len(x.shape)
+    dims = range(rank) if dim is None else dim if isinstance(dim, tuple | list) else (dim,)
+    return any(isinstance(d, int) and d % rank == rank - 1 for d in dims)
 
 
 def gather_sizes(n: Load | Store) -> tuple[int, int, int] | None:
@@ -131,9 +145,12 @@ def access_work(n: Load | Store, dma: frozenset[int] = frozenset()) -> Work:
 
 
 def region_work(nodes: list[Node], dma: frozenset[int] = frozenset()) -> Work:
-    """Work of straight-line code, not descending into inner loops (they are counted per iteration)."""
-    return Work.total([op_work(n) if isinstance(n, Op) else access_work(n, dma)
-                       for n in nodes if isinstance(n, Op | Load | Store)])
+    """Work of straight-line code, not descending into inner loops (they are counted per iteration). Its
+    reductions across lanes are counted one after another (Work.lane_reductions)."""
+    works = [op_work(n) if isinstance(n, Op) else access_work(n, dma) for n in nodes if isinstance(n, Op | Load | Store)]
+    total = Work.total(works)
+    chain = sum(w.lane_reductions for w in works)
+    return replace(total, lane_reductions=chain) if chain else total
 
 
 # Calibrated against the libtpu 0.0.42.1 deviceless compile on v5e and v7x (bench/vmem_calibration.py, every

@@ -96,6 +96,10 @@ class Work:
     mxu_short:  the part of mxu_padded from dots whose padded LHS block has fewer than SHORT_LHS_ROWS rows,
     mxu_short_weights: and what one LHS row of those dots costs (2*n*k, padded): the MXU loads each weight
                 tile however few rows pass through it, so short dots cost at least a chip's minimum rows.
+    lane_reductions: reductions across the 128 lanes one after another in the region (a softmax is two: its max,
+                then its sum of what the max feeds): each waits for the previous one's result. Regions added
+                together (unrolled iterations, a loop body beside the step's code) run their chains side by side,
+                so adding keeps the longer chain, not the sum.
     """
 
     mxu_flops: float = 0.0
@@ -106,6 +110,7 @@ class Work:
     mxu_fp8: float = 0.0
     mxu_short: float = 0.0
     mxu_short_weights: float = 0.0
+    lane_reductions: float = 0.0
 
     def __add__(self, other: Work) -> Work:
         return Work(
@@ -117,14 +122,16 @@ class Work:
             self.mxu_fp8 + other.mxu_fp8,
             self.mxu_short + other.mxu_short,
             self.mxu_short_weights + other.mxu_short_weights,
+            max(self.lane_reductions, other.lane_reductions),
         )
 
     @staticmethod
     def total(works: list[Work]) -> Work:
         """Work() + works[0] + works[1] + ...: the same additions in the same order (so the same floats),
         without a Work for every partial sum (the tuner sums thousands of regions)."""
-        a = b = c = d = f = g = h = i = 0.0
+        a = b = c = d = f = g = h = i = r = 0.0
         for w in works:
+            r = max(r, w.lane_reductions)
             a += w.mxu_flops
             b += w.mxu_padded
             c += w.vpu_elems
@@ -133,7 +140,7 @@ class Work:
             g += w.mxu_fp8
             h += w.mxu_short
             i += w.mxu_short_weights
-        return Work(a, b, c, d, f, g, h, i)
+        return Work(a, b, c, d, f, g, h, i, r)
 
     def scaled(self, k: float) -> Work:
         return Work(
@@ -145,6 +152,7 @@ class Work:
             self.mxu_fp8 * k,
             self.mxu_short * k,
             self.mxu_short_weights * k,
+            self.lane_reductions,
         )
 
 

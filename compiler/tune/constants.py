@@ -64,6 +64,8 @@ class ModelConstants:
     fori_iteration_overhead:     τ_inner for a fori_loop iteration (scalar loop control, dynamic slicing).
     fori_carried_element: seconds a fori_loop iteration takes per 32-bit element of the values it hands the next
                      (InnerLoop.carried_elems): read and written back around the loop's boundary, not overlapped.
+    reduction_latency: seconds from a reduction across a vreg's lanes to the op that waits for its result: a region
+                     whose work is shorter takes its chain of them (Work.lane_reductions) instead.
     imem_bundles:    VLIW bundles of code the instruction memory holds (0: not known, no code term).
     code_reload:     seconds a grid step takes to load its instructions again when a call's code is longer.
     resolution:      the least relative gap between two estimates that the chip orders as the model does much
@@ -93,6 +95,7 @@ class ModelConstants:
     pipeline_iteration_overhead: float
     fori_iteration_overhead: float
     fori_carried_element: float
+    reduction_latency: float
     imem_bundles: float
     code_reload: float
     resolution: float
@@ -189,8 +192,9 @@ _GUIDE_MXU = (1.0, "[guide] fit on v5e, at its bound: once the restarts of our n
                    "MXU inefficiency is left to fit")
 
 # [chip] fit: `python bench/calibrate.py --chip v5e` (its default parameters) to the [guide]'s
-# plain table and our own v5e tables together (282 points, 8.2 % geometric-mean error since 2026-12-07 14:45 UTC, when a
-# fori_loop's control was made to issue beside its body (docs/model-accuracy.md); 8.7 % before; 245 points and 8.9 % before the
+# plain table and our own v5e tables together (282 points, 8.0 % geometric-mean error since 2026-12-07 ~17:10 UTC, when a
+# step was made to take at least its chain of lane reductions; 8.2 % since 14:45 UTC, when a fori_loop's control was
+# made to issue beside its body (docs/model-accuracy.md); 8.7 % before; 245 points and 8.9 % before the
 # 37 at new shapes and the issue interval; 9.3 % without the code term; the grid step keeps the fit to the first 169:
 # freed it went to zero). The tables: 14 points measured
 # 2026-12-05 and issue 29's sweep of 2026-12-06 (174 configs of seven kernels, then 24 more at 23:10: the model's
@@ -204,7 +208,14 @@ _CHIP_FIT = "[guide+chip] fit (bench/calibrate.py --chip v5e)"
 # (add 25 MB, softmax 42 and 64 MB, batch_softmax 67 MB), its grid steps (4 to 64) or its FLOPs.
 _V5E_ISSUE = (0.1230e-3, "[chip] fit (bench/calibrate.py --chip v5e): the 2026-12-07 points at new shapes under "
                           "~0.13 ms a call (softmax, add, batch_softmax, bmm, matmul and attention: 0.110-0.133 ms)")
-_V5E_RELOAD = 9.838e-6
+_V5E_RELOAD = 9.836e-6
+# A reduction across a vreg's 128 lanes returns its result a fixed time later, and what uses it (a softmax's
+# exponentials, then its division) waits: a step whose vector work is shorter than its chain of such reductions takes
+# the chain. On the v5e, softmax bf16[65536, 2560] in blocks of 8 rows took 0.39 µs a step where its copies (and add's
+# steps of the same few bytes, ~0.2 µs) take 0.32; with the chain modelled, the fit's DMA latency is no longer set by
+# softmax against add (docs/model-accuracy.md, 2026-12-07 ~17:10 UTC).
+_V5E_REDUCTION = (0.1186e-6, f"{_CHIP_FIT}: softmax and batch_softmax in blocks of 8 rows (a softmax is a max, then "
+                             "a sum, across the lanes: ~180 cycles each)")
 # The instruction memory of chips none of whose kernels past it was measured: unknown, so no code term.
 _NO_IMEM = (0.0, "[assumed] not known: no kernel with more code than v5e's instruction memory was measured here")
 _NO_RELOAD = (0.0, "[assumed] none (see imem_bundles)")
@@ -217,7 +228,7 @@ V5E = _constants(
     "v5e",
     calibrated=True,
     mxu_efficiency=(0.9606, f"{_CHIP_FIT}: bmm, matmul and attention on the chip run at 89-94 % of the peak"),
-    mxu_min_rows=(41.46, f"{_CHIP_FIT}: bmm and matmul in blocks of 8-64 rows on the chip; " + _MIN_ROWS_V5E),
+    mxu_min_rows=(41.56, f"{_CHIP_FIT}: bmm and matmul in blocks of 8-64 rows on the chip; " + _MIN_ROWS_V5E),
     vpu_rate=(_SEED_VPU_RATE * _V5E_SCALE, _BY_CLOCK + "; [chip] does not pin it (the fit runs to its bound)"),
     eup_rate=(_SEED_VPU_RATE * _V5E_SCALE / 4, "[assumed] a quarter of vpu_rate (one EUP slot against four "
                                                "VALU slots)"),
@@ -225,13 +236,14 @@ V5E = _constants(
     overlap_loop=(_SEED_OVERLAP_LOOP, "[from v7x] [seed] fit; [chip] does not pin it"),
     step_overhead=(0.1676e-6, f"{_CHIP_FIT}: add 16384^2 in [8, 128] blocks, 262,144 grid steps of next to no "
                               "work, and softmax in blocks of 8-32 rows"),
-    pipeline_iteration_overhead=(0.3253e-6, f"{_CHIP_FIT}: the guide's 128^3 points at 4096 and 8192, where each "
+    pipeline_iteration_overhead=(0.3259e-6, f"{_CHIP_FIT}: the guide's 128^3 points at 4096 and 8192, where each "
                                             "K step's ~0.35 µs is all overhead (compute ~40 ns, DMA ~80 ns)"),
-    fori_iteration_overhead=(0.2757e-6, f"{_CHIP_FIT}: attention in fori_loops of 16-64 kv rows, ~0.3 µs an iteration "
+    fori_iteration_overhead=(0.2760e-6, f"{_CHIP_FIT}: attention in fori_loops of 16-64 kv rows, ~0.3 µs an iteration "
                                          "whatever its ~0.1 µs of compute (the loop's control issues beside the body: "
                                          "an iteration takes max(body, this))"),
-    fori_carried_element=(1.349e-12, f"{_CHIP_FIT}: matmul 8192^3 in fori_loops over K blocks of 128-2048 with "
+    fori_carried_element=(1.348e-12, f"{_CHIP_FIT}: matmul 8192^3 in fori_loops over K blocks of 128-2048 with "
                                "[512, 512] and [1024, 1024] accumulators"),
+    reduction_latency=_V5E_REDUCTION,
     imem_bundles=(65536.0, "[chip] threshold: libtpu's code for attention [1, 1024, 512] (63,482 bundles) and "
                            "[1, 1024, 1024] (62,935) ran at the model's time, [1, 1024, 256] (65,922) 20 % slower; "
                            "matmul [1024, 512, 512] (58,557) at 98 % of the peak, bmm [4, 1024, 1024, 2048] "
@@ -240,11 +252,11 @@ V5E = _constants(
                               "~10 µs a grid step"),
     resolution=(0.03, "[chip] bench/tune_vs_chip.py over the v5e sweeps: configs the model puts under 3 % apart the "
                       "chip ordered its way in 403 of 674 pairs (60 %), 3-5 % apart in 162 of 198 (82 %)"),
-    dma_latency=(0.2047e-6, f"{_CHIP_FIT}: softmax's 32- and 64-row blocks cost ~0.1-0.2 µs a step beyond their "
-                            "bytes"),
-    dma_efficiency=(0.8600, f"{_CHIP_FIT}: add and softmax in large blocks stream ~700 GB/s of the data sheet's "
+    dma_latency=(0.1984e-6, f"{_CHIP_FIT}: add in blocks of 8-64 rows, ~0.2 µs a step beyond their bytes, and "
+                            "softmax's 32- and 64-row blocks"),
+    dma_efficiency=(0.8593, f"{_CHIP_FIT}: add and softmax in large blocks stream ~700 GB/s of the data sheet's "
                             "819"),
-    call_overhead=(99.98e-6, f"{_CHIP_FIT} (the [guide]'s timeit includes Python dispatch; [chip]'s pipelined "
+    call_overhead=(100.0e-6, f"{_CHIP_FIT} (the [guide]'s timeit includes Python dispatch; [chip]'s pipelined "
                              "calls overlap it and are compared without it, floored by issue_interval))"),
     issue_interval=_V5E_ISSUE,
     llo_vector_op_seconds=(1.0e-10 / _V5E_SCALE, "[from v7x, scaled like vpu_rate (the clock ratio)] [seed] fit"),
@@ -269,6 +281,7 @@ V7X = _constants(
     fori_iteration_overhead=(0.2317e-6, "[from v5e, as fitted before its carried-value term] a scalar loop plus "
                                         "address arithmetic"),
     fori_carried_element=(0.0, "[assumed] none: no fori_loop of this chip was measured (v5e's is fitted)"),
+    reduction_latency=(_V5E_REDUCTION[0], "[from v5e] " + _V5E_REDUCTION[1]),
     imem_bundles=_NO_IMEM,
     code_reload=_NO_RELOAD,
     resolution=_NO_RESOLUTION,
