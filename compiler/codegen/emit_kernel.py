@@ -314,9 +314,9 @@ class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
     def _once(self, op: OperandLayout, ref: str) -> str:
         """A whole block of an input read inside unrolled loops that run its body more than once: read once,
         before the outermost of them (inputs do not change within a grid step), so the copies of the body share
-        one value. Upstream moe_matmul_ogs (v5e, 8 bodies gathering rows of a 1000-row index block): libtpu's
-        compile ran past 200 s with a read in each body and ends in 53 s so; interpret mode copies the block
-        out of its memory once a step instead of once a body."""
+        one value. Upstream moe_matmul_ogs (v5e, 8 bodies gathering rows of a 1000 x 500 block): libtpu's compile
+        ran past 200 s with the reads in each body, and ends within check's 45 s on an idle core so (see
+        docs/check-times.md); interpret mode copies each block out of its memory once a step, not once a body."""
         whole = f"{ref}[...]"
         loop = self.unrolled[-1] if self.unrolled else None
         if loop is None or loop.steps < 2 or op.kind != "input" or op.memory not in ("vmem_block", "resident"):
