@@ -38,6 +38,12 @@ class Output:
             self.lines.append(line)
         self.inlined.clear()
 
+    def insert(self, at: int, indent: int, text: str) -> None:
+        """One line written before line `at` (a read hoisted out of a loop already begun); the source map of
+        the lines after it moves with them."""
+        self.source_map[:] = [(line + (line >= at), rng) for line, rng in self.source_map]
+        self.lines.insert(at, "    " * indent + text)
+
 
 def about(rng: Range) -> Range:
     """The source-map range of a line about an access rather than the access itself (its BlockSpec, the

@@ -4,6 +4,7 @@ indexing, and the three inner-loop strategies (unrolled Python loop, lax.fori_lo
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from ..frontend import index_exprs as ix
 from ..frontend.indexing import Indexer
@@ -20,6 +21,18 @@ from .loops import loop_strategy, shortest_indexed_dim
 from .plan_builder import STEP, CallLayout, OperandLayout, alias_param, py_name
 
 
+@dataclass
+class Unrolled:
+    """An open unrolled loop (with those it is nested in): where the reads hoisted out of it go (`at`, the
+    line of the outermost, at its `indent`), the names they got (input ref -> name), and how many times its
+    body is written (`steps`)."""
+
+    at: int
+    indent: int
+    names: dict[str, str]
+    steps: int
+
+
 class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
     def __init__(self, ir: KernelIR, layout: CallLayout, config: dict, out: Output):
         self.ir = ir
@@ -33,6 +46,7 @@ class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
         self.device_positions: dict[tuple[int, int], tuple[str, str]] = {}  # device-bounded tile: (first, window)
         self.window_multiple: dict[tuple[int, int], int] = {}  # device-bounded tile: its window start's multiple
         self.interpret_flag = False  # does the kernel take `interpret` (its chunked gathers and scatters read it)?
+        self.unrolled: list[Unrolled | None] = []  # the open inner loops, innermost last (None: not unrolled)
         dma_fns = {f"{d.buffer}_{suffix}" for d in layout.dma.values() for suffix in ("fetch", "wait", "put", "put_wait")}
         names = Names(RESERVED | {o.ref_name for o in layout.operands} | {alias_param(o) for o in layout.operands}
                       | set(layout.scratch.values()) | {s.name for s in layout.scratch_plan} | dma_fns
@@ -75,7 +89,9 @@ class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
                 text = f"_gather_chunked({ref}, {self.ref(idx)[0]}, {self._chunk_text(chunk)})"
             else:
                 self.use_helper("gather")
-                text = f"_gather({text}, {self.ref(idx)[0]}, axis={axis})"
+                text = f"_gather({self._once(op, ref) if text == f'{ref}[...]' else text}, {self.ref(idx)[0]}, axis={axis})"
+        elif text == f"{ref}[...]":
+            text = self._once(op, ref)
         if any(it[0] == "newaxis" for it in node.index):
             idx = []
             for it in node.index:
@@ -206,8 +222,10 @@ class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
         chunk = None  # a scatter into a long whole block: written a chunk of it at a time (see chunks.py)
         if gathered is not None and gathered[0] == 0 and current == f"{ref}[...]" and n.pred is None and not spills:
             chunk = scatter_chunk(op.block_dims_visible(), math.prod(gathered[1].shape), dtype)
-        if gathered is not None and chunk is None and (n.accumulate or n.value.dtype != dtype or tuple(n.value.shape) != tuple(region)):
-            # the scatter needs the values in the stored dtype and shape; name the block once
+        if gathered is not None and chunk is None and (n.accumulate or n.value.dtype != dtype or tuple(n.value.shape) != tuple(region)
+                                                       or n.pred is not None):
+            # the scatter needs the values in the stored dtype and shape, or (under a device-side `if`) the old
+            # values twice: name the block once
             block = self.names.fresh(f"{op.tensor.name}_block")
             self.out.add(indent, f"{block} = {current}", n.range)
             current = block
@@ -280,6 +298,36 @@ class KernelWriter(DmaWriter, IndexWriter, RegionWriter):
 
     def _inner_loop(self, indent: int, loop: InnerLoop) -> None:
         strategy = loop_strategy(self.layout.loop_type, loop)
+        steps = math.prod(d.steps for d in loop.dims)
+        if strategy != "unroll":
+            self.unrolled.append(None)
+        elif self.unrolled and self.unrolled[-1] is not None:  # nested in an unrolled loop: the same Python code
+            self.unrolled.append(Unrolled(self.unrolled[-1].at, self.unrolled[-1].indent, self.unrolled[-1].names,
+                                          self.unrolled[-1].steps * steps))
+        else:
+            self.unrolled.append(Unrolled(len(self.out.lines), indent, {}, steps))
+        try:
+            self._write_inner_loop(indent, loop, strategy)
+        finally:
+            self.unrolled.pop()
+
+    def _once(self, op: OperandLayout, ref: str) -> str:
+        """A whole block of an input read inside unrolled loops that run its body more than once: read once,
+        before the outermost of them (inputs do not change within a grid step), so the copies of the body share
+        one value. Upstream moe_matmul_ogs (v5e, 8 bodies gathering rows of a 1000 x 500 block): libtpu's compile
+        ran past 200 s with the reads in each body, and ends within check's 45 s on an idle core so (see
+        docs/check-times.md); interpret mode copies each block out of its memory once a step, not once a body."""
+        whole = f"{ref}[...]"
+        loop = self.unrolled[-1] if self.unrolled else None
+        if loop is None or loop.steps < 2 or op.kind != "input" or op.memory not in ("vmem_block", "resident"):
+            return whole
+        if ref not in loop.names:
+            loop.names[ref] = self.names.fresh(f"{py_name(op.tensor.name)}_block")
+            self.out.insert(loop.at + len(loop.names) - 1, loop.indent,
+                            f"{loop.names[ref]} = {whole}  # read once for the unrolled loop below")
+        return loop.names[ref]
+
+    def _write_inner_loop(self, indent: int, loop: InnerLoop, strategy: str) -> None:
         if strategy not in ("unroll", "fori_loop", "emit_pipeline"):
             raise UserError("HPL109", f"unknown pallas_loop_type {strategy!r}", loop.range)
         lid = loop.dims[0].loop_id
